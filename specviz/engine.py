@@ -1,0 +1,304 @@
+"""The draft-and-verify loop over two causal LMs, recording every round.
+
+    run = Engine(draft, target, tokenizer).start(prompt, RunSettings(k=4, temperature=0))
+    for rnd in run:          # each Round as soon as it is done (the UI streams these)
+        ...
+    trace = run.trace()      # settings, rounds, output, summary: the JSON a lecturer replays
+
+Invariant between rounds: `ids` holds prompt + committed tokens; each model's KV cache holds every token of
+`ids` but the last, at most. A model's next forward pass feeds exactly the tokens its cache lacks, so no round
+re-encodes the prefix, and rollback is one crop to the accepted length.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Iterator
+
+import torch
+from transformers import DynamicCache
+
+from .sampling import SamplingSettings, check_sampling_settings, sample, verify, warp
+from .trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
+                    TokenProb, Trace, summarize)
+
+MAX_K = 16
+TOP_N = 10  # candidates recorded per position for the bars
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    k: int = 4  # draft tokens per round (the most, when adaptive)
+    temperature: float = 0.0  # 0 = greedy
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+    max_new_tokens: int = 64
+    adaptive: bool = False  # stop drafting early once the draft's own probability of its token drops
+    confidence: float = 0.4  # ... below this (only with adaptive); still exact: the rule reads only the draft
+    chat: bool = True  # wrap the prompt in the tokenizer's chat template when it has one
+
+    def __post_init__(self):
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= MAX_K:
+            raise ValueError(f"k must be a whole number from 1 to {MAX_K}, got {self.k!r}")
+        check_sampling_settings(self.temperature, self.top_k, self.top_p)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
+            raise ValueError(f"seed must be a whole number >= 0, got {self.seed!r}")
+        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be a whole number >= 1, got {self.max_new_tokens!r}")
+        if not 0 <= self.confidence < 1:
+            raise ValueError(f"confidence must be in [0, 1), got {self.confidence!r}")
+
+    @property
+    def sampling(self) -> SamplingSettings:
+        return SamplingSettings(self.temperature, self.top_k, self.top_p)
+
+
+class Engine:
+    """Holds a draft/target pair and the tokenizer they share; starts runs."""
+
+    def __init__(self, draft, target, tokenizer, draft_name="draft", target_name="target", dtype=None):
+        self.draft, self.target, self.tokenizer = draft, target, tokenizer
+        self.draft_name, self.target_name = draft_name, target_name
+        self.device = str(next(target.parameters()).device)
+        self.dtype = dtype or str(next(target.parameters()).dtype).removeprefix("torch.")
+        # Models of one family may pad their embedding tables to different sizes (Qwen2.5 0.5B: 151936,
+        # 7B: 152064); both distributions are taken over the shared ids only, in the baseline too.
+        self.vocab = min(draft.config.vocab_size, target.config.vocab_size)
+        self.max_positions = min(getattr(m.config, "max_position_embeddings", 1 << 30) for m in (draft, target))
+        self.eos_ids = _eos_ids(target, tokenizer)
+        self._text: dict[int, str] = {}
+
+    @classmethod
+    def from_pair(cls, pair) -> "Engine":
+        return cls(pair.draft, pair.target, pair.tokenizer, pair.draft_name, pair.target_name, pair.dtype)
+
+    def encode(self, prompt: str, settings: RunSettings) -> list[int]:
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError("prompt is empty")
+        if settings.chat and getattr(self.tokenizer, "chat_template", None):
+            ids = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
+                                                     add_generation_prompt=True, tokenize=True)
+            ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
+        else:
+            ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        ids = list(ids)
+        needed = len(ids) + settings.max_new_tokens + settings.k + 1
+        if needed > self.max_positions:
+            raise ValueError(f"prompt ({len(ids)} tokens) + max_new_tokens ({settings.max_new_tokens}) + K "
+                             f"exceeds the models' context of {self.max_positions} tokens")
+        return ids
+
+    def text(self, token_id: int) -> str:
+        if token_id not in self._text:
+            self._text[token_id] = self.tokenizer.decode([token_id])
+        return self._text[token_id]
+
+    def start(self, prompt: str, settings: RunSettings, details: bool = True) -> "SpeculativeRun":
+        return SpeculativeRun(self, prompt, settings, details)
+
+    def run(self, prompt: str, settings: RunSettings, details: bool = True, baseline: bool = False) -> Trace:
+        run = self.start(prompt, settings, details)
+        for _ in run:
+            pass
+        trace = run.trace()
+        if baseline:
+            trace.baseline = self.baseline(prompt, settings)
+        return trace
+
+    def baseline(self, prompt: str, settings: RunSettings) -> Baseline:
+        """Target-only autoregressive decoding: same warping, same seed, timed the same way."""
+        ids = self.encode(prompt, settings)
+        gen = torch.Generator().manual_seed(settings.seed)
+        cache, new = DynamicCache(), []
+        with torch.inference_mode():
+            t0 = time.perf_counter()
+            forward(self.target, ids[:-1], cache, 1)
+            self._sync()
+            prefill = time.perf_counter() - t0
+            pending = ids[-1:]
+            while len(new) < settings.max_new_tokens:
+                logits = forward(self.target, pending, cache, 1)[:, :self.vocab]
+                token = int(sample(warp(logits, settings.sampling), gen)[0])
+                new.append(token)
+                if token in self.eos_ids:
+                    break
+                pending = [token]
+            self._sync()
+            total = time.perf_counter() - t0
+        return Baseline(new, self.tokenizer.decode(new, skip_special_tokens=True), prefill, total,
+                        len(new) / total if total > 0 else 0.0)
+
+    def _sync(self):
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+
+def forward(model, tokens: list[int], cache: DynamicCache, keep: int) -> torch.Tensor:
+    """Feed tokens through model with its cache; logits (keep, V) for the last `keep` positions, on CPU."""
+    if not tokens:
+        raise ValueError("nothing to feed")
+    device = next(model.parameters()).device
+    out = model(input_ids=torch.tensor([tokens], device=device), cache=cache, use_cache=True, logits_to_keep=keep)
+    return out.logits[0].float().cpu()
+
+
+def rollback(cache: DynamicCache, keep: int) -> None:
+    """Crop a cache to its first `keep` positions (transformers 5: crop(-n) removes the last n)."""
+    extra = cache.get_seq_length() - keep
+    if extra > 0:
+        cache.crop(-extra)
+
+
+def _confidence(logits: torch.Tensor, token: int) -> float:
+    """The draft's own probability of its token at temperature 1 (greedy q is one-hot, so q itself can't
+    tell a sure draft from a guess)."""
+    return float(torch.exp(logits[token] - torch.logsumexp(logits, -1)))
+
+
+def _eos_ids(model, tokenizer) -> set[int]:
+    ids = set()
+    for source in (getattr(model, "generation_config", None), model.config, tokenizer):
+        value = getattr(source, "eos_token_id", None)
+        ids.update(value if isinstance(value, (list, tuple, set)) else [] if value is None else [value])
+    return {int(i) for i in ids}
+
+
+class SpeculativeRun:
+    """One speculative decoding run. Iterate it to get rounds; `trace()` at any point gives the record so far."""
+
+    def __init__(self, engine: Engine, prompt: str, settings: RunSettings, details: bool = True):
+        self.e, self.prompt, self.s, self.details = engine, prompt, settings, details
+        self.prompt_ids = engine.encode(prompt, settings)
+        self.ids = list(self.prompt_ids)
+        self.rounds: list[Round] = []
+        self.gen = torch.Generator().manual_seed(settings.seed)
+        self.draft_cache, self.target_cache = DynamicCache(), DynamicCache()
+        self.prefill_time = 0.0
+        self.elapsed = 0.0  # wall time of prefill + rounds, excluding time the consumer spends between rounds
+        self.stop: str | None = None
+
+    @property
+    def n_new(self) -> int:
+        return len(self.ids) - len(self.prompt_ids)
+
+    def __iter__(self) -> Iterator[Round]:
+        with torch.inference_mode():
+            t0 = time.perf_counter()
+            self._prefill()
+            self.elapsed += time.perf_counter() - t0
+            while self.stop is None:
+                t0 = time.perf_counter()
+                rnd = self._round()
+                self.elapsed += time.perf_counter() - t0
+                self.rounds.append(rnd)
+                yield rnd
+
+    def _prefill(self):
+        t0 = time.perf_counter()
+        if len(self.ids) > 1:  # the last prompt token is fed by the first round, like every pending token
+            forward(self.e.draft, self.ids[:-1], self.draft_cache, 1)
+            forward(self.e.target, self.ids[:-1], self.target_cache, 1)
+        self.e._sync()
+        self.prefill_time = time.perf_counter() - t0
+
+    def _round(self) -> Round:
+        e, s = self.e, self.s
+        left = self.s.max_new_tokens - self.n_new
+        k = min(s.k, left - 1)  # a round yields at most k+1 tokens: never draft past max_new_tokens
+
+        # 1. Draft: k tokens one at a time, each sampled from q, the warped draft distribution.
+        t0 = time.perf_counter()
+        drafts, q = self._draft(k)
+        e._sync()
+        t1 = time.perf_counter()
+
+        # 2. Target: ONE pass over the tokens its cache lacks plus all drafts; p has a row per draft + bonus.
+        feed = self.ids[self.target_cache.get_seq_length():] + drafts
+        p = warp(forward(e.target, feed, self.target_cache, len(drafts) + 1)[:, :e.vocab], s.sampling)
+
+        # 3. Verify: accept a prefix, then a replacement from the residual or a bonus from p[k].
+        verdict = verify(p, q, torch.tensor(drafts, dtype=torch.long), self.gen)
+        e._sync()
+        t2 = time.perf_counter()
+
+        # 4. Commit, cut at EOS or max_new_tokens, and roll both caches back to the committed prefix.
+        new = drafts[:verdict.n_accepted] + [verdict.next_token]
+        committed = self._commit(new)
+        rollback(self.target_cache, len(self.ids) - 1)
+        rollback(self.draft_cache, min(self.draft_cache.get_seq_length(), len(self.ids) - 1))
+        return self._record(drafts, p, q, verdict, committed, t1 - t0, t2 - t1)
+
+    def _draft(self, k: int) -> tuple[list[int], torch.Tensor]:
+        drafts, qs = [], []
+        for _ in range(k):
+            # The draft cache may lack 1 token (usual) or 2 (after a clean sweep: the last draft and the bonus).
+            feed = (self.ids + drafts)[self.draft_cache.get_seq_length():]
+            logits = forward(self.e.draft, feed, self.draft_cache, 1)[:, :self.e.vocab]
+            row = warp(logits, self.s.sampling)[0]
+            x = int(sample(row[None], self.gen)[0])
+            drafts.append(x)
+            qs.append(row)
+            if x in self.e.eos_ids or (self.s.adaptive and _confidence(logits[0], x) < self.s.confidence):
+                break  # nothing after EOS can be kept; an unsure draft is likely rejected
+        q = torch.stack(qs) if qs else torch.zeros(0, self.e.vocab)
+        return drafts, q
+
+    def _commit(self, new: list[int]) -> list[int]:
+        committed = []
+        for token in new:
+            committed.append(token)
+            if token in self.e.eos_ids:
+                self.stop = "eos"
+                break
+            if self.n_new + len(committed) >= self.s.max_new_tokens:
+                self.stop = "max_new_tokens"
+                break
+        self.ids.extend(committed)
+        return committed
+
+    def _record(self, drafts, p, q, verdict, committed, draft_time, verify_time) -> Round:
+        """Turn one round's tensors into a Round record (the only place that decides what is kept)."""
+        e, n = self.e, verdict.n_accepted
+        positions = []
+        for i, x in enumerate(drafts):
+            examined = i <= n and i < len(verdict.accept_probs)
+            fate = ACCEPTED if i < n else REJECTED if examined else DISCARDED
+            positions.append(DraftPosition(
+                token_id=x, text=e.text(x), q=float(q[i, x]), p=float(p[i, x]), fate=fate,
+                accept_prob=verdict.accept_probs[i] if examined else None,
+                uniform=verdict.uniforms[i] if examined else None,
+                overlap=float(torch.minimum(p[i], q[i]).sum()) if examined and self.details else None,
+                candidates=self._candidates(p[i], q[i]) if self.details else []))
+        nxt = verdict.next_token
+        rejected = verdict.rejected
+        residual = bonus = None
+        if self.details and rejected:
+            top = torch.topk(verdict.residual, min(TOP_N, e.vocab)).indices.tolist()
+            residual = [TokenProb(t, e.text(t), float(p[n, t]), float(q[n, t]), float(verdict.residual[t]))
+                        for t in top if verdict.residual[t] > 0 or t == nxt]
+        if self.details and not rejected:
+            bonus = [TokenProb(t, e.text(t), float(p[n, t])) for t in torch.topk(p[n], min(TOP_N, e.vocab)).indices.tolist()]
+        next_prob = TokenProb(nxt, e.text(nxt), float(p[n, nxt]), float(q[n, nxt]) if rejected else None,
+                              float(verdict.residual[nxt]) if rejected else None)
+        return Round(index=len(self.rounds), k=len(drafts), drafts=positions, n_accepted=n, next_token=next_prob,
+                     next_kind=REPLACEMENT if rejected else BONUS, residual=residual, bonus_candidates=bonus,
+                     committed_ids=committed, draft_time_s=draft_time, verify_time_s=verify_time, stop=self.stop)
+
+    def _candidates(self, p_row: torch.Tensor, q_row: torch.Tensor) -> list[TokenProb]:
+        """Top tokens of p and of q at one position, each with both probabilities, most likely first."""
+        n = min(TOP_N, self.e.vocab)
+        ids = dict.fromkeys(torch.topk(p_row, n).indices.tolist() + torch.topk(q_row, n).indices.tolist())
+        tokens = [TokenProb(t, self.e.text(t), float(p_row[t]), float(q_row[t])) for t in ids]
+        tokens = [t for t in tokens if t.p > 0 or t.q > 0]
+        return sorted(tokens, key=lambda t: -max(t.p, t.q))
+
+    def trace(self) -> Trace:
+        e = self.e
+        new = self.ids[len(self.prompt_ids):]
+        return Trace(
+            settings=asdict(self.s), draft_model=e.draft_name, target_model=e.target_name, device=e.device,
+            dtype=e.dtype, prompt=self.prompt, prompt_token_ids=list(self.prompt_ids), rounds=list(self.rounds),
+            output_token_ids=new, output_text=e.tokenizer.decode(new, skip_special_tokens=True),
+            summary=summarize(self.rounds, self.prefill_time, self.elapsed), eos_token_ids=sorted(e.eos_ids))

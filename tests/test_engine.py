@@ -1,0 +1,140 @@
+"""Engine mechanics on tiny random-weight models (fast, no downloads)."""
+
+import pytest
+import torch
+from transformers import DynamicCache
+
+from specviz.engine import Engine, RunSettings, forward, rollback
+from specviz.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Trace
+
+PROMPT = "def fib(n):"
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 8, 16])
+def test_greedy_equals_target_only_greedy(engine, k):
+    trace = engine.run(PROMPT, RunSettings(k=k, temperature=0, max_new_tokens=40), baseline=True)
+    assert trace.output_token_ids == trace.baseline.output_token_ids
+    assert trace.output_text == trace.baseline.output_text
+    assert len(trace.output_token_ids) == 40
+
+
+def test_rounds_account_for_every_token(engine):
+    trace = engine.run(PROMPT, RunSettings(k=4, temperature=0.8, seed=3, max_new_tokens=50))
+    assert sum(len(r.committed_ids) for r in trace.rounds) == len(trace.output_token_ids) == 50
+    assert [t for r in trace.rounds for t in r.committed_ids] == trace.output_token_ids
+    for r in trace.rounds:
+        fates = [d.fate for d in r.drafts]
+        assert fates[:r.n_accepted] == [ACCEPTED] * r.n_accepted
+        if r.next_kind == REPLACEMENT:
+            assert fates[r.n_accepted] == REJECTED and set(fates[r.n_accepted + 1:]) <= {DISCARDED}
+            assert r.drafts[r.n_accepted].uniform >= r.drafts[r.n_accepted].accept_prob
+            assert r.residual and r.bonus_candidates is None
+        else:
+            assert r.next_kind == BONUS and r.n_accepted == r.k and r.residual is None
+        for d in r.drafts[:r.n_accepted]:
+            assert d.uniform < d.accept_prob == pytest.approx(min(1.0, d.p / d.q))
+    s = trace.summary
+    assert s.n_accepted == sum(r.n_accepted for r in trace.rounds)
+    assert s.acceptance_rate == pytest.approx(s.n_accepted / s.n_examined)  # the bonus never counts
+    assert 0 < s.acceptance_rate < 1 and s.tokens_per_pass == pytest.approx(50 / len(trace.rounds))
+
+
+def test_draft_equal_to_target_accepts_everything(tiny_pair, tokenizer):
+    _, target = tiny_pair
+    engine = Engine(target, target, tokenizer)
+    trace = engine.run(PROMPT, RunSettings(k=4, temperature=1.0, seed=0, max_new_tokens=30))
+    assert all(d.fate == ACCEPTED for r in trace.rounds for d in r.drafts)
+    assert [r.tokens_this_pass for r in trace.rounds[:-1]] == [5] * (len(trace.rounds) - 1)
+
+
+def test_sampled_runs_repeat_with_a_seed_and_differ_across_seeds(engine):
+    a, b, c = (engine.run(PROMPT, RunSettings(k=3, temperature=1.0, seed=s, max_new_tokens=30)) for s in (7, 7, 8))
+    assert a.output_token_ids == b.output_token_ids
+    assert a.output_token_ids != c.output_token_ids
+
+
+def test_rollback_leaves_the_cache_as_a_fresh_prefill(engine):
+    run = engine.start(PROMPT, RunSettings(k=6, temperature=0, max_new_tokens=40))
+    rounds = iter(run)
+    for _ in range(4):
+        next(rounds)
+    assert any(r.n_accepted < r.k for r in run.rounds)  # a rollback really happened
+    ids = run.ids
+    assert run.target_cache.get_seq_length() == len(ids) - 1
+    with torch.inference_mode():
+        cached = forward(engine.target, ids[-1:], run.target_cache, 1)
+        fresh = forward(engine.target, ids, DynamicCache(), 1)
+        draft_cached = forward(engine.draft, ids[run.draft_cache.get_seq_length():], run.draft_cache, 1)
+        draft_fresh = forward(engine.draft, ids, DynamicCache(), 1)
+    assert torch.allclose(cached, fresh, atol=1e-4)
+    assert torch.allclose(draft_cached, draft_fresh, atol=1e-4)
+
+
+def test_rollback_crops_from_the_end():
+    cache = DynamicCache()
+    k = torch.randn(1, 2, 7, 4)
+    cache.update(k, k.clone(), 0)
+    rollback(cache, 5)
+    assert cache.get_seq_length() == 5 and torch.equal(cache.layers[0].keys, k[..., :5, :])
+    rollback(cache, 9)  # never grows, never empties by accident
+    assert cache.get_seq_length() == 5
+
+
+@pytest.mark.parametrize("left", [1, 2, 3])
+def test_k_larger_than_the_tokens_left(engine, left):
+    trace = engine.run(PROMPT, RunSettings(k=8, temperature=0, max_new_tokens=left), baseline=True)
+    assert len(trace.output_token_ids) == left
+    assert trace.output_token_ids == trace.baseline.output_token_ids
+    assert all(r.k <= left - 1 for r in trace.rounds)
+    assert trace.rounds[-1].stop == "max_new_tokens"
+
+
+def test_eos_inside_the_draft_ends_the_run(tiny_pair, tokenizer):
+    draft, target = tiny_pair
+    plain = Engine(draft, target, tokenizer).baseline(PROMPT, RunSettings(k=8, temperature=0, max_new_tokens=20))
+    eos = plain.output_token_ids[6]  # make the 7th greedy token the end of sequence
+    first = plain.output_token_ids.index(eos)
+    engine = Engine(target, target, tokenizer)  # draft = target: EOS is proposed inside an accepted draft
+    engine.eos_ids = {eos}
+    trace = engine.run(PROMPT, RunSettings(k=8, temperature=0, max_new_tokens=20))
+    assert trace.output_token_ids == plain.output_token_ids[:first + 1]
+    assert trace.rounds[-1].stop == "eos"
+    assert trace.rounds[-1].drafts[-1].token_id == eos  # drafting stopped at EOS, nothing after it
+
+
+def test_trace_json_round_trip(engine):
+    trace = engine.run(PROMPT, RunSettings(k=3, temperature=0.7, seed=1, max_new_tokens=25), baseline=True)
+    again = Trace.from_json(trace.to_json())
+    assert again == trace
+    assert again.to_json() == trace.to_json()
+
+
+def test_untraced_run_gives_the_same_tokens(engine):
+    s = RunSettings(k=4, temperature=0.9, seed=5, max_new_tokens=30)
+    full, lean = engine.run(PROMPT, s), engine.run(PROMPT, s, details=False)
+    assert full.output_token_ids == lean.output_token_ids
+    assert lean.rounds[0].drafts[0].candidates == [] and full.rounds[0].drafts[0].candidates
+
+
+def test_adaptive_k_is_still_exact_in_greedy(engine):
+    trace = engine.run(PROMPT, RunSettings(k=8, temperature=0, max_new_tokens=40, adaptive=True, confidence=0.9),
+                       baseline=True)
+    assert trace.output_token_ids == trace.baseline.output_token_ids
+    assert any(r.k < 8 and r.stop is None for r in trace.rounds)
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    (dict(k=0), "k must"), (dict(k=17), "k must"), (dict(temperature=-0.5), "temperature"),
+    (dict(top_p=0.0), "top_p"), (dict(top_k=-2), "top_k"), (dict(max_new_tokens=0), "max_new_tokens"),
+    (dict(seed=-1), "seed"), (dict(k="4"), "k must"),
+])
+def test_bad_settings(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        RunSettings(**kwargs)
+
+
+def test_bad_prompts(engine):
+    with pytest.raises(ValueError, match="prompt is empty"):
+        engine.start("   ", RunSettings())
+    with pytest.raises(ValueError, match="context"):
+        engine.start(PROMPT, RunSettings(max_new_tokens=250))

@@ -19,11 +19,13 @@ from typing import Iterator
 import torch
 from transformers import DynamicCache
 
+from .lookup import prompt_lookup
 from .sampling import SamplingSettings, check_sampling_settings, sample, verify, warp
 from .trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
                     TokenProb, Trace, summarize)
 
 MAX_K = 16
+DRAFTERS = ("model", "lookup")
 TOP_N = 10  # candidates recorded per position for the bars
 
 
@@ -38,6 +40,7 @@ class RunSettings:
     adaptive: bool = False  # stop drafting early once the draft's own probability of its token drops
     confidence: float = 0.4  # ... below this (only with adaptive); still exact: the rule reads only the draft
     chat: bool = True  # wrap the prompt in the tokenizer's chat template when it has one
+    drafter: str = "model"  # "model": the draft model; "lookup": prompt lookup (n-gram copy, no second model)
 
     def __post_init__(self):
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= MAX_K:
@@ -47,6 +50,8 @@ class RunSettings:
             raise ValueError(f"seed must be a whole number >= 0, got {self.seed!r}")
         if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be a whole number >= 1, got {self.max_new_tokens!r}")
+        if self.drafter not in DRAFTERS:
+            raise ValueError(f"drafter must be one of {', '.join(DRAFTERS)}, got {self.drafter!r}")
         if not 0 <= self.confidence < 1:
             raise ValueError(f"confidence must be in [0, 1), got {self.confidence!r}")
 
@@ -198,7 +203,8 @@ class SpeculativeRun:
     def _prefill(self):
         t0 = time.perf_counter()
         if len(self.ids) > 1:  # the last prompt token is fed by the first round, like every pending token
-            forward(self.e.draft, self.ids[:-1], self.draft_cache, 1)
+            if self.s.drafter == "model":
+                forward(self.e.draft, self.ids[:-1], self.draft_cache, 1)
             forward(self.e.target, self.ids[:-1], self.target_cache, 1)
         self.e._sync()
         self.prefill_time = time.perf_counter() - t0
@@ -231,6 +237,8 @@ class SpeculativeRun:
         return self._record(drafts, p, q, verdict, committed, t1 - t0, t2 - t1)
 
     def _draft(self, k: int) -> tuple[list[int], torch.Tensor]:
+        if self.s.drafter == "lookup":
+            return self._lookup_draft(k)
         drafts, qs = [], []
         for _ in range(k):
             # The draft cache may lack 1 token (usual) or 2 (after a clean sweep: the last draft and the bonus).
@@ -243,6 +251,17 @@ class SpeculativeRun:
             if x in self.e.eos_ids or (self.s.adaptive and _confidence(logits[0], x) < self.s.confidence):
                 break  # nothing after EOS can be kept; an unsure draft is likely rejected
         q = torch.stack(qs) if qs else torch.zeros(0, self.e.vocab)
+        return drafts, q
+
+    def _lookup_draft(self, k: int) -> tuple[list[int], torch.Tensor]:
+        """Copy tokens from earlier text; q is a point mass on each, so acceptance is p(x)."""
+        drafts = prompt_lookup(self.ids, k)
+        for i, x in enumerate(drafts):
+            if x in self.e.eos_ids:
+                drafts = drafts[:i + 1]
+                break
+        q = torch.zeros(len(drafts), self.e.vocab)
+        q[torch.arange(len(drafts)), torch.tensor(drafts, dtype=torch.long)] = 1.0
         return drafts, q
 
     def _commit(self, new: list[int]) -> list[int]:
@@ -298,7 +317,8 @@ class SpeculativeRun:
         e = self.e
         new = self.ids[len(self.prompt_ids):]
         return Trace(
-            settings=asdict(self.s), draft_model=e.draft_name, target_model=e.target_name, device=e.device,
+            settings=asdict(self.s), draft_model=e.draft_name if self.s.drafter == "model" else "prompt lookup",
+            target_model=e.target_name, device=e.device,
             dtype=e.dtype, prompt=self.prompt, prompt_token_ids=list(self.prompt_ids), rounds=list(self.rounds),
             output_token_ids=new, output_text=e.tokenizer.decode(new, skip_special_tokens=True),
             summary=summarize(self.rounds, self.prefill_time, self.elapsed), eos_token_ids=sorted(e.eos_ids))

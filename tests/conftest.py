@@ -5,6 +5,11 @@ Everything here is built in the test process; nothing is downloaded.
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry or version check from tests
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded; unknown ids fail fast
+
 import copy
 import string
 

@@ -138,3 +138,18 @@ def test_bad_prompts(engine):
         engine.start("   ", RunSettings())
     with pytest.raises(ValueError, match="context"):
         engine.start(PROMPT, RunSettings(max_new_tokens=250))
+
+
+def test_prompt_lookup_drafter_is_exact_and_copies(engine):
+    prompt = "abc abc abc abc abc abc"
+    s = RunSettings(k=4, temperature=0, max_new_tokens=30, drafter="lookup", chat=False)
+    trace = engine.run(prompt, s, baseline=True)
+    assert trace.output_token_ids == trace.baseline.output_token_ids
+    assert trace.draft_model == "prompt lookup"
+    drafted = [d for r in trace.rounds for d in r.drafts]
+    assert drafted and all(d.q == 1.0 for d in drafted)
+    assert all(d.accept_prob == pytest.approx(d.p) for d in drafted if d.accept_prob is not None)
+    sampled = engine.run(prompt, RunSettings(k=4, temperature=1.0, seed=2, max_new_tokens=30, drafter="lookup",
+                                             chat=False))
+    assert sampled.rounds[-1].stop in ("eos", "max_new_tokens")
+    assert len(sampled.output_token_ids) == 30 or sampled.output_token_ids[-1] in engine.eos_ids

@@ -1,0 +1,43 @@
+"""specviz web app: parse flags, build the UI, launch.
+
+    python app.py                       # http://127.0.0.1:7860, the packaged offline pair
+    python app.py --preset smollm2-135m-1.7b --host 0.0.0.0 --port 8080
+
+Each flag can also come from the environment: SPECVIZ_PRESET, SPECVIZ_HOST, SPECVIZ_PORT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry, no version check
+
+from specviz.models import DEFAULT_PRESET, PRESETS  # noqa: E402
+from specviz.ui import build_demo, default_engine_loader, launch_kwargs, preset_labels  # noqa: E402
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="specviz: watch speculative decoding round by round")
+    parser.add_argument("--preset", default=os.environ.get("SPECVIZ_PRESET", DEFAULT_PRESET),
+                        help=f"model pair shown first (default {DEFAULT_PRESET}); one of: {', '.join(PRESETS)}")
+    parser.add_argument("--host", default=os.environ.get("SPECVIZ_HOST"),
+                        help="address to listen on (default 127.0.0.1, or Gradio's GRADIO_SERVER_NAME)")
+    parser.add_argument("--port", type=int, default=os.environ.get("SPECVIZ_PORT"),
+                        help="port (default 7860, or Gradio's GRADIO_SERVER_PORT)")
+    parser.add_argument("--share", action="store_true", help="also open a public Gradio share link (off by default)")
+    args = parser.parse_args(argv)
+    if args.preset not in PRESETS:
+        parser.error(f"unknown preset {args.preset!r}; known: {', '.join(PRESETS)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    demo = build_demo(default_engine_loader, preset_labels(), args.preset)
+    demo.queue(default_concurrency_limit=1)
+    demo.launch(server_name=args.host, server_port=args.port, share=args.share, **launch_kwargs())
+
+
+if __name__ == "__main__":
+    main()

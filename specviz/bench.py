@@ -1,0 +1,258 @@
+"""`python -m specviz bench`: measured speedups side by side, in one run, on one machine.
+
+For each prompt type (code, factual, story, rewrite) it times, with a warm-up and repeats, reporting medians:
+target-only decoding; specviz with the draft model for each K (greedy and sampled); specviz with prompt lookup;
+transformers' own assisted generation (and its prompt lookup) as the peer. Per configuration: tokens/s, speedup
+over target-only from the same run, acceptance α, tokens per target pass, cost ratio c, and the predicted
+speedup E/(K·c+1) beside the measured one. Writes results.json, report.md and chart.html to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from .engine import Engine, RunSettings
+from .trace import expected_tokens_per_pass
+
+PROMPTS = {
+    "code": ["Write a Python function that returns the n-th Fibonacci number.",
+             "Write a Python function that checks whether a string is a palindrome."],
+    "factual": ["What is the capital of France? Answer in one sentence.",
+                "Explain in two sentences what photosynthesis is."],
+    "story": ["Write the opening of a short story about a lighthouse keeper.",
+              "Tell a short bedtime story about a dragon who is afraid of the dark."],
+    "rewrite": ["Rewrite this function with type hints and a docstring, keeping the body the same:\n\n"
+                "def moving_average(values, window):\n    out = []\n    for i in range(len(values) - window + 1):\n"
+                "        chunk = values[i:i + window]\n        out.append(sum(chunk) / window)\n    return out\n",
+                "Add comments to this code without changing it:\n\ndef merge(a, b):\n    i = j = 0\n"
+                "    result = []\n    while i < len(a) and j < len(b):\n        if a[i] <= b[j]:\n"
+                "            result.append(a[i])\n            i += 1\n        else:\n            result.append(b[j])\n"
+                "            j += 1\n    return result + a[i:] + b[j:]\n"],
+}
+
+
+@dataclass
+class Row:
+    prompt_type: str
+    config: str  # e.g. "specviz K=4", "target-only", "transformers assisted"
+    mode: str  # greedy | sampled
+    k: float | None
+    tokens_per_s: float
+    speedup: float  # over target-only (same mode, same prompts, this run)
+    alpha: float | None = None
+    tokens_per_pass: float | None = None
+    c: float | None = None
+    predicted: float | None = None
+    ttft_s: float | None = None
+
+
+def add_bench_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default="bench-out", help="folder for results.json, report.md, chart.html")
+    p.add_argument("--preset", default=None)
+    p.add_argument("--dtype", default="auto")
+    p.add_argument("--ks", default="1,2,3,4,5,6,7,8", help="K values for specviz")
+    p.add_argument("--modes", default="greedy,sampled")
+    p.add_argument("--temperature", type=float, default=0.7, help="temperature of the sampled mode")
+    p.add_argument("--types", default="code,factual,story,rewrite")
+    p.add_argument("--prompts-per-type", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--max-new-tokens", type=int, default=48)
+    p.add_argument("--no-peer", action="store_true", help="skip transformers' assisted generation")
+    p.add_argument("--quick", action="store_true", help="a smoke run: tiny settings, finishes in minutes")
+    p.add_argument("--tiny", action="store_true", help="random-weight tiny models instead of the real pair (CI)")
+
+
+def bench_command(a: argparse.Namespace) -> int:
+    if a.quick:
+        a.ks, a.modes, a.types, a.repeats, a.max_new_tokens = "1,4", "greedy,sampled", "code,rewrite", 1, 12
+        a.prompts_per_type = 1
+    engine = _tiny_engine() if a.tiny else _real_engine(a)
+    ks = [int(k) for k in a.ks.split(",")]
+    rows = run_bench(engine, ks, a.modes.split(","), a.types.split(","), a.prompts_per_type, a.repeats,
+                     a.max_new_tokens, a.temperature, peer=not a.no_peer)
+    extra = measure_tracing_overhead(engine, a.max_new_tokens, a.repeats)
+    write_report(Path(a.out), rows, extra, engine, a)
+    print((Path(a.out) / "report.md").read_text())
+    return 0
+
+
+def _real_engine(a) -> Engine:
+    from .models import load_pair
+    return Engine.from_pair(load_pair(a.preset, dtype=a.dtype))
+
+
+def _tiny_engine() -> Engine:
+    """Random-weight stand-ins sharing the packaged tokenizer: exercises every code path fast (smoke tests)."""
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    from .models import PACKAGED, prepare_packaged
+    tok = AutoTokenizer.from_pretrained(prepare_packaged(next(iter(PACKAGED))))
+    cfg = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_attention_heads=4,
+               num_key_value_heads=2, max_position_embeddings=2048)
+    torch.manual_seed(0)
+    return Engine(Qwen2ForCausalLM(Qwen2Config(num_hidden_layers=1, **cfg)).eval(),
+                  Qwen2ForCausalLM(Qwen2Config(num_hidden_layers=2, **cfg)).eval(), tok, "tiny-1L", "tiny-2L")
+
+
+def _median_runs(fn, repeats: int) -> list:
+    """One warm-up call, then `repeats` measured calls (the caller takes the median)."""
+    fn()
+    return [fn() for _ in range(repeats)]
+
+
+def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature, peer=True) -> list[Row]:
+    rows = []
+    for ptype in types:
+        prompts = PROMPTS[ptype][:per_type]
+        for mode in modes:
+            temp = 0.0 if mode == "greedy" else temperature
+            base = _specviz_base(engine, prompts, repeats, max_new, temp)
+            rows.append(Row(ptype, "target-only", mode, None, base["tps"], 1.0, ttft_s=base["ttft"]))
+            for drafter in ("model", "lookup"):
+                for k in ks:
+                    r = _specviz(engine, prompts, repeats, max_new, temp, k, drafter)
+                    name = f"specviz K={k}" if drafter == "model" else f"specviz lookup K={k}"
+                    rows.append(Row(ptype, name, mode, k, r["tps"], r["tps"] / base["tps"], r["alpha"], r["tpp"],
+                                    r["c"], r["predicted"], r["ttft"]))
+                    print(f"{ptype:8} {mode:7} {name:22} {r['tps']:6.2f} tok/s  x{r['tps'] / base['tps']:.2f}",
+                          flush=True)
+                if drafter == "model":
+                    adaptive = _specviz(engine, prompts, repeats, max_new, temp, max(ks), "model", adaptive=True)
+                    rows.append(Row(ptype, f"specviz adaptive K≤{max(ks)}", mode, adaptive["mean_k"],
+                                    adaptive["tps"], adaptive["tps"] / base["tps"], adaptive["alpha"],
+                                    adaptive["tpp"], adaptive["c"], adaptive["predicted"], adaptive["ttft"]))
+            if peer:
+                hf_base = _hf(engine, prompts, repeats, max_new, temp, None)
+                for label, kind in (("transformers assisted (default K)", "heuristic"),
+                                    ("transformers assisted K=4", "constant"),
+                                    ("transformers prompt lookup", "lookup")):
+                    tps = _hf(engine, prompts, repeats, max_new, temp, kind)
+                    rows.append(Row(ptype, label, mode, None, tps, tps / base["tps"]))
+                rows.append(Row(ptype, "transformers target-only", mode, None, hf_base, hf_base / base["tps"]))
+    return rows
+
+
+def _specviz_base(engine, prompts, repeats, max_new, temp):
+    tps, ttft = [], []
+    for prompt in prompts:
+        s = RunSettings(k=1, temperature=temp, max_new_tokens=max_new)
+        for b in _median_runs(lambda: engine.baseline(prompt, s), repeats):
+            tps.append(b.tokens_per_s)
+            ttft.append(b.prefill_time_s + (b.total_time_s - b.prefill_time_s) / max(1, len(b.output_token_ids)))
+    return {"tps": statistics.median(tps), "ttft": statistics.median(ttft)}
+
+
+def _specviz(engine, prompts, repeats, max_new, temp, k, drafter, adaptive=False, details=True):
+    out = {key: [] for key in ("tps", "alpha", "tpp", "c", "predicted", "ttft", "mean_k")}
+    for prompt in prompts:
+        s = RunSettings(k=k, temperature=temp, max_new_tokens=max_new, drafter=drafter, adaptive=adaptive)
+        for t in _median_runs(lambda: engine.run(prompt, s, details=details), repeats):
+            m = t.summary
+            mean_k = m.n_drafted / len(t.rounds) if t.rounds else 0.0
+            draft_step = m.draft_time_s / m.n_drafted if m.n_drafted else 0.0
+            target_pass = m.verify_time_s / len(t.rounds) if t.rounds else 0.0
+            c = draft_step / target_pass if target_pass else 0.0
+            predicted = expected_tokens_per_pass(m.acceptance_rate, round(mean_k)) / (mean_k * c + 1)
+            first = t.rounds[0] if t.rounds else None
+            out["tps"].append(m.tokens_per_s)
+            out["alpha"].append(m.acceptance_rate)
+            out["tpp"].append(m.tokens_per_pass)
+            out["c"].append(c)
+            out["predicted"].append(predicted)
+            out["mean_k"].append(mean_k)
+            out["ttft"].append(m.prefill_time_s + (first.draft_time_s + first.verify_time_s if first else 0))
+    return {key: statistics.median(v) for key, v in out.items()}
+
+
+def _hf(engine, prompts, repeats, max_new, temp, kind) -> float:
+    """transformers' generate: target-only (kind None), assisted by the draft, or prompt lookup."""
+    tps = []
+    for prompt in prompts:
+        ids = torch.tensor([engine.encode(prompt, RunSettings(max_new_tokens=max_new))], device=engine.device)
+        kwargs = dict(max_new_tokens=max_new, do_sample=temp > 0, pad_token_id=next(iter(engine.eos_ids)))
+        if temp > 0:
+            kwargs.update(temperature=temp, top_k=0, top_p=1.0)
+        if kind in ("heuristic", "constant"):
+            kwargs["assistant_model"] = engine.draft
+        if kind == "lookup":
+            kwargs["prompt_lookup_num_tokens"] = 4
+        gc = engine.draft.generation_config
+        saved = (getattr(gc, "num_assistant_tokens", 20), getattr(gc, "num_assistant_tokens_schedule", "constant"))
+        if kind == "constant":
+            gc.num_assistant_tokens, gc.num_assistant_tokens_schedule = 4, "constant"
+
+        def once():
+            torch.manual_seed(0)
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                out = engine.target.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
+            return (out.shape[1] - ids.shape[1]) / (time.perf_counter() - t0)
+        try:
+            tps.extend(_median_runs(once, repeats))
+        finally:
+            gc.num_assistant_tokens, gc.num_assistant_tokens_schedule = saved
+    return statistics.median(tps)
+
+
+def measure_tracing_overhead(engine, max_new, repeats) -> dict:
+    prompt = PROMPTS["code"][0]
+    traced = _specviz(engine, [prompt], repeats, max_new, 0.0, 4, "model", details=True)["tps"]
+    lean = _specviz(engine, [prompt], repeats, max_new, 0.0, 4, "model", details=False)["tps"]
+    return {"traced_tokens_per_s": traced, "untraced_tokens_per_s": lean, "overhead": 1 - traced / lean}
+
+
+def write_report(out: Path, rows: list[Row], extra: dict, engine, a) -> None:
+    import transformers
+
+    out.mkdir(parents=True, exist_ok=True)
+    env = {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
+           "torch": torch.__version__, "transformers": transformers.__version__, "device": engine.device,
+           "dtype": engine.dtype, "draft": engine.draft_name, "target": engine.target_name,
+           "max_new_tokens": a.max_new_tokens, "repeats": a.repeats, "date": time.strftime("%Y-%m-%d")}
+    (out / "results.json").write_text(json.dumps({"env": env, "tracing": extra, "rows": [asdict(r) for r in rows]},
+                                                 indent=1))
+    (out / "report.md").write_text(markdown_report(rows, extra, env))
+    chart_figure(rows).write_html(out / "chart.html", include_plotlyjs=True)
+
+
+def _f(x, fmt="{:.2f}"):
+    return "" if x is None else fmt.format(x)
+
+
+def markdown_report(rows: list[Row], extra: dict, env: dict) -> str:
+    lines = [f"{env['draft']} → {env['target']} · {env['device']} · {env['dtype']} · torch {env['torch']} · "
+             f"transformers {env['transformers']} · {env['threads']} threads · {env['max_new_tokens']} new tokens · "
+             f"median of {env['repeats']} after a warm-up · {env['date']}", "",
+             "| prompt | mode | config | tok/s | speedup | α | tok/pass | c | predicted | measured/predicted | TTFT s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = r.speedup / r.predicted if r.predicted else None
+        lines.append(f"| {r.prompt_type} | {r.mode} | {r.config} | {_f(r.tokens_per_s)} | {_f(r.speedup)}× | "
+                     f"{_f(r.alpha)} | {_f(r.tokens_per_pass)} | {_f(r.c)} | {_f(r.predicted)} | {_f(ratio)} | "
+                     f"{_f(r.ttft_s)} |")
+    lines += ["", f"Tracing overhead (code prompt, greedy, K=4): traced {extra['traced_tokens_per_s']:.2f} tok/s, "
+                  f"untraced {extra['untraced_tokens_per_s']:.2f} tok/s → {extra['overhead'] * 100:.1f} %", ""]
+    return "\n".join(lines)
+
+
+def chart_figure(rows: list[Row]):
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for (ptype, mode) in dict.fromkeys((r.prompt_type, r.mode) for r in rows):
+        pts = [r for r in rows if (r.prompt_type, r.mode) == (ptype, mode) and r.config.startswith("specviz K=")]
+        fig.add_scatter(x=[r.k for r in pts], y=[r.speedup for r in pts], mode="lines+markers",
+                        name=f"{ptype} {mode} measured")
+        fig.add_scatter(x=[r.k for r in pts], y=[r.predicted for r in pts], mode="lines",
+                        line=dict(dash="dot"), name=f"{ptype} {mode} predicted E/(Kc+1)")
+    fig.update_layout(title="specviz speedup over target-only vs K", xaxis_title="K (draft tokens per round)",
+                      yaxis_title="speedup ×", template="plotly_white")
+    return fig

@@ -1,0 +1,216 @@
+"""Trace records -> plotly Figures: p and q per draft position, the residual (or bonus), tokens per pass.
+
+Pure functions (no gradio, no models): a figure is a function of a Round or a Trace and a font size. Colours
+and icons come from render.py's colour language. Token text is shown as the tokenizer produced it (`·` for a
+space, `⏎` for a newline) and escaped, because plotly reads a few HTML tags inside text.
+
+Figures are built from plain dicts in one `go.Figure(...)` call: plotly's `update_*` helpers, `make_subplots`
+and named templates cost ~100 ms per chart, too slow for stepping with ← →; this way a chart takes ~5 ms.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import plotly.graph_objects as go
+
+from .render import FATES, P_COLOR, Q_COLOR, num, show, verdict_text
+from .trace import ACCEPTED, BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, TokenProb, Trace, \
+    expected_tokens_per_pass
+
+TOP_BARS = 6  # candidate tokens drawn per position: enough to see the shape, few enough to read
+INK = "#1a1a1a"  # text, outlines and lines that must survive a washed-out projector
+GRID = "#d9d9d9"
+BAR_PX = 26  # height of one token's group of bars
+FONT = "'Source Sans Pro', ui-sans-serif, system-ui, sans-serif"  # the page's font, served by gradio
+
+
+def label(text: str) -> str:
+    """Token text for a plotly label: whitespace visible, markup escaped. ' <b>' -> '·&lt;b&gt;'."""
+    return escape(show(text), quote=False)
+
+
+def _figure(data: list[dict], layout: dict, font_size: int) -> go.Figure:
+    base = dict(template={}, font=dict(size=font_size, color=INK, family=FONT),
+                paper_bgcolor="white", plot_bgcolor="white", hoverlabel=dict(font_size=font_size),
+                legend=dict(orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=font_size)),
+                barmode="group", bargap=0.22, bargroupgap=0.05)
+    return go.Figure(data=data, layout={**base, **layout})
+
+
+def empty_figure(message: str, font_size: int = 15) -> go.Figure:
+    note = dict(text=escape(message, quote=False), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+                font=dict(size=font_size + 2, color="#555"))
+    return _figure([], dict(height=140, margin=dict(l=10, r=10, t=10, b=10), annotations=[note],
+                            xaxis=dict(visible=False), yaxis=dict(visible=False)), font_size)
+
+
+def _title(text: str, font_size: int) -> dict:
+    return dict(text=text, x=0, xanchor="left", xref="paper", y=1, yanchor="top", yref="container",
+                pad=dict(t=8, l=4), font=dict(size=font_size + 3))
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """Two tokens can look alike (byte pieces); plotly merges equal category names, so tell them apart."""
+    seen: dict[str, int] = {}
+    out = []
+    for text in labels:
+        seen[text] = seen.get(text, 0) + 1
+        out.append(text if seen[text] == 1 else f"{text} ({seen[text]})")
+    return out
+
+
+def _with(tokens: list[TokenProb], chosen: TokenProb, limit: int) -> list[TokenProb]:
+    """The first `limit` tokens, making sure `chosen` is among them (in place of the last one)."""
+    top = tokens[:limit]
+    if all(t.token_id != chosen.token_id for t in top):
+        top = top[:limit - 1] + [chosen]
+    return top
+
+
+def _token_bars(tokens: list[TokenProb], chosen_id: int, icon: str, series, axes: tuple[str, str] = ("x", "y"),
+                showlegend: bool = True, opacity: float = 1.0) -> tuple[list[dict], dict]:
+    """Horizontal grouped bars, one group per token, one bar per (name, values, colour, pattern) in series.
+    The chosen token's bars are outlined and its label carries `icon`. Returns (traces, y-axis ticks)."""
+    names = _unique([label(t.text) for t in tokens])
+    hit = [t.token_id == chosen_id for t in tokens]
+    outline = dict(color=INK, width=[3 if h else 0 for h in hit])
+    traces = [dict(type="bar", orientation="h", y=names, x=values, name=name, legendgroup=name,
+                   showlegend=showlegend, xaxis=axes[0], yaxis=axes[1], opacity=opacity,
+                   marker=dict(color=color, pattern=dict(shape=pattern, fgcolor="white", size=7), line=outline),
+                   text=[num(v) for v in values], textposition="outside", cliponaxis=False,
+                   hovertemplate=f"{name} of %{{y}} = %{{x:.3f}}<extra></extra>")
+              for name, values, color, pattern in series]
+    ticks = dict(tickmode="array", tickvals=names, automargin=True, autorange="reversed",
+                 ticktext=[f"<b>{icon} {n}</b>" if h else n for n, h in zip(names, hit)])
+    return traces, ticks
+
+
+def _pq_series(tokens: list[TokenProb]) -> list[tuple]:
+    return [("q (draft)", [t.q or 0.0 for t in tokens], Q_COLOR, "/"),
+            ("p (target)", [t.p for t in tokens], P_COLOR, "")]
+
+
+def _prob_axis(**extra) -> dict:
+    return dict(range=[0, 1.2], tickvals=[0, 0.25, 0.5, 0.75, 1], gridcolor=GRID, zeroline=False, **extra)
+
+
+# --- p and q at each draft position -------------------------------------------------------------------------
+
+def pq_bars(rnd: Round, font_size: int = 15) -> go.Figure:
+    """Per draft position, the top candidate tokens under q (draft) and p (target) side by side; the drafted
+    token is outlined and marked ▶; each panel's title writes out its acceptance test."""
+    if not rnd.drafts:
+        return empty_figure("Nothing was drafted this round (one token was left to generate).", font_size)
+    n = len(rnd.drafts)
+    rows = [_with(d.candidates, TokenProb(d.token_id, d.text, d.p, d.q), TOP_BARS) for d in rnd.drafts]
+    heights = [BAR_PX * len(tokens) + 10 for tokens in rows]
+    gap = 2 * font_size + 30  # room for a panel's two-line title
+    plot_px = sum(heights) + gap * (n - 1)
+    data, layout, notes, top = [], {}, [], plot_px
+    for i, (d, tokens, h) in enumerate(zip(rnd.drafts, rows, heights)):
+        suffix = str(i + 1) if i else ""  # plotly names axes x, x2, x3, ...
+        x, y = "x" + suffix, "y" + suffix
+        traces, ticks = _token_bars(tokens, d.token_id, "▶", _pq_series(tokens), (x, y), showlegend=i == 0,
+                                    opacity=0.4 if d.fate == DISCARDED else 1.0)
+        data += traces
+        layout["yaxis" + suffix] = dict(domain=[(top - h) / plot_px, top / plot_px], anchor=x, **ticks)
+        layout["xaxis" + suffix] = _prob_axis(anchor=y, showticklabels=i == n - 1)
+        notes.append(dict(text=_position_title(i, d), x=0, xref="paper", xanchor="left", y=top / plot_px,
+                          yref="paper", yanchor="bottom", showarrow=False, align="left", font=dict(size=font_size)))
+        top -= h + gap
+    layout["xaxis" + suffix]["title"] = dict(text="probability")
+    head = 3 * font_size + 40
+    layout.update(height=plot_px + head + 2 * font_size + 40, annotations=notes,
+                  margin=dict(l=10, r=10, t=head, b=2 * font_size + 30),
+                  title=_title("q (draft) and p (target) at each draft position", font_size))
+    return _figure(data, layout, font_size)
+
+
+def _position_title(i: int, d: DraftPosition) -> str:
+    s = FATES[d.fate]
+    return f"<b>{i + 1}. “{label(d.text)}”  {s.icon} {s.label}</b><br>{escape(verdict_text(d), quote=False)}"
+
+
+# --- the residual, or the bonus ----------------------------------------------------------------------------
+
+def residual_chart(rnd: Round, font_size: int = 15) -> go.Figure:
+    """After a rejection: normalised max(0, p − q) beside p and q, the sampled replacement outlined.
+    After a clean sweep: p at the next position, the bonus token drawn from it outlined."""
+    if rnd.next_kind == REPLACEMENT and rnd.residual:
+        tokens = _with(rnd.residual, rnd.next_token, TOP_BARS)
+        series = _pq_series(tokens) + [("norm(max(0, p − q))", [t.residual or 0.0 for t in tokens],
+                                        FATES[REPLACEMENT].color, "x")]
+        title = (f"Position {rnd.n_accepted + 1} rejected: the replacement {FATES[REPLACEMENT].icon} is<br>"
+                 f"sampled from the residual norm(max(0, p − q))")
+        return _chosen_chart(tokens, rnd.next_token, REPLACEMENT, series, title, font_size)
+    if rnd.next_kind == BONUS and rnd.bonus_candidates:
+        tokens = _with(rnd.bonus_candidates, rnd.next_token, TOP_BARS)
+        series = [("p (target)", [t.p for t in tokens], P_COLOR, "")]
+        title = (f"All {rnd.k} drafts accepted: the bonus {FATES[BONUS].icon} is drawn<br>from p at position "
+                 f"{rnd.k + 1}, computed by the same target pass" if rnd.k
+                 else f"Nothing drafted: the target's token {FATES[BONUS].icon} is drawn from p")
+        return _chosen_chart(tokens, rnd.next_token, BONUS, series, title, font_size)
+    return empty_figure("This trace did not record the distribution of the round's last token.", font_size)
+
+
+def _chosen_chart(tokens: list[TokenProb], chosen: TokenProb, fate: str, series, title: str,
+                  font_size: int) -> go.Figure:
+    data, ticks = _token_bars(tokens, chosen.token_id, FATES[fate].icon, series)
+    head = 4 * font_size + 50
+    bars_px = (BAR_PX // 2 + 6) * len(series) * len(tokens) + 20
+    layout = dict(height=bars_px + head + 2 * font_size + 40, margin=dict(l=10, r=10, t=head, b=2 * font_size + 30),
+                  title=_title(title, font_size), yaxis=ticks, xaxis=_prob_axis(title=dict(text="probability")))
+    return _figure(data, layout, font_size)
+
+
+# --- tokens per target pass, over the run ------------------------------------------------------------------
+
+def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 15) -> go.Figure:
+    """Stacked bars per round (accepted drafts + the replacement or bonus), the running mean, the expected
+    value (1 − α^(K+1)) / (1 − α) from the measured acceptance α, and the K + 1 ceiling.
+    `selected` (0-based) shades the round on view."""
+    rounds = trace.rounds
+    if not rounds or trace.summary is None:
+        return empty_figure("Tokens per target pass appear here as rounds complete.", font_size)
+    x = [r.index + 1 for r in rounds]
+    made = [r.tokens_this_pass for r in rounds]
+    accepted = [min(r.n_accepted, t) for r, t in zip(rounds, made)]
+    data = [_stack(x, accepted, ACCEPTED, "accepted drafts")]
+    for kind in (REPLACEMENT, BONUS):
+        data.append(_stack(x, [t - a if r.next_kind == kind else 0 for r, t, a in zip(rounds, made, accepted)],
+                           kind, FATES[kind].label))
+    k, alpha = int(trace.settings.get("k", max(r.k for r in rounds))), trace.summary.acceptance_rate
+    expected = expected_tokens_per_pass(alpha, k)
+    span = [0.5, len(rounds) + 0.5]
+    data += [
+        dict(type="scatter", x=x, y=[sum(made[:i + 1]) / (i + 1) for i in range(len(made))], name="running mean",
+             mode="lines+markers", line=dict(color=INK, width=3), marker=dict(size=7, symbol="diamond"),
+             hovertemplate="mean after round %{x}: %{y:.2f}<extra></extra>"),
+        dict(type="scatter", x=span, y=[expected, expected], name=f"expected {expected:.2f}", mode="lines",
+             line=dict(color=P_COLOR, width=3, dash="dash"),
+             hovertemplate=f"(1 − α^(K+1)) / (1 − α), α = {alpha:.2f}, K = {k}: {expected:.2f}<extra></extra>"),
+        dict(type="scatter", x=span, y=[k + 1, k + 1], name=f"ceiling K + 1 = {k + 1}", mode="lines",
+             line=dict(color="#888", width=2, dash="dot"), hoverinfo="skip"),
+    ]
+    shade = [] if selected is None else [dict(type="rect", xref="x", yref="paper", x0=selected + 0.5,
+                                              x1=selected + 1.5, y0=0, y1=1, fillcolor="#000", opacity=0.09,
+                                              line=dict(width=0), layer="below")]
+    head = 3 * font_size + 50
+    title = (f"Tokens per target pass · mean {trace.summary.tokens_per_pass:.2f} · expected (1 − α<sup>K+1</sup>)"
+             f" / (1 − α) = {expected:.2f} at α = {alpha:.2f}, K = {k}")
+    layout = dict(height=260 + head + 2 * font_size, margin=dict(l=10, r=10, t=head, b=2 * font_size + 30),
+                  title=_title(title, font_size), barmode="stack", bargap=0.15, shapes=shade,
+                  xaxis=dict(title=dict(text="round"), range=span, dtick=1 if len(rounds) <= 32 else None,
+                             gridcolor=GRID, zeroline=False),
+                  yaxis=dict(title=dict(text="tokens"), range=[0, k + 1.6], dtick=1 if k <= 8 else 2,
+                             gridcolor=GRID, zeroline=False, automargin=True))
+    return _figure(data, layout, font_size)
+
+
+def _stack(x: list[int], y: list[int], fate: str, name: str) -> dict:
+    s = FATES[fate]
+    pattern = {ACCEPTED: "", REPLACEMENT: "x", BONUS: "."}[fate]
+    return dict(type="bar", x=x, y=y, name=f"{s.icon} {name}",
+                marker=dict(color=s.color, line=dict(color="white", width=1), pattern=dict(shape=pattern, fgcolor="white")),
+                hovertemplate=f"round %{{x}}: %{{y}} {name}<extra></extra>")

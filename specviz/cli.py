@@ -1,0 +1,129 @@
+"""Command line: `python -m specviz run ...` (one traced run) and `python -m specviz bench ...`.
+
+Errors in settings, prompts or models print one line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .trace import ACCEPTED, BONUS, DISCARDED, REJECTED, Round, Trace
+
+MARK = {ACCEPTED: "✓", REJECTED: "✗", DISCARDED: "·", BONUS: "★", "replacement": "◆"}
+
+
+def show(text: str) -> str:
+    """Token text as the tokenizer produced it: newlines as ⏎, tabs as ⇥, quoted so spaces show."""
+    return repr(text.replace("\n", "⏎").replace("\t", "⇥"))[1:-1].join("``")
+
+
+def round_line(r: Round) -> str:
+    drafts = " ".join(f"{MARK[d.fate]}{show(d.text)}" for d in r.drafts) or "(no draft)"
+    nxt = f"{MARK[r.next_kind]}{show(r.next_token.text)}"
+    return (f"{r.index + 1:>4}  {r.n_accepted}/{r.k:<2}  {r.tokens_this_pass:>3}  "
+            f"{r.draft_time_s * 1000:>7.0f}  {r.verify_time_s * 1000:>7.0f}  {drafts}  → {nxt}")
+
+
+def summary_lines(trace: Trace) -> list[str]:
+    s = trace.summary
+    lines = [
+        f"acceptance rate {s.acceptance_rate:.2f} ({s.n_accepted} of {s.n_examined} examined draft tokens; "
+        f"{s.n_drafted} drafted)",
+        f"tokens per target pass {s.tokens_per_pass:.2f} ({s.n_new_tokens} tokens in {s.n_rounds} passes)",
+        f"speculative {s.tokens_per_s:.2f} tokens/s ({s.total_time_s:.2f} s: prefill {s.prefill_time_s:.2f}, "
+        f"draft {s.draft_time_s:.2f}, verify {s.verify_time_s:.2f})",
+    ]
+    b = trace.baseline
+    if b is not None:
+        lines.append(f"target-only {b.tokens_per_s:.2f} tokens/s ({b.total_time_s:.2f} s) → speedup "
+                     f"{s.tokens_per_s / b.tokens_per_s:.2f}x" if b.tokens_per_s else "target-only: no tokens")
+        if trace.settings.get("temperature") == 0:
+            same = b.output_token_ids == trace.output_token_ids
+            lines.append("greedy output identical to target-only: yes" if same else
+                         f"greedy output identical to target-only: NO ({trace.dtype} numerics: a multi-token "
+                         "verify pass rounds differently from one-token steps; use --dtype float32 to compare exactly)")
+    return lines
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prompt", required=True)
+    p.add_argument("--preset", default=None, help="a preset name (default: the offline packaged pair)")
+    p.add_argument("--draft", default=None, help="draft model: hub id, local folder or packaged:<name>")
+    p.add_argument("--target", default=None, help="target model: hub id, local folder or packaged:<name>")
+    p.add_argument("--k", type=int, default=4, help="draft tokens per round, 1..16")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--adaptive", action="store_true", help="stop drafting early when the draft is unsure")
+    p.add_argument("--drafter", choices=["model", "lookup"], default="model",
+                   help="model = the draft model; lookup = prompt lookup (n-gram copy, no second model)")
+    p.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    p.add_argument("--device", default="auto")
+    p.add_argument("--baseline", action="store_true", help="also run target-only and report the speedup")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the trace JSON here")
+    p.add_argument("--quiet", action="store_true", help="no per-round table")
+
+
+def run_command(a: argparse.Namespace) -> int:
+    from .engine import Engine, RunSettings
+    from .models import PRESETS, load_pair
+
+    settings = RunSettings(k=a.k, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
+                           max_new_tokens=a.max_new_tokens, adaptive=a.adaptive, chat=not a.no_chat,
+                           drafter=a.drafter)
+    if not a.prompt.strip():
+        raise ValueError("prompt is empty")
+    if a.preset and a.preset not in PRESETS:
+        raise ValueError(f"unknown preset {a.preset!r}; known: {', '.join(PRESETS)}")
+    pair = load_pair(a.preset, a.draft, a.target, a.device, a.dtype, progress=_print_progress)
+    engine = Engine.from_pair(pair)
+    print(f"{pair.draft_name} → {pair.target_name} · {pair.device} · {pair.dtype} · K={a.k} · "
+          f"T={a.temperature} · seed={a.seed}", flush=True)
+    run = engine.start(a.prompt, settings)
+    if not a.quiet:
+        print("round  acc  tok  draft ms  verify ms  drafts (✓ accepted ✗ rejected · discarded) → ◆ replacement / ★ bonus")
+    for r in run:
+        if not a.quiet:
+            print(round_line(r), flush=True)
+    trace = run.trace()
+    if a.baseline:
+        trace.baseline = engine.baseline(a.prompt, settings)
+    print("\n" + trace.output_text + "\n")
+    print("\n".join(summary_lines(trace)))
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as f:
+            f.write(trace.to_json(indent=1))
+        print(f"trace written to {a.json}")
+    return 0
+
+
+def _print_progress(fraction: float, message: str) -> None:
+    print(f"[{fraction * 100:3.0f}%] {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()  # our own progress lines say what is loading
+    parser = argparse.ArgumentParser(prog="python -m specviz", description="speculative decoding, round by round")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_run_args(sub.add_parser("run", help="one traced speculative decoding run"))
+    from .bench import add_bench_args
+    add_bench_args(sub.add_parser("bench", help="measure speedups (see README)"))
+    a = parser.parse_args(argv)
+    try:
+        if a.command == "run":
+            return run_command(a)
+        from .bench import bench_command
+        return bench_command(a)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

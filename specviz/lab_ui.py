@@ -1,0 +1,284 @@
+"""The lab tab: the p/q playground with its Monte Carlo, and the α / K / c explorer beside a trace's measurement.
+
+`build_lab(trace_state)` lays out its components inside the current gr.Blocks context (the app calls it inside
+`with gr.Tab("Lab"):`), then wires all its events in one place. `demo()` wraps it in a Blocks of its own:
+
+    python -m specviz.lab_ui
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import gradio as gr
+
+from . import lab, lab_charts
+from .trace import Trace, expected_tokens_per_pass, load_trace
+
+DECIMALS = 4  # the editable table shows probabilities to this many places
+SAMPLE_SIZES = [100, 1_000, 10_000, 100_000]
+TEXT = "font-size:20px;line-height:1.5"
+MUTED = "opacity:.45"
+
+
+# --- HTML (every user-editable or uploaded string goes through html.escape) ------------------------------
+
+
+def _token_html(text: str) -> str:
+    """' Paris' -> a faint '·' then 'Paris'; newlines as '⏎'."""
+    stripped = text.lstrip(" ")
+    dots = "·" * (len(text) - len(stripped))
+    return f'<span style="{MUTED}">{dots}</span>{html.escape(stripped.replace(chr(10), "⏎"))}'
+
+
+def _swatch(color: str, pattern: str = "") -> str:
+    """A small square in a legend colour; a hatched pattern (the second cue) where the chart has one."""
+    fill = f"repeating-linear-gradient(45deg,{color} 0 4px,#fff 4px 6px)" if pattern else color
+    return f'<span style="display:inline-block;width:14px;height:14px;background:{fill};margin-right:4px"></span>'
+
+
+def playground_html(pg: lab.Playground) -> str:
+    """α in large type, then one row per token: q, p, acceptance and the two parts of p(x)."""
+    head = ["token", f"{_swatch(lab_charts.Q_COLOR, '/')}q(x) draft", "p(x) target", "keep min(1, p/q)",
+            f"{_swatch(lab_charts.ACCEPTED_COLOR)}✓ accepted q·min(1, p/q)",
+            f"{_swatch(lab_charts.REPLACEMENT_COLOR, 'x')}◆ residual (1−α)·norm(max(0, p−q))", "✓ + ◆ = p(x)"]
+    cells = "text-align:right;padding:4px 12px;font-variant-numeric:tabular-nums"
+    body = "".join(
+        f'<tr><td style="padding:4px 12px">{_token_html(r.token)}</td>'
+        + "".join(f'<td style="{cells}">{v:.3f}</td>'
+                  for v in (r.q, r.p, r.accept_prob, r.from_accepted, r.from_residual, r.from_accepted + r.from_residual))
+        + "</tr>" for r in pg.rows)
+    header = "".join(f'<th style="padding:4px 12px;text-align:left">{h}</th>' for h in head)
+    return (f'<div id="lab-alpha-readout" style="font-size:30px;margin:8px 0">α = Σ min(p, q) = '
+            f'<b>{pg.alpha:.3f}</b> <span style="font-size:20px">: a drafted token is accepted '
+            f'{pg.alpha:.1%} of the time; otherwise the token comes from the residual.</span></div>'
+            f'<table style="{TEXT};border-collapse:collapse"><tr>{header}</tr>{body}</table>')
+
+
+def histogram_html(mc: lab.MonteCarlo) -> str:
+    label = html.escape(lab.SAMPLERS[mc.sampler][0])
+    lead = (f"N = {mc.n:,} rounds (seed {mc.seed}) in {mc.seconds * 1000:.0f} ms · "
+            f"TV(histogram, p) = <b>{mc.tv:.4f}</b> · sampling noise alone ≈ {mc.noise:.4f}")
+    if mc.exact_tv == 0:
+        verdict = f"✓ <b>{label}</b>: the histogram fills p's outline; the gap is sampling noise."
+    else:
+        verdict = (f"✗ <b>{label}</b>: its tokens follow a distribution {mc.exact_tv:.3f} away from p (TV), "
+                   "so more samples will not close the gap.")
+    return f'<div id="lab-histogram-readout" style="{TEXT}">{verdict}<br>{lead}</div>'
+
+
+def explorer_html(ex: lab.Explorer) -> str:
+    a, k, c = ex.alpha, ex.k, ex.c
+    return (f'<div style="{TEXT}">E = (1 − {a:.2f}<sup>{k + 1}</sup>) / (1 − {a:.2f}) = '
+            f'<b id="lab-expected" style="font-size:30px">{ex.expected_at_k:.2f}</b> tokens per target pass · '
+            f'speedup = {ex.expected_at_k:.2f} / ({k} × {c:.2f} + 1) = '
+            f'<b id="lab-speedup" style="font-size:30px">{ex.speedup_at_k:.2f}×</b> · '
+            f'★ best K for this α and c: <b>{ex.best_k}</b> ({ex.best_speedup:.2f}×)</div>')
+
+
+def trace_html(trace: Trace | None, point: lab.MeasuredPoint | None) -> str:
+    if point is None:
+        msg = ("No trace yet: generate one in the main view, or upload a trace JSON, to put its measured point "
+               "(■) on these charts." if trace is None else "This trace has no rounds to measure.")
+        return f'<div style="{TEXT}">{msg}</div>'
+    pair = f"{html.escape(trace.draft_model)} → {html.escape(trace.target_model)}"
+    if point.c is None:
+        cost = "c not measurable (nothing was drafted)"
+        theory = ""
+    else:
+        cost = (f"c = <b>{point.c:.3f}</b> (draft {point.draft_s_per_token * 1000:.1f} ms per token ÷ target pass "
+                f"{point.verify_s_per_round * 1000:.1f} ms per round)")
+        theory = (f"<br>Theory at this α, K, c: {expected_tokens_per_pass(point.alpha, point.k):.2f} tokens per "
+                  f"pass, {lab.speedup(point.alpha, point.k, point.c):.2f}×.")
+    measured = (f"{point.speedup:.2f}× over its baseline" if point.speedup is not None
+                else "no speedup (the trace has no baseline run)")
+    return (f'<div id="lab-trace-readout" style="{TEXT}">■ Trace {pair}: K = {point.k}, {point.n_rounds} rounds · '
+            f"α = <b>{point.alpha:.3f}</b> (accepted ÷ examined drafts) · {cost}<br>"
+            f"Measured: <b>{point.tokens_per_pass:.2f}</b> tokens per pass, <b>{measured}</b>.{theory}</div>")
+
+
+def _message(text: str = "") -> str:
+    return f'<div style="{TEXT};color:#B00020">⚠ {html.escape(text)}</div>' if text else ""
+
+
+# --- handlers (plain functions of component values) -------------------------------------------------------
+
+
+def _table(pair: lab.ToyPair) -> list[list]:
+    return [[t, round(q, DECIMALS), round(p, DECIMALS)] for t, q, p in zip(pair.tokens, pair.q, pair.p)]
+
+
+def _number(value, what: str) -> float:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return 0.0
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} is not a number: {str(value)[:20]!r}") from None
+
+
+def _pair_from_table(rows, previous: lab.ToyPair) -> lab.ToyPair:
+    rows = [list(r)[:3] + [None] * (3 - len(r)) for r in (rows or [])]  # extra columns are ignored
+    tokens = ["" if r[0] is None else str(r[0]) for r in rows]
+    q = [_number(r[1], f"q for {t.strip() or 'a new row'}") for t, r in zip(tokens, rows)]
+    p = [_number(r[2], f"p for {t.strip() or 'a new row'}") for t, r in zip(tokens, rows)]
+    return lab.edit_pair(previous, tokens, p, q, tol=0.5 * 10**-DECIMALS)
+
+
+def _sample(pair: lab.ToyPair, n, sampler: str, seed) -> tuple[str, object]:
+    try:
+        mc = lab.monte_carlo(pair, int(n), sampler, int(seed or 0))
+    except ValueError as e:
+        return _message(str(e)), lab_charts.histogram_figure(pair, None)
+    return histogram_html(mc), lab_charts.histogram_figure(pair, mc)
+
+
+def show_pair(pair: lab.ToyPair, n, sampler, seed, message: str = ""):
+    """Everything the playground shows for a pair: table, message, readout, chart, and a fresh histogram."""
+    pg = lab.playground(pair)
+    return (_table(pair), pair, _message(message), playground_html(pg), lab_charts.playground_figure(pg),
+            *_sample(pair, n, sampler, seed))
+
+
+def on_table_edit(rows, previous: lab.ToyPair, n, sampler, seed):
+    try:
+        pair = _pair_from_table(rows, previous)
+    except ValueError as e:  # keep the last good pair, and say why
+        return show_pair(previous, n, sampler, seed, str(e))
+    return show_pair(pair, n, sampler, seed)
+
+
+def on_sample(pair: lab.ToyPair, n, sampler, seed):
+    """Sample with this seed, then move the seed on so the next press draws fresh rounds."""
+    return (*_sample(pair, n, sampler, seed), int(seed or 0) + 1)
+
+
+def on_explore(alpha, k, c, trace: Trace | None):
+    ex = lab.explore(float(alpha), int(k), float(c))
+    point = lab.measured_point(trace)
+    return (explorer_html(ex), lab_charts.explorer_figure(ex, point), lab_charts.rounds_figure(ex, point),
+            trace_html(trace, point))
+
+
+def on_upload(raw: bytes | None):
+    if raw is None:
+        return gr.skip(), ""
+    try:
+        return load_trace(raw), ""
+    except ValueError as e:
+        return gr.skip(), _message(str(e))
+
+
+def sliders_from_trace(trace: Trace | None, c_max: float):
+    """(α, K, c, message): the explorer's sliders set to what the trace measured."""
+    point = lab.measured_point(trace)
+    if point is None:
+        return gr.skip(), gr.skip(), gr.skip(), _message("no trace with rounds to take α, K and c from")
+    c = point.c if point.c is not None else gr.skip()
+    note = f"c = {point.c:.2f} is off the slider; shown at {c_max}" if point.c is not None and point.c > c_max else ""
+    if note:
+        c = c_max
+    return round(point.alpha, 2), min(point.k, lab.K_MAX), c, _message(note)
+
+
+# --- layout, then events ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Lab:
+    """The components the app may want to reach."""
+
+    pair: gr.State
+    trace: gr.State  # the trace the explorer measures: the app's latest, or an uploaded one
+    alpha: gr.Slider
+    k: gr.Slider
+    c: gr.Slider
+
+
+def build_lab(trace_state: gr.State | None = None) -> Lab:
+    pair0 = lab.SEED_EXAMPLE
+    pg0 = lab.playground(pair0)
+    ex0 = lab.explore(0.7, 4, 0.05)
+    sampler_choices = [(label, key) for key, (label, _) in lab.SAMPLERS.items()]
+    hist0 = lab.monte_carlo(pair0, 10_000, "correct", 0)
+
+    with gr.Column(elem_id="lab-playground"):
+        gr.Markdown("## 1 · The p/q playground: one draft position, exactly\n"
+                    "Edit q (draft) and p (target): the value you type stays and the rest of its column rescales "
+                    "to sum to 1. A draft x ~ q is kept with probability min(1, p(x)/q(x)); otherwise the token "
+                    "is drawn from the residual norm(max(0, p − q)). The two routes add up to exactly p.")
+        with gr.Row():
+            presets = {name: gr.Button(name, size="sm") for name in lab.PRESETS}
+        table = gr.Dataframe(value=_table(pair0), headers=["token", "q (draft)", "p (target)"],
+                             datatype=["str", "number", "number"], type="array", interactive=True,
+                             label="vocabulary: 4 to 8 tokens (rows can be added and removed)",
+                             elem_id="lab-table")
+        message = gr.HTML(elem_id="lab-message")
+        readout = gr.HTML(playground_html(pg0), elem_id="lab-playground-readout")
+        pg_plot = gr.Plot(lab_charts.playground_figure(pg0), show_label=False, elem_id="lab-playground-plot")
+        send_alpha = gr.Button("Use this α in the explorer ↓", size="sm")
+
+        gr.Markdown("### Sample N rounds and compare with p")
+        with gr.Row():
+            n = gr.Radio(SAMPLE_SIZES, value=10_000, label="N rounds")
+            sampler = gr.Radio(sampler_choices, value="correct", label="sampler", elem_id="lab-sampler")
+            seed = gr.Number(0, precision=0, minimum=0, label="seed", elem_id="lab-seed")
+        sample = gr.Button("Sample N times", variant="primary", elem_id="lab-sample")
+        hist_readout = gr.HTML(histogram_html(hist0), elem_id="lab-histogram-text")
+        hist_plot = gr.Plot(lab_charts.histogram_figure(pair0, hist0), show_label=False, elem_id="lab-histogram")
+
+    with gr.Column(elem_id="lab-explorer"):
+        gr.Markdown("## 2 · The α / K / c explorer\n"
+                    "α: the chance a draft token is accepted. K: draft tokens per round. c: the cost of one draft "
+                    "step over one target pass. Each round costs K·c + 1 target passes and yields 1 … K+1 tokens.")
+        with gr.Row():
+            alpha = gr.Slider(0, 1, ex0.alpha, step=0.01, label="α (acceptance rate)", elem_id="lab-alpha")
+            k = gr.Slider(1, lab.K_MAX, ex0.k, step=1, label="K (draft tokens per round)", elem_id="lab-k")
+            c = gr.Slider(0, 1, ex0.c, step=0.01, label="c (draft step / target pass)", elem_id="lab-c")
+        ex_readout = gr.HTML(explorer_html(ex0), elem_id="lab-explorer-readout")
+        curves = gr.Plot(lab_charts.explorer_figure(ex0), show_label=False, elem_id="lab-explorer-curves")
+        rounds = gr.Plot(lab_charts.rounds_figure(ex0), show_label=False, elem_id="lab-explorer-rounds")
+        gr.Markdown("### Theory beside measurement")
+        with gr.Row():
+            upload = gr.File(label="Upload a trace JSON", file_types=[".json"], type="binary", elem_id="lab-upload")
+            with gr.Column():
+                from_trace = gr.Button("Set α, K, c from the trace", size="sm")
+                trace_message = gr.HTML(elem_id="lab-trace-message")
+        trace_readout = gr.HTML(trace_html(None, None), elem_id="lab-trace")
+
+    pair = gr.State(pair0)
+    trace = gr.State(trace_state.value if trace_state is not None else None)
+
+    # events, all in one place
+    pair_outputs = [table, pair, message, readout, pg_plot, hist_readout, hist_plot]
+    sampling = [n, sampler, seed]
+    table.input(on_table_edit, [table, pair, *sampling], pair_outputs)
+    for name, button in presets.items():
+        button.click(lambda *s, p=lab.PRESETS[name]: show_pair(p, *s), sampling, pair_outputs)
+    sample.click(on_sample, [pair, *sampling], [hist_readout, hist_plot, seed])
+    gr.on([n.change, sampler.change], _sample, [pair, *sampling], [hist_readout, hist_plot])
+    send_alpha.click(lambda p: round(lab.overlap(p.p, p.q), 2), pair, alpha)
+
+    gr.on([alpha.change, k.change, c.change, trace.change], on_explore, [alpha, k, c, trace],
+          [ex_readout, curves, rounds, trace_readout], trigger_mode="always_last")
+    upload.upload(on_upload, upload, [trace, trace_message])
+    if trace_state is not None:
+        trace_state.change(lambda t: t, trace_state, trace)
+        upload.clear(lambda t: (t, ""), trace_state, [trace, trace_message])
+    else:
+        upload.clear(lambda: (None, ""), None, [trace, trace_message])
+    from_trace.click(lambda t: sliders_from_trace(t, c.maximum), trace, [alpha, k, c, trace_message])
+    return Lab(pair, trace, alpha, k, c)
+
+
+def demo() -> gr.Blocks:
+    """The lab on its own page (for tests and for working on it)."""
+    with gr.Blocks(title="specviz lab") as blocks:
+        gr.Markdown("# specviz lab: speculative decoding by hand")
+        build_lab()
+    return blocks
+
+
+if __name__ == "__main__":
+    demo().launch()

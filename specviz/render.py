@@ -1,0 +1,301 @@
+"""Trace records -> HTML strings: the token strip, the verdicts, the explanation, the summary line.
+
+Pure functions of the records in specviz/trace.py (no gradio, no models). Every prompt or token text goes
+through `html.escape` on its way into markup, so a prompt like `<img src=x onerror=alert(1)>` shows as text.
+
+The colour language lives here (FATES, P_COLOR, Q_COLOR): charts.py draws with the same colours, and the
+page's CSS reads them as variables from `palette_css()`, so a colour is defined once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+
+from .trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, DraftPosition, Round, Trace
+
+# --- the colour language -----------------------------------------------------------------------------------
+# Okabe & Ito's colour-blind-safe palette. Every colour has a second cue (icon, strike-through, outline),
+# because projectors wash colours out. A round has either a rejection or a bonus, never both, so the two
+# closest colours (vermillion, orange) never meet in one view.
+
+
+@dataclass(frozen=True)
+class FateStyle:
+    color: str
+    icon: str
+    label: str
+    cue: str  # the cue that is not colour, in words (legend tooltip)
+
+
+FATES = {
+    ACCEPTED: FateStyle("#009E73", "✓", "accepted", "solid underline"),
+    REJECTED: FateStyle("#D55E00", "✗", "rejected", "struck through"),
+    DISCARDED: FateStyle("#8C8C8C", "░", "discarded", "faded, dashed outline"),
+    REPLACEMENT: FateStyle("#CC79A7", "◆", "replacement", "solid outline"),
+    BONUS: FateStyle("#E69F00", "★", "bonus", "double outline"),
+}
+P_COLOR = "#0072B2"  # p, the target's distribution: solid bars
+Q_COLOR = "#56B4E9"  # q, the draft's distribution: hatched bars
+
+
+def palette_css() -> str:
+    """CSS variables for the palette: --sv-accepted, --sv-accepted-bg (a light tint), ..., --sv-p, --sv-q."""
+    lines = [f"--sv-{fate}: {s.color}; --sv-{fate}-bg: {s.color}2e;" for fate, s in FATES.items()]
+    lines += [f"--sv-p: {P_COLOR};", f"--sv-q: {Q_COLOR};"]
+    return ":root {\n  " + "\n  ".join(lines) + "\n}\n"
+
+
+# --- numbers and token text --------------------------------------------------------------------------------
+
+def num(x: float | None) -> str:
+    """A probability for people: 0.6 -> '0.60'; 0.0042 -> '0.0042'; None -> '–'."""
+    if x is None:
+        return "–"
+    if 0 < abs(x) < 0.01:
+        return f"{x:.2g}"
+    return f"{x:.2f}"
+
+
+_VISIBLE = {" ": "·", "\n": "⏎", "\t": "⇥"}
+
+
+def show(text: str) -> str:
+    """Token text with its whitespace made visible (not escaped): ' fib' -> '·fib', '\\n' -> '⏎', '' -> '∅'."""
+    return "".join(_VISIBLE.get(ch, ch) for ch in text) or "∅"
+
+
+def token_html(text: str, breaks: bool = False) -> str:
+    """Escaped token text; whitespace as a faint marker, a newline also breaks the line when `breaks`.
+
+    >>> token_html(' <b>')
+    '<span class="sv-ws">·</span>&lt;b&gt;'
+    """
+    out = []
+    for ch in text:
+        if ch in _VISIBLE:
+            out.append(f'<span class="sv-ws">{_VISIBLE[ch]}</span>' + ("<br>" if breaks and ch == "\n" else ""))
+        else:
+            out.append(escape(ch))
+    return "".join(out) or '<span class="sv-ws">∅</span>'
+
+
+def quoted(text: str) -> str:
+    """A token inside a sentence: “·fib”, escaped."""
+    return f'<code class="sv-q-tok">{token_html(text)}</code>'
+
+
+# --- what a round decided ----------------------------------------------------------------------------------
+
+def verdict_text(d: DraftPosition) -> str:
+    """The acceptance test at one draft position, written out (plain text, no markup).
+
+    An accepted draft reads 'r = 0.41 < min(1, 0.60/0.90) = 0.67 → accept'.
+    """
+    if d.fate == DISCARDED:
+        return "not examined: an earlier draft token was rejected"
+    ok = d.fate == ACCEPTED
+    return (f"r = {num(d.uniform)} {'<' if ok else '≥'} min(1, {num(d.p)}/{num(d.q)}) = {num(d.accept_prob)}"
+            f" → {'accept' if ok else 'reject'}")
+
+
+def next_text(rnd: Round) -> str:
+    """How the round's last token was chosen (plain text)."""
+    t = rnd.next_token
+    if rnd.next_kind == REPLACEMENT:
+        return f"sampled from norm(max(0, p − q)): residual {num(t.residual)} (p = {num(t.p)}, q = {num(t.q)})"
+    if rnd.k == 0:
+        return f"nothing drafted: drawn from p (p = {num(t.p)})"
+    return f"all {rnd.k} accepted: drawn from p at position {rnd.k + 1} (p = {num(t.p)})"
+
+
+def committed_texts(rnd: Round) -> list[str]:
+    """Texts of the tokens a round appended: the accepted drafts, then the replacement or bonus (cut at EOS)."""
+    texts = [d.text for d in rnd.drafts[:rnd.n_accepted]] + [rnd.next_token.text]
+    return texts[:len(rnd.committed_ids)]
+
+
+# --- the token strip ---------------------------------------------------------------------------------------
+
+def token_strip(trace: Trace, index: int) -> str:
+    """The text committed before round `index`, then that round's tokens marked by fate, with a legend."""
+    rnd = trace.rounds[index]
+    past = "".join(_past_round(r) for r in trace.rounds[:index])
+    return (f'<div class="sv-strip">{_round_header(trace, index)}'
+            f'<div class="sv-prompt"><span class="sv-tag">prompt</span>{escape(trace.prompt)}</div>'
+            f'<div class="sv-text">{past}<span class="sv-cut" title="round {index + 1} starts here">▏</span>'
+            f'{_round_tokens(rnd)}</div>{legend()}</div>')
+
+
+def _round_header(trace: Trace, index: int) -> str:
+    rnd = trace.rounds[index]
+    last = {REPLACEMENT: "1 replacement", BONUS: "1 bonus"}[rnd.next_kind]
+    parts = [f"<b>Round {index + 1} of {len(trace.rounds)}</b>", f"K = {rnd.k}",
+             f"{rnd.n_accepted} of {rnd.k} drafts accepted + {last} = {rnd.tokens_this_pass} "
+             f"token{'s' * (rnd.tokens_this_pass != 1)} for 1 target pass"]
+    if rnd.stop:
+        parts.append({"eos": "the run ended: end of text"}.get(rnd.stop, "the run ended: max new tokens"))
+    return f'<div class="sv-round-head">{" · ".join(parts)}</div>'
+
+
+def _past_round(rnd: Round) -> str:
+    title = f"round {rnd.index + 1}"
+    return "".join(f'<span class="sv-past" title="{title}">{token_html(t, breaks=True)}</span>'
+                   for t in committed_texts(rnd))
+
+
+def _round_tokens(rnd: Round) -> str:
+    # A round appends its accepted drafts, then its last token; any of those past len(committed_ids) was cut
+    # because the run ended (EOS or max new tokens) before it.
+    order = [i for i, d in enumerate(rnd.drafts) if d.fate == ACCEPTED] + [len(rnd.drafts)]
+    cut = set(order[len(rnd.committed_ids):])
+    chips = [_chip(d.text, d.fate, _draft_title(i, d), i in cut) for i, d in enumerate(rnd.drafts)]
+    last = f"{FATES[rnd.next_kind].label}: {next_text(rnd)}"
+    chips.append(_chip(rnd.next_token.text, rnd.next_kind, last, len(rnd.drafts) in cut))
+    return "".join(chips)
+
+
+def _chip(text: str, fate: str, title: str, cut: bool = False) -> str:
+    s = FATES[fate]
+    if cut:
+        title += "\n(not committed: the run ended before it)"
+    return (f'<span class="sv-tok sv-{fate}{" sv-cut-off" * cut}" title="{escape(title)}">{token_html(text)}'
+            f'<sup class="sv-icon" aria-label="{s.label}">{s.icon}</sup></span>')
+
+
+def _draft_title(i: int, d: DraftPosition) -> str:
+    return (f"draft {i + 1}: {FATES[d.fate].label} {FATES[d.fate].icon}   “{show(d.text)}” (id {d.token_id})\n"
+            f"p (target) = {num(d.p)}   q (draft) = {num(d.q)}\n{verdict_text(d)}")
+
+
+def legend() -> str:
+    items = "".join(f'<span class="sv-tok sv-{fate}" title="{s.cue}">{s.label}<sup class="sv-icon">{s.icon}</sup>'
+                    f'</span>' for fate, s in FATES.items())
+    marks = '<span class="sv-key"><span class="sv-ws">·</span> space <span class="sv-ws">⏎</span> newline</span>'
+    return f'<div class="sv-legend">{items}{marks}</div>'
+
+
+# --- verdicts, explanation, summary ------------------------------------------------------------------------
+
+def decision_row(rnd: Round) -> str:
+    """One verdict per draft position (discarded ones faded), then how the round's last token was chosen."""
+    items = [_decision(str(i + 1), d.text, d.fate, verdict_text(d)) for i, d in enumerate(rnd.drafts)]
+    items.append(_decision("→", rnd.next_token.text, rnd.next_kind, next_text(rnd)))
+    return (f'<div class="sv-decisions"><div class="sv-panel-title">Verdicts: accept draft x when r &lt; '
+            f'min(1, p(x)/q(x))</div><ol>{"".join(items)}</ol></div>')
+
+
+def _decision(position: str, text: str, fate: str, why: str) -> str:
+    s = FATES[fate]
+    return (f'<li class="sv-dec sv-dec-{fate}"><span class="sv-dec-icon">{s.icon}</span>'
+            f'<span class="sv-dec-pos">{position}</span>{quoted(text)}'
+            f'<span class="sv-dec-fate">{s.label}</span><span class="sv-dec-why">{escape(why)}</span></li>')
+
+
+def explanation(trace: Trace, index: int) -> str:
+    """What happened in round `index`, in plain language, quoting the record's numbers."""
+    rnd = trace.rounds[index]
+    parts = [f"<b>Round {index + 1}.</b>"]
+    if rnd.k == 0:
+        parts.append(f"Only one token was left to generate, so nothing was drafted: the target's pass gave "
+                     f"{quoted(rnd.next_token.text)} directly.")
+    else:
+        parts += _explain_drafts(trace, rnd)
+    n = rnd.tokens_this_pass
+    parts.append(f"Result: <b>{n} token{'s' * (n != 1)} for one target pass</b>"
+                 + (f" (decoding alone would have needed {n} passes)." if n > 1 else "."))
+    if rnd.stop:
+        parts.append("The run ended here: " + ("the end-of-text token was committed."
+                                                if rnd.stop == "eos" else "max new tokens reached."))
+    return f'<div class="sv-explain">{" ".join(parts)}</div>'
+
+
+def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
+    k, n = rnd.k, rnd.n_accepted
+    drafted = ", ".join(quoted(d.text) for d in rnd.drafts)
+    parts = [f"The draft model proposed {k} token{'s' * (k != 1)}, one at a time: {drafted}. "
+             f"The target scored all of them in <b>one</b> forward pass, giving p at every position."]
+    if trace.settings.get("temperature") == 0:
+        parts.append("At temperature 0 both distributions are one-hot, so a draft token is accepted exactly "
+                     "when it is also the target's top choice.")
+    if rnd.next_kind == BONUS:
+        parts.append(f"Every draw r fell below min(1, p/q), so all {k} were accepted. The same target pass had "
+                     f"already computed the distribution for the next position, so a <b>bonus</b> token "
+                     f"{quoted(rnd.next_token.text)} came free from p.")
+        return parts
+    d = rnd.drafts[n]
+    if n:
+        parts.append(f"The first {n} passed the test (r below min(1, p/q)) and were accepted.")
+    unseen = k - n - 1
+    parts.append(f"At position {n + 1} the target gave {quoted(d.text)} p = {num(d.p)} against the draft's "
+                 f"q = {num(d.q)}, so it could keep it with probability min(1, p/q) = {num(d.accept_prob)}; "
+                 f"the draw r = {num(d.uniform)} was too high, so it was <b>rejected</b>"
+                 + (f", and the {unseen} token{'s' * (unseen != 1)} after it were discarded unseen." if unseen else "."))
+    parts.append(f"In its place the target sampled {quoted(rnd.next_token.text)} from the residual "
+                 f"norm(max(0, p − q)), the probability the draft under-proposed: this correction keeps the "
+                 f"output distributed exactly as if the target had generated alone.")
+    return parts
+
+
+def summary_html(trace: Trace) -> str:
+    """The run's figures (from trace.summary only) and, when present, the baseline comparison."""
+    s = trace.summary
+    if s is None or not s.n_rounds:
+        return placeholder("No rounds yet.")
+    items = [("acceptance α", f"{s.acceptance_rate:.2f}",
+              f"{s.n_accepted} of {s.n_examined} examined draft tokens accepted (bonus and replacements not counted)"),
+             ("tokens / target pass", f"{s.tokens_per_pass:.2f}", "new tokens divided by target passes"),
+             ("target passes", f"{s.n_rounds} for {s.n_new_tokens} tokens",
+              f"{s.n_new_tokens - s.n_rounds} target passes saved (new tokens − passes)"),
+             ("speed", f"{s.tokens_per_s:.1f} tok/s", f"{s.n_new_tokens} tokens in {s.total_time_s:.2f} s")]
+    b = trace.baseline
+    if b is not None and b.tokens_per_s > 0:
+        items.append(("vs target alone", f"{s.tokens_per_s / b.tokens_per_s:.2f}×",
+                      f"target-only decoding: {b.tokens_per_s:.1f} tok/s, {len(b.output_token_ids)} tokens "
+                      f"in {b.total_time_s:.2f} s"))
+    cells = "".join(f'<span class="sv-stat" title="{escape(why)}"><span class="sv-stat-name">{name}</span> '
+                    f'<span class="sv-stat-value">{value}</span></span>' for name, value, why in items)
+    return f'<div class="sv-summary">{cells}</div>{baseline_report(trace)}'
+
+
+def baseline_report(trace: Trace) -> str:
+    """Does the speculative text equal target-only decoding? In greedy mode it should, up to numerics."""
+    b = trace.baseline
+    if b is None:
+        return ('<div class="sv-baseline sv-muted">Press <b>Baseline</b> to time the target alone with the same '
+                'settings and seed.</div>')
+    greedy = trace.settings.get("temperature") == 0
+    same = trace.output_token_ids == b.output_token_ids
+    if greedy and same:
+        verdict = ("✓ Greedy decoding: the text is <b>identical</b> to the target's own greedy text. Speculative "
+                   "decoding changed the speed, not the output.")
+    elif greedy:
+        first = next(i for i, (x, y) in enumerate(zip(trace.output_token_ids + [-1], b.output_token_ids + [-2]))
+                     if x != y)
+        verdict = (f"✗ Greedy decoding, yet the texts differ from token {first + 1} on. That is hardware numerics, "
+                   f"not the algorithm: in {escape(trace.dtype)} the target's one pass over several tokens rounds "
+                   f"differently from one-token steps, so a near-tie between two top tokens can flip. "
+                   f"In float32 the texts match.")
+    else:
+        verdict = (f"Sampling at temperature {trace.settings.get('temperature')}: the two runs use their random "
+                   f"draws differently, so the texts {'happen to match' if same else 'differ'}; both follow the "
+                   f"target's distribution exactly.")
+    return (f'<div class="sv-baseline">{verdict}<details><summary>both texts</summary>'
+            f'<div class="sv-compare"><b>speculative</b><pre>{escape(trace.output_text)}</pre>'
+            f'<b>target alone</b><pre>{escape(b.output_text)}</pre></div></details></div>')
+
+
+def run_info(device: str, dtype: str, draft: str, target: str, recorded: bool = False) -> str:
+    """'cpu · bfloat16 · draft X · target Y' (prefixed 'recorded on' for an uploaded trace)."""
+    text = " · ".join([escape(device), escape(dtype), f"draft <b>{escape(draft)}</b>", f"target <b>{escape(target)}</b>"])
+    return f'<div class="sv-info">{"recorded on " if recorded else ""}{text}</div>'
+
+
+def placeholder(message: str) -> str:
+    return f'<div class="sv-placeholder">{escape(message)}</div>'
+
+
+def status(message: str, kind: str = "info") -> str:
+    """A status line: kind is info, busy, done or error (an error also gets a ⚠)."""
+    icon = {"error": "⚠ ", "done": "✓ "}.get(kind, "")
+    return f'<div class="sv-status sv-status-{kind}">{icon}{escape(message)}</div>'

@@ -1,0 +1,53 @@
+"""The CLI end to end on tiny models saved to folders (a subprocess, as a user runs it)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory, tiny_pair, tokenizer):
+    root = tmp_path_factory.mktemp("models")
+    out = []
+    for name, model in zip(("draft", "target"), tiny_pair):
+        model.save_pretrained(root / name)
+        tokenizer.save_pretrained(root / name)
+        out.append(str(root / name))
+    return out
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
+    path = tmp_path / "t.json"
+    r = cli("run", "--prompt", "def fib(n):", "--draft", folders[0], "--target", folders[1], "--k", "3",
+            "--max-new-tokens", "20", "--dtype", "float32", "--baseline", "--json", str(path))
+    assert r.returncode == 0, r.stderr
+    assert "acceptance rate" in r.stdout and "tokens per target pass" in r.stdout and "speedup" in r.stdout
+    assert "greedy output identical to target-only: yes" in r.stdout
+    data = json.loads(path.read_text())
+    for key in ("settings", "rounds", "prompt_token_ids", "output_token_ids", "output_text"):
+        assert key in data
+    assert data["settings"]["k"] == 3 and len(data["output_token_ids"]) == 20
+
+
+@pytest.mark.parametrize("args, word", [
+    (["--k", "0"], "k must"), (["--k", "17"], "k must"), (["--temperature", "-1"], "temperature"),
+    (["--top-p", "1.5"], "top_p"), (["--top-k", "-1"], "top_k"), (["--max-new-tokens", "100000"], "context"),
+    (["--prompt", "  "], "prompt is empty"),
+])
+def test_bad_input_is_one_line_and_nonzero(folders, args, word):
+    base = ["run", "--prompt", "hi", "--draft", folders[0], "--target", folders[1], "--dtype", "float32"]
+    r = cli(*base, *args)
+    assert r.returncode == 2
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and word in errors[0] and r.stderr.strip().endswith(errors[0]), r.stderr
+
+
+def test_unknown_preset(folders):
+    r = cli("run", "--prompt", "hi", "--preset", "nope")
+    assert r.returncode == 2 and "unknown preset" in r.stderr

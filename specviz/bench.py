@@ -86,7 +86,9 @@ def bench_command(a: argparse.Namespace) -> int:
 
 def _real_engine(a) -> Engine:
     from .models import load_pair
-    return Engine.from_pair(load_pair(a.preset, dtype=a.dtype))
+    engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype))
+    engine.warm_up()
+    return engine
 
 
 def _tiny_engine() -> Engine:

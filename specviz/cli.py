@@ -82,6 +82,7 @@ def run_command(a: argparse.Namespace) -> int:
         raise ValueError(f"unknown preset {a.preset!r}; known: {', '.join(PRESETS)}")
     pair = load_pair(a.preset, a.draft, a.target, a.device, a.dtype, progress=_print_progress)
     engine = Engine.from_pair(pair)
+    engine.warm_up()
     print(f"{pair.draft_name} → {pair.target_name} · {pair.device} · {pair.dtype} · K={a.k} · "
           f"T={a.temperature} · seed={a.seed}", flush=True)
     run = engine.start(a.prompt, settings)

@@ -79,6 +79,13 @@ class Engine:
     def from_pair(cls, pair) -> "Engine":
         return cls(pair.draft, pair.target, pair.tokenizer, pair.draft_name, pair.target_name, pair.dtype)
 
+    def warm_up(self) -> None:
+        """One short pass through each model: the first call on CPU pays for kernel selection (seconds),
+        which would otherwise land in the first run's prefill time."""
+        with torch.inference_mode():
+            for model in (self.draft, self.target):
+                forward(model, [0, 1, 2], DynamicCache(), 3)
+
     def encode(self, prompt: str, settings: RunSettings) -> list[int]:
         if not isinstance(prompt, str) or not prompt.strip():
             raise ValueError("prompt is empty")

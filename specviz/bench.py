@@ -68,9 +68,17 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-peer", action="store_true", help="skip transformers' assisted generation")
     p.add_argument("--quick", action="store_true", help="a smoke run: tiny settings, finishes in minutes")
     p.add_argument("--tiny", action="store_true", help="random-weight tiny models instead of the real pair (CI)")
+    p.add_argument("--gpu-projection", action="store_true",
+                   help="time random-weight Qwen2.5 0.5B/7B passes (CUDA) and project speedups from measured α")
+    p.add_argument("--alpha-from", default=None, metavar="RESULTS_JSON",
+                   help="with --gpu-projection: take α per prompt type from an earlier bench's results.json")
 
 
 def bench_command(a: argparse.Namespace) -> int:
+    if a.gpu_projection:
+        from .projection import run_projection
+        print(run_projection(Path(a.out), a.alpha_from, a.tiny))
+        return 0
     if a.quick:
         a.ks, a.modes, a.types, a.repeats, a.max_new_tokens = "1,4", "greedy,sampled", "code,rewrite", 1, 12
         a.prompts_per_type = 1

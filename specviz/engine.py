@@ -21,10 +21,9 @@ from transformers import DynamicCache
 
 from .lookup import prompt_lookup
 from .sampling import SamplingSettings, check_sampling_settings, sample, verify, warp
-from .trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
-                    TokenProb, Trace, summarize)
+from .trace import (ACCEPTED, BONUS, DISCARDED, MAX_K, REJECTED, REPLACEMENT, Baseline, DraftPosition,
+                    Round, TokenProb, Trace, summarize)
 
-MAX_K = 16
 DRAFTERS = ("model", "lookup")
 TOP_N = 10  # candidates recorded per position for the bars
 

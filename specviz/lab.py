@@ -22,13 +22,13 @@ from dataclasses import dataclass
 import torch
 
 from .sampling import accept_probability, residual_distribution, verify
-from .trace import Trace, expected_tokens_per_pass, summarize
+from .trace import MAX_K, Trace, expected_tokens_per_pass, summarize
 
 MIN_TOKENS, MAX_TOKENS = 4, 8  # vocabulary size of the playground
 MAX_TOKEN_CHARS = 24
 MAX_SAMPLES = 100_000
 MAX_VERIFY_SAMPLES = 20_000  # verify() itself, one call per round, runs ~20 000 rounds a second
-K_MAX = 16  # the explorer's K axis, the engine's MAX_K
+K_MAX = MAX_K  # the explorer's K axis is the engine's range
 
 
 # --- the toy pair ----------------------------------------------------------------------------------------
@@ -73,32 +73,37 @@ def normalise(weights) -> list[float]:
     return [w / total for w in weights]
 
 
-def rebalance(old, new, tol: float = 1e-12) -> list[float]:
-    """Renormalise a distribution after an edit, keeping the value the user typed.
-
-    One entry changed (by more than tol, e.g. the table's rounding): it keeps its new value and the others
-    scale in proportion to fill the rest, [0.6, 0.3, 0.1] edited to [0.9, 0.3, 0.1] -> [0.9, 0.075, 0.025].
-    Anything else (rows added or removed, several entries changed): everything is scaled to sum to 1.
-    """
-    old, new = [float(v) for v in old], [float(v) for v in new]
-    changed = [i for i, (a, b) in enumerate(zip(old, new)) if abs(a - b) > tol] if len(old) == len(new) else None
-    if changed == []:
-        return old
-    if changed is None or len(changed) > 1:
-        return normalise(new)
-    i, value = changed[0], new[changed[0]]
+def set_probability(dist, i: int, value: float) -> list[float]:
+    """dist with entry i set to value, the others scaled in proportion to fill the rest (shared equally when
+    they were all 0): the value the user typed stays. set_probability([0.6, 0.3, 0.1], 0, 0.9) -> [0.9, 0.075,
+    0.025]."""
+    value = float(value)
     if not math.isfinite(value) or not 0 <= value <= 1:
         raise ValueError(f"a probability is between 0 and 1, got {value:g}")
-    rest = sum(v for j, v in enumerate(old) if j != i)
-    if rest <= 0:  # the others were all 0: share what is left equally
-        return [value if j == i else (1 - value) / (len(old) - 1) for j in range(len(old))]
-    return [value if j == i else v * (1 - value) / rest for j, v in enumerate(old)]
+    rest = sum(v for j, v in enumerate(dist) if j != i)
+    if rest <= 0:
+        return [value if j == i else (1 - value) / (len(dist) - 1) for j in range(len(dist))]
+    return [value if j == i else v * (1 - value) / rest for j, v in enumerate(dist)]
 
 
-def edit_pair(previous: ToyPair, tokens, p, q, tol: float = 1e-12) -> ToyPair:
-    """The pair after the user edited the table: blank names get a default, each column is rebalanced."""
+def edit_pair(pair: ToyPair, column: str, i: int, value) -> ToyPair:
+    """The pair after one edited cell: column "token" renames token i; "p" or "q" sets that probability and
+    rescales the rest of its column."""
+    if column == "token":
+        tokens = list(pair.tokens)
+        tokens[i] = str(value)
+        return ToyPair(tuple(tokens), pair.p, pair.q)
+    if column not in ("p", "q"):
+        raise ValueError(f"no column {column!r}")
+    dist = tuple(set_probability(getattr(pair, column), i, value))
+    return ToyPair(pair.tokens, dist, pair.q) if column == "p" else ToyPair(pair.tokens, pair.p, dist)
+
+
+def pair_from_weights(tokens, p, q) -> ToyPair:
+    """A pair from a whole table (rows added or removed): blank names get a default, each column is scaled to
+    sum to 1."""
     tokens = tuple(str(t) if str(t).strip() else f"token {i + 1}" for i, t in enumerate(tokens))
-    return ToyPair(tokens, tuple(rebalance(previous.p, p, tol)), tuple(rebalance(previous.q, q, tol)))
+    return ToyPair(tokens, tuple(normalise(p)), tuple(normalise(q)))
 
 
 SEED_EXAMPLE = ToyPair(
@@ -108,8 +113,7 @@ SEED_EXAMPLE = ToyPair(
 )
 PRESETS = {  # name -> pair, the buttons above the table
     "q(Paris) 0.9, p(Paris) 0.6": SEED_EXAMPLE,
-    "p(Paris) 0.95": ToyPair(SEED_EXAMPLE.tokens, tuple(rebalance(SEED_EXAMPLE.p, (0.95,) + SEED_EXAMPLE.p[1:])),
-                             SEED_EXAMPLE.q),
+    "p(Paris) 0.95": edit_pair(SEED_EXAMPLE, "p", 0, 0.95),  # ... and now it is always accepted
     "draft = target": ToyPair(SEED_EXAMPLE.tokens, SEED_EXAMPLE.p, SEED_EXAMPLE.p),
     "they disagree": ToyPair(SEED_EXAMPLE.tokens, (0.05, 0.6, 0.15, 0.1, 0.1), SEED_EXAMPLE.q),
 }
@@ -163,9 +167,9 @@ def playground(pair: ToyPair) -> Playground:
 
 
 def accept_table(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """(V,) min(1, p(x)/q(x)) per token, from the same float32 values and function verify uses."""
-    p, q = p.float().tolist(), q.float().tolist()
-    return torch.tensor([accept_probability(a, b) for a, b in zip(p, q)], dtype=torch.float64)
+    """(V,) min(1, p(x)/q(x)) per token, by the function verify uses; give float32 p and q to get verify's
+    exact values (it reads float32 probabilities as Python floats)."""
+    return torch.tensor([accept_probability(a, b) for a, b in zip(p.tolist(), q.tolist())], dtype=torch.float64)
 
 
 def first_tokens(accept: torch.Tensor, drafts: torch.Tensor, uniforms: torch.Tensor,
@@ -258,16 +262,29 @@ class MonteCarlo:
     sampler: str  # key of SAMPLERS
     n: int
     seed: int
+    p: tuple[float, ...]  # the target the histogram is compared with
     accepted_counts: list[int]  # per token: rounds whose token was the accepted draft
     replaced_counts: list[int]  # per token: rounds whose token came from the rejection branch
-    tv: float  # TV(histogram, p)
-    noise: float  # noise_tv(p, n)
     exact_tv: float  # TV(the sampler's exact output distribution, p): 0 for the correct sampler
     seconds: float
 
     @property
     def frequencies(self) -> list[float]:
         return [(a + r) / self.n for a, r in zip(self.accepted_counts, self.replaced_counts)]
+
+    @property
+    def tv(self) -> float:
+        """TV(histogram, p)."""
+        return total_variation(self.frequencies, self.p)
+
+    @property
+    def noise(self) -> float:
+        return noise_tv(self.p, self.n)
+
+    @property
+    def faithful(self) -> bool:
+        """Whether this sampler's tokens follow p exactly (up to float rounding)."""
+        return self.exact_tv < 1e-9
 
 
 def monte_carlo(pair: ToyPair, n: int, sampler: str = "correct", seed: int = 0) -> MonteCarlo:
@@ -276,6 +293,8 @@ def monte_carlo(pair: ToyPair, n: int, sampler: str = "correct", seed: int = 0) 
         raise ValueError(f"N must be a whole number from 1 to {MAX_SAMPLES}, got {n!r}")
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
     if sampler == "verify" and n > MAX_VERIFY_SAMPLES:
         raise ValueError(f"verify() itself runs one Python call per round; choose N <= {MAX_VERIFY_SAMPLES:,} "
                          "or the vectorised correct sampler")
@@ -286,9 +305,8 @@ def monte_carlo(pair: ToyPair, n: int, sampler: str = "correct", seed: int = 0) 
     accepted_counts = torch.bincount(tokens[accepted], minlength=v).tolist()
     replaced_counts = torch.bincount(tokens[~accepted], minlength=v).tolist()
     seconds = time.perf_counter() - t0
-    freqs = [(a + r) / n for a, r in zip(accepted_counts, replaced_counts)]
-    return MonteCarlo(sampler, n, seed, accepted_counts, replaced_counts, total_variation(freqs, pair.p),
-                      noise_tv(pair.p, n), total_variation(output_distribution(sampler, pair), pair.p), seconds)
+    exact_tv = total_variation(output_distribution(sampler, pair), pair.p)
+    return MonteCarlo(sampler, n, seed, pair.p, accepted_counts, replaced_counts, exact_tv, seconds)
 
 
 # --- the α / K / c explorer --------------------------------------------------------------------------------

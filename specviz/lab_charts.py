@@ -1,162 +1,172 @@
 """The lab's figures: records from `lab.py` in, plotly Figures out (no gradio).
 
-Colours follow the page's one language (Okabe-Ito, colour-blind safe), each backed by a second cue for washed-out
-projectors: q is orange and hatched, p is a thick blue outline, accepted mass green and solid (✓), residual
-mass purple and cross-hatched (◆), the bonus sky blue and dotted (★).
+The colours are the page's one language (render.FATES, P_COLOR, Q_COLOR), each with its second cue: q bars
+hatched "/", p an outline in p's colour around what fills it, accepted mass solid ✓, residual mass hatched
+"x" ◆, the bonus dotted ★. Like charts.py, figures are built from plain dicts in one `go.Figure(...)` call
+(plotly's update_* helpers and make_subplots cost tens of ms a chart, felt while dragging a slider).
 """
 
 from __future__ import annotations
 
-import html
-
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
+from .charts import FONT, GRID, INK, label
 from .lab import Explorer, MeasuredPoint, MonteCarlo, Playground, SAMPLERS, ToyPair
+from .render import FATES, P_COLOR, Q_COLOR
+from .trace import ACCEPTED, BONUS, REPLACEMENT
 
-P_COLOR = "#0072B2"  # target p: blue outline
-Q_COLOR = "#E69F00"  # draft q: orange, hatched "/"
-ACCEPTED_COLOR = "#009E73"  # accepted: bluish green, solid, ✓
-REPLACEMENT_COLOR = "#CC79A7"  # replacement from the residual: reddish purple, hatched "x", ◆
-BONUS_COLOR = "#56B4E9"  # bonus: sky blue, dotted, ★
-INK = "#222222"  # theory curves and measured points
-
-FONT = dict(family="Inter, Arial, sans-serif", size=18, color=INK)  # readable from the back of a room
+FONT_SIZE = 18  # the lab is shown to a room: one size, large enough for the back row
+ACCEPTED_NAME = f"{FATES[ACCEPTED].icon} accepted"
+RESIDUAL_NAME = f"{FATES[REPLACEMENT].icon} residual"
+MEASURED_NAME = "measured (trace)"  # markers carry their shape in the legend already: no icon in the name
 
 
-def token_label(text: str) -> str:
-    """A token as plotly text: leading spaces as '·', newlines as '⏎', HTML escaped. ' Paris' -> '·Paris'."""
-    stripped = text.lstrip(" ")
-    shown = "·" * (len(text) - len(stripped)) + stripped.replace("\n", "⏎")
-    return html.escape(shown)
+def _hatch(shape: str) -> dict:
+    """White hatching over the bar's colour, as charts.py draws it: the cue that survives a projector."""
+    return dict(shape=shape, fillmode="overlay", fgcolor="white", size=8, solidity=0.25)
 
 
-def _layout(fig: go.Figure, title: str, height: int = 460) -> go.Figure:
-    fig.update_layout(
-        title=dict(text=title, x=0.01, font=dict(size=22)), font=FONT, height=height, template="plotly_white",
-        margin=dict(l=70, r=20, t=110, b=70), barmode="group", bargap=0.25,
-        legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, font=dict(size=16)),
-    )
-    return fig
+def _figure(data: list[dict], layout: dict, title: str, font_size: int, plot_px: int = 320,
+            foot_lines: int = 3, head_lines: int = 1) -> go.Figure:
+    """A figure with a plot area of plot_px, head_lines of titles above it and foot_lines lines of text (tick
+    labels, axis title, legend) below it."""
+    head_px, foot_px = int(1.6 * font_size * head_lines) + 40, int(1.5 * font_size * foot_lines) + 24
+    base = dict(template={}, font=dict(size=font_size, color=INK, family=FONT), paper_bgcolor="white",
+                plot_bgcolor="white", height=plot_px + head_px + foot_px, barmode="group", bargap=0.25,
+                margin=dict(l=80, r=24, t=head_px, b=foot_px),
+                title=dict(text=title, x=0, xanchor="left", xref="paper", y=1, yanchor="top", yref="container",
+                           pad=dict(t=12, l=4), font=dict(size=font_size + 3)),
+                legend=dict(orientation="h", x=0, xanchor="left", yref="container", y=0, yanchor="bottom",
+                            font=dict(size=font_size - 1)),  # along the bottom, clear of titles
+                hoverlabel=dict(font_size=font_size))
+    return go.Figure(data=data, layout={**base, **layout})
 
 
-def _p_outline(labels: list[str], p: list[float], text: list[str] | None = None) -> go.Bar:
-    """p(x) drawn as an empty bar with a thick blue outline, over the stack that should fill it."""
-    return go.Bar(x=labels, y=p, offsetgroup="p", name="▭ p(x) target", marker=dict(
-        color="rgba(0,0,0,0)", line=dict(color=P_COLOR, width=4)), text=text, textposition="outside",
-        hovertemplate="%{x}: p = %{y:.3f}<extra></extra>", cliponaxis=False)
+def _prob_axis(top: float, title: str) -> dict:
+    return dict(title=dict(text=title), range=[0, 1.15 * top], gridcolor=GRID, zeroline=False)
 
 
-def playground_figure(pg: Playground) -> go.Figure:
+def _p_outline(x: list[str], p: list[float], text: list[str] | None = None) -> dict:
+    """p(x) as an empty bar outlined in p's colour, drawn over the stack that should fill it."""
+    return dict(type="bar", x=x, y=p, offsetgroup="p", name="▭ p(x) target", text=text, textposition="outside",
+                cliponaxis=False, marker=dict(color="rgba(0,0,0,0)", line=dict(color=P_COLOR, width=4)),
+                hovertemplate="%{x}: p = %{y:.3f}<extra></extra>")
+
+
+def _stacked(x: list[str], bottom: list[float], top: list[float], names: tuple[str, str], what: str) -> list[dict]:
+    """Accepted mass (solid) with residual mass (hatched) on top of it, in the p bar's slot."""
+    return [dict(type="bar", x=x, y=bottom, offsetgroup="p", name=names[0], marker=dict(color=FATES[ACCEPTED].color),
+                 hovertemplate=f"%{{x}}: %{{y:.4f}} accepted {what}<extra></extra>"),
+            dict(type="bar", x=x, y=top, base=bottom, offsetgroup="p", name=names[1],
+                 marker=dict(color=FATES[REPLACEMENT].color, pattern=_hatch("x")),
+                 hovertemplate=f"%{{x}}: %{{y:.4f}} from the residual {what}<extra></extra>")]
+
+
+def playground_figure(pg: Playground, font_size: int = FONT_SIZE) -> go.Figure:
     """q(x) beside p(x) split into accepted proposals (✓) and residual (◆); the two parts sum to p(x)."""
-    labels = [f"{token_label(r.token)}<br><sub>keep {r.accept_prob:.3f}</sub>" for r in pg.rows]
+    x = [f"{label(r.token)}<br>keep {r.accept_prob:.3f}" for r in pg.rows]
     accepted = [r.from_accepted for r in pg.rows]
-    fig = go.Figure([
-        go.Bar(x=labels, y=[r.q for r in pg.rows], offsetgroup="q", name="q(x) draft",
-               marker=dict(color=Q_COLOR, pattern=dict(shape="/", fgcolor="white")),
-               hovertemplate="%{x}: q = %{y:.3f}<extra></extra>"),
-        go.Bar(x=labels, y=accepted, offsetgroup="p", name="✓ accepted: q·min(1, p/q)",
-               marker=dict(color=ACCEPTED_COLOR), hovertemplate="%{x}: accepted part %{y:.3f}<extra></extra>"),
-        go.Bar(x=labels, y=[r.from_residual for r in pg.rows], base=accepted, offsetgroup="p",
-               name="◆ residual: (1 − α)·norm(max(0, p − q))",
-               marker=dict(color=REPLACEMENT_COLOR, pattern=dict(shape="x", fgcolor="white")),
-               hovertemplate="%{x}: residual part %{y:.3f}<extra></extra>"),
-        _p_outline(labels, [r.p for r in pg.rows], [f"p {r.p:.2f}" for r in pg.rows]),
-    ])
-    _layout(fig, f"One draft position · α = Σ min(p, q) = {pg.alpha:.3f}")
-    fig.update_yaxes(title="probability", range=[0, 1.12 * max(max(r.p, r.q) for r in pg.rows)])
-    return fig
+    data = [dict(type="bar", x=x, y=[r.q for r in pg.rows], offsetgroup="q", name="q(x) draft",
+                 marker=dict(color=Q_COLOR, pattern=_hatch("/")), hovertemplate="%{x}: q = %{y:.3f}<extra></extra>"),
+            *_stacked(x, accepted, [r.from_residual for r in pg.rows],
+                      (f"{ACCEPTED_NAME}: q·min(1, p/q)", f"{RESIDUAL_NAME}: (1 − α)·norm(max(0, p − q))"), "mass"),
+            _p_outline(x, [r.p for r in pg.rows], [f"p {r.p:.2f}" for r in pg.rows])]
+    top = max(max(r.p, r.q) for r in pg.rows)
+    return _figure(data, dict(yaxis=_prob_axis(top, "probability")),
+                   f"One draft position · α = Σ min(p, q) = {pg.alpha:.3f}", font_size, foot_lines=3)
 
 
-def histogram_figure(pair: ToyPair, mc: MonteCarlo | None) -> go.Figure:
-    """The empirical histogram of N rounds, stacked by how each token arrived, inside p's outline."""
-    labels = [token_label(t) for t in pair.tokens]
-    bars = [_p_outline(labels, list(pair.p))]
-    if mc is None:
-        title = "Press “Sample N times”"
-    else:
+def histogram_figure(pair: ToyPair, mc: MonteCarlo | None, font_size: int = FONT_SIZE) -> go.Figure:
+    """The histogram of N rounds, stacked by how each token arrived, inside p's outline."""
+    x = [label(t) for t in pair.tokens]
+    data, title, top = [_p_outline(x, list(pair.p))], "Press “Sample N times”", max(pair.p)
+    if mc is not None:
         accepted = [a / mc.n for a in mc.accepted_counts]
-        bars = [
-            go.Bar(x=labels, y=accepted, offsetgroup="p", name="✓ accepted drafts", marker=dict(color=ACCEPTED_COLOR),
-                   hovertemplate="%{x}: %{y:.4f} accepted<extra></extra>"),
-            go.Bar(x=labels, y=[r / mc.n for r in mc.replaced_counts], base=accepted, offsetgroup="p",
-                   name="◆ after a rejection", marker=dict(color=REPLACEMENT_COLOR, pattern=dict(shape="x",
-                                                                                               fgcolor="white")),
-                   hovertemplate="%{x}: %{y:.4f} after a rejection<extra></extra>"),
-            *bars,
-        ]
-        verdict = "✓" if mc.exact_tv == 0 else "✗"
-        title = f"{verdict} {SAMPLERS[mc.sampler][0]} · N = {mc.n:,} · TV(histogram, p) = {mc.tv:.3f}"
-    fig = _layout(go.Figure(bars), title)
-    top = max(list(pair.p) + (mc.frequencies if mc else []))
-    fig.update_yaxes(title="share of rounds", range=[0, 1.12 * top])
-    return fig
+        data = _stacked(x, accepted, [r / mc.n for r in mc.replaced_counts],
+                        (f"{ACCEPTED_NAME} drafts", f"{FATES[REPLACEMENT].icon} after a rejection"), "rounds") + data
+        title = (f"{'✓' if mc.faithful else '✗'} {SAMPLERS[mc.sampler][0]} · N = {mc.n:,} · "
+                 f"TV(histogram, p) = {mc.tv:.3f}")
+        top = max(top, *mc.frequencies)
+    return _figure(data, dict(yaxis=_prob_axis(top, "share of rounds")), title, font_size, foot_lines=2)
 
 
-def _k_marker(ex: Explorer, y: float, row: int, col: int, fig: go.Figure, name: str, show: bool) -> None:
-    fig.add_trace(go.Scatter(x=[ex.k], y=[y], mode="markers", name=name, showlegend=show,
-                             marker=dict(size=18, color="white", line=dict(color=INK, width=3)),
-                             hovertemplate=f"K = {ex.k}: %{{y:.2f}}<extra></extra>"), row=row, col=col)
+def _marker(x: float, y: float, name: str, axes: str, symbol: str, size: int, text: str = "",
+            color: str = "white", show: bool = True, where: str = "middle right") -> dict:
+    return dict(type="scatter", x=[x], y=[y], mode="markers+text" if text else "markers", name=name,
+                showlegend=show, text=[text], textposition=where, xaxis="x" + axes, yaxis="y" + axes,
+                marker=dict(symbol=symbol, size=size, color=color, line=dict(color=INK, width=2.5)),
+                hovertemplate=f"{name}: K = %{{x}}, %{{y:.2f}}<extra></extra>")
 
 
-def _measured_marker(fig, x, y, label, row, col, show) -> None:
-    fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers+text", name="■ measured (trace)", showlegend=show,
-                             text=[label], textposition="middle right", textfont=dict(size=17),
-                             marker=dict(symbol="square", size=16, color=INK),
-                             hovertemplate=f"measured at K = {x}: %{{y:.2f}}<extra></extra>"), row=row, col=col)
-
-
-def explorer_figure(ex: Explorer, measured: MeasuredPoint | None = None) -> go.Figure:
-    """Expected tokens per pass and speedup against K, the chosen K ringed, the best K starred, and the
-    trace's measured point (■) where there is one."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
-        "Tokens per target pass E = (1 − α<sup>K+1</sup>) / (1 − α)", "Speedup E / (K·c + 1)"))
+def explorer_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_size: int = FONT_SIZE) -> go.Figure:
+    """Expected tokens per pass (left) and speedup (right) against K: the chosen K ringed, the best K marked ▲,
+    break-even dashed, and the trace's measured point (■) where there is one."""
     line = dict(color=INK, width=3)
-    fig.add_trace(go.Scatter(x=ex.ks, y=ex.expected, mode="lines+markers", line=line, name="theory",
-                             hovertemplate="K = %{x}: E = %{y:.2f}<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=ex.ks, y=ex.speedups, mode="lines+markers", line=line, showlegend=False,
-                             hovertemplate="K = %{x}: %{y:.2f}×<extra></extra>"), row=1, col=2)
-    _k_marker(ex, ex.expected_at_k, 1, 1, fig, f"○ your K = {ex.k}", True)
-    _k_marker(ex, ex.speedup_at_k, 1, 2, fig, "", False)
-    fig.add_trace(go.Scatter(x=[ex.best_k], y=[ex.best_speedup], mode="markers+text", name="★ best K",
-                             text=[f"best K = {ex.best_k}"], textposition="top center",
-                             marker=dict(symbol="star", size=24, color=BONUS_COLOR, line=dict(color=INK, width=2)),
-                             hovertemplate="best K = %{x}: %{y:.2f}×<extra></extra>"), row=1, col=2)
-    fig.add_hline(y=1, line=dict(color=INK, width=1, dash="dash"), row=1, col=2,
-                  annotation_text="1× (no gain)", annotation_position="bottom right")
+    data = [
+        dict(type="scatter", x=ex.ks, y=ex.expected, mode="lines+markers", line=line, name="theory",
+             hovertemplate="K = %{x}: E = %{y:.2f}<extra></extra>"),
+        dict(type="scatter", x=ex.ks, y=ex.speedups, mode="lines+markers", line=line, showlegend=False,
+             xaxis="x2", yaxis="y2", hovertemplate="K = %{x}: %{y:.2f}×<extra></extra>"),
+        _marker(ex.k, ex.expected_at_k, f"your K = {ex.k}", "", "circle", 18),
+        _marker(ex.k, ex.speedup_at_k, f"your K = {ex.k}", "2", "circle", 18, show=False),
+        _marker(ex.best_k, ex.best_speedup, "best K", "2", "triangle-up", 22, f"best K = {ex.best_k}", P_COLOR,
+                where="top center"),
+    ]
+    tops = [max(ex.expected), max(ex.speedups + [1])]
     if measured is not None:
-        _measured_marker(fig, measured.k, measured.tokens_per_pass, f"{measured.tokens_per_pass:.2f}", 1, 1, True)
+        data.append(_marker(measured.k, measured.tokens_per_pass, MEASURED_NAME, "", "square", 16,
+                            f"{measured.tokens_per_pass:.2f}", INK))
+        tops[0] = max(tops[0], measured.tokens_per_pass)
         if measured.speedup is not None:
-            _measured_marker(fig, measured.k, measured.speedup, f"{measured.speedup:.2f}×", 1, 2, False)
-    _layout(fig, f"α = {ex.alpha:.2f}, c = {ex.c:.2f}: speedup {ex.speedup_at_k:.2f}× at K = {ex.k}", height=480)
-    fig.update_xaxes(title="K (draft tokens per round)", dtick=2 if len(ex.ks) > 10 else 1)
-    fig.update_yaxes(title="tokens", row=1, col=1)
-    fig.update_yaxes(title="× target-only", rangemode="tozero", row=1, col=2)
-    fig.update_annotations(font=dict(size=18))
-    return fig
+            data.append(_marker(measured.k, measured.speedup, MEASURED_NAME, "2", "square", 16,
+                                f"{measured.speedup:.2f}×", INK, show=False))
+            tops[1] = max(tops[1], measured.speedup)
+    k_axis = dict(title=dict(text="K (draft tokens per round)"), dtick=2 if len(ex.ks) > 10 else 1, gridcolor=GRID)
+    heads = [("Tokens per target pass E = (1 − α<sup>K+1</sup>) / (1 − α)", 0.0),
+             ("Speedup E / (K·c + 1)", 0.55)]
+    layout = dict(
+        xaxis=dict(k_axis, domain=[0, 0.45]), xaxis2=dict(k_axis, domain=[0.55, 1], anchor="y2"),
+        yaxis=dict(title=dict(text="tokens"), range=[0, 1.2 * tops[0]], gridcolor=GRID, zeroline=False),
+        yaxis2=dict(title=dict(text="× target-only"), range=[0, 1.25 * tops[1]], gridcolor=GRID, zeroline=False,
+                    anchor="x2"),
+        shapes=[dict(type="line", xref="x2 domain", x0=0, x1=1, yref="y2", y0=1, y1=1,
+                     line=dict(color=INK, width=1.5, dash="dash"))],
+        annotations=[dict(text=text, x=x0, xref="paper", xanchor="left", y=1.02, yref="paper", yanchor="bottom",
+                          showarrow=False, font=dict(size=font_size)) for text, x0 in heads]
+        + [dict(text="1× (no gain)", x=1, xref="x2 domain", xanchor="right", y=1, yref="y2", yanchor="top",
+                showarrow=False, font=dict(size=font_size - 2))],
+    )
+    title = f"α = {ex.alpha:.2f}, c = {ex.c:.2f}: speedup {ex.speedup_at_k:.2f}× at K = {ex.k}"
+    return _figure(data, layout, title, font_size, plot_px=340, foot_lines=4, head_lines=2)
 
 
-def rounds_figure(ex: Explorer, measured: MeasuredPoint | None = None) -> go.Figure:
+def rounds_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_size: int = FONT_SIZE) -> go.Figure:
     """P(a round yields 1 … K+1 tokens): j accepted then a replacement (◆), or all K plus the bonus (★)."""
     sizes = list(range(1, ex.k + 2))
-    fig = go.Figure([
-        go.Bar(x=sizes[:-1], y=ex.round_probs[:-1], name="◆ j accepted, then a replacement: (1 − α)α<sup>j</sup>",
-               marker=dict(color=REPLACEMENT_COLOR, pattern=dict(shape="x", fgcolor="white")),
-               hovertemplate="%{x} tokens: %{y:.3f}<extra></extra>"),
-        go.Bar(x=sizes[-1:], y=ex.round_probs[-1:], name="★ all K accepted + bonus: α<sup>K</sup>",
-               marker=dict(color=BONUS_COLOR, pattern=dict(shape=".", fgcolor=INK)),
-               hovertemplate="%{x} tokens: %{y:.3f}<extra></extra>"),
-    ])
+    bonus = FATES[BONUS]
+    data = [
+        dict(type="bar", x=sizes[:-1], y=ex.round_probs[:-1],
+             name=f"{FATES[REPLACEMENT].icon} j accepted, then a replacement: (1 − α)α<sup>j</sup>",
+             marker=dict(color=FATES[REPLACEMENT].color, pattern=_hatch("x")),
+             hovertemplate="%{x} tokens: %{y:.3f}<extra></extra>"),
+        dict(type="bar", x=sizes[-1:], y=ex.round_probs[-1:],
+             name=f"{bonus.icon} all K accepted + bonus: α<sup>K</sup>",
+             marker=dict(color=bonus.color, pattern=_hatch(".")), hovertemplate="%{x} tokens: %{y:.3f}<extra></extra>"),
+    ]
+    top = max(ex.round_probs)
     if measured is not None:
-        fig.add_trace(go.Scatter(x=list(range(1, measured.k + 2)), y=measured.round_probs, mode="markers",
-                                 name=f"■ measured (trace, K = {measured.k}, {measured.n_rounds} rounds)",
-                                 marker=dict(symbol="square", size=16, color=INK),
-                                 hovertemplate="%{x} tokens: %{y:.3f} of rounds<extra></extra>"))
-    fig.add_vline(x=ex.expected_at_k, line=dict(color=INK, width=2, dash="dash"),
-                  annotation_text=f"mean E = {ex.expected_at_k:.2f}", annotation_position="top right",
-                  annotation_font=dict(size=17))
-    _layout(fig, f"Tokens per round at α = {ex.alpha:.2f}, K = {ex.k}", height=420)
-    top = max(ex.round_probs + (measured.round_probs if measured else []))
-    fig.update_xaxes(title="tokens committed by one target pass", dtick=1)
-    fig.update_yaxes(title="probability", range=[0, 1.15 * top])
-    return fig
+        data.append(dict(type="scatter", x=list(range(1, measured.k + 2)), y=measured.round_probs, mode="markers",
+                         name=f"measured (trace, K = {measured.k}, {measured.n_rounds} rounds)",
+                         marker=dict(symbol="square", size=16, color=INK),
+                         hovertemplate="%{x} tokens: %{y:.3f} of rounds<extra></extra>"))
+        top = max(top, *measured.round_probs)
+    layout = dict(
+        xaxis=dict(title=dict(text="tokens committed by one target pass"), dtick=1, gridcolor=GRID),
+        yaxis=_prob_axis(top, "probability"),
+        shapes=[dict(type="line", x0=ex.expected_at_k, x1=ex.expected_at_k, yref="paper", y0=0, y1=1,
+                     line=dict(color=INK, width=2, dash="dash"))],
+        annotations=[dict(text=f"mean E = {ex.expected_at_k:.2f}", x=ex.expected_at_k, xanchor="left", y=1,
+                          yref="paper", yanchor="bottom", showarrow=False)],
+    )
+    return _figure(data, layout, f"Tokens per round at α = {ex.alpha:.2f}, K = {ex.k}", font_size, plot_px=280,
+                   foot_lines=3)

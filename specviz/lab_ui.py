@@ -14,22 +14,15 @@ from dataclasses import dataclass
 import gradio as gr
 
 from . import lab, lab_charts
-from .trace import Trace, expected_tokens_per_pass, load_trace
+from .render import FATES, Q_COLOR, token_html
+from .trace import ACCEPTED, REPLACEMENT, Trace, expected_tokens_per_pass, load_trace
 
 DECIMALS = 4  # the editable table shows probabilities to this many places
 SAMPLE_SIZES = [100, 1_000, 10_000, 100_000]
 TEXT = "font-size:20px;line-height:1.5"
-MUTED = "opacity:.45"
 
 
 # --- HTML (every user-editable or uploaded string goes through html.escape) ------------------------------
-
-
-def _token_html(text: str) -> str:
-    """' Paris' -> a faint '·' then 'Paris'; newlines as '⏎'."""
-    stripped = text.lstrip(" ")
-    dots = "·" * (len(text) - len(stripped))
-    return f'<span style="{MUTED}">{dots}</span>{html.escape(stripped.replace(chr(10), "⏎"))}'
 
 
 def _swatch(color: str, pattern: str = "") -> str:
@@ -40,14 +33,16 @@ def _swatch(color: str, pattern: str = "") -> str:
 
 def playground_html(pg: lab.Playground) -> str:
     """α in large type, then one row per token: q, p, acceptance and the two parts of p(x)."""
-    head = ["token", f"{_swatch(lab_charts.Q_COLOR, '/')}q(x) draft", "p(x) target", "keep min(1, p/q)",
-            f"{_swatch(lab_charts.ACCEPTED_COLOR)}✓ accepted q·min(1, p/q)",
-            f"{_swatch(lab_charts.REPLACEMENT_COLOR, 'x')}◆ residual (1−α)·norm(max(0, p−q))", "✓ + ◆ = p(x)"]
+    ok, res = FATES[ACCEPTED], FATES[REPLACEMENT]
+    head = ["token", f"{_swatch(Q_COLOR, '/')}q(x) draft", "p(x) target", "keep min(1, p/q)",
+            f"{_swatch(ok.color)}{ok.icon} accepted q·min(1, p/q)",
+            f"{_swatch(res.color, 'x')}{res.icon} residual (1−α)·norm(max(0, p−q))", f"{ok.icon} + {res.icon} = p(x)"]
     cells = "text-align:right;padding:4px 12px;font-variant-numeric:tabular-nums"
     body = "".join(
-        f'<tr><td style="padding:4px 12px">{_token_html(r.token)}</td>'
+        f'<tr><td style="padding:4px 12px">{token_html(r.token)}</td>'
         + "".join(f'<td style="{cells}">{v:.3f}</td>'
-                  for v in (r.q, r.p, r.accept_prob, r.from_accepted, r.from_residual, r.from_accepted + r.from_residual))
+                  for v in (r.q, r.p, r.accept_prob, r.from_accepted, r.from_residual,
+                            r.from_accepted + r.from_residual))
         + "</tr>" for r in pg.rows)
     header = "".join(f'<th style="padding:4px 12px;text-align:left">{h}</th>' for h in head)
     return (f'<div id="lab-alpha-readout" style="font-size:30px;margin:8px 0">α = Σ min(p, q) = '
@@ -60,7 +55,7 @@ def histogram_html(mc: lab.MonteCarlo) -> str:
     label = html.escape(lab.SAMPLERS[mc.sampler][0])
     lead = (f"N = {mc.n:,} rounds (seed {mc.seed}) in {mc.seconds * 1000:.0f} ms · "
             f"TV(histogram, p) = <b>{mc.tv:.4f}</b> · sampling noise alone ≈ {mc.noise:.4f}")
-    if mc.exact_tv == 0:
+    if mc.faithful:
         verdict = f"✓ <b>{label}</b>: the histogram fills p's outline; the gap is sampling noise."
     else:
         verdict = (f"✗ <b>{label}</b>: its tokens follow a distribution {mc.exact_tv:.3f} away from p (TV), "
@@ -74,7 +69,7 @@ def explorer_html(ex: lab.Explorer) -> str:
             f'<b id="lab-expected" style="font-size:30px">{ex.expected_at_k:.2f}</b> tokens per target pass · '
             f'speedup = {ex.expected_at_k:.2f} / ({k} × {c:.2f} + 1) = '
             f'<b id="lab-speedup" style="font-size:30px">{ex.speedup_at_k:.2f}×</b> · '
-            f'★ best K for this α and c: <b>{ex.best_k}</b> ({ex.best_speedup:.2f}×)</div>')
+            f'▲ best K for this α and c: <b>{ex.best_k}</b> ({ex.best_speedup:.2f}×)</div>')
 
 
 def trace_html(trace: Trace | None, point: lab.MeasuredPoint | None) -> str:
@@ -118,12 +113,15 @@ def _number(value, what: str) -> float:
         raise ValueError(f"{what} is not a number: {str(value)[:20]!r}") from None
 
 
-def _pair_from_table(rows, previous: lab.ToyPair) -> lab.ToyPair:
+COLUMNS = ("token", "q", "p")  # the editable table, left to right
+
+
+def _pair_from_table(rows) -> lab.ToyPair:
     rows = [list(r)[:3] + [None] * (3 - len(r)) for r in (rows or [])]  # extra columns are ignored
     tokens = ["" if r[0] is None else str(r[0]) for r in rows]
     q = [_number(r[1], f"q for {t.strip() or 'a new row'}") for t, r in zip(tokens, rows)]
     p = [_number(r[2], f"p for {t.strip() or 'a new row'}") for t, r in zip(tokens, rows)]
-    return lab.edit_pair(previous, tokens, p, q, tol=0.5 * 10**-DECIMALS)
+    return lab.pair_from_weights(tokens, p, q)
 
 
 def _sample(pair: lab.ToyPair, n, sampler: str, seed) -> tuple[str, object]:
@@ -141,12 +139,28 @@ def show_pair(pair: lab.ToyPair, n, sampler, seed, message: str = ""):
             *_sample(pair, n, sampler, seed))
 
 
-def on_table_edit(rows, previous: lab.ToyPair, n, sampler, seed):
+def on_cell_edit(rows, pair: lab.ToyPair, n, sampler, seed, evt: gr.EditData):
+    """One cell changed: that value stays, the rest of its column rescales."""
+    row, col = evt.index
     try:
-        pair = _pair_from_table(rows, previous)
+        if len(rows or []) != len(pair.tokens):  # rows were added or removed since the last update
+            new = _pair_from_table(rows)
+        else:
+            value = str(evt.value) if col == 0 else _number(evt.value, f"{COLUMNS[col]} for {pair.tokens[row]}")
+            new = lab.edit_pair(pair, COLUMNS[col], row, value)
     except ValueError as e:  # keep the last good pair, and say why
-        return show_pair(previous, n, sampler, seed, str(e))
-    return show_pair(pair, n, sampler, seed)
+        return show_pair(pair, n, sampler, seed, str(e))
+    return show_pair(new, n, sampler, seed)
+
+
+def on_table_input(rows, pair: lab.ToyPair, n, sampler, seed):
+    """Rows added or removed: scale each column to sum to 1. (Cell edits arrive through on_cell_edit.)"""
+    if len(rows or []) == len(pair.tokens):
+        return (gr.skip(),) * 7  # one per output of show_pair
+    try:
+        return show_pair(_pair_from_table(rows), n, sampler, seed)
+    except ValueError as e:
+        return show_pair(pair, n, sampler, seed, str(e))
 
 
 def on_sample(pair: lab.ToyPair, n, sampler, seed):
@@ -171,18 +185,22 @@ def on_upload(raw: bytes | None):
 
 
 def sliders_from_trace(trace: Trace | None, c_max: float):
-    """(α, K, c, message): the explorer's sliders set to what the trace measured."""
+    """(α, K, c, message): the explorer's sliders set to what the trace measured, to the sliders' step."""
     point = lab.measured_point(trace)
     if point is None:
         return gr.skip(), gr.skip(), gr.skip(), _message("no trace with rounds to take α, K and c from")
-    c = point.c if point.c is not None else gr.skip()
-    note = f"c = {point.c:.2f} is off the slider; shown at {c_max}" if point.c is not None and point.c > c_max else ""
-    if note:
-        c = c_max
-    return round(point.alpha, 2), min(point.k, lab.K_MAX), c, _message(note)
+    if point.c is None:
+        return round(point.alpha, 2), min(point.k, lab.K_MAX), gr.skip(), _message("this trace drafted nothing")
+    note = f"measured c = {point.c:.2f} is off the slider; set to {c_max}" if point.c > c_max else ""
+    return round(point.alpha, 2), min(point.k, lab.K_MAX), round(min(point.c, c_max), 2), _message(note)
 
 
 # --- layout, then events ----------------------------------------------------------------------------------
+
+
+def _heading(title: str, text: str) -> None:
+    gr.Markdown(f"## {title}")
+    gr.HTML(f'<p style="{TEXT}">{text}</p>')
 
 
 @dataclass
@@ -197,63 +215,65 @@ class Lab:
 
 
 def build_lab(trace_state: gr.State | None = None) -> Lab:
-    pair0 = lab.SEED_EXAMPLE
-    pg0 = lab.playground(pair0)
-    ex0 = lab.explore(0.7, 4, 0.05)
+    pair0, trace0 = lab.SEED_EXAMPLE, trace_state.value if trace_state is not None else None
+    sampling0 = (10_000, "correct", 0)  # N, sampler, seed
+    table0, _, _, readout0, pg_plot0, hist_readout0, hist_plot0 = show_pair(pair0, *sampling0)
+    alpha0, k0, c0 = 0.7, 4, 0.05  # the worked quiz: 2.77 tokens per pass, 2.31x
+    ex_readout0, curves0, rounds0, trace_readout0 = on_explore(alpha0, k0, c0, trace0)
     sampler_choices = [(label, key) for key, (label, _) in lab.SAMPLERS.items()]
-    hist0 = lab.monte_carlo(pair0, 10_000, "correct", 0)
 
     with gr.Column(elem_id="lab-playground"):
-        gr.Markdown("## 1 · The p/q playground: one draft position, exactly\n"
-                    "Edit q (draft) and p (target): the value you type stays and the rest of its column rescales "
-                    "to sum to 1. A draft x ~ q is kept with probability min(1, p(x)/q(x)); otherwise the token "
-                    "is drawn from the residual norm(max(0, p − q)). The two routes add up to exactly p.")
+        _heading("1 · The p/q playground: one draft position, exactly",
+                 "Edit q (draft) and p (target): the value you type stays and the rest of its column rescales to sum "
+                 "to 1. A draft x ~ q is kept with probability min(1, p(x)/q(x)); otherwise the token is drawn from "
+                 "the residual norm(max(0, p − q)). The two routes add up to exactly p.")
         with gr.Row():
-            presets = {name: gr.Button(name, size="sm") for name in lab.PRESETS}
-        table = gr.Dataframe(value=_table(pair0), headers=["token", "q (draft)", "p (target)"],
+            presets = {name: gr.Button(name) for name in lab.PRESETS}
+        table = gr.Dataframe(value=table0, headers=["token", "q (draft)", "p (target)"],
                              datatype=["str", "number", "number"], type="array", interactive=True,
                              label="vocabulary: 4 to 8 tokens (rows can be added and removed)",
                              elem_id="lab-table")
         message = gr.HTML(elem_id="lab-message")
-        readout = gr.HTML(playground_html(pg0), elem_id="lab-playground-readout")
-        pg_plot = gr.Plot(lab_charts.playground_figure(pg0), show_label=False, elem_id="lab-playground-plot")
-        send_alpha = gr.Button("Use this α in the explorer ↓", size="sm")
+        readout = gr.HTML(readout0, elem_id="lab-playground-readout")
+        pg_plot = gr.Plot(pg_plot0, show_label=False, elem_id="lab-playground-plot")
+        send_alpha = gr.Button("Use this α in the explorer ↓")
 
         gr.Markdown("### Sample N rounds and compare with p")
         with gr.Row():
-            n = gr.Radio(SAMPLE_SIZES, value=10_000, label="N rounds")
-            sampler = gr.Radio(sampler_choices, value="correct", label="sampler", elem_id="lab-sampler")
-            seed = gr.Number(0, precision=0, minimum=0, label="seed", elem_id="lab-seed")
+            n = gr.Radio([(f"{size:,}", size) for size in SAMPLE_SIZES], value=sampling0[0], label="N rounds")
+            sampler = gr.Radio(sampler_choices, value=sampling0[1], label="sampler", elem_id="lab-sampler")
+            seed = gr.Number(sampling0[2], precision=0, minimum=0, label="seed", elem_id="lab-seed")
         sample = gr.Button("Sample N times", variant="primary", elem_id="lab-sample")
-        hist_readout = gr.HTML(histogram_html(hist0), elem_id="lab-histogram-text")
-        hist_plot = gr.Plot(lab_charts.histogram_figure(pair0, hist0), show_label=False, elem_id="lab-histogram")
+        hist_readout = gr.HTML(hist_readout0, elem_id="lab-histogram-text")
+        hist_plot = gr.Plot(hist_plot0, show_label=False, elem_id="lab-histogram")
 
     with gr.Column(elem_id="lab-explorer"):
-        gr.Markdown("## 2 · The α / K / c explorer\n"
-                    "α: the chance a draft token is accepted. K: draft tokens per round. c: the cost of one draft "
-                    "step over one target pass. Each round costs K·c + 1 target passes and yields 1 … K+1 tokens.")
+        _heading("2 · The α / K / c explorer",
+                 "α: the chance a draft token is accepted. K: draft tokens per round. c: the cost of one draft step "
+                 "over one target pass. Each round costs K·c + 1 target passes and yields 1 … K+1 tokens.")
         with gr.Row():
-            alpha = gr.Slider(0, 1, ex0.alpha, step=0.01, label="α (acceptance rate)", elem_id="lab-alpha")
-            k = gr.Slider(1, lab.K_MAX, ex0.k, step=1, label="K (draft tokens per round)", elem_id="lab-k")
-            c = gr.Slider(0, 1, ex0.c, step=0.01, label="c (draft step / target pass)", elem_id="lab-c")
-        ex_readout = gr.HTML(explorer_html(ex0), elem_id="lab-explorer-readout")
-        curves = gr.Plot(lab_charts.explorer_figure(ex0), show_label=False, elem_id="lab-explorer-curves")
-        rounds = gr.Plot(lab_charts.rounds_figure(ex0), show_label=False, elem_id="lab-explorer-rounds")
+            alpha = gr.Slider(0, 1, alpha0, step=0.01, label="α (acceptance rate)", elem_id="lab-alpha")
+            k = gr.Slider(1, lab.K_MAX, k0, step=1, label="K (draft tokens per round)", elem_id="lab-k")
+            c = gr.Slider(0, 1, c0, step=0.01, label="c (draft step / target pass)", elem_id="lab-c")
+        ex_readout = gr.HTML(ex_readout0, elem_id="lab-explorer-readout")
+        curves = gr.Plot(curves0, show_label=False, elem_id="lab-explorer-curves")
+        rounds = gr.Plot(rounds0, show_label=False, elem_id="lab-explorer-rounds")
         gr.Markdown("### Theory beside measurement")
         with gr.Row():
             upload = gr.File(label="Upload a trace JSON", file_types=[".json"], type="binary", elem_id="lab-upload")
             with gr.Column():
-                from_trace = gr.Button("Set α, K, c from the trace", size="sm")
+                from_trace = gr.Button("Set α, K, c from the trace")
                 trace_message = gr.HTML(elem_id="lab-trace-message")
-        trace_readout = gr.HTML(trace_html(None, None), elem_id="lab-trace")
+        trace_readout = gr.HTML(trace_readout0, elem_id="lab-trace")
 
     pair = gr.State(pair0)
-    trace = gr.State(trace_state.value if trace_state is not None else None)
+    trace = gr.State(trace0)
 
     # events, all in one place
     pair_outputs = [table, pair, message, readout, pg_plot, hist_readout, hist_plot]
     sampling = [n, sampler, seed]
-    table.input(on_table_edit, [table, pair, *sampling], pair_outputs)
+    table.edit(on_cell_edit, [table, pair, *sampling], pair_outputs)
+    table.input(on_table_input, [table, pair, *sampling], pair_outputs)
     for name, button in presets.items():
         button.click(lambda *s, p=lab.PRESETS[name]: show_pair(p, *s), sampling, pair_outputs)
     sample.click(on_sample, [pair, *sampling], [hist_readout, hist_plot, seed])
@@ -281,4 +301,6 @@ def demo() -> gr.Blocks:
 
 
 if __name__ == "__main__":
-    demo().launch()
+    from .ui import launch_kwargs  # the page's theme, palette and CSS
+
+    demo().launch(**launch_kwargs())

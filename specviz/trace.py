@@ -14,6 +14,7 @@ from typing import Any
 
 FORMAT = "specviz-trace"
 FORMAT_VERSION = 1
+MAX_K = 16  # the most draft tokens per round anywhere in specviz (engine settings, lab explorer)
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 
 # The fate of a token in a round. One word per fate, used by the CLI, the HTML and the charts alike.

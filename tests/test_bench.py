@@ -4,6 +4,9 @@ import json
 import subprocess
 import sys
 
+import pytest
+import torch
+
 
 def test_quick_bench_writes_report(tmp_path):
     out = tmp_path / "bench"
@@ -21,3 +24,14 @@ def test_quick_bench_writes_report(tmp_path):
     report = (out / "report.md").read_text()
     assert report.count("\n| ") >= len(data["rows"]) and "Tracing overhead" in report
     assert "plotly" in (out / "chart.html").read_text()[:100000].lower()
+
+
+def test_gpu_projection_runs_on_tiny_architectures(tmp_path):
+    from specviz.projection import measure, projected_speedup, projection_report
+
+    m = measure("tiny-draft", "tiny-target", "cpu", torch.float32, max_new=9)
+    assert m["t_draft_s"] > 0 and len(m["t_target_s"]) == 9 and m["c"] > 0
+    # with free drafting and a flat target cost, the projection is exactly E(α, K)
+    flat = {**m, "t_draft_s": 0.0, "t_target_s": {n: 1.0 for n in range(1, 10)}}
+    assert projected_speedup(0.7, 4, flat) == pytest.approx(2.77, abs=0.01)
+    assert "| code | 0.90 |" in projection_report(m, {"code": 0.9})

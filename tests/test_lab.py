@@ -1,0 +1,287 @@
+"""The lab's numbers: the worked examples exactly, the Monte Carlo against verify, and a trace's measured point."""
+
+import random
+
+import pytest
+import torch
+
+from specviz import lab, lab_charts
+from specviz.sampling import residual_distribution, verify
+from specviz.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
+                           TokenProb, Trace, load_trace, summarize)
+
+SEED = lab.SEED_EXAMPLE  # q(" Paris") = 0.9, p(" Paris") = 0.6
+
+
+def random_pair(seed: int, zeros: bool = False) -> lab.ToyPair:
+    rng = random.Random(seed)
+    n = rng.randint(lab.MIN_TOKENS, lab.MAX_TOKENS)
+    p, q = [rng.random() for _ in range(n)], [rng.random() for _ in range(n)]
+    if zeros:  # tokens one model never emits: a zero residual entry and a draft that is never proposed
+        p[0], q[1] = 0.0, 0.0
+    return lab.pair_from_weights([f"t{i}" for i in range(n)], p, q)
+
+
+# --- the playground --------------------------------------------------------------------------------------
+
+
+def test_seed_example_accepts_paris_with_two_thirds():
+    pg = lab.playground(SEED)
+    paris = pg.rows[0]
+    assert (paris.token, paris.q, paris.p) == (" Paris", 0.9, 0.6)
+    assert paris.accept_prob == pytest.approx(2 / 3) and round(paris.accept_prob, 3) == 0.667
+    assert pg.alpha == pytest.approx(0.7)  # 0.6 + 0.04 + 0.03 + 0.02 + 0.01
+    assert paris.from_accepted == pytest.approx(0.6) and paris.from_residual == 0  # p < q: no residual mass
+
+
+def test_p_095_is_always_accepted():
+    pair = lab.PRESETS["p(Paris) 0.95"]
+    assert pair.p[0] == 0.95 and pair.q[0] == 0.9 and sum(pair.p) == pytest.approx(1)
+    assert lab.playground(pair).rows[0].accept_prob == 1.0
+    # every " Paris" draft is kept, whatever the draw r
+    drafts = torch.zeros(10_000, dtype=torch.long)
+    p, q = torch.tensor(pair.p), torch.tensor(pair.q)
+    _, accepted = lab.first_tokens(lab.accept_table(p, q), drafts, torch.rand(10_000), drafts + 1)
+    assert accepted.all()
+
+
+@pytest.mark.parametrize("pair", [*lab.PRESETS.values(), *(random_pair(s) for s in range(20)),
+                                  random_pair(99, zeros=True)])
+def test_stacked_parts_sum_to_p(pair):
+    pg = lab.playground(pair)
+    for r in pg.rows:
+        assert r.from_accepted + r.from_residual == pytest.approx(r.p, abs=1e-12)
+        assert r.from_accepted == pytest.approx(min(r.p, r.q), abs=1e-15)
+    assert sum(r.from_accepted for r in pg.rows) == pytest.approx(pg.alpha)
+    assert sum(r.from_residual for r in pg.rows) == pytest.approx(1 - pg.alpha)
+
+
+def test_set_probability_keeps_the_typed_value():
+    assert lab.set_probability([0.6, 0.3, 0.1], 0, 0.9) == pytest.approx([0.9, 0.075, 0.025])
+    assert lab.set_probability([1.0, 0.0, 0.0], 0, 0.4) == pytest.approx([0.4, 0.3, 0.3])  # shared equally
+    assert lab.set_probability([0.5, 0.5], 1, 1) == [0.0, 1]
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="between 0 and 1"):
+            lab.set_probability([0.5, 0.5], 0, bad)
+
+
+def test_edit_pair_and_table_validation():
+    renamed = lab.edit_pair(SEED, "token", 1, "<b>Lyon")
+    assert renamed.tokens[1] == "<b>Lyon" and renamed.p == SEED.p
+    with pytest.raises(ValueError, match="differ"):
+        lab.edit_pair(SEED, "token", 1, " Paris")
+    edited = lab.edit_pair(SEED, "q", 0, 0.5)
+    assert edited.q[0] == 0.5 and sum(edited.q) == pytest.approx(1) and edited.p == SEED.p
+    whole = lab.pair_from_weights(["a", "", "c", "d"], [3, 1, 0, 0], [1, 1, 1, 1])
+    assert whole.tokens[1] == "token 2" and whole.p == (0.75, 0.25, 0, 0) and whole.q == (0.25,) * 4
+    with pytest.raises(ValueError, match="4 to 8"):
+        lab.pair_from_weights(["a", "b", "c"], [1, 1, 1], [1, 1, 1])
+    with pytest.raises(ValueError, match="positive"):
+        lab.pair_from_weights(["a", "b", "c", "d"], [0, 0, 0, 0], [1, 1, 1, 1])
+    with pytest.raises(ValueError, match="negative"):
+        lab.pair_from_weights(["a", "b", "c", "d"], [-1, 1, 1, 1], [1, 1, 1, 1])
+
+
+# --- Monte Carlo -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pair", [SEED, lab.PRESETS["they disagree"], random_pair(5, zeros=True)])
+def test_vectorised_rule_matches_verify_draw_by_draw(pair):
+    """Run verify itself (K = 1) on 3000 seeded rounds, then give first_tokens verify's own draws: every accept
+    decision and every token must agree, and the residual must be the row verify sampled from."""
+    p, q = torch.tensor(pair.p, dtype=torch.float32), torch.tensor(pair.q, dtype=torch.float32)
+    gen = torch.Generator().manual_seed(1234)
+    drafts = torch.multinomial(q, 3000, replacement=True, generator=gen)
+    verdicts = [verify(torch.stack([p, p]), q[None], x, gen) for x in drafts[:, None].unbind(0)]
+    uniforms = torch.tensor([v.uniforms[0] for v in verdicts])
+    replacements = torch.tensor([v.next_token if v.rejected else -1 for v in verdicts])
+    tokens, accepted = lab.first_tokens(lab.accept_table(p, q), drafts, uniforms, replacements)
+
+    assert accepted.tolist() == [v.n_accepted == 1 for v in verdicts]
+    assert tokens.tolist() == [int(x) if v.n_accepted else v.next_token for x, v in zip(drafts, verdicts)]
+    assert 0 < accepted.sum() < 3000 or pair.p == pair.q
+    residual = residual_distribution(p, q)
+    assert all(torch.equal(v.residual, residual) for v in verdicts if v.rejected)
+
+
+def test_a_draw_equal_to_the_acceptance_is_a_rejection():
+    # verify accepts iff r < min(1, p/q) (it rejects when r >= a); with p/q = 0.5 exactly, r = 0.5 rejects
+    accept = lab.accept_table(torch.tensor([0.25, 0.75]), torch.tensor([0.5, 0.5]))
+    assert accept.tolist() == [0.5, 1.0]
+    tokens, accepted = lab.first_tokens(accept, torch.tensor([0, 0]), torch.tensor([0.5, 0.4999]),
+                                        torch.tensor([1, 1]))
+    assert accepted.tolist() == [False, True] and tokens.tolist() == [1, 0]
+
+
+def test_correct_sampler_converges_to_p():
+    mc = lab.monte_carlo(SEED, 50_000, "correct", seed=0)
+    assert mc.faithful and mc.exact_tv < 1e-9
+    assert sum(mc.accepted_counts) + sum(mc.replaced_counts) == 50_000
+    assert mc.tv < 0.01 and mc.tv < 3 * mc.noise  # noise at N = 50 000 is about 0.003
+    # the two routes converge to their exact parts: min(p, q) and (1 − α)·residual
+    for r, a, b in zip(lab.playground(SEED).rows, mc.accepted_counts, mc.replaced_counts):
+        assert a / mc.n == pytest.approx(r.from_accepted, abs=0.01)
+        assert b / mc.n == pytest.approx(r.from_residual, abs=0.01)
+    again = lab.monte_carlo(SEED, 50_000, "correct", seed=0)  # seeded: the same counts every time
+    assert (again.accepted_counts, again.replaced_counts) == (mc.accepted_counts, mc.replaced_counts)
+
+
+@pytest.mark.parametrize("sampler", ["resample_from_p", "always_accept", "swapped_ratio"])
+def test_each_wrong_sampler_drifts_away_from_p(sampler):
+    mc = lab.monte_carlo(SEED, 50_000, sampler, seed=0)
+    assert not mc.faithful
+    assert mc.tv > 0.15 > 20 * mc.noise  # far beyond sampling noise
+    assert mc.tv == pytest.approx(mc.exact_tv, abs=0.01)  # and exactly where its own formula says
+    assert mc.tv == pytest.approx(lab.total_variation(lab.output_distribution(sampler, SEED), SEED.p), abs=0.01)
+
+
+def test_wrong_samplers_are_wrong_only_when_p_differs_from_q():
+    same = lab.PRESETS["draft = target"]
+    for sampler in lab.SAMPLERS:
+        assert lab.total_variation(lab.output_distribution(sampler, same), same.p) < 1e-9
+
+
+def test_verify_itself_gives_the_same_histogram():
+    mc = lab.monte_carlo(SEED, 4_000, "verify", seed=3)
+    assert mc.faithful and mc.tv < 0.03  # noise at N = 4 000 is about 0.01
+    with pytest.raises(ValueError, match="20,000"):
+        lab.monte_carlo(SEED, lab.MAX_VERIFY_SAMPLES + 1, "verify")
+
+
+def test_monte_carlo_100k_is_fast_and_checks_its_input():
+    mc = lab.monte_carlo(SEED, lab.MAX_SAMPLES, "correct", seed=1)
+    assert mc.seconds < 2.0  # ~20-100 ms here; verify itself would take 5-8 s
+    for bad in (0, lab.MAX_SAMPLES + 1, 1.5, True):
+        with pytest.raises(ValueError, match="N must"):
+            lab.monte_carlo(SEED, bad)
+    with pytest.raises(ValueError, match="sampler"):
+        lab.monte_carlo(SEED, 10, "nope")
+
+
+def test_noise_level_matches_repeated_runs():
+    tvs = [lab.monte_carlo(SEED, 2_000, "correct", seed=s).tv for s in range(40)]
+    assert sum(tvs) / len(tvs) == pytest.approx(lab.noise_tv(SEED.p, 2_000), rel=0.25)
+
+
+# --- the explorer ------------------------------------------------------------------------------------------
+
+
+def test_quiz_alpha_07_k4():
+    ex = lab.explore(0.7, 4, 0.05)
+    assert round(ex.expected_at_k, 2) == 2.77  # (1 − 0.7^5) / 0.3 = 2.7731
+    assert ex.speedup_at_k == pytest.approx(2.7731 / 1.2, abs=1e-4) and round(ex.speedup_at_k, 1) == 2.3
+
+
+def test_best_k():
+    # α = 0.8, c = 0.1: E / (1 + 0.1 K) = 2.40 (K=4), 2.46 (5), 2.47 (6), 2.45 (7): best K = 6
+    ex = lab.explore(0.8, 4, 0.1)
+    assert ex.best_k == 6 and ex.best_speedup == pytest.approx(3.9514 / 1.6, abs=1e-4)
+    for alpha, c in [(0.5, 0.2), (0.9, 0.02), (0.3, 0.5), (0.95, 0.01)]:
+        ex = lab.explore(alpha, 1, c)
+        assert ex.best_k == max(ex.ks, key=lambda k: lab.speedup(alpha, k, c))
+    assert lab.explore(0.0, 3, 0.1).best_k == 1  # nothing is ever accepted: draft as little as possible
+    assert lab.explore(0.9, 3, 0.0).best_k == lab.K_MAX  # free drafts: draft as much as the axis allows
+    with pytest.raises(ValueError):
+        lab.explore(1.2, 4, 0.1)
+
+
+@pytest.mark.parametrize("alpha,k", [(0.0, 1), (0.5, 2), (0.7, 4), (0.9, 16), (1.0, 3)])
+def test_tokens_per_round_is_a_distribution_with_mean_e(alpha, k):
+    probs = lab.tokens_per_round(alpha, k)
+    assert len(probs) == k + 1 and sum(probs) == pytest.approx(1)
+    assert sum((j + 1) * pr for j, pr in enumerate(probs)) == pytest.approx(lab.explore(alpha, k, 0).expected_at_k)
+    assert lab.tokens_per_round(0.5, 2) == [0.5, 0.25, 0.25]
+
+
+# --- a trace's measured point -------------------------------------------------------------------------------
+
+
+def make_round(i: int, k: int, n_accepted: int, draft_s: float, verify_s: float) -> Round:
+    fates = [ACCEPTED] * n_accepted + ([REJECTED] if n_accepted < k else []) + [DISCARDED] * (k - n_accepted - 1)
+    drafts = [DraftPosition(10 + j, "x", 0.5, 0.4, f) for j, f in enumerate(fates)]
+    kind = BONUS if n_accepted == k else REPLACEMENT
+    return Round(i, k, drafts, n_accepted, TokenProb(1, "y", 0.5), kind, None, None,
+                 list(range(n_accepted + 1)), draft_s, verify_s)
+
+
+def make_trace(baseline: bool = True) -> Trace:
+    rounds = [make_round(0, 4, 4, 0.20, 0.10), make_round(1, 4, 1, 0.12, 0.10)]  # 5 + 2 tokens
+    summary = summarize(rounds, prefill_time_s=0.05, total_time_s=0.5)  # 14 tokens/s
+    return Trace(settings={"k": 4}, draft_model="<i>draft</i>", target_model="target", device="cpu",
+                 dtype="float32", prompt="hi", prompt_token_ids=[1], rounds=rounds,
+                 output_token_ids=[t for r in rounds for t in r.committed_ids], output_text="",
+                 summary=summary, baseline=Baseline([1] * 7, "", 0.05, 1.0, 7.0) if baseline else None)
+
+
+def test_measured_point_from_a_trace():
+    point = lab.measured_point(make_trace())
+    assert point.k == 4 and point.n_rounds == 2
+    assert point.alpha == pytest.approx(5 / 6)  # 5 accepted of 6 examined drafts (the bonus never counts)
+    assert point.draft_s_per_token == pytest.approx(0.04)  # 0.32 s over 8 drafted tokens
+    assert point.verify_s_per_round == pytest.approx(0.10)
+    assert point.c == pytest.approx(0.4)
+    assert point.tokens_per_pass == pytest.approx(3.5)
+    assert point.round_probs == [0, 0.5, 0, 0, 0.5]
+    assert point.speedup == pytest.approx(2.0)  # 14 tokens/s against 7
+    assert lab.measured_point(load_trace(make_trace().to_json())) == point  # the uploaded form measures the same
+
+
+def test_measured_point_without_baseline_rounds_or_trace():
+    assert lab.measured_point(make_trace(baseline=False)).speedup is None
+    assert lab.measured_point(None) is None
+    empty = make_trace()
+    empty.rounds = []
+    assert lab.measured_point(empty) is None
+
+
+# --- figures and handlers ------------------------------------------------------------------------------------
+
+
+def test_figures_stack_to_p_and_show_the_measured_point():
+    pg = lab.playground(SEED)
+    fig = lab_charts.playground_figure(pg)
+    accepted, residual, outline = fig.data[1], fig.data[2], fig.data[3]
+    for a, r, p in zip(accepted.y, residual.y, outline.y):
+        assert a + r == pytest.approx(p)
+    assert list(residual.base) == list(accepted.y)  # the residual bar sits on top of the accepted one
+    mc = lab.monte_carlo(SEED, 1_000, "always_accept")
+    assert "✗" in lab_charts.histogram_figure(SEED, mc).layout.title.text
+    ex = lab.explore(0.7, 4, 0.05)
+    names = [t.name for t in lab_charts.explorer_figure(ex, lab.measured_point(make_trace())).data]
+    assert lab_charts.MEASURED_NAME in names and "best K" in names
+    assert len(lab_charts.rounds_figure(ex).data[0].x) == 4  # 1..K tokens end with a replacement, K+1 is the bonus
+    marked_up = lab.edit_pair(SEED, "token", 1, "<b>x")
+    assert list(lab_charts.histogram_figure(marked_up, None).data[0].x)[:2] == ["·Paris", "&lt;b&gt;x"]
+
+
+def test_ui_handlers_escape_keep_edits_and_report_bad_files():
+    lab_ui = pytest.importorskip("specviz.lab_ui")
+    import gradio as gr
+
+    out = lab_ui.on_cell_edit(lab_ui._table(SEED), SEED, 1000, "correct", 0,
+                              gr.EditData(None, {"index": [0, 2], "value": "0.95", "previous_value": "0.6"}))
+    table, pair = out[0], out[1]
+    assert pair.p[0] == 0.95 and table[0][2] == 0.95 and sum(pair.p) == pytest.approx(1)
+    out = lab_ui.on_cell_edit(table, pair, 1000, "correct", 0,
+                              gr.EditData(None, {"index": [1, 0], "value": "<script>", "previous_value": "x"}))
+    assert "<script>" not in out[3] and "&lt;script&gt;" in out[3]
+    out = lab_ui.on_cell_edit(table, pair, 1000, "correct", 0,
+                              gr.EditData(None, {"index": [1, 1], "value": "abc", "previous_value": "0.04"}))
+    assert out[1] == pair and "not a number" in out[2]  # the last good pair stays
+    assert lab_ui.on_upload(b"{not json")[1].count("not a specviz trace") == 1
+    trace, message = lab_ui.on_upload(make_trace().to_json().encode())
+    assert message == "" and isinstance(trace, Trace)
+    html = lab_ui.trace_html(trace, lab.measured_point(trace))
+    assert "&lt;i&gt;draft&lt;/i&gt;" in html and "2.00×" in html and "0.400" in html
+
+
+def test_build_lab_inside_an_app_tab_takes_the_apps_trace():
+    lab_ui = pytest.importorskip("specviz.lab_ui")
+    import gradio as gr
+
+    with gr.Blocks():
+        state = gr.State(make_trace())
+        with gr.Tab("Lab"):
+            parts = lab_ui.build_lab(state)
+    assert lab.measured_point(parts.trace.value) == lab.measured_point(state.value)
+    assert (parts.alpha.value, parts.k.value, parts.c.value) == (0.7, 4, 0.05)  # the worked quiz

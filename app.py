@@ -35,7 +35,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     demo = build_demo(default_engine_loader, preset_labels(), args.preset)
-    demo.queue(default_concurrency_limit=1)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, **launch_kwargs())
 
 

@@ -1,6 +1,7 @@
 // Keyboard navigation for specviz, run once when the page loads (Gradio's launch(js=...)).
 // ← / → click "Previous round" / "Next round". Keys typed into a field (prompt, numbers, sliders, dropdowns)
-// are left alone, and so are key chords with Ctrl, Alt or Meta (browser shortcuts).
+// are left alone, and so are key chords with Ctrl, Alt or Meta (browser shortcuts) and keys pressed while
+// another tab (the Lab) hides the buttons.
 () => {
   const BUTTONS = { ArrowLeft: "prev-round", ArrowRight: "next-round" };
 
@@ -20,7 +21,7 @@
     const id = BUTTONS[event.key];
     if (!id || event.ctrlKey || event.altKey || event.metaKey || typing(document.activeElement)) return;
     const target = button(id);
-    if (target && !target.disabled) {
+    if (target && !target.disabled && target.offsetParent !== null) {  // only while the rounds view is shown
       event.preventDefault();
       target.click();
     }

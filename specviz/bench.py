@@ -25,8 +25,8 @@ from .trace import expected_tokens_per_pass
 PROMPTS = {
     "code": ["Write a Python function that returns the n-th Fibonacci number.",
              "Write a Python function that checks whether a string is a palindrome."],
-    "factual": ["What is the capital of France? Answer in one sentence.",
-                "Explain in two sentences what photosynthesis is."],
+    "factual": ["Explain in a short paragraph how photosynthesis works.",
+                "Describe the water cycle in a short paragraph."],
     "story": ["Write the opening of a short story about a lighthouse keeper.",
               "Tell a short bedtime story about a dragon who is afraid of the dark."],
     "rewrite": ["Rewrite this function with type hints and a docstring, keeping the body the same:\n\n"
@@ -129,7 +129,7 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
             rows.append(Row(ptype, "target-only", mode, None, base["tps"], 1.0, ttft_s=base["ttft"]))
             for drafter in ("model", "lookup"):
                 for k in ks[drafter]:
-                    r = _specviz(engine, prompts, repeats, max_new, temp, k, drafter)
+                    r = _specviz(engine, prompts, repeats, max_new, temp, k, drafter, base["step"])
                     name = f"specviz K={k}" if drafter == "model" else f"specviz lookup K={k}"
                     rows.append(Row(ptype, name, mode, k, r["tps"], r["tps"] / base["tps"], r["alpha"], r["tpp"],
                                     r["c"], r["predicted"], r["ttft"]))
@@ -137,7 +137,8 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
                           flush=True)
                 if drafter == "model":
                     kmax = max(ks["model"])
-                    adaptive = _specviz(engine, prompts, repeats, max_new, temp, kmax, "model", adaptive=True)
+                    adaptive = _specviz(engine, prompts, repeats, max_new, temp, kmax, "model", base["step"],
+                                        adaptive=True)
                     rows.append(Row(ptype, f"specviz adaptive K≤{kmax}", mode, adaptive["mean_k"],
                                     adaptive["tps"], adaptive["tps"] / base["tps"], adaptive["alpha"],
                                     adaptive["tpp"], adaptive["c"], adaptive["predicted"], adaptive["ttft"]))
@@ -153,34 +154,38 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
 
 
 def _specviz_base(engine, prompts, repeats, max_new, temp):
-    tps, ttft = [], []
+    """Target-only: tokens/s, time to first token, and the time of one decoding step after the prompt."""
+    tps, ttft, step = [], [], []
     for prompt in prompts:
         s = RunSettings(k=1, temperature=temp, max_new_tokens=max_new)
         for b in _median_runs(lambda: engine.baseline(prompt, s), repeats):
             tps.append(b.tokens_per_s)
-            ttft.append(b.prefill_time_s + (b.total_time_s - b.prefill_time_s) / max(1, len(b.output_token_ids)))
-    return {"tps": statistics.median(tps), "ttft": statistics.median(ttft)}
+            ttft.append(b.first_token_time_s)
+            step.append((b.total_time_s - b.first_token_time_s) / max(1, len(b.output_token_ids) - 1))
+    return {"tps": statistics.median(tps), "ttft": statistics.median(ttft), "step": statistics.median(step)}
 
 
-def _specviz(engine, prompts, repeats, max_new, temp, k, drafter, adaptive=False, details=True):
+def _specviz(engine, prompts, repeats, max_new, temp, k, drafter, target_step, adaptive=False, details=True):
+    """Median figures of specviz runs. c = draft step / target-only step (Leviathan et al.'s c), and the
+    predicted speedup E·t_step / (K̄·t_draft + t_verify), all timed on rounds after the first (which also
+    encodes the prompt)."""
     out = {key: [] for key in ("tps", "alpha", "tpp", "c", "predicted", "ttft", "mean_k")}
     for prompt in prompts:
         s = RunSettings(k=k, temperature=temp, max_new_tokens=max_new, drafter=drafter, adaptive=adaptive)
         for t in _median_runs(lambda: engine.run(prompt, s, details=details), repeats):
-            m = t.summary
-            mean_k = m.n_drafted / len(t.rounds) if t.rounds else 0.0
-            draft_step = m.draft_time_s / m.n_drafted if m.n_drafted else 0.0
-            target_pass = m.verify_time_s / len(t.rounds) if t.rounds else 0.0
-            c = draft_step / target_pass if target_pass else 0.0
-            predicted = expected_tokens_per_pass(m.acceptance_rate, round(mean_k)) / (mean_k * c + 1)
-            first = t.rounds[0] if t.rounds else None
+            m, later = t.summary, t.rounds[1:] or t.rounds
+            mean_k = sum(r.k for r in later) / len(later)
+            drafted = sum(r.k for r in later)
+            draft_step = sum(r.draft_time_s for r in later) / drafted if drafted else 0.0
+            verify = sum(r.verify_time_s for r in later) / len(later)
+            expected = expected_tokens_per_pass(m.acceptance_rate, round(mean_k))
             out["tps"].append(m.tokens_per_s)
             out["alpha"].append(m.acceptance_rate)
             out["tpp"].append(m.tokens_per_pass)
-            out["c"].append(c)
-            out["predicted"].append(predicted)
+            out["c"].append(draft_step / target_step)
+            out["predicted"].append(expected * target_step / (mean_k * draft_step + verify))
             out["mean_k"].append(mean_k)
-            out["ttft"].append(m.prefill_time_s + (first.draft_time_s + first.verify_time_s if first else 0))
+            out["ttft"].append(m.first_token_time_s)
     return {key: statistics.median(v) for key, v in out.items()}
 
 
@@ -216,8 +221,8 @@ def _hf(engine, prompts, repeats, max_new, temp, kind) -> float:
 
 def measure_tracing_overhead(engine, max_new, repeats) -> dict:
     prompt = PROMPTS["code"][0]
-    traced = _specviz(engine, [prompt], repeats, max_new, 0.0, 4, "model", details=True)["tps"]
-    lean = _specviz(engine, [prompt], repeats, max_new, 0.0, 4, "model", details=False)["tps"]
+    traced = _specviz(engine, [prompt], repeats, max_new, 0.0, 4, "model", 1.0, details=True)["tps"]
+    lean = _specviz(engine, [prompt], repeats, max_new, 0.0, 4, "model", 1.0, details=False)["tps"]
     return {"traced_tokens_per_s": traced, "untraced_tokens_per_s": lean, "overhead": 1 - traced / lean}
 
 

@@ -22,6 +22,7 @@ TOP_BARS = 6  # candidate tokens drawn per position: enough to see the shape, fe
 INK = "#1a1a1a"  # text, outlines and lines that must survive a washed-out projector
 GRID = "#d9d9d9"
 BAR_PX = 26  # height of one token's group of bars
+MAX_TICK = 14  # longest token label on an axis, in characters
 FONT = "'Source Sans Pro', ui-sans-serif, system-ui, sans-serif"  # the page's font, served by gradio
 
 
@@ -33,7 +34,8 @@ def label(text: str) -> str:
 def _figure(data: list[dict], layout: dict, font_size: int) -> go.Figure:
     base = dict(template={}, font=dict(size=font_size, color=INK, family=FONT),
                 paper_bgcolor="white", plot_bgcolor="white", hoverlabel=dict(font_size=font_size),
-                legend=dict(orientation="h", x=0, xanchor="left", y=1, yanchor="bottom", font=dict(size=font_size)),
+                legend=dict(orientation="h", x=0, xanchor="left", yref="container", y=0, yanchor="bottom",
+                            font=dict(size=font_size)),  # along the bottom, clear of titles
                 barmode="group", bargap=0.22, bargroupgap=0.05)
     return go.Figure(data=data, layout={**base, **layout})
 
@@ -45,9 +47,32 @@ def empty_figure(message: str, font_size: int = 15) -> go.Figure:
                             xaxis=dict(visible=False), yaxis=dict(visible=False)), font_size)
 
 
+def _pattern(shape: str) -> dict:
+    """White hatching over the bar's colour: the cue that survives when colours wash out."""
+    return dict(shape=shape, fillmode="overlay", fgcolor="white", size=8, solidity=0.25)
+
+
+def _frame(plot_px: int, head_px: int, font_size: int, label_chars: int) -> dict:
+    """Height and margins around a plot area of plot_px: titles above; tick labels of up to label_chars on the
+    left; axis title and legend below. Fixed margins, not plotly's automargin: that redraws the chart until
+    the margins settle, which made each step cost the browser a second."""
+    foot_px = 5 * font_size + 30
+    left_px = 16 + int(0.7 * font_size * label_chars)
+    return dict(height=plot_px + head_px + foot_px, margin=dict(l=left_px, r=16, t=head_px, b=foot_px))
+
+
 def _title(text: str, font_size: int) -> dict:
-    return dict(text=text, x=0, xanchor="left", xref="paper", y=1, yanchor="top", yref="container",
-                pad=dict(t=8, l=4), font=dict(size=font_size + 3))
+    """A left-aligned title at the top. Plotly places a multi-line title as if it had one line, so the lines
+    after the first would push it above the figure: pad it down by their height."""
+    extra_lines = text.count("<br>")
+    return dict(text=text, x=0, xanchor="left", xref="container", y=1, yanchor="top", yref="container",
+                pad=dict(t=12 + int(extra_lines * 1.3 * (font_size + 3)), l=12), font=dict(size=font_size + 3))
+
+
+def _tick(text: str) -> str:
+    """A token as a tick label: visible whitespace, escaped, at most MAX_TICK characters."""
+    shown = show(text)
+    return escape(shown if len(shown) <= MAX_TICK else shown[:MAX_TICK - 1] + "…", quote=False)
 
 
 def _unique(labels: list[str]) -> list[str]:
@@ -68,20 +93,22 @@ def _with(tokens: list[TokenProb], chosen: TokenProb, limit: int) -> list[TokenP
     return top
 
 
-def _token_bars(tokens: list[TokenProb], chosen_id: int, icon: str, series, axes: tuple[str, str] = ("x", "y"),
-                showlegend: bool = True, opacity: float = 1.0) -> tuple[list[dict], dict]:
+def _token_bars(tokens: list[TokenProb], chosen_id: int, icon: str, series, font_size: int,
+                axes: tuple[str, str] = ("x", "y"), showlegend: bool = True,
+                opacity: float = 1.0) -> tuple[list[dict], dict]:
     """Horizontal grouped bars, one group per token, one bar per (name, values, colour, pattern) in series.
-    The chosen token's bars are outlined and its label carries `icon`. Returns (traces, y-axis ticks)."""
-    names = _unique([label(t.text) for t in tokens])
+    The chosen token's bars are outlined, numbered, and its label carries `icon`. Returns (traces, y ticks)."""
+    names = _unique([_tick(t.text) for t in tokens])
     hit = [t.token_id == chosen_id for t in tokens]
     outline = dict(color=INK, width=[3 if h else 0 for h in hit])
     traces = [dict(type="bar", orientation="h", y=names, x=values, name=name, legendgroup=name,
                    showlegend=showlegend, xaxis=axes[0], yaxis=axes[1], opacity=opacity,
-                   marker=dict(color=color, pattern=dict(shape=pattern, fgcolor="white", size=7), line=outline),
-                   text=[num(v) for v in values], textposition="outside", cliponaxis=False,
+                   marker=dict(color=color, line=outline, pattern=_pattern(pattern)),
+                   text=[num(v) if h else None for v, h in zip(values, hit)], textposition="outside",
+                   cliponaxis=False, constraintext="none", textfont=dict(size=font_size),
                    hovertemplate=f"{name} of %{{y}} = %{{x:.3f}}<extra></extra>")
               for name, values, color, pattern in series]
-    ticks = dict(tickmode="array", tickvals=names, automargin=True, autorange="reversed",
+    ticks = dict(type="category", tickmode="array", tickvals=names, autorange="reversed",  # "1" is a token, not 1
                  ticktext=[f"<b>{icon} {n}</b>" if h else n for n, h in zip(names, hit)])
     return traces, ticks
 
@@ -111,7 +138,7 @@ def pq_bars(rnd: Round, font_size: int = 15) -> go.Figure:
     for i, (d, tokens, h) in enumerate(zip(rnd.drafts, rows, heights)):
         suffix = str(i + 1) if i else ""  # plotly names axes x, x2, x3, ...
         x, y = "x" + suffix, "y" + suffix
-        traces, ticks = _token_bars(tokens, d.token_id, "▶", _pq_series(tokens), (x, y), showlegend=i == 0,
+        traces, ticks = _token_bars(tokens, d.token_id, "▶", _pq_series(tokens), font_size, (x, y), showlegend=i == 0,
                                     opacity=0.4 if d.fate == DISCARDED else 1.0)
         data += traces
         layout["yaxis" + suffix] = dict(domain=[(top - h) / plot_px, top / plot_px], anchor=x, **ticks)
@@ -120,9 +147,8 @@ def pq_bars(rnd: Round, font_size: int = 15) -> go.Figure:
                           yref="paper", yanchor="bottom", showarrow=False, align="left", font=dict(size=font_size)))
         top -= h + gap
     layout["xaxis" + suffix]["title"] = dict(text="probability")
-    head = 3 * font_size + 40
-    layout.update(height=plot_px + head + 2 * font_size + 40, annotations=notes,
-                  margin=dict(l=10, r=10, t=head, b=2 * font_size + 30),
+    chars = max(len(show(t.text)) for tokens in rows for t in tokens)
+    layout.update(_frame(plot_px, 4 * font_size + 40, font_size, min(chars, MAX_TICK) + 3), annotations=notes,
                   title=_title("q (draft) and p (target) at each draft position", font_size))
     return _figure(data, layout, font_size)
 
@@ -141,26 +167,26 @@ def residual_chart(rnd: Round, font_size: int = 15) -> go.Figure:
         tokens = _with(rnd.residual, rnd.next_token, TOP_BARS)
         series = _pq_series(tokens) + [("norm(max(0, p − q))", [t.residual or 0.0 for t in tokens],
                                         FATES[REPLACEMENT].color, "x")]
-        title = (f"Position {rnd.n_accepted + 1} rejected: the replacement {FATES[REPLACEMENT].icon} is<br>"
-                 f"sampled from the residual norm(max(0, p − q))")
+        title = (f"Position {rnd.n_accepted + 1} rejected: the replacement {FATES[REPLACEMENT].icon}<br>"
+                 f"is sampled from norm(max(0, p − q))")
         return _chosen_chart(tokens, rnd.next_token, REPLACEMENT, series, title, font_size)
     if rnd.next_kind == BONUS and rnd.bonus_candidates:
         tokens = _with(rnd.bonus_candidates, rnd.next_token, TOP_BARS)
         series = [("p (target)", [t.p for t in tokens], P_COLOR, "")]
-        title = (f"All {rnd.k} drafts accepted: the bonus {FATES[BONUS].icon} is drawn<br>from p at position "
-                 f"{rnd.k + 1}, computed by the same target pass" if rnd.k
-                 else f"Nothing drafted: the target's token {FATES[BONUS].icon} is drawn from p")
+        title = (f"All {rnd.k} drafts accepted: the bonus {FATES[BONUS].icon}<br>is drawn from p at position "
+                 f"{rnd.k + 1}" if rnd.k else
+                 f"Nothing drafted: the target's token {FATES[BONUS].icon}<br>is drawn from p")
         return _chosen_chart(tokens, rnd.next_token, BONUS, series, title, font_size)
     return empty_figure("This trace did not record the distribution of the round's last token.", font_size)
 
 
 def _chosen_chart(tokens: list[TokenProb], chosen: TokenProb, fate: str, series, title: str,
                   font_size: int) -> go.Figure:
-    data, ticks = _token_bars(tokens, chosen.token_id, FATES[fate].icon, series)
-    head = 4 * font_size + 50
+    data, ticks = _token_bars(tokens, chosen.token_id, FATES[fate].icon, series, font_size)
     bars_px = (BAR_PX // 2 + 6) * len(series) * len(tokens) + 20
-    layout = dict(height=bars_px + head + 2 * font_size + 40, margin=dict(l=10, r=10, t=head, b=2 * font_size + 30),
-                  title=_title(title, font_size), yaxis=ticks, xaxis=_prob_axis(title=dict(text="probability")))
+    chars = min(max(len(show(t.text)) for t in tokens), MAX_TICK) + 3
+    layout = dict(_frame(bars_px, 3 * font_size + 40, font_size, chars), title=_title(title, font_size), yaxis=ticks,
+                  xaxis=_prob_axis(title=dict(text="probability")))
     return _figure(data, layout, font_size)
 
 
@@ -196,15 +222,14 @@ def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 
     shade = [] if selected is None else [dict(type="rect", xref="x", yref="paper", x0=selected + 0.5,
                                               x1=selected + 1.5, y0=0, y1=1, fillcolor="#000", opacity=0.09,
                                               line=dict(width=0), layer="below")]
-    head = 3 * font_size + 50
     title = (f"Tokens per target pass · mean {trace.summary.tokens_per_pass:.2f} · expected (1 − α<sup>K+1</sup>)"
              f" / (1 − α) = {expected:.2f} at α = {alpha:.2f}, K = {k}")
-    layout = dict(height=260 + head + 2 * font_size, margin=dict(l=10, r=10, t=head, b=2 * font_size + 30),
-                  title=_title(title, font_size), barmode="stack", bargap=0.15, shapes=shade,
+    layout = dict(_frame(240, 2 * font_size + 40, font_size, 4), title=_title(title, font_size), barmode="stack",
+                  bargap=0.15, shapes=shade,
                   xaxis=dict(title=dict(text="round"), range=span, dtick=1 if len(rounds) <= 32 else None,
                              gridcolor=GRID, zeroline=False),
                   yaxis=dict(title=dict(text="tokens"), range=[0, k + 1.6], dtick=1 if k <= 8 else 2,
-                             gridcolor=GRID, zeroline=False, automargin=True))
+                             gridcolor=GRID, zeroline=False))
     return _figure(data, layout, font_size)
 
 
@@ -212,5 +237,5 @@ def _stack(x: list[int], y: list[int], fate: str, name: str) -> dict:
     s = FATES[fate]
     pattern = {ACCEPTED: "", REPLACEMENT: "x", BONUS: "."}[fate]
     return dict(type="bar", x=x, y=y, name=f"{s.icon} {name}",
-                marker=dict(color=s.color, line=dict(color="white", width=1), pattern=dict(shape=pattern, fgcolor="white")),
+                marker=dict(color=s.color, line=dict(color="white", width=1), pattern=_pattern(pattern)),
                 hovertemplate=f"round %{{x}}: %{{y}} {name}<extra></extra>")

@@ -9,19 +9,18 @@ import argparse
 import os
 import sys
 
-from .trace import ACCEPTED, BONUS, DISCARDED, REJECTED, Round, Trace
+from .render import FATES, show
+from .trace import Round, Trace
 
-MARK = {ACCEPTED: "✓", REJECTED: "✗", DISCARDED: "·", BONUS: "★", "replacement": "◆"}
 
-
-def show(text: str) -> str:
-    """Token text as the tokenizer produced it: newlines as ⏎, tabs as ⇥, quoted so spaces show."""
-    return repr(text.replace("\n", "⏎").replace("\t", "⇥"))[1:-1].join("``")
+def mark(fate: str, text: str) -> str:
+    """A token with its fate's icon, whitespace visible as in the page: ✓·fib, ✗⏎, ◆(n."""
+    return FATES[fate].icon + show(text)
 
 
 def round_line(r: Round) -> str:
-    drafts = " ".join(f"{MARK[d.fate]}{show(d.text)}" for d in r.drafts) or "(no draft)"
-    nxt = f"{MARK[r.next_kind]}{show(r.next_token.text)}"
+    drafts = " ".join(mark(d.fate, d.text) for d in r.drafts) or "(no draft)"
+    nxt = mark(r.next_kind, r.next_token.text)
     return (f"{r.index + 1:>4}  {r.n_accepted}/{r.k:<2}  {r.tokens_this_pass:>3}  "
             f"{r.draft_time_s * 1000:>7.0f}  {r.verify_time_s * 1000:>7.0f}  {drafts}  → {nxt}")
 
@@ -32,8 +31,8 @@ def summary_lines(trace: Trace) -> list[str]:
         f"acceptance rate {s.acceptance_rate:.2f} ({s.n_accepted} of {s.n_examined} examined draft tokens; "
         f"{s.n_drafted} drafted)",
         f"tokens per target pass {s.tokens_per_pass:.2f} ({s.n_new_tokens} tokens in {s.n_rounds} passes)",
-        f"speculative {s.tokens_per_s:.2f} tokens/s ({s.total_time_s:.2f} s: prefill {s.prefill_time_s:.2f}, "
-        f"draft {s.draft_time_s:.2f}, verify {s.verify_time_s:.2f})",
+        f"speculative {s.tokens_per_s:.2f} tokens/s ({s.total_time_s:.2f} s: draft {s.draft_time_s:.2f}, verify "
+        f"{s.verify_time_s:.2f}; first tokens after {s.first_token_time_s:.2f})",
     ]
     b = trace.baseline
     if b is not None:
@@ -87,7 +86,8 @@ def run_command(a: argparse.Namespace) -> int:
           f"T={a.temperature} · seed={a.seed}", flush=True)
     run = engine.start(a.prompt, settings)
     if not a.quiet:
-        print("round  acc  tok  draft ms  verify ms  drafts (✓ accepted ✗ rejected · discarded) → ◆ replacement / ★ bonus")
+        print("round  acc  tok  draft ms  verify ms  drafts (✓ accepted ✗ rejected ░ discarded) → ◆ replacement / ★ bonus"
+              "   (· is a space, ⏎ a newline)")
     for r in run:
         if not a.quiet:
             print(round_line(r), flush=True)

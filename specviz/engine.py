@@ -7,7 +7,9 @@
 
 Invariant between rounds: `ids` holds prompt + committed tokens; each model's KV cache holds every token of
 `ids` but the last, at most. A model's next forward pass feeds exactly the tokens its cache lacks, so no round
-re-encodes the prefix, and rollback is one crop to the accepted length.
+re-encodes the prefix, and rollback is one crop to the accepted length. The caches start empty, so round 1's
+passes are the prefill: the draft's first step and the target's verify pass each encode the prompt once
+(as transformers' assisted generation does), which saves a separate prefill pass per model.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ class Engine:
 
     def warm_up(self) -> None:
         """One short pass through each model: the first call on CPU pays for kernel selection (seconds),
-        which would otherwise land in the first run's prefill time."""
+        which would otherwise land in the first run's first round."""
         with torch.inference_mode():
             for model in (self.draft, self.target):
                 forward(model, [0, 1, 2], DynamicCache(), 3)
@@ -122,23 +124,21 @@ class Engine:
         """Target-only autoregressive decoding: same warping, same seed, timed the same way."""
         ids = self.encode(prompt, settings)
         gen = torch.Generator().manual_seed(settings.seed)
-        cache, new = DynamicCache(), []
+        cache, new, first = DynamicCache(), [], 0.0
+        t0 = time.perf_counter()
         with torch.inference_mode():
-            t0 = time.perf_counter()
-            forward(self.target, ids[:-1], cache, 1)
-            self._sync()
-            prefill = time.perf_counter() - t0
-            pending = ids[-1:]
+            pending = ids  # the first step encodes the whole prompt, as round 1 does in a speculative run
             while len(new) < settings.max_new_tokens:
                 logits = forward(self.target, pending, cache, 1)[:, :self.vocab]
                 token = int(sample(warp(logits, settings.sampling), gen)[0])
                 new.append(token)
+                first = first or time.perf_counter() - t0
                 if token in self.eos_ids:
                     break
                 pending = [token]
-            self._sync()
-            total = time.perf_counter() - t0
-        return Baseline(new, self.tokenizer.decode(new, skip_special_tokens=True), prefill, total,
+        self._sync()
+        total = time.perf_counter() - t0
+        return Baseline(new, self.tokenizer.decode(new, skip_special_tokens=True), first, total,
                         len(new) / total if total > 0 else 0.0)
 
     def _sync(self):
@@ -186,8 +186,7 @@ class SpeculativeRun:
         self.rounds: list[Round] = []
         self.gen = torch.Generator().manual_seed(settings.seed)
         self.draft_cache, self.target_cache = DynamicCache(), DynamicCache()
-        self.prefill_time = 0.0
-        self.elapsed = 0.0  # wall time of prefill + rounds, excluding time the consumer spends between rounds
+        self.elapsed = 0.0  # wall time of the rounds, excluding time the consumer spends between rounds
         self.stop: str | None = None
 
     @property
@@ -195,25 +194,15 @@ class SpeculativeRun:
         return len(self.ids) - len(self.prompt_ids)
 
     def __iter__(self) -> Iterator[Round]:
-        with torch.inference_mode():
+        # Inference mode is entered per round, never held across a yield: it belongs to one thread, and a
+        # consumer such as Gradio may resume this generator on another.
+        while self.stop is None:
             t0 = time.perf_counter()
-            self._prefill()
-            self.elapsed += time.perf_counter() - t0
-            while self.stop is None:
-                t0 = time.perf_counter()
+            with torch.inference_mode():
                 rnd = self._round()
-                self.elapsed += time.perf_counter() - t0
-                self.rounds.append(rnd)
-                yield rnd
-
-    def _prefill(self):
-        t0 = time.perf_counter()
-        if len(self.ids) > 1:  # the last prompt token is fed by the first round, like every pending token
-            if self.s.drafter == "model":
-                forward(self.e.draft, self.ids[:-1], self.draft_cache, 1)
-            forward(self.e.target, self.ids[:-1], self.target_cache, 1)
-        self.e._sync()
-        self.prefill_time = time.perf_counter() - t0
+            self.elapsed += time.perf_counter() - t0
+            self.rounds.append(rnd)
+            yield rnd
 
     def _round(self) -> Round:
         e, s = self.e, self.s
@@ -327,4 +316,4 @@ class SpeculativeRun:
             target_model=e.target_name, device=e.device,
             dtype=e.dtype, prompt=self.prompt, prompt_token_ids=list(self.prompt_ids), rounds=list(self.rounds),
             output_token_ids=new, output_text=e.tokenizer.decode(new, skip_special_tokens=True),
-            summary=summarize(self.rounds, self.prefill_time, self.elapsed), eos_token_ids=sorted(e.eos_ids))
+            summary=summarize(self.rounds, self.elapsed), eos_token_ids=sorted(e.eos_ids))

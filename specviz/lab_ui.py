@@ -269,26 +269,27 @@ def build_lab(trace_state: gr.State | None = None) -> Lab:
     pair = gr.State(pair0)
     trace = gr.State(trace0)
 
-    # events, all in one place
+    # events, all in one place; the lab's events are page-internal, hidden from the public API
+    quiet = dict(api_visibility="private")
     pair_outputs = [table, pair, message, readout, pg_plot, hist_readout, hist_plot]
     sampling = [n, sampler, seed]
-    table.edit(on_cell_edit, [table, pair, *sampling], pair_outputs)
-    table.input(on_table_input, [table, pair, *sampling], pair_outputs)
+    table.edit(on_cell_edit, [table, pair, *sampling], pair_outputs, **quiet)
+    table.input(on_table_input, [table, pair, *sampling], pair_outputs, **quiet)
     for name, button in presets.items():
-        button.click(lambda *s, p=lab.PRESETS[name]: show_pair(p, *s), sampling, pair_outputs)
-    sample.click(on_sample, [pair, *sampling], [hist_readout, hist_plot, seed])
-    gr.on([n.change, sampler.change], _sample, [pair, *sampling], [hist_readout, hist_plot])
-    send_alpha.click(lambda p: round(lab.overlap(p.p, p.q), 2), pair, alpha)
+        button.click(lambda *s, p=lab.PRESETS[name]: show_pair(p, *s), sampling, pair_outputs, **quiet)
+    sample.click(on_sample, [pair, *sampling], [hist_readout, hist_plot, seed], **quiet)
+    gr.on([n.change, sampler.change], _sample, [pair, *sampling], [hist_readout, hist_plot], **quiet)
+    send_alpha.click(lambda p: round(lab.overlap(p.p, p.q), 2), pair, alpha, **quiet)
 
     gr.on([alpha.change, k.change, c.change, trace.change], on_explore, [alpha, k, c, trace],
-          [ex_readout, curves, rounds, trace_readout], trigger_mode="always_last")
-    upload.upload(on_upload, upload, [trace, trace_message])
+          [ex_readout, curves, rounds, trace_readout], trigger_mode="always_last", **quiet)
+    upload.upload(on_upload, upload, [trace, trace_message], **quiet)
     if trace_state is not None:
-        trace_state.change(lambda t: t, trace_state, trace)
-        upload.clear(lambda t: (t, ""), trace_state, [trace, trace_message])
+        trace_state.change(lambda t: t, trace_state, trace, trigger_mode="always_last", **quiet)
+        upload.clear(lambda t: (t, ""), trace_state, [trace, trace_message], **quiet)
     else:
-        upload.clear(lambda: (None, ""), None, [trace, trace_message])
-    from_trace.click(lambda t: sliders_from_trace(t, c.maximum), trace, [alpha, k, c, trace_message])
+        upload.clear(lambda: (None, ""), None, [trace, trace_message], **quiet)
+    from_trace.click(lambda t: sliders_from_trace(t, c.maximum), trace, [alpha, k, c, trace_message], **quiet)
     return Lab(pair, trace, alpha, k, c)
 
 

@@ -230,7 +230,8 @@ def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
     parts.append(f"At position {n + 1} the target gave {quoted(d.text)} p = {num(d.p)} against the draft's "
                  f"q = {num(d.q)}, so it could keep it with probability min(1, p/q) = {num(d.accept_prob)}; "
                  f"the draw r = {num(d.uniform)} was too high, so it was <b>rejected</b>"
-                 + (f", and the {unseen} token{'s' * (unseen != 1)} after it were discarded unseen." if unseen else "."))
+                 + (f", and the {unseen} token{'s' * (unseen != 1)} after it were discarded unseen."
+                    if unseen else "."))
     parts.append(f"In its place the target sampled {quoted(rnd.next_token.text)} from the residual "
                  f"norm(max(0, p − q)), the probability the draft under-proposed: this correction keeps the "
                  f"output distributed exactly as if the target had generated alone.")
@@ -287,7 +288,8 @@ def baseline_report(trace: Trace) -> str:
 
 def run_info(device: str, dtype: str, draft: str, target: str, recorded: bool = False) -> str:
     """'cpu · bfloat16 · draft X · target Y' (prefixed 'recorded on' for an uploaded trace)."""
-    text = " · ".join([escape(device), escape(dtype), f"draft <b>{escape(draft)}</b>", f"target <b>{escape(target)}</b>"])
+    text = " · ".join([escape(device), escape(dtype), f"draft <b>{escape(draft)}</b>",
+                       f"target <b>{escape(target)}</b>"])
     return f'<div class="sv-info">{"recorded on " if recorded else ""}{text}</div>'
 
 

@@ -82,8 +82,8 @@ class Summary:
     n_accepted: int
     acceptance_rate: float  # accepted / examined draft tokens (bonus and replacements never count)
     mean_overlap: float  # mean of sum(min(p, q)) over examined positions: alpha estimated from distributions
-    tokens_per_pass: float  # new tokens / target passes (prefill not counted as a pass)
-    prefill_time_s: float
+    tokens_per_pass: float  # new tokens / target passes (round 1's pass also encodes the prompt)
+    first_token_time_s: float  # time to the first committed tokens: round 1, which also encodes the prompt
     draft_time_s: float
     verify_time_s: float
     total_time_s: float
@@ -96,7 +96,7 @@ class Baseline:
 
     output_token_ids: list[int]
     output_text: str
-    prefill_time_s: float
+    first_token_time_s: float  # the first step, which also encodes the prompt
     total_time_s: float
     tokens_per_s: float
 
@@ -134,7 +134,7 @@ class Trace:
         return cls.from_dict(json.loads(text))
 
 
-def summarize(rounds: list[Round], prefill_time_s: float, total_time_s: float) -> Summary:
+def summarize(rounds: list[Round], total_time_s: float) -> Summary:
     """Summary figures of a run, computed from its rounds only (so the UI and CLI quote one source)."""
     drafts = [d for r in rounds for d in r.drafts]
     examined = [d for d in drafts if d.fate != DISCARDED]
@@ -150,7 +150,7 @@ def summarize(rounds: list[Round], prefill_time_s: float, total_time_s: float) -
         acceptance_rate=accepted / len(examined) if examined else 0.0,
         mean_overlap=sum(overlaps) / len(overlaps) if overlaps else 0.0,
         tokens_per_pass=new_tokens / len(rounds) if rounds else 0.0,
-        prefill_time_s=prefill_time_s,
+        first_token_time_s=rounds[0].draft_time_s + rounds[0].verify_time_s if rounds else 0.0,
         draft_time_s=sum(r.draft_time_s for r in rounds),
         verify_time_s=sum(r.verify_time_s for r in rounds),
         total_time_s=total_time_s,

@@ -30,7 +30,8 @@ EXAMPLES = {  # label -> prompt: code drafts well, a fact fairly, a story poorly
     "fact": "What is the capital of France? Answer in one sentence.",
     "story": "Write the opening of a short story about a lighthouse keeper.",
 }
-FONT = {False: 15, True: 22}  # chart font size, by lecture mode
+CHART_FONT = {False: 15, True: 22}  # chart font size in px, by lecture mode
+MIN_FRAME_S = 0.25  # while generating, redraw at most this often: a redraw costs the browser ~0.1-0.2 s
 Progress = Callable[[float, str], None]  # (fraction done, message), as models.load_pair reports it
 EngineLoader = Callable[[str, Progress], Engine]
 
@@ -46,21 +47,31 @@ except ImportError:
 # --- models: process-wide ----------------------------------------------------------------------------------
 
 class EngineCache:
-    """One Engine per preset, loaded once under a lock and shared by every session. Loading another preset
-    drops the previous pair first: two pairs rarely fit in memory together."""
+    """The process-wide models, shared by every session: the newest Engine loaded, by preset.
+
+    One pair is kept (two rarely fit in memory together); the old one is replaced only once the new one has
+    loaded, so a pair that fails to load (a hub model, offline) leaves the working one in place. A preset
+    loads once however many sessions ask for it, and loading one never blocks sessions using another."""
 
     def __init__(self, load_pair: Callable[..., Any] | None = None):
-        self._load_pair = load_pair
-        self._lock = threading.Lock()
+        self._load_pair = load_pair or _load_pair
+        self._lock = threading.Lock()  # guards the two dicts below
         self._engines: dict[str, Engine] = {}
+        self._loading: dict[str, threading.Lock] = {}
 
     def __call__(self, preset: str, progress: Progress | None = None) -> Engine:
         with self._lock:
-            if preset not in self._engines:
-                self._engines.clear()
-                load = self._load_pair or _load_pair
-                self._engines[preset] = Engine.from_pair(load(preset=preset, progress=progress))
-            return self._engines[preset]
+            if preset in self._engines:
+                return self._engines[preset]
+            loading = self._loading.setdefault(preset, threading.Lock())
+        with loading:
+            with self._lock:
+                if preset in self._engines:  # another session loaded it while we waited
+                    return self._engines[preset]
+            engine = Engine.from_pair(self._load_pair(preset=preset, progress=progress))
+            with self._lock:
+                self._engines = {preset: engine}
+            return engine
 
 
 def _load_pair(**kwargs):
@@ -96,7 +107,7 @@ def run_baseline(engine: Engine, prompt: str, settings: RunSettings):
 HINT = "Press Generate, or open a recorded trace, to watch speculative decoding round by round."
 
 
-def empty_view(font: int = FONT[False]) -> list:
+def empty_view(font: int = CHART_FONT[False]) -> list:
     """Values for the round panels after the slider, before there is a trace."""
     return [render.placeholder(HINT), charts.empty_figure("p and q for each draft token appear here.", font), "",
             charts.empty_figure("The residual, or the bonus token, appears here.", font), "",
@@ -106,9 +117,10 @@ def empty_view(font: int = FONT[False]) -> list:
 def round_view(trace: Trace | None, number: float | None, lecture: bool = False) -> list:
     """Values for the round panels (slider, strip, p/q bars, verdicts, residual, explanation, tokens per pass,
     summary) showing round `number` (1-based, clamped) of `trace`. Calls no model."""
-    font = FONT[bool(lecture)]
+    font = CHART_FONT[bool(lecture)]
     if trace is None or not trace.rounds:
-        return [gr.Slider(minimum=1, maximum=1, value=1, interactive=False), *empty_view(font)]
+        # Gradio insists on maximum > minimum, even for a slider that cannot move yet
+        return [gr.Slider(minimum=1, maximum=2, value=1, interactive=False), *empty_view(font)]
     n = len(trace.rounds)
     i = min(max(int(number or 1), 1), n) - 1
     rnd = trace.rounds[i]
@@ -116,14 +128,6 @@ def round_view(trace: Trace | None, number: float | None, lecture: bool = False)
             render.token_strip(trace, i), charts.pq_bars(rnd, font), render.decision_row(rnd),
             charts.residual_chart(rnd, font), render.explanation(trace, i), charts.tokens_per_pass(trace, i, font),
             render.summary_html(trace)]
-
-
-def trace_info(trace: Trace) -> str:
-    return render.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model)
-
-
-def engine_info(engine: Engine) -> str:
-    return render.run_info(engine.device, engine.dtype, engine.draft_name, engine.target_name)
 
 
 def settings_from(k, temperature, top_p, top_k, seed, max_new_tokens) -> RunSettings:
@@ -224,18 +228,28 @@ def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[s
     `presets` maps preset name -> label for the dropdown."""
     presets = presets or preset_labels()
     default_preset = default_preset or next(iter(presets))
+    from .lab_ui import build_lab
+
     with gr.Blocks(title="specviz: speculative decoding, round by round", fill_width=True,
                    delete_cache=(3600, 3600)) as demo:
-        page = _layout(presets, default_preset)
+        lecture = _header()
+        with gr.Tabs():
+            with gr.Tab("Rounds", elem_id="rounds-tab"):
+                page = _layout(presets, default_preset, lecture)
+            with gr.Tab("Lab", elem_id="lab-tab"):
+                build_lab(page.trace)  # the p/q playground and the α/K explorer, fed the session's trace
         _wire(demo, page, get_engine)
     return demo
 
 
-def _layout(presets: dict[str, str], default_preset: str) -> Page:
-    trace = gr.State(None)
+def _header() -> gr.Checkbox:
     with gr.Row(elem_id="sv-header", equal_height=True):
         gr.HTML('<h1>specviz <span>speculative decoding, one round at a time</span></h1>', elem_id="sv-title")
-        lecture = gr.Checkbox(label="Lecture mode", value=False, elem_id="lecture-mode", scale=0, min_width=180)
+        return gr.Checkbox(label="Lecture mode", value=False, elem_id="lecture-mode", scale=0, min_width=180)
+
+
+def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) -> Page:
+    trace = gr.State(None)
     with gr.Accordion("Prompt and settings", open=True, elem_id="controls") as controls:
         with gr.Row(equal_height=False):
             with gr.Column(scale=4):
@@ -264,10 +278,10 @@ def _layout(presets: dict[str, str], default_preset: str) -> Page:
                              elem_id="trace-upload", height=90, scale=0, min_width=280)
     status = gr.HTML("", elem_id="status")
     with gr.Row(elem_id="sv-nav", equal_height=True):
-        previous = gr.Button("Previous round", elem_id="prev-round", scale=0, min_width=150)
-        round_slider = gr.Slider(1, 1, value=1, step=1, label="Round  (← → keys)", interactive=False,
+        previous = gr.Button("Previous round", elem_id="prev-round", scale=0, min_width=200)
+        round_slider = gr.Slider(1, 2, value=1, step=1, label="Round  (← → keys)", interactive=False,
                                  elem_id="round-slider", scale=4)
-        next_ = gr.Button("Next round", elem_id="next-round", scale=0, min_width=150)
+        next_ = gr.Button("Next round", elem_id="next-round", scale=0, min_width=200)
         play = gr.Button("Play", elem_id="play", scale=0, min_width=110)
         pace = gr.Slider(0.3, 5, value=1.5, step=0.1, label="Seconds per round", elem_id="pace", scale=1,
                          min_width=150)
@@ -288,121 +302,160 @@ def _layout(presets: dict[str, str], default_preset: str) -> Page:
                 [round_slider, strip, bars, decisions, residual, explanation, per_pass, summary])
 
 
-# --- events ------------------------------------------------------------------------------------------------
+# --- event handlers: each returns new values, never mutates a trace ----------------------------------------
 
-def _wire(demo: gr.Blocks, page: Page, get_engine: EngineLoader) -> None:
-    p = page
-    skip_view = [gr.skip()] * len(p.view)
-    quick = dict(show_progress="hidden", concurrency_limit=None)  # re-rendering records: no model, no queue
+N_VIEW = 8  # len(round_view(...)): slider, strip, bars, decisions, residual, explanation, tokens per pass, summary
+SKIP_VIEW = [gr.skip()] * N_VIEW
 
-    def problem(message: str, n_outputs: int) -> list:
-        gr.Warning(message)
-        return [gr.skip(), render.status(message, "error")] + [gr.skip()] * (n_outputs - 2)
 
-    def load_engine(preset: str, progress: gr.Progress) -> Engine:
-        return get_engine(preset, lambda fraction, message: progress(fraction, desc=message))
+def problem(message: str, n_outputs: int) -> list:
+    """Say what went wrong (a toast and the status line) and leave every other output as it is."""
+    gr.Warning(message)
+    return [gr.skip(), render.status(message, "error")] + [gr.skip()] * (n_outputs - 2)
 
-    def show_pair(preset, progress=gr.Progress()):
+
+def trace_info(trace: Trace) -> str:
+    return render.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model, recorded=True)
+
+
+def engine_info(engine: Engine) -> str:
+    return render.run_info(engine.device, engine.dtype, engine.draft_name, engine.target_name)
+
+
+class ModelActions:
+    """The handlers that need a model: loading a pair, Generate, Baseline."""
+
+    def __init__(self, get_engine: EngineLoader):
+        self.get_engine = get_engine
+
+    def engine(self, preset: str, progress: gr.Progress) -> Engine:
+        return self.get_engine(preset, lambda fraction, message: progress(fraction, desc=message))
+
+    def show_pair(self, preset, progress=gr.Progress()):
+        """-> info, status"""
         try:
-            return engine_info(load_engine(preset, progress)), ""
+            return engine_info(self.engine(preset, progress)), ""
         except ValueError as e:
             gr.Warning(str(e))
             return render.placeholder("No model pair loaded."), render.status(str(e), "error")
 
-    def generate(prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture,
+    def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture,
                  progress=gr.Progress()):
-        n_out = 4 + len(p.view)
+        """-> trace, status, info, download, *view after each round (at most every MIN_FRAME_S), then once more."""
         try:
             settings = settings_from(k, temperature, top_p, top_k, seed, max_new_tokens)
-            engine = load_engine(preset, progress)
+            engine = self.engine(preset, progress)
             engine.encode(prompt, settings)  # an empty or too long prompt fails here, before any model runs
         except ValueError as e:
-            yield problem(str(e), n_out)
+            yield problem(str(e), 4 + N_VIEW)
             return
-        info, trace, started = engine_info(engine), None, time.perf_counter()
+        info, started, shown = engine_info(engine), time.perf_counter(), 0.0
+        latest = drawn = failure = None
         try:
-            for trace in stream_traces(engine, prompt, settings):
-                n = len(trace.rounds)
-                busy = render.status(f"Generating… round {n}, {trace.summary.n_new_tokens} of "
+            for latest in stream_traces(engine, prompt, settings):
+                if time.perf_counter() - shown < MIN_FRAME_S:
+                    continue  # rounds faster than the browser can draw them (tiny models): draw a later one
+                shown, drawn, n = time.perf_counter(), latest, len(latest.rounds)
+                busy = render.status(f"Generating… round {n}, {latest.summary.n_new_tokens} of "
                                      f"{settings.max_new_tokens} new tokens", "busy")
-                yield [trace, busy, info, gr.skip(), *round_view(trace, n, lecture)]
+                yield [latest, busy, info, gr.skip(), *round_view(latest, n, lecture)]
         except Exception as e:  # a model failure mid-run: keep the rounds so far and say what happened
-            gr.Warning(f"generation stopped: {type(e).__name__}: {e}")
-            if trace is None:
-                yield problem(f"generation failed: {type(e).__name__}: {e}", n_out)
-                return
-        s = trace.summary
-        done = render.status(f"Done: {s.n_rounds} rounds, {s.n_new_tokens} new tokens in "
-                             f"{time.perf_counter() - started:.1f} s. Step through the rounds with ← →.", "done")
-        yield [trace, done, info, gr.DownloadButton(value=trace_file(trace), interactive=True), *skip_view]
+            failure = f"generation stopped: {type(e).__name__}: {e}"
+            gr.Warning(failure)
+        if latest is None:
+            yield problem(failure or "the run produced no rounds", 4 + N_VIEW)
+            return
+        s = latest.summary
+        done = render.status(failure or f"Done: {s.n_rounds} rounds, {s.n_new_tokens} new tokens in "
+                             f"{time.perf_counter() - started:.1f} s. Step through the rounds with ← →.",
+                             "error" if failure else "done")
+        view = SKIP_VIEW if drawn is latest else round_view(latest, s.n_rounds, lecture)
+        yield [latest, done, info, gr.DownloadButton(value=trace_file(latest), interactive=True), *view]
 
-    def baseline(trace, preset, progress=gr.Progress()):
+    def baseline(self, trace, preset, progress=gr.Progress()):
+        """-> trace (with .baseline), status, summary, download"""
         if trace is None or not trace.rounds:
             return problem("Generate (or open a trace) first: the baseline reruns its prompt with the target alone.", 4)
         try:
-            engine = load_engine(preset, progress)
+            engine = self.engine(preset, progress)
             if engine.target_name != trace.target_model:
-                raise ValueError(f"this trace was recorded with target {trace.target_model}, but the selected pair's "
-                                 f"target is {engine.target_name}; pick the pair it was recorded with")
+                raise ValueError(f"this trace was recorded with target {trace.target_model}, but the selected "
+                                 f"pair's target is {engine.target_name}; pick the pair it was recorded with")
             progress(0.5, desc="running the target alone")
             result = run_baseline(engine, trace.prompt, trace_settings(trace))
         except ValueError as e:
             return problem(str(e), 4)
         timed = dataclasses.replace(trace, baseline=result)
-        message = f"Baseline: the target alone made {len(result.output_token_ids)} tokens at {result.tokens_per_s:.1f} tok/s."
+        message = (f"Baseline: the target alone made {len(result.output_token_ids)} tokens at "
+                   f"{result.tokens_per_s:.1f} tok/s.")
         return [timed, render.status(message, "done"), render.summary_html(timed),
                 gr.DownloadButton(value=trace_file(timed), interactive=True)]
 
-    def open_trace(path, lecture):
-        if not path:
-            return [gr.skip()] * (4 + len(p.view))
-        try:
-            trace = read_trace(path)
-        except ValueError as e:
-            return problem(str(e), 4 + len(p.view))
-        loaded = render.status(f"Opened a trace of {len(trace.rounds)} rounds (no model needed to step through it).",
-                               "done")
-        return [trace, loaded, render.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model,
-                                               recorded=True),
-                gr.DownloadButton(value=trace_file(trace), interactive=True), *round_view(trace, 1, lecture)]
 
-    def step(delta: int):
-        def go(trace, number, lecture):
-            return round_view(trace, (number or 1) + delta, lecture)
-        return go
+def open_trace(path, lecture):
+    """An uploaded trace file -> trace, status, info, download, *view at round 1. No model involved."""
+    if not path:
+        return [gr.skip()] * (4 + N_VIEW)
+    try:
+        trace = read_trace(path)
+    except ValueError as e:
+        return problem(str(e), 4 + N_VIEW)
+    opened = render.status(f"Opened a trace of {len(trace.rounds)} rounds (no model needed to step through it).",
+                           "done")
+    return [trace, opened, trace_info(trace), gr.DownloadButton(value=trace_file(trace), interactive=True),
+            *round_view(trace, 1, lecture)]
 
-    def toggle_play(label, trace, number, lecture):
-        if label == "Pause" or trace is None or not trace.rounds:
-            return [gr.Timer(active=False), gr.Button("Play"), *skip_view]
-        at_end = int(number or 1) >= len(trace.rounds)
-        return [gr.Timer(active=True), gr.Button("Pause"),
-                *(round_view(trace, 1, lecture) if at_end else skip_view)]
 
-    def tick(trace, number, lecture):
-        if trace is None or int(number or 1) >= len(trace.rounds):
-            return [gr.Timer(active=False), gr.Button("Play"), *skip_view]
-        last = int(number) + 1 >= len(trace.rounds)
-        return [gr.Timer(active=not last), gr.Button("Play" if last else "Pause"),
-                *round_view(trace, int(number) + 1, lecture)]
+def step(delta: int):
+    """A handler showing the round `delta` away from the one on screen (clamped to the trace)."""
+    def show(trace, number, lecture):
+        return round_view(trace, (number or 1) + delta, lecture)
+    return show
 
-    def lecture_mode(on, trace, number):
-        return [gr.Accordion(open=not on), *round_view(trace, number, on)]
 
+def toggle_play(label, trace, number, lecture):
+    """Play <-> Pause. Play from the last round starts again at round 1. -> timer, play button, *view"""
+    if label == "Pause" or trace is None or not trace.rounds:
+        return [gr.Timer(active=False), gr.Button("Play"), *SKIP_VIEW]
+    at_end = int(number or 1) >= len(trace.rounds)
+    return [gr.Timer(active=True), gr.Button("Pause"), *(round_view(trace, 1, lecture) if at_end else SKIP_VIEW)]
+
+
+def tick(trace, number, lecture):
+    """One Play step: the next round, stopping at the last. -> timer, play button, *view"""
+    if trace is None or int(number or 1) >= len(trace.rounds):
+        return [gr.Timer(active=False), gr.Button("Play"), *SKIP_VIEW]
+    last = int(number) + 1 >= len(trace.rounds)
+    return [gr.Timer(active=not last), gr.Button("Play" if last else "Pause"),
+            *round_view(trace, int(number) + 1, lecture)]
+
+
+def lecture_mode(on, trace, number):
+    """Collapse the controls and redraw the charts in large type (the page's CSS follows a class on <body>)."""
+    return [gr.Accordion(open=not on), *round_view(trace, number, on)]
+
+
+# --- events: all the wiring, in one place -------------------------------------------------------------------
+
+def _wire(demo: gr.Blocks, p: Page, get_engine: EngineLoader) -> None:
+    models = ModelActions(get_engine)
     settings = [p.k, p.temperature, p.top_p, p.top_k, p.seed, p.max_new_tokens]
     nav = [p.trace, p.round_slider, p.lecture]
-    demo.load(show_pair, [p.preset], [p.info, p.status], show_progress_on=[p.info], api_visibility="private")
-    p.preset.change(show_pair, [p.preset], [p.info, p.status], api_name="load_pair", show_progress_on=[p.info],
-                    concurrency_id="model")
-    p.generate.click(generate, [p.prompt, p.preset, *settings, p.lecture],
-                     [p.trace, p.status, p.info, p.download, *p.view], api_name="generate",
-                     show_progress_on=[p.status], concurrency_id="model", concurrency_limit=1)
-    p.baseline.click(baseline, [p.trace, p.preset], [p.trace, p.status, p.view[-1], p.download], api_name="baseline",
-                     show_progress_on=[p.status], concurrency_id="model", concurrency_limit=1)
+    quick = dict(show_progress="hidden", concurrency_limit=None)  # re-rendering records: no model, no queue
+    loads = dict(show_progress_on=[p.info], concurrency_limit=None)  # EngineCache makes loading safe to share
+    one_model_run = dict(show_progress_on=[p.status], concurrency_id="model", concurrency_limit=1)
+
+    demo.load(models.show_pair, [p.preset], [p.info, p.status], api_visibility="private", **loads)
+    p.preset.change(models.show_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)
+    p.generate.click(models.generate, [p.prompt, p.preset, *settings, p.lecture],
+                     [p.trace, p.status, p.info, p.download, *p.view], api_name="generate", **one_model_run)
+    p.baseline.click(models.baseline, [p.trace, p.preset], [p.trace, p.status, p.view[-1], p.download],
+                     api_name="baseline", **one_model_run)
     p.upload.upload(open_trace, [p.upload, p.lecture], [p.trace, p.status, p.info, p.download, *p.view],
                     api_name="open_trace", show_progress="minimal")
     p.previous.click(step(-1), nav, p.view, api_name="previous_round", **quick)
     p.next.click(step(+1), nav, p.view, api_name="next_round", **quick)
-    p.round_slider.release(step(0), nav, p.view, api_name="show_round", **quick)
+    p.round_slider.input(step(0), nav, p.view, api_name="show_round", trigger_mode="always_last", **quick)
     p.play.click(toggle_play, [p.play, *nav], [p.timer, p.play, *p.view], api_visibility="private", **quick)
     p.timer.tick(tick, nav, [p.timer, p.play, *p.view], api_visibility="private", **quick)
     p.pace.change(lambda seconds: gr.Timer(value=seconds), [p.pace], [p.timer], api_visibility="private", **quick)
@@ -413,6 +466,7 @@ def _wire(demo: gr.Blocks, page: Page, get_engine: EngineLoader) -> None:
 
 def launch_kwargs() -> dict:
     """Theme, CSS and JS for `demo.launch(...)` (Gradio 6 takes them there, not in Blocks)."""
-    return dict(theme=gr.themes.Default(primary_hue="blue", neutral_hue="slate", text_size="lg"),
+    return dict(theme=gr.themes.Default(primary_hue="blue", neutral_hue="slate", text_size="lg"), show_error=True,
                 css=render.palette_css(), css_paths=[ASSETS / "style.css"],
-                js=(ASSETS / "keys.js").read_text(encoding="utf-8"))
+                js=(ASSETS / "keys.js").read_text(encoding="utf-8"),
+                max_file_size=MAX_TRACE_BYTES)  # an upload larger than any trace is refused before it lands

@@ -153,3 +153,18 @@ def test_prompt_lookup_drafter_is_exact_and_copies(engine):
                                              chat=False))
     assert sampled.rounds[-1].stop in ("eos", "max_new_tokens")
     assert len(sampled.output_token_ids) == 30 or sampled.output_token_ids[-1] in engine.eos_ids
+
+
+def test_rounds_can_be_resumed_on_another_thread(engine):
+    """Gradio resumes streaming generators on any worker thread: no round may build autograd graphs."""
+    import threading
+
+    run = engine.start(PROMPT, RunSettings(k=3, temperature=0.5, max_new_tokens=12))
+    rounds = iter(run)
+    next(rounds)
+    grads = []
+    worker = threading.Thread(target=lambda: grads.extend(torch.is_inference_mode_enabled() for _ in rounds))
+    worker.start()
+    worker.join()
+    assert len(run.rounds) >= 2 and not any(grads)  # nothing leaks to the consumer's thread
+    assert run.target_cache.layers[0].keys.requires_grad is False

@@ -206,7 +206,7 @@ def make_round(i: int, k: int, n_accepted: int, draft_s: float, verify_s: float)
 
 def make_trace(baseline: bool = True) -> Trace:
     rounds = [make_round(0, 4, 4, 0.20, 0.10), make_round(1, 4, 1, 0.12, 0.10)]  # 5 + 2 tokens
-    summary = summarize(rounds, prefill_time_s=0.05, total_time_s=0.5)  # 14 tokens/s
+    summary = summarize(rounds, total_time_s=0.5)  # 14 tokens/s
     return Trace(settings={"k": 4}, draft_model="<i>draft</i>", target_model="target", device="cpu",
                  dtype="float32", prompt="hi", prompt_token_ids=[1], rounds=rounds,
                  output_token_ids=[t for r in rounds for t in r.committed_ids], output_text="",

@@ -149,3 +149,10 @@ def test_negative_control_wrong_sampler_is_caught():
     p, q = _distributions()
     tv, _ = _worst_tv(_committed_histograms(_wrong_resamples_from_p, p, q, 20000), p)
     assert tv > 0.05  # the same bound that passes the real sampler fails this one
+
+
+def test_sample_follows_probs_and_skips_zero_mass():
+    probs = torch.tensor([[0.5, 0.0, 0.2, 0.3, 0.0]]).repeat(40000, 1)
+    counts = torch.bincount(sample(probs, torch.Generator().manual_seed(0)), minlength=5) / 40000
+    assert counts[1] == 0 and counts[4] == 0
+    assert torch.allclose(counts, probs[0], atol=0.01)

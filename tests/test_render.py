@@ -1,0 +1,162 @@
+"""render.py: round records -> HTML, on a live tiny-model trace and on a recorded real-pair trace.
+
+tests/fixtures/qwen_coder_fib.json was recorded with the packaged Qwen2.5-Coder 0.5B -> 1.5B pair:
+    Engine.from_pair(load_pair()).run("Write a Python function that returns the n-th Fibonacci number.",
+                                      RunSettings(k=4, temperature=0.7, seed=1, max_new_tokens=24), baseline=True)
+Its 7 rounds hold every fate, tokens with leading spaces, and newline tokens.
+"""
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+
+from specviz import render
+from specviz.engine import Engine, RunSettings
+from specviz.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, DraftPosition, load_trace
+
+FIXTURE = Path(__file__).parent / "fixtures" / "qwen_coder_fib.json"
+XSS = "<img src=x onerror=alert(1)>"
+SCRIPT = "<script>alert(1)</script>"
+
+
+@pytest.fixture(scope="module")
+def trace(tiny_pair, tokenizer):
+    """A sampled run on tiny models with rejections, discards and bonus tokens (seed chosen for all fates)."""
+    draft, target = tiny_pair
+    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
+    return engine.run("def fib(n):", RunSettings(k=4, temperature=1.0, seed=6, max_new_tokens=16), baseline=True)
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return load_trace(FIXTURE.read_bytes())
+
+
+def first_round(trace, predicate) -> int:
+    return next(i for i, r in enumerate(trace.rounds) if predicate(r))
+
+
+@pytest.mark.parametrize("fate", [ACCEPTED, REJECTED, DISCARDED, REPLACEMENT, BONUS])
+def test_strip_marks_each_fate_with_class_and_icon(trace, fate):
+    i = first_round(trace, lambda r: fate in [d.fate for d in r.drafts] + [r.next_kind])
+    html = render.token_strip(trace, i)
+    chips = re.findall(rf'<span class="sv-tok sv-{fate}[^"]*" title="[^"]*">.*?<sup class="sv-icon"[^>]*>(.)</sup>',
+                       html.split('<div class="sv-legend">')[0])
+    assert chips and set(chips) == {render.FATES[fate].icon}
+
+
+def test_strip_shows_the_committed_text_before_the_round(trace):
+    last = len(trace.rounds) - 1
+    html = render.token_strip(trace, last)
+    past = "".join(t for r in trace.rounds[:last] for t in render.committed_texts(r))
+    assert html.count('class="sv-past"') == len(past)  # one span per token (one character each here)
+    assert f"Round {last + 1} of {len(trace.rounds)}" in html
+
+
+def test_committed_texts_rebuild_the_output(trace):
+    assert "".join(t for r in trace.rounds for t in render.committed_texts(r)) == trace.output_text
+
+
+def test_hover_title_shows_p_q_ratio_and_draw(trace):
+    i = first_round(trace, lambda r: r.n_accepted > 0)
+    d = trace.rounds[i].drafts[0]
+    title = re.search(r'class="sv-tok sv-accepted" title="([^"]*)"', render.token_strip(trace, i)).group(1)
+    assert f"p (target) = {render.num(d.p)}" in title and f"q (draft) = {render.num(d.q)}" in title
+    assert f"min(1, {render.num(d.p)}/{render.num(d.q)}) = {render.num(d.accept_prob)}" in title
+    assert f"r = {render.num(d.uniform)}" in title
+
+
+def test_verdict_text_writes_out_the_test():
+    accepted = DraftPosition(1, "x", q=0.9, p=0.6, fate=ACCEPTED, accept_prob=0.6 / 0.9, uniform=0.41)
+    rejected = DraftPosition(1, "x", q=0.6, p=0.1, fate=REJECTED, accept_prob=0.1 / 0.6, uniform=0.4)
+    assert render.verdict_text(accepted) == "r = 0.41 < min(1, 0.60/0.90) = 0.67 → accept"
+    assert render.verdict_text(rejected) == "r = 0.40 ≥ min(1, 0.10/0.60) = 0.17 → reject"
+    assert "not examined" in render.verdict_text(DraftPosition(1, "x", q=0.5, p=0.5, fate=DISCARDED))
+
+
+def test_whitespace_is_shown_as_the_tokenizer_produced_it(recorded):
+    assert render.show(" fib") == "·fib" and render.show("):\n") == "):⏎" and render.show("") == "∅"
+    assert render.token_html(" <b>") == '<span class="sv-ws">·</span>&lt;b&gt;'
+    html = render.token_strip(recorded, len(recorded.rounds) - 1)
+    assert '<span class="sv-ws">·</span>fibonacci' in html  # " fibonacci", a token with a leading space
+    assert '<span class="sv-ws">⏎</span><br>' in html  # a newline in the committed text also breaks the line
+
+
+def test_prompt_and_token_text_are_escaped_everywhere(trace):
+    evil = copy.deepcopy(trace)
+    evil.prompt = XSS
+    evil.output_text = SCRIPT
+    evil.baseline.output_text = SCRIPT
+    evil.dtype = "<b>bf16</b>"
+    for r in evil.rounds:
+        for d in r.drafts:
+            d.text = SCRIPT
+        r.next_token.text = SCRIPT
+    html = "".join(render.token_strip(evil, i) + render.decision_row(r) + render.explanation(evil, i)
+                   for i, r in enumerate(evil.rounds))
+    html += render.summary_html(evil) + render.run_info(evil.device, evil.dtype, "<i>d</i>", "<i>t</i>")
+    assert "<script" not in html and "<img" not in html and "<i>" not in html and "<b>bf16" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_decision_row_has_one_verdict_per_position_then_the_last_token(trace):
+    for r in trace.rounds:
+        html = render.decision_row(r)
+        fates = re.findall(r'class="sv-dec sv-dec-(\w+)"', html)
+        assert fates == [d.fate for d in r.drafts] + [r.next_kind]
+        for d in r.drafts:
+            assert render.verdict_text(d).replace("<", "&lt;") in html
+
+
+def test_explanation_tells_what_happened(trace):
+    for i, r in enumerate(trace.rounds):
+        text = render.explanation(trace, i)
+        assert f"Round {i + 1}." in text and f"{r.tokens_this_pass} token" in text
+        if r.next_kind == REPLACEMENT:
+            d = r.drafts[r.n_accepted]
+            assert "rejected" in text and "norm(max(0, p − q))" in text
+            assert f"r = {render.num(d.uniform)}" in text and f"min(1, p/q) = {render.num(d.accept_prob)}" in text
+        elif r.k:
+            assert "bonus" in text and f"all {r.k} were accepted" in text
+        else:  # one token was left: the round drafted nothing
+            assert "nothing was drafted" in text
+
+
+def test_summary_quotes_the_record(trace):
+    s = trace.summary
+    html = render.summary_html(trace)
+    assert f"{s.acceptance_rate:.2f}" in html and f"{s.tokens_per_pass:.2f}" in html
+    assert f"{s.n_rounds} for {s.n_new_tokens} tokens" in html
+    assert f"{s.n_new_tokens - s.n_rounds} target passes saved" in html
+    assert f"{s.tokens_per_s / trace.baseline.tokens_per_s:.2f}×" in html
+    no_baseline = copy.deepcopy(trace)
+    no_baseline.baseline = None
+    assert "×" not in render.summary_html(no_baseline) and "Baseline" in render.summary_html(no_baseline)
+
+
+def test_baseline_report_in_greedy_mode(trace):
+    greedy = copy.deepcopy(trace)
+    greedy.settings["temperature"] = 0
+    greedy.baseline.output_token_ids = list(greedy.output_token_ids)
+    assert "identical" in render.baseline_report(greedy)
+    greedy.baseline.output_token_ids[3] += 1
+    greedy.dtype = "bfloat16"
+    report = render.baseline_report(greedy)
+    assert "differ from token 4" in report and "bfloat16" in report and "rounds differently" in report
+
+
+def test_recorded_trace_renders_every_round(recorded):
+    for i, r in enumerate(recorded.rounds):
+        assert f"Round {i + 1} of {len(recorded.rounds)}" in render.token_strip(recorded, i)
+        assert render.decision_row(r) and render.explanation(recorded, i)
+    assert "Qwen2.5-Coder-1.5B-Instruct" in render.run_info(recorded.device, recorded.dtype, recorded.draft_model,
+                                                            recorded.target_model)
+
+
+def test_palette_css_defines_every_colour_once():
+    css = render.palette_css()
+    for fate, style in render.FATES.items():
+        assert f"--sv-{fate}: {style.color};" in css
+    assert f"--sv-p: {render.P_COLOR};" in css and f"--sv-q: {render.Q_COLOR};" in css

@@ -1,0 +1,234 @@
+"""The app's API, driven with gradio_client against the demo served in this process on tiny models."""
+
+import os
+import re
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
+os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on the hub
+
+from gradio_client import Client, handle_file  # noqa: E402
+from gradio_client.exceptions import AppError  # noqa: E402
+
+from specviz import ui  # noqa: E402
+from specviz.engine import Engine  # noqa: E402
+from specviz.trace import load_trace  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
+FIXTURE = Path(__file__).parent / "fixtures" / "qwen_coder_fib.json"
+PRESETS = {"tiny": "Tiny random pair", "broken": "A pair that fails to load"}
+# outputs of /generate and /open_trace: status, info, download, then the round view
+STATUS, INFO, DOWNLOAD, SLIDER, STRIP, BARS, DECISIONS, RESIDUAL, EXPLANATION, PER_PASS, SUMMARY = range(11)
+VIEW = slice(SLIDER, None)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ModelCalls:
+    """Counts forward passes of both tiny models (stepping through rounds must never add any)."""
+
+    def __init__(self, *models):
+        self.n = 0
+        self.hooks = [m.register_forward_hook(self._count) for m in models]
+
+    def _count(self, *_):
+        self.n += 1
+
+    def remove(self):
+        for h in self.hooks:
+            h.remove()
+
+
+@pytest.fixture(scope="module")
+def models(tiny_pair, tokenizer):
+    draft, target = tiny_pair
+    calls = ModelCalls(draft, target)
+    yield Engine(draft, target, tokenizer, "tiny-draft", "tiny-target"), calls
+    calls.remove()
+
+
+@pytest.fixture(scope="module")
+def url(models):
+    engine, _ = models
+
+    def get_engine(preset, progress):
+        if preset == "broken":
+            raise ValueError("could not load model 'nowhere/nothing': no network")
+        progress(0.5, "loading tiny models")
+        return engine
+
+    demo = ui.build_demo(get_engine, PRESETS, "tiny")
+    _, local_url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
+                                  quiet=True, **ui.launch_kwargs())
+    yield local_url
+    demo.close()
+
+
+@pytest.fixture
+def client(url, tmp_path):
+    return Client(url, verbose=False, download_files=str(tmp_path))  # files the app offers land in tmp_path
+
+
+def generate(client, prompt="def fib(n):", preset="tiny", k=4, temperature=0.7, top_p=1.0, top_k=0, seed=0,
+             max_new_tokens=24):
+    job = client.submit(prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, False,
+                        api_name="/generate")
+    return job.result(), job.outputs()
+
+
+def value(update):
+    return update["value"] if isinstance(update, dict) else update
+
+
+def test_generate_streams_rounds_then_offers_the_trace(client):
+    final, frames = generate(client)
+    assert "Done" in final[STATUS] and "tiny-target" in final[INFO]
+    n = value(final[SLIDER])
+    assert n >= 2 and f"Round {n} of {n}" in final[STRIP]
+    assert final[BARS]["type"] == "plotly" and "expected" in final[PER_PASS]["plot"]
+    assert len(frames) >= 2  # at least one frame while generating, then the finished one
+    downloaded = load_trace(Path(value(final[DOWNLOAD])).read_bytes())
+    assert len(downloaded.rounds) == n and downloaded.prompt == "def fib(n):"
+
+
+def test_stepping_shows_recorded_rounds_without_calling_a_model(client, models):
+    final, _ = generate(client, temperature=0.0, max_new_tokens=20)
+    n = value(final[SLIDER])
+    _, calls = models
+    before = calls.n
+    view = client.predict(n, False, api_name="/previous_round")
+    assert value(view[0]) == n - 1 and f"Round {n - 1} of {n}" in view[1]
+    view = client.predict(1, False, api_name="/previous_round")  # clamped at the first round
+    assert value(view[0]) == 1 and "Round 1 of" in view[1]
+    view = client.predict(1, False, api_name="/next_round")
+    assert value(view[0]) == 2 and "Round 2 of" in view[1] and re.search("→ (accept|reject)", view[3])
+    view = client.predict(n, False, api_name="/next_round")  # clamped at the last
+    assert value(view[0]) == n
+    view = client.predict(3, True, api_name="/show_round")
+    assert "Round 3 of" in view[1] and f'"size":{ui.CHART_FONT[True]}' in view[2]["plot"].replace(" ", "")  # lecture
+    assert calls.n == before
+
+
+@pytest.mark.parametrize("field, bad, message", [
+    ("seed", -1, "seed must be a whole number"),
+    ("prompt", "   ", "prompt is empty"),
+    ("top_k", -1, "top_k must be a whole number"),
+    ("max_new_tokens", 300, "exceeds the models&#x27; context"),  # the tiny models have 256 positions
+])
+def test_bad_settings_give_a_message_not_a_crash(client, field, bad, message):
+    final, _ = generate(client, **{field: bad})
+    assert message in final[STATUS] and "sv-status-error" in final[STATUS]
+    final, _ = generate(client)  # the app keeps serving
+    assert "Done" in final[STATUS]
+
+
+def test_out_of_range_slider_values_are_refused_with_a_message(client):
+    with pytest.raises(AppError, match="minimum"):
+        generate(client, k=0)
+
+
+def test_a_pair_that_fails_to_load_gives_a_message(client):
+    info, status = client.predict("broken", api_name="/load_pair")
+    assert "could not load model" in status and "No model pair loaded" in info
+    final, _ = generate(client, preset="broken")
+    assert "could not load model" in final[STATUS]
+    info, status = client.predict("tiny", api_name="/load_pair")
+    assert "tiny-draft" in info and status == ""
+
+
+def test_open_a_recorded_trace_and_step_it(client):
+    opened = client.predict(handle_file(str(FIXTURE)), False, api_name="/open_trace")
+    assert "Opened a trace of 7 rounds" in opened[STATUS] and "recorded on" in opened[INFO]
+    assert "Qwen2.5-Coder-1.5B-Instruct" in opened[INFO] and "Round 1 of 7" in opened[STRIP]
+    view = client.predict(1, False, api_name="/next_round")
+    assert "Round 2 of 7" in view[1] and "bonus" in view[5]
+
+
+def test_a_malformed_upload_gives_a_message(client, tmp_path):
+    for name, content, message in [("empty.json", "{}", "not a specviz trace"),
+                                   ("garbage.json", "not json at all", "not valid JSON")]:
+        path = tmp_path / name
+        path.write_text(content)
+        opened = client.predict(handle_file(str(path)), False, api_name="/open_trace")
+        assert message in opened[STATUS] and "sv-status-error" in opened[STATUS]
+
+
+def test_baseline_compares_with_the_target_alone(client):
+    status, summary, _ = client.predict("tiny", api_name="/baseline")
+    assert "Generate (or open a trace) first" in status
+    generate(client, temperature=0.0)
+    status, summary, download = client.predict("tiny", api_name="/baseline")
+    assert "the target alone made" in status
+    assert "identical" in summary and re.search(r"\d\.\d\d×", summary)
+
+
+def test_baseline_refuses_a_trace_from_other_models(client):
+    client.predict(handle_file(str(FIXTURE)), False, api_name="/open_trace")
+    status, _, _ = client.predict("tiny", api_name="/baseline")
+    assert "recorded with target Qwen2.5-Coder-1.5B-Instruct" in status
+
+
+def test_sessions_do_not_see_each_others_rounds(url):
+    alice, bob = Client(url, verbose=False), Client(url, verbose=False)
+    final, _ = generate(alice)
+    assert "Done" in final[STATUS]
+    view = bob.predict(2, False, api_name="/next_round")
+    assert "Press Generate" in view[1]  # bob has no trace of his own
+    view = alice.predict(1, False, api_name="/next_round")
+    assert "Round 2 of" in view[1]
+
+
+def test_engine_cache_loads_a_pair_once_and_keeps_it_when_another_fails(tiny_pair, tokenizer):
+    draft, target = tiny_pair
+    loads = []
+
+    def load_pair(preset, progress):
+        loads.append(preset)
+        if preset == "broken":
+            raise ValueError("offline")
+        time.sleep(0.2)  # slow enough for the four sessions below to ask at once
+        return SimpleNamespace(draft=draft, target=target, tokenizer=tokenizer, draft_name="d", target_name="t",
+                               dtype="float32")
+
+    cache = ui.EngineCache(load_pair)
+    with ThreadPoolExecutor(4) as pool:
+        engines = list(pool.map(lambda _: cache("tiny"), range(4)))
+    assert loads == ["tiny"] and all(e is engines[0] for e in engines)
+    with pytest.raises(ValueError, match="offline"):
+        cache("broken")
+    assert cache("tiny") is engines[0] and loads == ["tiny", "broken"]
+
+
+def test_measure_a_step(client, capsys):
+    """Not an assertion: prints what Previous/Next cost, on the server (the handler and the JSON of its outputs)
+    and through the API (server, queue and client)."""
+    import gradio as gr
+
+    trace = load_trace(FIXTURE.read_bytes())
+    plot, html = gr.Plot(render=False), gr.HTML(render=False)
+    server = []
+    for number in [2, 3, 4, 5, 6, 7, 1] * 3:
+        started = time.perf_counter()
+        for out in ui.round_view(trace, number)[1:]:
+            (plot if hasattr(out, "to_json") else html).postprocess(out)
+        server.append(time.perf_counter() - started)
+    final, _ = generate(client, max_new_tokens=32)
+    n = value(final[SLIDER])
+    api = []
+    for i in range(10):
+        started = time.perf_counter()
+        client.predict(1 + i % (n - 1), False, api_name="/next_round")
+        api.append(time.perf_counter() - started)
+    with capsys.disabled():
+        print(f"\n[measure] Previous/Next: server {sorted(server)[len(server) // 2] * 1000:.0f} ms median "
+              f"(max {max(server[1:]) * 1000:.0f} ms); via gradio_client {sorted(api)[5] * 1000:.0f} ms median")

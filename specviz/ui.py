@@ -350,12 +350,12 @@ class ModelActions:
             yield problem(str(e), 4 + N_VIEW)
             return
         info, started, shown = engine_info(engine), time.perf_counter(), 0.0
-        latest = drawn = failure = None
+        latest = failure = None
         try:
             for latest in stream_traces(engine, prompt, settings):
                 if time.perf_counter() - shown < MIN_FRAME_S:
                     continue  # rounds faster than the browser can draw them (tiny models): draw a later one
-                shown, drawn, n = time.perf_counter(), latest, len(latest.rounds)
+                shown, n = time.perf_counter(), len(latest.rounds)
                 busy = render.status(f"Generating… round {n}, {latest.summary.n_new_tokens} of "
                                      f"{settings.max_new_tokens} new tokens", "busy")
                 yield [latest, busy, info, gr.skip(), *round_view(latest, n, lecture)]
@@ -369,8 +369,9 @@ class ModelActions:
         done = render.status(failure or f"Done: {s.n_rounds} rounds, {s.n_new_tokens} new tokens in "
                              f"{time.perf_counter() - started:.1f} s. Step through the rounds with ← →.",
                              "error" if failure else "done")
-        view = SKIP_VIEW if drawn is latest else round_view(latest, s.n_rounds, lecture)
-        yield [latest, done, info, gr.DownloadButton(value=trace_file(latest), interactive=True), *view]
+        # The last frame always carries the full view, so a client reading only the result sees the last round.
+        yield [latest, done, info, gr.DownloadButton(value=trace_file(latest), interactive=True),
+               *round_view(latest, s.n_rounds, lecture)]
 
     def baseline(self, trace, preset, progress=gr.Progress()):
         """-> trace (with .baseline), status, summary, download"""

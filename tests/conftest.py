@@ -12,13 +12,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded; unknown i
 
 import copy
 import string
+from pathlib import Path
 
 import pytest
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-from specviz.engine import Engine
+from specviz.engine import Engine, RunSettings
+from specviz.trace import load_trace
 
 CHARS = string.ascii_letters + string.digits + " .,:;()=+-*/\n'\"_<>"
 EOS = "<eos>"
@@ -70,3 +72,17 @@ def tiny_pair():
 def engine(tiny_pair, tokenizer):
     draft, target = tiny_pair
     return Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
+
+
+@pytest.fixture(scope="module")
+def trace(tiny_pair, tokenizer):
+    """A sampled run on tiny models with rejections, discards and bonus tokens (seed chosen for all fates)."""
+    draft, target = tiny_pair
+    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
+    return engine.run("def fib(n):", RunSettings(k=4, temperature=1.0, seed=6, max_new_tokens=16), baseline=True)
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    """tests/fixtures/qwen_coder_fib.json: a run of the packaged pair (K=4, temperature 0.7, seed 1, 24 tokens)."""
+    return load_trace((Path(__file__).parent / "fixtures" / "qwen_coder_fib.json").read_bytes())

@@ -2,27 +2,16 @@
 
 import copy
 from html import escape
-from pathlib import Path
 
 import pytest
 
 from specviz import charts, render
-from specviz.engine import Engine, RunSettings
-from specviz.trace import BONUS, DISCARDED, REPLACEMENT, expected_tokens_per_pass, load_trace
-
-FIXTURE = Path(__file__).parent / "fixtures" / "qwen_coder_fib.json"
+from specviz.trace import BONUS, DISCARDED, REPLACEMENT, expected_tokens_per_pass
 
 
-@pytest.fixture(scope="module")
-def trace(tiny_pair, tokenizer):
-    draft, target = tiny_pair
-    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
-    return engine.run("def fib(n):", RunSettings(k=4, temperature=1.0, seed=6, max_new_tokens=16), baseline=True)
 
 
-@pytest.fixture(scope="module")
-def recorded():
-    return load_trace(FIXTURE.read_bytes())
+
 
 
 def bars(fig, name: str, yaxis: str = "y") -> dict:

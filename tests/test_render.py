@@ -8,30 +8,18 @@ Its 7 rounds hold every fate, tokens with leading spaces, and newline tokens.
 
 import copy
 import re
-from pathlib import Path
 
 import pytest
 
 from specviz import render
-from specviz.engine import Engine, RunSettings
-from specviz.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, DraftPosition, load_trace
+from specviz.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, DraftPosition
 
-FIXTURE = Path(__file__).parent / "fixtures" / "qwen_coder_fib.json"
 XSS = "<img src=x onerror=alert(1)>"
 SCRIPT = "<script>alert(1)</script>"
 
 
-@pytest.fixture(scope="module")
-def trace(tiny_pair, tokenizer):
-    """A sampled run on tiny models with rejections, discards and bonus tokens (seed chosen for all fates)."""
-    draft, target = tiny_pair
-    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
-    return engine.run("def fib(n):", RunSettings(k=4, temperature=1.0, seed=6, max_new_tokens=16), baseline=True)
 
 
-@pytest.fixture(scope="module")
-def recorded():
-    return load_trace(FIXTURE.read_bytes())
 
 
 def first_round(trace, predicate) -> int:

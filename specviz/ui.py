@@ -69,6 +69,7 @@ class EngineCache:
                 if preset in self._engines:  # another session loaded it while we waited
                     return self._engines[preset]
             engine = Engine.from_pair(self._load_pair(preset=preset, progress=progress))
+            engine.warm_up()  # kernel selection happens now, not inside the first Generate's round 1
             with self._lock:
                 self._engines = {preset: engine}
             return engine

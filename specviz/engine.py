@@ -236,7 +236,8 @@ class SpeculativeRun:
             return self._lookup_draft(k)
         drafts, qs = [], []
         for _ in range(k):
-            # The draft cache may lack 1 token (usual) or 2 (after a clean sweep: the last draft and the bonus).
+            # The draft cache lacks the whole prompt in round 1, later 1 token (usual) or 2 (after a clean sweep:
+            # the last draft and the bonus).
             feed = (self.ids + drafts)[self.draft_cache.get_seq_length():]
             logits = forward(self.e.draft, feed, self.draft_cache, 1)[:, :self.e.vocab]
             row = warp(logits, self.s.sampling)[0]

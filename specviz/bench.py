@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from .engine import Engine, RunSettings
-from .trace import expected_tokens_per_pass
+from .trace import expected_tokens_per_pass, step_times
 
 PROMPTS = {
     "code": ["Write a Python function that returns the n-th Fibonacci number.",
@@ -175,9 +175,8 @@ def _specviz(engine, prompts, repeats, max_new, temp, k, drafter, target_step, a
         for t in _median_runs(lambda: engine.run(prompt, s, details=details), repeats):
             m, later = t.summary, t.rounds[1:] or t.rounds
             mean_k = sum(r.k for r in later) / len(later)
-            drafted = sum(r.k for r in later)
-            draft_step = sum(r.draft_time_s for r in later) / drafted if drafted else 0.0
-            verify = sum(r.verify_time_s for r in later) / len(later)
+            draft_step, verify = step_times(t.rounds)
+            draft_step = draft_step or 0.0
             expected = expected_tokens_per_pass(m.acceptance_rate, round(mean_k))
             out["tps"].append(m.tokens_per_s)
             out["alpha"].append(m.acceptance_rate)

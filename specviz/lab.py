@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from .sampling import accept_probability, residual_distribution, verify
-from .trace import MAX_K, Trace, expected_tokens_per_pass, summarize
+from .trace import MAX_K, Trace, expected_tokens_per_pass, step_times, summarize
 
 MIN_TOKENS, MAX_TOKENS = 4, 8  # vocabulary size of the playground
 MAX_TOKEN_CHARS = 24
@@ -387,18 +387,18 @@ def measured_point(trace: Trace | None) -> MeasuredPoint | None:
     if trace is None or not trace.rounds:
         return None
     rounds = trace.rounds
-    summary = trace.summary or summarize(rounds, 0.0, 0.0)
+    summary = trace.summary or summarize(rounds, 0.0)
     k = trace.settings.get("k")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         k = max(1, max(r.k for r in rounds))
-    drafted = sum(r.k for r in rounds)
+    draft_s_per_token, verify_s_per_round = step_times(rounds)
     sizes = [min(r.tokens_this_pass, k + 1) for r in rounds]  # adaptive or cut rounds never exceed K + 1
     base = trace.baseline.tokens_per_s if trace.baseline else 0.0
     return MeasuredPoint(
         alpha=summary.acceptance_rate,
         k=k,
-        draft_s_per_token=sum(r.draft_time_s for r in rounds) / drafted if drafted else None,
-        verify_s_per_round=sum(r.verify_time_s for r in rounds) / len(rounds),
+        draft_s_per_token=draft_s_per_token,
+        verify_s_per_round=verify_s_per_round,
         tokens_per_pass=summary.tokens_per_pass,
         round_probs=[sizes.count(j + 1) / len(rounds) for j in range(k + 1)],
         speedup=summary.tokens_per_s / base if base > 0 and summary.tokens_per_s > 0 else None,

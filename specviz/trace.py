@@ -158,6 +158,15 @@ def summarize(rounds: list[Round], total_time_s: float) -> Summary:
     )
 
 
+def step_times(rounds: list[Round]) -> tuple[float | None, float]:
+    """(seconds per drafted token, seconds per verify pass) of a run, from the rounds after the first, whose
+    passes also encode the prompt (a one-round run has only that one). None when nothing was drafted."""
+    later = rounds[1:] or rounds
+    drafted = sum(r.k for r in later)
+    draft = sum(r.draft_time_s for r in later) / drafted if drafted else None
+    return draft, sum(r.verify_time_s for r in later) / len(later)
+
+
 def expected_tokens_per_pass(alpha: float, k: int) -> float:
     """E = (1 - alpha^(K+1)) / (1 - alpha): expected tokens per target pass for i.i.d. acceptance alpha.
 

@@ -217,9 +217,10 @@ def test_measured_point_from_a_trace():
     point = lab.measured_point(make_trace())
     assert point.k == 4 and point.n_rounds == 2
     assert point.alpha == pytest.approx(5 / 6)  # 5 accepted of 6 examined drafts (the bonus never counts)
-    assert point.draft_s_per_token == pytest.approx(0.04)  # 0.32 s over 8 drafted tokens
+    # round 1's passes also encode the prompt, so costs come from the later round: 0.12 s over 4 drafts
+    assert point.draft_s_per_token == pytest.approx(0.03)
     assert point.verify_s_per_round == pytest.approx(0.10)
-    assert point.c == pytest.approx(0.4)
+    assert point.c == pytest.approx(0.3)
     assert point.tokens_per_pass == pytest.approx(3.5)
     assert point.round_probs == [0, 0.5, 0, 0, 0.5]
     assert point.speedup == pytest.approx(2.0)  # 14 tokens/s against 7
@@ -228,6 +229,9 @@ def test_measured_point_from_a_trace():
 
 def test_measured_point_without_baseline_rounds_or_trace():
     assert lab.measured_point(make_trace(baseline=False)).speedup is None
+    unsummarized = make_trace()
+    unsummarized.summary = None  # the α then comes from the rounds themselves
+    assert lab.measured_point(unsummarized).alpha == pytest.approx(5 / 6)
     assert lab.measured_point(None) is None
     empty = make_trace()
     empty.rounds = []
@@ -272,7 +276,7 @@ def test_ui_handlers_escape_keep_edits_and_report_bad_files():
     trace, message = lab_ui.on_upload(make_trace().to_json().encode())
     assert message == "" and isinstance(trace, Trace)
     html = lab_ui.trace_html(trace, lab.measured_point(trace))
-    assert "&lt;i&gt;draft&lt;/i&gt;" in html and "2.00×" in html and "0.400" in html
+    assert "&lt;i&gt;draft&lt;/i&gt;" in html and "2.00×" in html and "0.300" in html
 
 
 def test_build_lab_inside_an_app_tab_takes_the_apps_trace():

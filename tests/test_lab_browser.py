@@ -132,10 +132,10 @@ def test_upload_a_trace_and_take_its_point(page, tmp_path):
     upload.set_input_files(str(good))
     readout = wait_text(page, "#lab-trace", r"■ Trace")
     assert "&lt;" not in readout and "<i>draft</i>" in readout  # escaped once: shown as typed, never as markup
-    assert "c = 0.400" in readout and "2.00×" in readout
+    assert "c = 0.300" in readout and "2.00×" in readout
     page.get_by_role("button", name="Set α, K, c from the trace").click()
     wait_text(page, "#lab-expected", r"^3\.57$")  # α = 0.83, K = 4: (1 − 0.83^5) / 0.17 = 3.565
-    assert page.input_value("#lab-c input[type=number]") == "0.4"
+    assert page.input_value("#lab-c input[type=number]") == "0.3"
     assert page.locator("#lab-explorer-curves .legendtext", has_text="measured").count() == 1
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator("#lab-explorer").screenshot(path=str(ARTIFACTS / "lab-explorer-with-trace.png"))

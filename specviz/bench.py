@@ -10,6 +10,7 @@ speedup E/(K·c+1) beside the measured one. Writes results.json, report.md and c
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import platform
 import statistics
@@ -20,6 +21,7 @@ from pathlib import Path
 import torch
 
 from .engine import Engine, RunSettings
+from .quant import quantize_linears, use_int8
 from .trace import expected_tokens_per_pass, step_times
 
 PROMPTS = {
@@ -58,6 +60,9 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="bench-out", help="folder for results.json, report.md, chart.html")
     p.add_argument("--preset", default=None)
     p.add_argument("--dtype", default="auto")
+    p.add_argument("--draft-weights", default="auto", choices=["auto", "int8", "full"],
+                   help="specviz's draft: int8 weights (auto on CPU) or as loaded; the peer always gets the "
+                        "draft as loaded, and with int8 also a row with specviz's int8 draft")
     p.add_argument("--ks", default="1,2,3,4,5,6,7,8", help="K values for specviz with the draft model")
     p.add_argument("--lookup-ks", default="2,4,8", help="K values for specviz with prompt lookup")
     p.add_argument("--modes", default="greedy,sampled")
@@ -84,10 +89,14 @@ def bench_command(a: argparse.Namespace) -> int:
         a.ks, a.lookup_ks, a.modes, a.types, a.repeats, a.max_new_tokens = "1,4", "4", "greedy,sampled", "code,rewrite", 1, 12
         a.prompts_per_type = 1
     engine = _tiny_engine() if a.tiny else _real_engine(a)
+    peer_draft = engine.draft  # transformers gets the draft as loaded: the setup its users would run
+    if use_int8(a.draft_weights, engine.device):
+        engine = Engine(quantize_linears(copy.deepcopy(engine.draft)), engine.target, engine.tokenizer,
+                        engine.draft_name + " (int8)", engine.target_name, engine.dtype)
     ks = {"model": [int(k) for k in a.ks.split(",")], "lookup": [int(k) for k in a.lookup_ks.split(",")]}
     engine.run(PROMPTS["code"][0], RunSettings(max_new_tokens=8))  # one throwaway run: allocator, caches
     rows = run_bench(engine, ks, a.modes.split(","), a.types.split(","), a.prompts_per_type, a.repeats,
-                     a.max_new_tokens, a.temperature, peer=not a.no_peer)
+                     a.max_new_tokens, a.temperature, peer=not a.no_peer, peer_draft=peer_draft)
     extra = measure_tracing_overhead(engine, a.max_new_tokens, a.repeats)
     write_report(Path(a.out), rows, extra, engine, a)
     print((Path(a.out) / "report.md").read_text())
@@ -96,7 +105,7 @@ def bench_command(a: argparse.Namespace) -> int:
 
 def _real_engine(a) -> Engine:
     from .models import load_pair
-    engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype))
+    engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, draft_weights="full"))
     engine.warm_up()
     return engine
 
@@ -119,7 +128,17 @@ def _median_runs(fn, repeats: int) -> list:
     return [fn() for _ in range(repeats)]
 
 
-def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature, peer=True) -> list[Row]:
+def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature, peer=True,
+              peer_draft=None) -> list[Row]:
+    """peer_draft: the draft transformers is given (default: the engine's); when it differs from the
+    engine's (specviz runs an int8 draft), a row of transformers with the engine's draft shows how much of
+    the difference is the lighter draft and how much the loop."""
+    peer_draft = engine.draft if peer_draft is None else peer_draft
+    peers = [("transformers assisted (default K)", "heuristic", peer_draft),
+             ("transformers assisted K=4", "constant", peer_draft),
+             ("transformers prompt lookup", "lookup", None)]
+    if peer_draft is not engine.draft:
+        peers.append(("transformers assisted (default K), int8 draft", "heuristic", engine.draft))
     rows = []
     for ptype in types:
         prompts = PROMPTS[ptype][:per_type]
@@ -144,11 +163,10 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
                                     adaptive["tpp"], adaptive["c"], adaptive["predicted"], adaptive["ttft"]))
             if peer:
                 hf_base = _hf(engine, prompts, repeats, max_new, temp, None)
-                for label, kind in (("transformers assisted (default K)", "heuristic"),
-                                    ("transformers assisted K=4", "constant"),
-                                    ("transformers prompt lookup", "lookup")):
-                    tps = _hf(engine, prompts, repeats, max_new, temp, kind)
+                for label, kind, assistant in peers:
+                    tps = _hf(engine, prompts, repeats, max_new, temp, kind, assistant)
                     rows.append(Row(ptype, label, mode, None, tps, tps / base["tps"]))
+                    print(f"{ptype:8} {mode:7} {label:22} {tps:6.2f} tok/s  x{tps / base['tps']:.2f}", flush=True)
                 rows.append(Row(ptype, "transformers target-only", mode, None, hf_base, hf_base / base["tps"]))
     return rows
 
@@ -188,8 +206,8 @@ def _specviz(engine, prompts, repeats, max_new, temp, k, drafter, target_step, a
     return {key: statistics.median(v) for key, v in out.items()}
 
 
-def _hf(engine, prompts, repeats, max_new, temp, kind) -> float:
-    """transformers' generate: target-only (kind None), assisted by the draft, or prompt lookup."""
+def _hf(engine, prompts, repeats, max_new, temp, kind, assistant=None) -> float:
+    """transformers' generate: target-only (kind None), assisted by `assistant`, or prompt lookup."""
     tps = []
     for prompt in prompts:
         ids = torch.tensor([engine.encode(prompt, RunSettings(max_new_tokens=max_new))], device=engine.device)
@@ -197,10 +215,10 @@ def _hf(engine, prompts, repeats, max_new, temp, kind) -> float:
         if temp > 0:
             kwargs.update(temperature=temp, top_k=0, top_p=1.0)
         if kind in ("heuristic", "constant"):
-            kwargs["assistant_model"] = engine.draft
+            kwargs["assistant_model"] = assistant
         if kind == "lookup":
             kwargs["prompt_lookup_num_tokens"] = 4
-        gc = engine.draft.generation_config
+        gc = (assistant or engine.draft).generation_config
         saved = (getattr(gc, "num_assistant_tokens", 20), getattr(gc, "num_assistant_tokens_schedule", "constant"))
         if kind == "constant":
             gc.num_assistant_tokens, gc.num_assistant_tokens_schedule = 4, "constant"

@@ -63,6 +63,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     p.add_argument("--device", default="auto")
+    p.add_argument("--draft-weights", default="auto", choices=["auto", "int8", "full"],
+                   help="int8: a lighter draft with int8 weights (default on CPU; still exact); full: as loaded")
     p.add_argument("--baseline", action="store_true", help="also run target-only and report the speedup")
     p.add_argument("--json", default=None, metavar="FILE", help="write the trace JSON here")
     p.add_argument("--quiet", action="store_true", help="no per-round table")
@@ -79,7 +81,8 @@ def run_command(a: argparse.Namespace) -> int:
         raise ValueError("prompt is empty")
     if a.preset and a.preset not in PRESETS:
         raise ValueError(f"unknown preset {a.preset!r}; known: {', '.join(PRESETS)}")
-    pair = load_pair(a.preset, a.draft, a.target, a.device, a.dtype, progress=_print_progress)
+    pair = load_pair(a.preset, a.draft, a.target, a.device, a.dtype, progress=_print_progress,
+                     draft_weights=a.draft_weights)
     engine = Engine.from_pair(pair)
     engine.warm_up()
     print(f"{pair.draft_name} → {pair.target_name} · {pair.device} · {pair.dtype} · K={a.k} · "

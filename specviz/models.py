@@ -22,6 +22,8 @@ from typing import Callable
 
 import torch
 
+from .quant import quantize_linears, use_int8
+
 Progress = Callable[[float, str], None]  # (fraction done 0..1, message)
 
 
@@ -249,9 +251,12 @@ def check_same_tokenizer(a, b, names: tuple[str, str]) -> None:
 
 def load_pair(preset: str | None = None, draft: str | None = None, target: str | None = None,
               device: str | None = None, dtype: str | None = None,
-              progress: Progress | None = None) -> ModelPair:
+              progress: Progress | None = None, draft_weights: str = "auto") -> ModelPair:
     """Load a draft/target pair by preset name, or by two model ids (hub ids, local folders or
-    "packaged:<name>"). Raises ValueError with a readable message for anything that cannot work."""
+    "packaged:<name>"). Raises ValueError with a readable message for anything that cannot work.
+
+    draft_weights: "int8" gives the draft int8 weights (quant.py: a lighter draft, still exact), "full"
+    keeps them as loaded, "auto" is int8 on CPU. The target is never quantized."""
     if draft or target:
         if not (draft and target):
             raise ValueError("give both draft and target, or a preset")
@@ -262,14 +267,18 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
         draft, target = PRESETS[name].draft, PRESETS[name].target
     device = pick_device(device)
     dtype = pick_dtype(dtype, device)
+    int8_draft = use_int8(draft_weights, device)
     draft_path = resolve_model(draft, _scaled(progress, 0.0, 0.4))
     target_path = resolve_model(target, _scaled(progress, 0.4, 0.85))
     tok_draft, tok_target = load_tokenizer(draft_path), load_tokenizer(target_path)
     check_same_tokenizer(tok_draft, tok_target, (draft, target))
     if progress:
         progress(0.9, "loading weights")
-    return ModelPair(load_model(draft_path, device, dtype), load_model(target_path, device, dtype),
-                     tok_target, _short(draft), _short(target), device, dtype)
+    draft_model = load_model(draft_path, device, dtype)
+    if int8_draft:
+        quantize_linears(draft_model)
+    return ModelPair(draft_model, load_model(target_path, device, dtype), tok_target,
+                     _short(draft) + (" (int8)" if int8_draft else ""), _short(target), device, dtype)
 
 
 def _short(model_id: str) -> str:

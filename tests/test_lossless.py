@@ -5,11 +5,14 @@ empirical distribution of many seeded speculative runs can be compared with it; 
 the same engine must fail the same bound (negative control).
 """
 
+import copy
+
 import pytest
 import torch
 
 from specviz import engine as engine_module
 from specviz.engine import RunSettings
+from specviz.quant import quantize_linears
 from specviz.sampling import SamplingSettings, sample, verify, warp
 
 PROMPT = "def f"
@@ -51,11 +54,9 @@ def _wrong_verify(p, q, drafts, generator=None):
     return v
 
 
-@pytest.fixture(scope="module")
-def setup(tiny_pair, tokenizer):
+def make_setup(draft, target, tokenizer):
     from specviz.engine import Engine
 
-    draft, target = tiny_pair
     eng = Engine(draft, target, tokenizer)
     eng.eos_ids = set()  # the test counts exactly two tokens per run
     settings = RunSettings(k=2, temperature=1.0, max_new_tokens=2, chat=False)
@@ -64,8 +65,21 @@ def setup(tiny_pair, tokenizer):
     return eng, settings, p1, p2
 
 
-def test_engine_output_follows_the_target(setup):
-    eng, settings, p1, p2 = setup
+@pytest.fixture(scope="module")
+def setup(tiny_pair, tokenizer):
+    return make_setup(*tiny_pair, tokenizer)
+
+
+@pytest.fixture(scope="module")
+def setup_int8(tiny_pair, tokenizer):
+    """Any draft must give the target's output: also the int8 draft the app uses on CPU."""
+    draft, target = tiny_pair
+    return make_setup(quantize_linears(copy.deepcopy(draft)), target, tokenizer)
+
+
+@pytest.mark.parametrize("which", ["setup", "setup_int8"])
+def test_engine_output_follows_the_target(which, request):
+    eng, settings, p1, p2 = request.getfixturevalue(which)
     freq = empirical(eng, settings, N_RUNS)
     assert tv(freq[0], p1) < 0.08 and tv(freq[1], p2) < 0.08
 

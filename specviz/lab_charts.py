@@ -11,6 +11,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from .charts import FONT, GRID, INK, label
+from .compare import LABELS, CompareRow
 from .lab import Explorer, MeasuredPoint, MonteCarlo, Playground, SAMPLERS, ToyPair
 from .render import FATES, P_COLOR, Q_COLOR
 from .trace import ACCEPTED, BONUS, REPLACEMENT
@@ -170,3 +171,50 @@ def rounds_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_size
     )
     return _figure(data, layout, f"Tokens per round at α = {ex.alpha:.2f}, K = {ex.k}", font_size, plot_px=280,
                    foot_lines=3)
+
+
+# --- drafters compared ----------------------------------------------------------------------------------------
+
+# One line per drafter, each with a colour, a marker and a dash, so the two stay apart on a washed-out projector.
+DRAFTER_LINES = {"model": dict(color=Q_COLOR, symbol="circle", dash="solid"),
+                 "lookup": dict(color=INK, symbol="square", dash="dash")}
+
+
+def _drafter_line(rows: list[CompareRow], drafter: str, field: str, axes: str, show: bool, unit: str) -> dict:
+    style = DRAFTER_LINES[drafter]
+    mine = [r for r in rows if r.drafter == drafter]
+    return dict(type="scatter", x=[r.k for r in mine], y=[getattr(r, field) for r in mine], mode="lines+markers",
+                name=LABELS[drafter], legendgroup=drafter, showlegend=show, xaxis="x" + axes, yaxis="y" + axes,
+                line=dict(color=style["color"], width=4, dash=style["dash"]),
+                marker=dict(symbol=style["symbol"], size=14, color=style["color"], line=dict(color=INK, width=1.5)),
+                hovertemplate=f"{LABELS[drafter]}, K = %{{x}}: %{{y:.2f}}{unit}<extra></extra>")
+
+
+def compare_figure(rows: list[CompareRow], font_size: int = FONT_SIZE) -> go.Figure:
+    """Measured speedup (left) and tokens per target pass (right) against K, one line per drafter, with the
+    target alone at 1 on both (dashed). Rows may be partial: the lines grow as runs finish."""
+    runs = [r for r in rows if r.k is not None]
+    drafters = [d for d in DRAFTER_LINES if any(r.drafter == d for r in runs)]
+    data = [_drafter_line(runs, d, "speedup", "", True, "×") for d in drafters]
+    data += [_drafter_line(runs, d, "tokens_per_pass", "2", False, " tokens") for d in drafters]
+    ks = sorted({r.k for r in runs}) or [1]
+    k_axis = dict(title=dict(text="K (draft tokens per round)"), tickmode="array", tickvals=ks, gridcolor=GRID,
+                  range=[0.5, max(ks) + 0.5])
+    tops = [max([r.speedup for r in runs] + [1.0]), max([r.tokens_per_pass for r in runs] + [1.0])]
+    one = dict(type="line", x0=0, x1=1, y0=1, y1=1, line=dict(color="#888", width=2, dash="dot"))
+    heads = [("Speedup over the target alone (measured)", 0.0), ("Tokens per target pass", 0.55)]
+    layout = dict(
+        xaxis=dict(k_axis, domain=[0, 0.45]), xaxis2=dict(k_axis, domain=[0.55, 1], anchor="y2"),
+        yaxis=dict(title=dict(text="× target alone"), range=[0, 1.2 * tops[0]], gridcolor=GRID, zeroline=False),
+        yaxis2=dict(title=dict(text="tokens"), range=[0, 1.2 * tops[1]], gridcolor=GRID, zeroline=False,
+                    anchor="x2"),
+        shapes=[dict(one, xref="x domain", yref="y"), dict(one, xref="x2 domain", yref="y2")],
+        annotations=[dict(text=text, x=x0, xref="paper", xanchor="left", y=1.02, yref="paper", yanchor="bottom",
+                          showarrow=False, font=dict(size=font_size)) for text, x0 in heads]
+        + [dict(text="target alone: 1×", x=1, xref="x domain", xanchor="right", y=1, yref="y", yanchor="top",
+                showarrow=False, font=dict(size=font_size - 2))],
+    )
+    base = next((r for r in rows if r.k is None), None)
+    title = ("Drafters compared" if base is None else
+             f"Drafters compared · the target alone: {base.tokens_per_s:.2f} tokens/s in this run")
+    return _figure(data, layout, title, font_size, plot_px=320, foot_lines=4, head_lines=2)

@@ -128,7 +128,7 @@ def pq_bars(rnd: Round, font_size: int = 15) -> go.Figure:
     """Per draft position, the top candidate tokens under q (draft) and p (target) side by side; the drafted
     token is outlined and marked ▶; each panel's title writes out its acceptance test."""
     if not rnd.drafts:
-        return empty_figure("Nothing was drafted this round (one token was left to generate).", font_size)
+        return empty_figure("Nothing was drafted this round (see why in the explanation below).", font_size)
     n = len(rnd.drafts)
     rows = [_with(d.candidates, TokenProb(d.token_id, d.text, d.p, d.q), TOP_BARS) for d in rnd.drafts]
     heights = [BAR_PX * len(tokens) + 10 for tokens in rows]

@@ -197,7 +197,7 @@ def explanation(trace: Trace, index: int) -> str:
     rnd = trace.rounds[index]
     parts = [f"<b>Round {index + 1}.</b>"]
     if rnd.k == 0:
-        parts.append(f"Only one token was left to generate, so nothing was drafted: the target's pass gave "
+        parts.append(f"{_why_nothing_drafted(trace, index)}, so nothing was drafted: the target's pass gave "
                      f"{quoted(rnd.next_token.text)} directly.")
     else:
         parts += _explain_drafts(trace, rnd)
@@ -210,11 +210,24 @@ def explanation(trace: Trace, index: int) -> str:
     return f'<div class="sv-explain">{" ".join(parts)}</div>'
 
 
+def _why_nothing_drafted(trace: Trace, index: int) -> str:
+    """A round drafts nothing when one token is left, or when prompt lookup finds no earlier match to copy."""
+    made = sum(r.tokens_this_pass for r in trace.rounds[:index])
+    if trace.settings.get("drafter") == "lookup" and trace.settings.get("max_new_tokens", 0) - made > 1:
+        return "Prompt lookup found no earlier occurrence of the text's last tokens to copy from"
+    return "Only one token was left to generate"
+
+
 def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
     k, n = rnd.k, rnd.n_accepted
     drafted = ", ".join(quoted(d.text) for d in rnd.drafts)
-    parts = [f"The draft model proposed {k} token{'s' * (k != 1)}, one at a time: {drafted}. "
-             f"The target scored all of them in <b>one</b> forward pass, giving p at every position."]
+    if trace.settings.get("drafter") == "lookup":
+        proposed = (f"Prompt lookup copied {k} token{'s' * (k != 1)} from earlier text (what followed the latest "
+                    f"earlier occurrence of the last few tokens): {drafted}. Its q is a point mass, q = 1 on each "
+                    f"copied token, so min(1, p/q) = p: a copied token is kept with the target's own probability.")
+    else:
+        proposed = f"The draft model proposed {k} token{'s' * (k != 1)}, one at a time: {drafted}."
+    parts = [f"{proposed} The target scored all of them in <b>one</b> forward pass, giving p at every position."]
     if trace.settings.get("temperature") == 0:
         parts.append("At temperature 0 both distributions are one-hot, so a draft token is accepted exactly "
                      "when it is also the target's top choice.")

@@ -83,6 +83,15 @@ def trace(tiny_pair, tokenizer):
 
 
 @pytest.fixture(scope="module")
+def lookup_trace(tiny_pair, tokenizer):
+    """A sampled prompt-lookup run on tiny models: copied drafts accepted, rejected and discarded, bonus tokens,
+    and rounds that draft nothing because the last token has no earlier match (round 1: ":" is new)."""
+    draft, target = tiny_pair
+    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
+    return engine.run("def fib(n):", RunSettings(k=4, temperature=1.0, seed=0, max_new_tokens=24, drafter="lookup"))
+
+
+@pytest.fixture(scope="module")
 def recorded():
     """tests/fixtures/qwen_coder_fib.json: a run of the packaged pair (K=4, temperature 0.7, seed 1, 24 tokens)."""
     return load_trace((Path(__file__).parent / "fixtures" / "qwen_coder_fib.json").read_bytes())

@@ -110,3 +110,22 @@ def test_a_round_with_nothing_drafted_and_an_empty_trace(trace):
     empty = copy.deepcopy(trace)
     empty.rounds = []
     assert charts.tokens_per_pass(empty).layout.annotations
+
+
+def test_prompt_lookup_rounds_draw_q_as_a_point_mass(lookup_trace):
+    rounds = [r for r in lookup_trace.rounds if r.drafts]
+    assert rounds and any(r.next_kind == REPLACEMENT for r in rounds)
+    for rnd in rounds:
+        fig = charts.pq_bars(rnd)
+        for i, d in enumerate(rnd.drafts):
+            axis = "y" if i == 0 else f"y{i + 1}"
+            q = bars(fig, "q (draft)", axis)
+            hit = outlined(q).index(True)
+            assert q.x[hit] == 1.0 and sum(q.x) == 1.0  # q = 1 on the copied token, 0 on every other
+            if d.accept_prob is not None:
+                assert d.accept_prob == pytest.approx(d.p)  # min(1, p/1) = p
+                assert "/1.00) = " in fig.layout.annotations[i].text
+        if rnd.next_kind == REPLACEMENT:  # the residual max(0, p − q) leaves out just the rejected copy
+            rejected = rnd.drafts[rnd.n_accepted].token_id
+            assert all(t.residual == 0 for t in rnd.residual if t.token_id == rejected)
+            assert charts.residual_chart(rnd).data

@@ -148,3 +148,22 @@ def test_palette_css_defines_every_colour_once():
     for fate, style in render.FATES.items():
         assert f"--sv-{fate}: {style.color};" in css
     assert f"--sv-p: {render.P_COLOR};" in css and f"--sv-q: {render.Q_COLOR};" in css
+
+
+def test_a_prompt_lookup_run_is_explained_as_copying(lookup_trace):
+    assert lookup_trace.draft_model == "prompt lookup"
+    i = first_round(lookup_trace, lambda r: r.k > 0 and r.next_kind == REPLACEMENT)
+    text = render.explanation(lookup_trace, i)
+    assert "Prompt lookup copied" in text and "point mass" in text and "draft model" not in text
+    assert "q = 1.00" in text  # the rejected copy: its q is 1, so it was kept only with probability p
+    assert "Prompt lookup found no earlier occurrence" in render.explanation(lookup_trace, 0)  # ":" is new
+    for i in range(len(lookup_trace.rounds)):
+        render.token_strip(lookup_trace, i), render.decision_row(lookup_trace.rounds[i])
+
+
+def test_nothing_drafted_because_one_token_was_left(lookup_trace):
+    last = copy.deepcopy(lookup_trace)
+    made = sum(r.tokens_this_pass for r in last.rounds[:-1])
+    last.settings["max_new_tokens"] = made + 1  # the last round then had one token left to make
+    last.rounds[-1].k, last.rounds[-1].drafts = 0, []
+    assert "Only one token was left" in render.explanation(last, len(last.rounds) - 1)

@@ -1,7 +1,9 @@
-"""The lab tab: the p/q playground with its Monte Carlo, and the α / K / c explorer beside a trace's measurement.
+"""The lab tab: the p/q playground with its Monte Carlo, the α / K / c explorer beside a trace's measurement, and
+the drafters compared on the real engine.
 
-`build_lab(trace_state)` lays out its components inside the current gr.Blocks context (the app calls it inside
-`with gr.Tab("Lab"):`), then wires all its events in one place. `demo()` wraps it in a Blocks of its own:
+`build_lab(trace_state, preset, get_engine)` lays out its components inside the current gr.Blocks context (the app
+calls it inside `with gr.Tab("Lab"):`, passing its pair dropdown and its process-wide model loader), then wires
+all its events in one place. `demo()` wraps it in a Blocks of its own:
 
     python -m specviz.lab_ui
 """
@@ -9,17 +11,39 @@
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 
 import gradio as gr
 
-from . import lab, lab_charts
+from . import compare, lab, lab_charts
+from .engine import RunSettings
+from .charts import empty_figure
 from .render import FATES, Q_COLOR, token_html
 from .trace import ACCEPTED, REPLACEMENT, Trace, expected_tokens_per_pass, load_trace
+from .ui import EngineLoader, gpu  # ui imports this module only inside build_demo: no import cycle
 
 DECIMALS = 4  # the editable table shows probabilities to this many places
 SAMPLE_SIZES = [100, 1_000, 10_000, 100_000]
 TEXT = "font-size:20px;line-height:1.5"
+REWRITE_PROMPT = """Rewrite this function with type hints:
+
+def summarize_orders(orders, min_total):
+    totals = {}
+    for order in orders:
+        customer = order["customer"]
+        amount = order["quantity"] * order["price"]
+        totals[customer] = totals.get(customer, 0) + amount
+    big = []
+    for customer, total in totals.items():
+        if total >= min_total:
+            big.append((customer, round(total, 2)))
+    return sorted(big, key=lambda item: -item[1])
+"""
+COMPARE_EXAMPLES = {  # label -> prompt: the answer to the first copies most of its prompt, to the second nothing
+    "rewrite: the answer copies the prompt": REWRITE_PROMPT,
+    "story: nothing to copy": "Write the opening of a short story about a lighthouse keeper.",
+}
 
 
 # --- HTML (every user-editable or uploaded string goes through html.escape) ------------------------------
@@ -195,6 +219,65 @@ def sliders_from_trace(trace: Trace | None, c_max: float):
     return round(point.alpha, 2), min(point.k, lab.K_MAX), round(min(point.c, c_max), 2), _message(note)
 
 
+# --- drafters compared: the one part of the lab that runs the models ---------------------------------------
+
+
+@gpu
+def stream_comparison(engine, prompt: str, settings: RunSettings, ks: tuple[int, ...]):
+    """The model-bound part: one CompareRow per finished run (plain data, safe to send to the page)."""
+    yield from compare.compare_drafters(engine, prompt, settings, ks)
+
+
+def comparison_status(rows: list[compare.CompareRow], ks: tuple[int, ...], seconds: float) -> str:
+    """Progress while running ("3 of 9 runs … next: prompt lookup at K = 2"), a verdict once done."""
+    planned, done = compare.plan(ks), len(rows)
+    total = len(planned)
+    if done < total:
+        drafter, k = planned[done]
+        return (f'<div style="{TEXT}">Running… {done} of {total} runs done in {seconds:.0f} s; next: '
+                f"{html.escape(compare.LABELS[drafter])} at K = {k}.</div>")
+    best = max(rows[1:], key=lambda r: r.speedup)  # rows[0] is the target alone
+    return (f'<div style="{TEXT}">✓ {total} runs in {seconds:.0f} s. Fastest: '
+            f"<b>{html.escape(best.label)} at K = {best.k}, {best.speedup:.2f}×</b> the target alone "
+            f"({best.tokens_per_s:.2f} vs {rows[0].tokens_per_s:.2f} tokens/s), α = {best.acceptance_rate:.2f}, "
+            f"{best.tokens_per_pass:.2f} tokens per target pass.</div>")
+
+
+def compare_handler(get_engine: EngineLoader | None):
+    """The Compare button's generator: -> status, table, chart after each finished run."""
+
+    def run(prompt, ks, max_new_tokens, temperature, preset, progress=gr.Progress()):
+        try:
+            if not isinstance(prompt, str) or not prompt.strip():
+                raise ValueError("the prompt is empty: type one, or pick an example above")
+            ks = compare.check_ks(ks)
+            settings = RunSettings(temperature=_number(temperature, "temperature"),
+                                   max_new_tokens=int(_number(max_new_tokens, "max new tokens")))
+            if get_engine is None:
+                raise ValueError("this page has no models: compare drafters in the app (python app.py)")
+            engine = get_engine(preset, lambda fraction, message: progress(fraction, desc=message))
+            engine.encode(prompt, replace(settings, k=ks[-1]))  # too long for the context: say so before any run
+        except Exception as e:  # a bad value, or a pair that failed to load
+            yield _message(_failure(e)), gr.skip(), gr.skip()
+            return
+        rows, started = [], time.perf_counter()
+        try:
+            for row in stream_comparison(engine, prompt, settings, ks):
+                rows.append(row)
+                yield (comparison_status(rows, ks, time.perf_counter() - started),
+                       [compare.cells(r) for r in rows], lab_charts.compare_figure(rows))
+        except Exception as e:  # a model failure mid-run: the rows so far stay on the page
+            done = f"{len(rows)} run{'s' * (len(rows) != 1)}"
+            yield _message(f"the comparison stopped after {done}: {_failure(e)}"), gr.skip(), gr.skip()
+
+    return run
+
+
+def _failure(e: Exception) -> str:
+    """Our ValueErrors are written for people; anything else is named by its type."""
+    return str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+
+
 # --- layout, then events ----------------------------------------------------------------------------------
 
 
@@ -214,7 +297,11 @@ class Lab:
     c: gr.Slider
 
 
-def build_lab(trace_state: gr.State | None = None) -> Lab:
+def build_lab(trace_state: gr.State | None = None, preset: gr.components.Component | None = None,
+              get_engine: EngineLoader | None = None) -> Lab:
+    """The lab's three sections. `trace_state`: the app's trace, measured by the explorer. `preset` (the app's
+    pair dropdown) and `get_engine(preset, progress)` (its process-wide loader) feed the drafter comparison;
+    without them the comparison says it has no models."""
     pair0, trace0 = lab.SEED_EXAMPLE, trace_state.value if trace_state is not None else None
     sampling0 = (10_000, "correct", 0)  # N, sampler, seed
     table0, _, _, readout0, pg_plot0, hist_readout0, hist_plot0 = show_pair(pair0, *sampling0)
@@ -266,8 +353,36 @@ def build_lab(trace_state: gr.State | None = None) -> Lab:
                 trace_message = gr.HTML(elem_id="lab-trace-message")
         trace_readout = gr.HTML(trace_readout0, elem_id="lab-trace")
 
+    with gr.Column(elem_id="lab-compare"):
+        _heading("3 · Drafters compared",
+                 "The real engine, once per drafter and K on one prompt, beside the target alone timed in the same "
+                 "call. <b>Draft model</b>: the small model proposes K tokens. <b>Prompt lookup</b>: no second "
+                 "model; it copies the K tokens that followed the latest earlier occurrence of the text's last few "
+                 "tokens (from the prompt or the output so far). Its q is a point mass, so a copied token x is "
+                 "accepted with probability p(x): the output is still exactly the target's. It shines where the "
+                 "answer repeats the prompt. Each run of the packaged pair takes about 10 s at 32 new tokens on a "
+                 "2-core CPU: K = 1, 2, 4, 8 (9 runs with the baseline) takes about a minute and a half.")
+        cmp_prompt = gr.Textbox(REWRITE_PROMPT, label="Prompt", lines=4, max_lines=16, elem_id="lab-compare-prompt")
+        gr.Examples([[text] for text in COMPARE_EXAMPLES.values()], inputs=[cmp_prompt], label="Example prompts",
+                    example_labels=list(COMPARE_EXAMPLES))
+        with gr.Row():
+            cmp_ks = gr.CheckboxGroup(list(compare.ALL_KS), value=list(compare.DEFAULT_KS), elem_id="lab-compare-ks",
+                                      label="K values (each adds one run per drafter)")
+            cmp_tokens = gr.Slider(4, 128, 32, step=4, label="Max new tokens", elem_id="lab-compare-tokens")
+            cmp_temperature = gr.Slider(0, 1.5, 0, step=0.05, label="Temperature (0 = greedy; seed 0)",
+                                        elem_id="lab-compare-temperature")
+        with gr.Row():
+            cmp_run = gr.Button("Compare drafters", variant="primary", elem_id="lab-compare-run")
+            cmp_stop = gr.Button("Stop", elem_id="lab-compare-stop")
+        cmp_status = gr.HTML(elem_id="lab-compare-status")
+        cmp_table = gr.Dataframe(headers=list(compare.HEADERS), datatype="str", type="array", interactive=False,
+                                 label="runs, in the order they were made", elem_id="lab-compare-table")
+        cmp_plot = gr.Plot(empty_figure("Press “Compare drafters”: a line per drafter grows as its runs finish.",
+                                        lab_charts.FONT_SIZE), show_label=False, elem_id="lab-compare-chart")
+
     pair = gr.State(pair0)
     trace = gr.State(trace0)
+    preset = preset if preset is not None else gr.State(None)  # standalone: a loader may not need a preset
 
     # events, all in one place; the lab's events are page-internal, hidden from the public API
     quiet = dict(api_visibility="private")
@@ -290,18 +405,27 @@ def build_lab(trace_state: gr.State | None = None) -> Lab:
     else:
         upload.clear(lambda: (None, ""), None, [trace, trace_message], **quiet)
     from_trace.click(lambda t: sliders_from_trace(t, c.maximum), trace, [alpha, k, c, trace_message], **quiet)
+
+    # the comparison is public (api_name) and queues with the app's Generate: one model run at a time
+    comparing = cmp_run.click(compare_handler(get_engine), [cmp_prompt, cmp_ks, cmp_tokens, cmp_temperature, preset],
+                              [cmp_status, cmp_table, cmp_plot], api_name="compare_drafters",
+                              show_progress_on=[cmp_status], concurrency_id="model", concurrency_limit=1)
+    stopped = _message("stopped: the runs so far stay in the table (a run in progress finishes first)")
+    cmp_stop.click(lambda: stopped, None, cmp_status, cancels=[comparing], **quiet)
     return Lab(pair, trace, alpha, k, c)
 
 
-def demo() -> gr.Blocks:
-    """The lab on its own page (for tests and for working on it)."""
+def demo(get_engine: EngineLoader | None = None, preset: str | None = None) -> gr.Blocks:
+    """The lab on its own page (for tests and for working on it); without `get_engine` the comparison has no
+    models and says so."""
     with gr.Blocks(title="specviz lab") as blocks:
         gr.Markdown("# specviz lab: speculative decoding by hand")
-        build_lab()
+        build_lab(None, gr.State(preset), get_engine)
     return blocks
 
 
 if __name__ == "__main__":
-    from .ui import launch_kwargs  # the page's theme, palette and CSS
+    from .models import DEFAULT_PRESET
+    from .ui import default_engine_loader, launch_kwargs  # the page's theme, palette and CSS; the packaged pair
 
-    demo().launch(**launch_kwargs())
+    demo(default_engine_loader, DEFAULT_PRESET).launch(**launch_kwargs())

@@ -30,6 +30,7 @@ EXAMPLES = {  # label -> prompt: code drafts well, a fact fairly, a story poorly
     "fact": "What is the capital of France? Answer in one sentence.",
     "story": "Write the opening of a short story about a lighthouse keeper.",
 }
+DRAFTER_CHOICES = [("draft model", "model"), ("prompt lookup", "lookup")]  # (label, RunSettings.drafter)
 CHART_FONT = {False: 15, True: 22}  # chart font size in px, by lecture mode
 MIN_FRAME_S = 0.25  # while generating, redraw at most this often: a redraw costs the browser ~0.1-0.2 s
 Progress = Callable[[float, str], None]  # (fraction done, message), as models.load_pair reports it
@@ -131,11 +132,11 @@ def round_view(trace: Trace | None, number: float | None, lecture: bool = False)
             render.summary_html(trace)]
 
 
-def settings_from(k, temperature, top_p, top_k, seed, max_new_tokens) -> RunSettings:
+def settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter="model") -> RunSettings:
     """RunSettings from the page's fields (numbers arrive as floats); ValueError names the first bad one."""
     return RunSettings(k=_whole(k, "K"), temperature=_number(temperature, "temperature"),
                        top_p=_number(top_p, "top-p"), top_k=_whole(top_k, "top-k"), seed=_whole(seed, "seed"),
-                       max_new_tokens=_whole(max_new_tokens, "max new tokens"))
+                       max_new_tokens=_whole(max_new_tokens, "max new tokens"), drafter=drafter or "model")
 
 
 def _number(value, name: str) -> float:
@@ -217,6 +218,7 @@ class Page:
     timer: gr.Timer
     view: list  # round_view's outputs, in its order: slider, strip, bars, decisions, residual, explanation,
     #             tokens per pass, summary
+    drafter: gr.Radio  # "model" or "lookup" (RunSettings.drafter)
 
     @property
     def round_slider(self) -> gr.Slider:
@@ -238,7 +240,7 @@ def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[s
             with gr.Tab("Rounds", elem_id="rounds-tab"):
                 page = _layout(presets, default_preset, lecture)
             with gr.Tab("Lab", elem_id="lab-tab"):
-                build_lab(page.trace)  # the p/q playground and the α/K explorer, fed the session's trace
+                build_lab(page.trace, page.preset, get_engine)  # fed the session's trace and the app's models
         _wire(demo, page, get_engine)
     return demo
 
@@ -273,6 +275,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) 
             seed = gr.Number(0, precision=0, label="Seed", elem_id="seed", min_width=100)
             max_new_tokens = gr.Slider(1, 512, value=64, step=1, label="Max new tokens", elem_id="max-new-tokens",
                                        min_width=160)
+            drafter = gr.Radio(DRAFTER_CHOICES, value="model", label="Drafter", elem_id="drafter", min_width=200)
         with gr.Row(equal_height=True):
             info = gr.HTML(render.placeholder("Loading models…"), elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
@@ -300,7 +303,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) 
     summary = gr.HTML(empty[6], elem_id="summary")
     return Page(trace, lecture, controls, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens,
                 generate, baseline, info, status, download, upload, previous, next_, play, pace, timer,
-                [round_slider, strip, bars, decisions, residual, explanation, per_pass, summary])
+                [round_slider, strip, bars, decisions, residual, explanation, per_pass, summary], drafter)
 
 
 # --- event handlers: each returns new values, never mutates a trace ----------------------------------------
@@ -319,8 +322,9 @@ def trace_info(trace: Trace) -> str:
     return render.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model, recorded=True)
 
 
-def engine_info(engine: Engine) -> str:
-    return render.run_info(engine.device, engine.dtype, engine.draft_name, engine.target_name)
+def engine_info(engine: Engine, drafter: str = "model") -> str:
+    draft = engine.draft_name if drafter == "model" else "prompt lookup"  # the name a trace records, too
+    return render.run_info(engine.device, engine.dtype, draft, engine.target_name)
 
 
 class ModelActions:
@@ -341,16 +345,17 @@ class ModelActions:
             return render.placeholder("No model pair loaded."), render.status(str(e), "error")
 
     def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture,
-                 progress=gr.Progress()):
-        """-> trace, status, info, download, *view after each round (at most every MIN_FRAME_S), then once more."""
+                 drafter="model", progress=gr.Progress()):
+        """-> trace, status, info, download, *view after each round (at most every MIN_FRAME_S), then once more.
+        `drafter` comes last, with a default, so API clients written before it existed keep working."""
         try:
-            settings = settings_from(k, temperature, top_p, top_k, seed, max_new_tokens)
+            settings = settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter)
             engine = self.engine(preset, progress)
             engine.encode(prompt, settings)  # an empty or too long prompt fails here, before any model runs
         except ValueError as e:
             yield problem(str(e), 4 + N_VIEW)
             return
-        info, started, shown = engine_info(engine), time.perf_counter(), 0.0
+        info, started, shown = engine_info(engine, settings.drafter), time.perf_counter(), 0.0
         latest = failure = None
         try:
             for latest in stream_traces(engine, prompt, settings):
@@ -449,7 +454,7 @@ def _wire(demo: gr.Blocks, p: Page, get_engine: EngineLoader) -> None:
 
     demo.load(models.show_pair, [p.preset], [p.info, p.status], api_visibility="private", **loads)
     p.preset.change(models.show_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)
-    p.generate.click(models.generate, [p.prompt, p.preset, *settings, p.lecture],
+    p.generate.click(models.generate, [p.prompt, p.preset, *settings, p.lecture, p.drafter],
                      [p.trace, p.status, p.info, p.download, *p.view], api_name="generate", **one_model_run)
     p.baseline.click(models.baseline, [p.trace, p.preset], [p.trace, p.status, p.view[-1], p.download],
                      api_name="baseline", **one_model_run)

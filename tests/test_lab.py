@@ -289,3 +289,23 @@ def test_build_lab_inside_an_app_tab_takes_the_apps_trace():
             parts = lab_ui.build_lab(state)
     assert lab.measured_point(parts.trace.value) == lab.measured_point(state.value)
     assert (parts.alpha.value, parts.k.value, parts.c.value) == (0.7, 4, 0.05)  # the worked quiz
+
+
+def test_compare_handler_streams_rows_and_says_what_went_wrong(engine, monkeypatch):
+    lab_ui = pytest.importorskip("specviz.lab_ui")
+    assert "no models" in next(lab_ui.compare_handler(None)("def f(x):", [1], 8, 0, None))[0]
+    run = lab_ui.compare_handler(lambda preset, progress: engine)
+    assert "prompt is empty" in next(run(" ", [1], 8, 0, "tiny"))[0]
+    assert "at least one K" in next(run("def f(x):", [], 8, 0, "tiny"))[0]
+    frames = list(run("def f(x):", [1], 8, 0, "tiny"))
+    assert [len(table) for _, table, _ in frames] == [1, 2, 3]  # the baseline, then a row per finished run
+    assert "1 of 3 runs done" in frames[0][0] and "next: draft model at K = 1" in frames[0][0]
+    assert "✓ 3 runs" in frames[-1][0] and frames[-1][2].data  # the chart has its lines
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("<b>out of luck</b>")
+
+    monkeypatch.setattr(engine, "run", broken)  # a model failure after the baseline: its row stays
+    frames = list(run("def f(x):", [1], 8, 0, "tiny"))
+    assert len(frames[0][1]) == 1
+    assert "stopped after 1 run: RuntimeError: &lt;b&gt;out of luck" in frames[-1][0]

@@ -25,11 +25,13 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def page():
+def page(tiny_pair, tokenizer):
     from specviz import lab_ui
+    from specviz.engine import Engine
     from specviz.ui import launch_kwargs  # the page's theme and CSS, as the lab is seen inside the app
 
-    demo = lab_ui.demo()
+    engine = Engine(*tiny_pair, tokenizer, "tiny-draft", "tiny-target")  # for the drafter comparison
+    demo = lab_ui.demo(lambda preset, progress: engine, "tiny")
     _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs())
     try:
         with sync_api.sync_playwright() as pw:
@@ -140,3 +142,34 @@ def test_upload_a_trace_and_take_its_point(page, tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator("#lab-explorer").screenshot(path=str(ARTIFACTS / "lab-explorer-with-trace.png"))
     page.screenshot(path=str(ARTIFACTS / "lab.png"), full_page=True)
+
+
+def test_compare_drafters_fills_the_table(page):
+    section = page.locator("#lab-compare")
+    section.scroll_into_view_if_needed()
+    assert section.locator("#lab-compare-chart .js-plotly-plot").count() == 1
+    page.locator("#lab-compare-run").click()  # the rewrite example is longer than the tiny models' 256 positions
+    assert "context" in wait_text(page, "#lab-compare-status", "⚠")
+    page.locator("#lab-compare-prompt textarea").fill("")
+    page.locator("#lab-compare-run").click()
+    assert "prompt is empty" in wait_text(page, "#lab-compare-status", "prompt is empty")
+
+    section.get_by_text("story: nothing to copy").click()  # the example fills the prompt
+    page.wait_for_function("document.querySelector('#lab-compare-prompt textarea').value.includes('lighthouse')",
+                           polling=50)
+    for k in ("4", "8"):  # keep K = 1 and 2 of the default 1, 2, 4, 8
+        page.locator("#lab-compare-ks").get_by_label(k, exact=True).uncheck()
+    tokens = page.locator("#lab-compare-tokens input[type=number]")
+    tokens.fill("8")
+    tokens.press("Enter")
+    page.locator("#lab-compare-run").click()
+    status = wait_text(page, "#lab-compare-status", "✓ 5 runs")
+    assert "Fastest:" in status and "×" in status
+    drafters = [text(page, f'#lab-compare-table [data-testid="cell-{i}-0"]').strip() for i in range(5)]
+    assert drafters == ["target only", "draft model", "prompt lookup", "draft model", "prompt lookup"]
+    assert text(page, '#lab-compare-table [data-testid="cell-0-5"]').strip() == "1.00×"  # the target alone
+    page.wait_for_function("document.querySelectorAll('#lab-compare-chart .legendtext').length === 2", polling=50)
+    assert {t.strip() for t in page.locator("#lab-compare-chart .legendtext").all_text_contents()} == \
+        {"draft model", "prompt lookup"}
+    ARTIFACTS.mkdir(exist_ok=True)
+    section.screenshot(path=str(ARTIFACTS / "lab-compare.png"))

@@ -16,7 +16,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on
 from gradio_client import Client, handle_file  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from specviz import ui  # noqa: E402
+from specviz import compare, ui  # noqa: E402
 from specviz.engine import Engine  # noqa: E402
 from specviz.trace import load_trace  # noqa: E402
 
@@ -232,3 +232,34 @@ def test_measure_a_step(client, capsys):
     with capsys.disabled():
         print(f"\n[measure] Previous/Next: server {sorted(server)[len(server) // 2] * 1000:.0f} ms median "
               f"(max {max(server[1:]) * 1000:.0f} ms); via gradio_client {sorted(api)[5] * 1000:.0f} ms median")
+
+
+def test_the_drafter_choice_reaches_the_engine(client, tmp_path):
+    job = client.submit("def fib(n):", "tiny", 4, 0.0, 1.0, 0, 0, 16, False, "lookup", api_name="/generate")
+    final = job.result()
+    assert "Done" in final[STATUS] and "prompt lookup" in final[INFO] and "tiny-draft" not in final[INFO]
+    recorded = load_trace(Path(value(final[DOWNLOAD])).read_bytes())
+    assert recorded.settings["drafter"] == "lookup" and recorded.draft_model == "prompt lookup"
+    drafter = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/generate"]["parameters"][-1]
+    assert (drafter["parameter_name"], drafter["parameter_has_default"], drafter["parameter_default"]) == \
+        ("drafter", True, "model")  # so a client written before the choice existed gets the draft model
+    final, _ = generate(client)
+    assert "tiny-draft" in final[INFO]
+
+
+def test_compare_drafters_streams_a_row_per_run(client):
+    job = client.submit("def fib(n):", [2, 1], 8, 0, "tiny", api_name="/compare_drafters")
+    status, table, plot = job.result()
+    assert "✓ 5 runs" in status and plot["type"] == "plotly"
+    assert table["headers"] == list(compare.HEADERS)
+    assert [r[:2] for r in table["data"]] == [["target only", "–"], ["draft model", "1"], ["prompt lookup", "1"],
+                                              ["draft model", "2"], ["prompt lookup", "2"]]
+    assert table["data"][0][5] == "1.00×"
+    tables = [frame[1]["data"] for frame in job.outputs()]
+    assert [len(rows) for rows in tables] == [1, 2, 3, 4, 5]  # the table grows as each run finishes
+
+
+@pytest.mark.parametrize("prompt, ks, message", [("  ", [1], "prompt is empty"), ("def f():", [], "at least one K")])
+def test_compare_drafters_says_what_is_wrong(client, prompt, ks, message):
+    status, _, _ = client.predict(prompt, ks, 8, 0, "tiny", api_name="/compare_drafters")
+    assert message in status

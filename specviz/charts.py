@@ -11,6 +11,7 @@ and named templates cost ~100 ms per chart, too slow for stepping with ← →; 
 from __future__ import annotations
 
 from html import escape
+from itertools import accumulate
 
 import plotly.graph_objects as go
 
@@ -210,7 +211,7 @@ def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 
     expected = expected_tokens_per_pass(alpha, k)
     span = [0.5, len(rounds) + 0.5]
     data += [
-        dict(type="scatter", x=x, y=[sum(made[:i + 1]) / (i + 1) for i in range(len(made))], name="running mean",
+        dict(type="scatter", x=x, y=[total / i for i, total in enumerate(accumulate(made), 1)], name="running mean",
              mode="lines+markers", line=dict(color=INK, width=3), marker=dict(size=7, symbol="diamond"),
              hovertemplate="mean after round %{x}: %{y:.2f}<extra></extra>"),
         dict(type="scatter", x=span, y=[expected, expected], name=f"expected {expected:.2f}", mode="lines",

@@ -16,6 +16,8 @@ FORMAT = "specviz-trace"
 FORMAT_VERSION = 1
 MAX_K = 16  # the most draft tokens per round anywhere in specviz (engine settings, lab explorer)
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
+MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
+MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); each step of a 10k-round trace costs ~0.5 s
 
 # The fate of a token in a round. One word per fate, used by the CLI, the HTML and the charts alike.
 ACCEPTED, REJECTED, DISCARDED, REPLACEMENT, BONUS = "accepted", "rejected", "discarded", "replacement", "bonus"
@@ -183,17 +185,126 @@ def load_trace(raw: bytes | str) -> Trace:
     if isinstance(raw, str):
         raw = raw.encode("utf-8", errors="replace")
     if len(raw) > MAX_TRACE_BYTES:
-        raise ValueError(f"trace file is {len(raw) / 1e6:.1f} MB; the limit is {MAX_TRACE_BYTES / 1e6:.0f} MB")
+        raise ValueError(f"trace file is over {MAX_TRACE_BYTES >> 20} MB, the limit")
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+    except (ValueError, RecursionError) as e:  # bad UTF-8, bad JSON, a 5000-digit number, nesting past the stack
         raise ValueError(f"not a specviz trace: the file is not valid JSON ({type(e).__name__})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"not a specviz trace: expected a JSON object with \"format\": \"{FORMAT}\"")
     if data.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"unsupported trace format_version {data.get('format_version')!r}; "
+        raise ValueError(f"unsupported trace format_version {short_repr(data.get('format_version'))}; "
                          f"this specviz reads version {FORMAT_VERSION}")
-    return Trace.from_dict(data)
+    trace = Trace.from_dict(data)
+    check_trace(trace)
+    return trace
+
+
+def short_repr(value, limit: int = 40) -> str:
+    """repr for a message, cut short: a file may put megabytes where a number belongs."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+# --- what the types alone cannot say ---------------------------------------------------------------------
+
+SETTING_NUMBERS = ("k", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "confidence")
+_FATES = (ACCEPTED, REJECTED, DISCARDED)
+
+
+def check_trace(trace: Trace) -> None:
+    """Refuse a trace whose values could not come from a run: out-of-range ids or probabilities, rounds that
+    contradict themselves, an id shown with two texts (two tokenizers mixed). ValueError names the first."""
+    if len(trace.rounds) > MAX_ROUNDS:
+        raise ValueError(f"malformed trace: {len(trace.rounds)} rounds; the limit is {MAX_ROUNDS}")
+    _check_settings(trace.settings)
+    for i, rnd in enumerate(trace.rounds):
+        _check_round(rnd, i)
+    token_texts(trace)  # raises on an id with two texts or out of range
+    committed = [t for r in trace.rounds for t in r.committed_ids]
+    if trace.output_token_ids != committed:
+        raise ValueError("malformed trace: output_token_ids differ from the tokens the rounds committed")
+
+
+def _check_settings(settings: dict) -> None:
+    """Settings are shown and reused (Baseline reruns them): plain values only, numbers where numbers belong,
+    K within what any part of specviz draws."""
+    for key, value in settings.items():
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            raise ValueError(f"malformed trace: settings {short_repr(key)} should be a plain value (a number, "
+                             f"text, true/false or null)")
+        if key in SETTING_NUMBERS and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                       or not math.isfinite(value) or value < 0):
+            raise ValueError(f"malformed trace: settings.{key} should be a number >= 0, got {short_repr(value)}")
+    k = settings.get("k", 1)
+    if not (isinstance(k, int) and 1 <= k <= MAX_K):
+        raise ValueError(f"malformed trace: settings.k should be a whole number from 1 to {MAX_K}")
+
+
+def _check_round(rnd: Round, i: int) -> None:
+    where = f"malformed trace: rounds[{i}]"
+    if rnd.index != i:
+        raise ValueError(f"{where}.index is {rnd.index}, expected {i}")
+    if not (rnd.k == len(rnd.drafts) <= MAX_K and 0 <= rnd.n_accepted <= rnd.k):
+        raise ValueError(f"{where}: k, drafts and n_accepted disagree (k at most {MAX_K})")
+    n = rnd.n_accepted
+    examined = [ACCEPTED] * n + [REJECTED] * (n < rnd.k)
+    if [d.fate for d in rnd.drafts] != examined + [DISCARDED] * (rnd.k - len(examined)):
+        raise ValueError(f"{where}: the drafts' fates should be {n} accepted, then a rejection and discards "
+                         f"({', '.join(_FATES)})")
+    if rnd.next_kind != (BONUS if n == rnd.k else REPLACEMENT):
+        raise ValueError(f"{where}.next_kind should be {BONUS!r} after a clean sweep, else {REPLACEMENT!r}")
+    if rnd.stop not in (None, "eos", "max_new_tokens"):
+        raise ValueError(f"{where}.stop should be null, \"eos\" or \"max_new_tokens\"")
+    offered = [d.token_id for d in rnd.drafts[:n]] + [rnd.next_token.token_id]
+    if not rnd.committed_ids or rnd.committed_ids != offered[:len(rnd.committed_ids)]:
+        raise ValueError(f"{where}.committed_ids should be the accepted drafts, then the {rnd.next_kind} token")
+    if min(rnd.draft_time_s, rnd.verify_time_s) < 0:
+        raise ValueError(f"{where}: negative times")
+    for name, value in _probabilities(rnd):
+        if value is not None and not 0 <= value <= 1.001:  # float32 sums may overshoot 1 by rounding
+            raise ValueError(f"{where}: {name} = {value} is not a probability")
+
+
+def _probabilities(rnd: Round):
+    """(name, value) of every probability a round records (value None where it does not apply)."""
+    tokens = [rnd.next_token, *(rnd.residual or []), *(rnd.bonus_candidates or [])]
+    for d in rnd.drafts:
+        yield from (("p", d.p), ("q", d.q), ("accept_prob", d.accept_prob), ("uniform", d.uniform),
+                    ("overlap", d.overlap))
+        tokens += d.candidates
+    for t in tokens:
+        yield from (("p", t.p), ("q", t.q), ("residual", t.residual))
+
+
+def token_texts(trace: Trace) -> dict[int, str | None]:
+    """Every token id in the trace -> the text recorded for it (None for ids recorded without text, such as
+    the prompt's). ValueError for an id out of range, or one id recorded with two texts: one tokenizer
+    gives one text per id, so two texts mean the file mixes tokenizers (or was edited)."""
+    texts: dict[int, str | None] = {}
+    for token_id, text in _tokens(trace):
+        if not 0 <= token_id <= MAX_TOKEN_ID:
+            raise ValueError(f"malformed trace: token id {token_id} is out of range (0 to {MAX_TOKEN_ID})")
+        known = texts.get(token_id)
+        if text is not None and known is not None and known != text:
+            raise ValueError(f"malformed trace: token id {token_id} is recorded as {short_repr(known)} and as "
+                             f"{short_repr(text)}; one tokenizer gives one text per id")
+        texts[token_id] = known if text is None else text
+    return texts
+
+
+def _tokens(trace: Trace):
+    """(id, text or None) for every token the trace mentions."""
+    bare = [*trace.prompt_token_ids, *trace.output_token_ids, *trace.eos_token_ids,
+            *(trace.baseline.output_token_ids if trace.baseline else [])]
+    for rnd in trace.rounds:
+        bare += rnd.committed_ids
+        for d in rnd.drafts:
+            yield d.token_id, d.text
+            yield from ((t.token_id, t.text) for t in d.candidates)
+        yield from ((t.token_id, t.text) for t in [rnd.next_token, *(rnd.residual or []),
+                                                   *(rnd.bonus_candidates or [])])
+    yield from ((t, None) for t in bare)
 
 
 # --- strict reconstruction of dataclasses from JSON ------------------------------------------------------

@@ -201,7 +201,7 @@ def make_round(i: int, k: int, n_accepted: int, draft_s: float, verify_s: float)
     drafts = [DraftPosition(10 + j, "x", 0.5, 0.4, f) for j, f in enumerate(fates)]
     kind = BONUS if n_accepted == k else REPLACEMENT
     return Round(i, k, drafts, n_accepted, TokenProb(1, "y", 0.5), kind, None, None,
-                 list(range(n_accepted + 1)), draft_s, verify_s)
+                 [10 + j for j in range(n_accepted)] + [1], draft_s, verify_s)  # what a real round commits
 
 
 def make_trace(baseline: bool = True) -> Trace:

@@ -57,12 +57,20 @@ def num(x: float | None) -> str:
     return f"{x:.2f}"
 
 
-_VISIBLE = {" ": "·", "\n": "⏎", "\t": "⇥"}
+# Control characters get their Unicode "control picture" (NUL -> ␀, ESC -> ␛, DEL -> ␡): a browser would show
+# them as nothing or as a box, and a token made of one would look empty.
+_CONTROLS = {chr(c): chr(0x2400 + c) for c in range(32) if chr(c) not in "\n\t"} | {"\x7f": "\u2421"}
+_VISIBLE = _CONTROLS | {" ": "·", "\n": "⏎", "\t": "⇥"}
 
 
 def show(text: str) -> str:
     """Token text with its whitespace made visible (not escaped): ' fib' -> '·fib', '\\n' -> '⏎', '' -> '∅'."""
     return "".join(_VISIBLE.get(ch, ch) for ch in text) or "∅"
+
+
+def text_html(text: str) -> str:
+    """Running text (a prompt, an output), escaped, control characters as pictures: 'a\\x1b<b>' -> 'a␛&lt;b&gt;'."""
+    return escape("".join(_CONTROLS.get(ch, ch) for ch in text))
 
 
 def token_html(text: str, breaks: bool = False) -> str:
@@ -122,7 +130,7 @@ def token_strip(trace: Trace, index: int) -> str:
     rnd = trace.rounds[index]
     past = "".join(_past_round(r) for r in trace.rounds[:index])
     return (f'<div class="sv-strip">{_round_header(trace, index)}'
-            f'<div class="sv-prompt"><span class="sv-tag">prompt</span>{escape(trace.prompt)}</div>'
+            f'<div class="sv-prompt"><span class="sv-tag">prompt</span>{text_html(trace.prompt)}</div>'
             f'<div class="sv-text">{past}<span class="sv-cut" title="round {index + 1} starts here">▏</span>'
             f'{_round_tokens(rnd)}</div>{legend()}</div>')
 
@@ -291,12 +299,13 @@ def baseline_report(trace: Trace) -> str:
                    f"differently from one-token steps, so a near-tie between two top tokens can flip. "
                    f"In float32 the texts match.")
     else:
-        verdict = (f"Sampling at temperature {trace.settings.get('temperature')}: the two runs use their random "
+        temperature = escape(str(trace.settings.get("temperature")))  # from a file: any text
+        verdict = (f"Sampling at temperature {temperature}: the two runs use their random "
                    f"draws differently, so the texts {'happen to match' if same else 'differ'}; both follow the "
                    f"target's distribution exactly.")
     return (f'<div class="sv-baseline">{verdict}<details><summary>both texts</summary>'
-            f'<div class="sv-compare"><b>speculative</b><pre>{escape(trace.output_text)}</pre>'
-            f'<b>target alone</b><pre>{escape(b.output_text)}</pre></div></details></div>')
+            f'<div class="sv-compare"><b>speculative</b><pre>{text_html(trace.output_text)}</pre>'
+            f'<b>target alone</b><pre>{text_html(b.output_text)}</pre></div></details></div>')
 
 
 def run_info(device: str, dtype: str, draft: str, target: str, recorded: bool = False) -> str:

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import html
 import tempfile
 import threading
 import time
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import gradio as gr
+import torch
 
 from . import charts, render
 from .engine import MAX_K, Engine, RunSettings
-from .trace import MAX_TRACE_BYTES, Trace, load_trace
+from .trace import MAX_TRACE_BYTES, Trace, load_trace, short_repr, token_texts
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 EXAMPLES = {  # label -> prompt: code drafts well, a fact fairly, a story poorly; all three are worth showing
@@ -75,6 +78,11 @@ class EngineCache:
                 self._engines = {preset: engine}
             return engine
 
+    def loaded(self, preset: str) -> Engine | None:
+        """The engine for preset if it is in memory now; never loads one."""
+        with self._lock:
+            return self._engines.get(preset)
+
 
 def _load_pair(**kwargs):
     from .models import load_pair
@@ -124,7 +132,7 @@ def round_view(trace: Trace | None, number: float | None, lecture: bool = False)
         # Gradio insists on maximum > minimum, even for a slider that cannot move yet
         return [gr.Slider(minimum=1, maximum=2, value=1, interactive=False), *empty_view(font)]
     n = len(trace.rounds)
-    i = min(max(int(number or 1), 1), n) - 1
+    i = min(max(round_number(number), 1), n) - 1
     rnd = trace.rounds[i]
     return [gr.Slider(minimum=1, maximum=max(n, 2), value=i + 1, interactive=n > 1),
             render.token_strip(trace, i), charts.pq_bars(rnd, font), render.decision_row(rnd),
@@ -132,24 +140,68 @@ def round_view(trace: Trace | None, number: float | None, lecture: bool = False)
             render.summary_html(trace)]
 
 
+# Each numeric setting's bounds on the page, checked again on the server: an API client can send anything (a
+# string, null, NaN, 10**400), and the handler must answer each with a message, not a traceback.
+class Limit(NamedTuple):
+    name: str  # as messages say it
+    low: int | float
+    high: int | float
+    whole: bool  # whole numbers only
+
+
+LIMITS = {
+    "k": Limit("K", 1, MAX_K, True),
+    "temperature": Limit("temperature", 0, 2, False),
+    "top_p": Limit("top-p", 0.05, 1, False),
+    "top_k": Limit("top-k", 0, 1000, True),
+    "seed": Limit("seed", 0, 2**31 - 1, True),
+    "max_new_tokens": Limit("max new tokens", 1, 512, True),
+}
+MAX_PROMPT_CHARS = 10_000  # about 2,500 tokens: a long prompt is a slow prompt for everyone sharing the server
+
+
+def round_number(value) -> int:
+    """A round number from the page or an API client, to clamp; 1 for what is no number (text, NaN, inf, null)."""
+    try:
+        return int(value or 1)
+    except (TypeError, ValueError, OverflowError):
+        return 1
+
+
 def settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter="model") -> RunSettings:
     """RunSettings from the page's fields (numbers arrive as floats); ValueError names the first bad one."""
-    return RunSettings(k=_whole(k, "K"), temperature=_number(temperature, "temperature"),
-                       top_p=_number(top_p, "top-p"), top_k=_whole(top_k, "top-k"), seed=_whole(seed, "seed"),
-                       max_new_tokens=_whole(max_new_tokens, "max new tokens"), drafter=drafter or "model")
+    return RunSettings(k=_setting(k, "k"), temperature=_setting(temperature, "temperature"),
+                       top_p=_setting(top_p, "top_p"), top_k=_setting(top_k, "top_k"), seed=_setting(seed, "seed"),
+                       max_new_tokens=_setting(max_new_tokens, "max_new_tokens"), drafter=drafter or "model")
 
 
-def _number(value, name: str) -> float:
-    if value is None or isinstance(value, bool):
-        raise ValueError(f"{name} is empty")
-    return float(value)
+def _setting(value, field: str) -> int | float:
+    """value as the number LIMITS[field] allows, or ValueError saying what is allowed."""
+    name, low, high, whole = LIMITS[field]
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    # NaN fails every comparison and inf fails `<= high`, so both land in the message below
+    if not (number and low <= value <= high and (not whole or value == int(value))):
+        kind = "a whole number" if whole else "a number"
+        raise ValueError(f"{name} must be {kind} from {low} to {high}, got {short_repr(value)}")
+    return int(value) if whole else float(value)
 
 
-def _whole(value, name: str) -> int:
-    number = _number(value, name)
-    if not number.is_integer():
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
-    return int(number)
+def limits(field: str) -> dict:
+    """A setting's bounds as a slider's or number field's keyword arguments."""
+    return dict(minimum=LIMITS[field].low, maximum=LIMITS[field].high)
+
+
+def check_prompt(prompt) -> str:
+    """The prompt, or ValueError: empty, too long, or not encodable text (a lone surrogate from an API client)."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError("prompt is empty")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise ValueError(f"prompt is {len(prompt):,} characters long; the limit is {MAX_PROMPT_CHARS:,}")
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("prompt holds a character that is not valid text (a lone UTF-16 surrogate)") from None
+    return prompt
 
 
 def trace_settings(trace: Trace) -> RunSettings:
@@ -185,7 +237,12 @@ def read_trace(path: str) -> Trace:
             raw = f.read(MAX_TRACE_BYTES + 1)
     except OSError as e:
         raise ValueError(f"could not read the uploaded file: {e.strerror}") from None
-    return load_trace(raw)
+    trace = load_trace(raw)
+    try:
+        trace_settings(trace)  # Baseline reruns them; the page quotes them
+    except ValueError as e:
+        raise ValueError(f"malformed trace: settings: {e}") from None
+    return trace
 
 
 # --- layout ------------------------------------------------------------------------------------------------
@@ -241,7 +298,7 @@ def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[s
                 page = _layout(presets, default_preset, lecture)
             with gr.Tab("Lab", elem_id="lab-tab"):
                 build_lab(page.trace, page.preset, get_engine)  # fed the session's trace and the app's models
-        _wire(demo, page, get_engine)
+        _wire(demo, page, ModelActions(get_engine, list(presets)))
     return demo
 
 
@@ -267,14 +324,16 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) 
         with gr.Row():
             preset = gr.Dropdown([(label, name) for name, label in presets.items()], value=default_preset,
                                  label="Draft → target pair", elem_id="preset", scale=3, min_width=260)
-            k = gr.Slider(1, MAX_K, value=4, step=1, label="K (draft tokens per round)", elem_id="k", min_width=160)
-            temperature = gr.Slider(0, 2, value=0.7, step=0.05, label="Temperature (0 = greedy)",
+            k = gr.Slider(**limits("k"), value=4, step=1, label="K (draft tokens per round)", elem_id="k",
+                          min_width=160)
+            temperature = gr.Slider(**limits("temperature"), value=0.7, step=0.05, label="Temperature (0 = greedy)",
                                     elem_id="temperature", min_width=160)
-            top_p = gr.Slider(0.05, 1, value=1.0, step=0.05, label="top-p", elem_id="top-p", min_width=120)
-            top_k = gr.Number(0, precision=0, label="top-k (0 = off)", elem_id="top-k", min_width=100)
-            seed = gr.Number(0, precision=0, label="Seed", elem_id="seed", min_width=100)
-            max_new_tokens = gr.Slider(1, 512, value=64, step=1, label="Max new tokens", elem_id="max-new-tokens",
-                                       min_width=160)
+            top_p = gr.Slider(**limits("top_p"), value=1.0, step=0.05, label="top-p", elem_id="top-p", min_width=120)
+            top_k = gr.Number(0, **limits("top_k"), precision=0, label="top-k (0 = off)", elem_id="top-k",
+                              min_width=100)
+            seed = gr.Number(0, **limits("seed"), precision=0, label="Seed", elem_id="seed", min_width=100)
+            max_new_tokens = gr.Slider(**limits("max_new_tokens"), value=64, step=1, label="Max new tokens",
+                                       elem_id="max-new-tokens", min_width=160)
             drafter = gr.Radio(DRAFTER_CHOICES, value="model", label="Drafter", elem_id="drafter", min_width=200)
         with gr.Row(equal_height=True):
             info = gr.HTML(render.placeholder("Loading models…"), elem_id="run-info")
@@ -314,8 +373,20 @@ SKIP_VIEW = [gr.skip()] * N_VIEW
 
 def problem(message: str, n_outputs: int) -> list:
     """Say what went wrong (a toast and the status line) and leave every other output as it is."""
-    gr.Warning(message)
+    gr.Warning(html.escape(message))  # a toast renders HTML, and a message may quote what a user sent
     return [gr.skip(), render.status(message, "error")] + [gr.skip()] * (n_outputs - 2)
+
+
+def message_of(e: Exception) -> str:
+    """What to tell the user about an exception: ours (ValueError) are written for people; anything else is
+    named by its type, and running out of memory says so first (the usual cause, and one the user can fix)."""
+    if isinstance(e, ValueError):
+        return str(e)
+    first_line = (str(e).splitlines() or [""])[0][:200]
+    detail = f"{type(e).__name__}: {first_line}" if first_line else type(e).__name__
+    if isinstance(e, (MemoryError, torch.OutOfMemoryError)) or "out of memory" in first_line.lower():
+        return f"out of memory ({detail}); fewer new tokens, a smaller K or a smaller pair needs less"
+    return detail
 
 
 def trace_info(trace: Trace) -> str:
@@ -327,54 +398,132 @@ def engine_info(engine: Engine, drafter: str = "model") -> str:
     return render.run_info(engine.device, engine.dtype, draft, engine.target_name)
 
 
+def check_tokenizer(trace: Trace, engine: Engine) -> None:
+    """Refuse a trace that names the loaded target but whose tokens are not its tokenizer's: an id past its
+    vocabulary, or an id recorded with a text the tokenizer does not decode it to."""
+    for token_id, text in token_texts(trace).items():
+        if token_id >= engine.vocab:
+            raise ValueError(f"token id {token_id} is out of range for the vocabulary of {engine.target_name} "
+                             f"({engine.vocab:,} ids): the trace was recorded with another tokenizer")
+        if text is not None and engine.text(token_id) != text:
+            raise ValueError(f"token id {token_id} is {short_repr(text)} in the trace but "
+                             f"{short_repr(engine.text(token_id))} in the tokenizer of {engine.target_name}: the "
+                             f"trace was recorded with another tokenizer")
+
+
+class Runs:
+    """The Generate running in each browser session, so that pressing Generate again stops it after its current
+    round (the new run waits for the model either way; without this it would wait for the whole old run)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._stops: dict[str, threading.Event] = {}  # session -> the stop flag of its running Generate
+
+    @contextmanager
+    def running(self, session: str | None):
+        """A stop flag for one run, registered under its session while the run lasts (then forgotten)."""
+        stop = threading.Event()
+        with self._lock:
+            if session:
+                self._stops[session] = stop
+        try:
+            yield stop
+        finally:
+            with self._lock:
+                if session and self._stops.get(session) is stop:
+                    del self._stops[session]
+
+    def stop(self, session: str | None) -> None:
+        with self._lock:
+            stop = self._stops.get(session)
+        if stop is not None:
+            stop.set()
+
+
 class ModelActions:
-    """The handlers that need a model: loading a pair, Generate, Baseline."""
+    """The handlers that need a model: loading a pair, Generate, Baseline, and checking an opened trace
+    against the pair in memory. `presets` are the pairs this page offers; no other may be named."""
 
-    def __init__(self, get_engine: EngineLoader):
-        self.get_engine = get_engine
+    def __init__(self, get_engine: EngineLoader, presets: list[str]):
+        self.get_engine, self.presets = get_engine, presets
+        self.runs = Runs()
 
-    def engine(self, preset: str, progress: gr.Progress) -> Engine:
+    def engine(self, preset, progress: gr.Progress) -> Engine:
+        if preset not in self.presets:  # Generate skips Gradio's own check of the dropdown (preprocess=False)
+            raise ValueError(f"unknown model pair {short_repr(preset)}; this app offers: {', '.join(self.presets)}")
         return self.get_engine(preset, lambda fraction, message: progress(fraction, desc=message))
+
+    def loaded(self, preset) -> Engine | None:
+        """The selected pair if it is in memory, else None: opening a trace never starts a load. (A loader
+        other than EngineCache, as in tests, holds its models already and is simply asked.)"""
+        if preset not in self.presets:
+            return None
+        peek = getattr(self.get_engine, "loaded", None)
+        try:
+            return peek(preset) if peek else self.get_engine(preset, lambda *_: None)
+        except ValueError:
+            return None
 
     def show_pair(self, preset, progress=gr.Progress()):
         """-> info, status"""
         try:
             return engine_info(self.engine(preset, progress)), ""
-        except ValueError as e:
-            gr.Warning(str(e))
-            return render.placeholder("No model pair loaded."), render.status(str(e), "error")
+        except Exception as e:  # a hub id offline, a full disk while preparing, not enough memory: say which
+            gr.Warning(html.escape(message_of(e)))
+            return render.placeholder("No model pair loaded."), render.status(message_of(e), "error")
 
     def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture,
-                 drafter="model", progress=gr.Progress()):
+                 drafter="model", progress=gr.Progress(), request: gr.Request = None):
         """-> trace, status, info, download, *view after each round (at most every MIN_FRAME_S), then once more.
-        `drafter` comes last, with a default, so API clients written before it existed keep working."""
+        `drafter` comes last, with a default, so API clients written before it existed keep working. The inputs
+        arrive as sent (the event skips Gradio's preprocessing), so every one is checked here."""
         try:
             settings = settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter)
+            prompt = check_prompt(prompt)
             engine = self.engine(preset, progress)
-            engine.encode(prompt, settings)  # an empty or too long prompt fails here, before any model runs
-        except ValueError as e:
-            yield problem(str(e), 4 + N_VIEW)
+            engine.encode(prompt, settings)  # a prompt too long for the context fails here, before any model runs
+        except Exception as e:
+            yield problem(message_of(e), 4 + N_VIEW)
             return
+        with self.runs.running(request.session_hash if request else None) as stop:
+            yield from self._stream(engine, prompt, settings, bool(lecture), stop)
+
+    def stop(self, request: gr.Request = None):
+        """Pressing Generate during a run: the running one stops after its current round (see Runs)."""
+        self.runs.stop(request.session_hash if request else None)
+
+    def _stream(self, engine: Engine, prompt: str, settings: RunSettings, lecture: bool, stop: threading.Event):
+        """Generate's frames. A failure or a stop mid-run keeps the rounds so far: the last frame puts them in
+        the trace state (viewable, downloadable) and says what happened."""
         info, started, shown = engine_info(engine, settings.drafter), time.perf_counter(), 0.0
         latest = failure = None
-        try:
-            for latest in stream_traces(engine, prompt, settings):
-                if time.perf_counter() - shown < MIN_FRAME_S:
-                    continue  # rounds faster than the browser can draw them (tiny models): draw a later one
-                shown, n = time.perf_counter(), len(latest.rounds)
-                busy = render.status(f"Generating… round {n}, {latest.summary.n_new_tokens} of "
-                                     f"{settings.max_new_tokens} new tokens", "busy")
-                yield [latest, busy, info, gr.skip(), *round_view(latest, n, lecture)]
-        except Exception as e:  # a model failure mid-run: keep the rounds so far and say what happened
-            failure = f"generation stopped: {type(e).__name__}: {e}"
-            gr.Warning(failure)
+        with closing(stream_traces(engine, prompt, settings)) as traces:  # closed at once, also when the tab is
+            try:
+                for latest in traces:
+                    if stop.is_set():
+                        break
+                    if time.perf_counter() - shown < MIN_FRAME_S:
+                        continue  # rounds faster than the browser can draw them (tiny models): draw a later one
+                    shown, n = time.perf_counter(), len(latest.rounds)
+                    busy = render.status(f"Generating… round {n}, {latest.summary.n_new_tokens} of "
+                                         f"{settings.max_new_tokens} new tokens", "busy")
+                    yield [latest, busy, info, gr.skip(), *round_view(latest, n, lecture)]
+            except Exception as e:  # out of memory, a model error: the rounds before it are still good
+                failure = message_of(e)
         if latest is None:
-            yield problem(failure or "the run produced no rounds", 4 + N_VIEW)
+            yield problem(f"Generation failed in round 1: {failure}", 4 + N_VIEW)
             return
         s = latest.summary
-        done = render.status(failure or f"Done: {s.n_rounds} rounds, {s.n_new_tokens} new tokens in "
-                             f"{time.perf_counter() - started:.1f} s. Step through the rounds with ← →.",
-                             "error" if failure else "done")
+        if failure:
+            gr.Warning(html.escape(f"Generation stopped after round {s.n_rounds}: {failure}"))
+            done = render.status(f"Generation stopped after round {s.n_rounds}: {failure}. The {s.n_rounds} rounds "
+                                 f"before it stay viewable (← →); Generate runs again.", "error")
+        elif stop.is_set():
+            done = render.status(f"Stopped after round {s.n_rounds} ({s.n_new_tokens} new tokens): Generate was "
+                                 f"pressed again, so the new run starts next.", "info")
+        else:
+            done = render.status(f"Done: {s.n_rounds} rounds, {s.n_new_tokens} new tokens in "
+                                 f"{time.perf_counter() - started:.1f} s. Step through the rounds with ← →.", "done")
         # The last frame always carries the full view, so a client reading only the result sees the last round.
         yield [latest, done, info, gr.DownloadButton(value=trace_file(latest), interactive=True),
                *round_view(latest, s.n_rounds, lecture)]
@@ -388,35 +537,41 @@ class ModelActions:
             if engine.target_name != trace.target_model:
                 raise ValueError(f"this trace was recorded with target {trace.target_model}, but the selected "
                                  f"pair's target is {engine.target_name}; pick the pair it was recorded with")
+            check_tokenizer(trace, engine)
             progress(0.5, desc="running the target alone")
             result = run_baseline(engine, trace.prompt, trace_settings(trace))
-        except ValueError as e:
-            return problem(str(e), 4)
+        except Exception as e:
+            return problem(message_of(e), 4)
         timed = dataclasses.replace(trace, baseline=result)
         message = (f"Baseline: the target alone made {len(result.output_token_ids)} tokens at "
                    f"{result.tokens_per_s:.1f} tok/s.")
         return [timed, render.status(message, "done"), render.summary_html(timed),
                 gr.DownloadButton(value=trace_file(timed), interactive=True)]
 
-
-def open_trace(path, lecture):
-    """An uploaded trace file -> trace, status, info, download, *view at round 1. No model involved."""
-    if not path:
-        return [gr.skip()] * (4 + N_VIEW)
-    try:
-        trace = read_trace(path)
-    except ValueError as e:
-        return problem(str(e), 4 + N_VIEW)
-    opened = render.status(f"Opened a trace of {len(trace.rounds)} rounds (no model needed to step through it).",
-                           "done")
-    return [trace, opened, trace_info(trace), gr.DownloadButton(value=trace_file(trace), interactive=True),
-            *round_view(trace, 1, lecture)]
+    def open_trace(self, path, lecture, preset=None):
+        """An uploaded trace file -> trace, status, info, download, *view at round 1. Stepping through it needs no
+        model; when its target is the pair in memory, its tokens must be that pair's tokenizer's."""
+        if not path:
+            return [gr.skip()] * (4 + N_VIEW)
+        try:
+            trace = read_trace(path)
+            engine = self.loaded(preset)
+            if engine is not None and engine.target_name == trace.target_model:
+                check_tokenizer(trace, engine)
+        except ValueError as e:
+            return problem(str(e), 4 + N_VIEW)
+        other = engine is not None and engine.target_name != trace.target_model
+        note = f" It was recorded with {trace.target_model}: Baseline needs that pair." if other else ""
+        opened = render.status(f"Opened a trace of {len(trace.rounds)} rounds (no model needed to step through "
+                               f"it).{note}", "done")
+        return [trace, opened, trace_info(trace), gr.DownloadButton(value=trace_file(trace), interactive=True),
+                *round_view(trace, 1, lecture)]
 
 
 def step(delta: int):
     """A handler showing the round `delta` away from the one on screen (clamped to the trace)."""
     def show(trace, number, lecture):
-        return round_view(trace, (number or 1) + delta, lecture)
+        return round_view(trace, round_number(number) + delta, lecture)
     return show
 
 
@@ -444,25 +599,34 @@ def lecture_mode(on, trace, number):
 
 # --- events: all the wiring, in one place -------------------------------------------------------------------
 
-def _wire(demo: gr.Blocks, p: Page, get_engine: EngineLoader) -> None:
-    models = ModelActions(get_engine)
+def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
     settings = [p.k, p.temperature, p.top_p, p.top_k, p.seed, p.max_new_tokens]
     nav = [p.trace, p.round_slider, p.lecture]
-    quick = dict(show_progress="hidden", concurrency_limit=None)  # re-rendering records: no model, no queue
+    # Re-rendering records needs no model and no queue. Navigation and Generate take their inputs as sent
+    # (preprocess=False) and check them themselves, so a bad value from an API client gets a message, not a
+    # traceback from a component's preprocessing.
+    quick = dict(show_progress="hidden", concurrency_limit=None)
+    steps = dict(quick, preprocess=False)
     loads = dict(show_progress_on=[p.info], concurrency_limit=None)  # EngineCache makes loading safe to share
     one_model_run = dict(show_progress_on=[p.status], concurrency_id="model", concurrency_limit=1)
 
     demo.load(models.show_pair, [p.preset], [p.info, p.status], api_visibility="private", **loads)
     p.preset.change(models.show_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)
+    # Generate pressed during a run: the first listener stops the running one after its round; the second
+    # queues the new run, which starts when the model is free. ("multiple": the page sends every press at once.
+    # "always_last" would hold the press back until the old run ended, then send both listeners, and the stop
+    # could then hit the new run.)
+    p.generate.click(models.stop, None, None, api_name="stop", **quick)
     p.generate.click(models.generate, [p.prompt, p.preset, *settings, p.lecture, p.drafter],
-                     [p.trace, p.status, p.info, p.download, *p.view], api_name="generate", **one_model_run)
+                     [p.trace, p.status, p.info, p.download, *p.view], api_name="generate", preprocess=False,
+                     trigger_mode="multiple", **one_model_run)
     p.baseline.click(models.baseline, [p.trace, p.preset], [p.trace, p.status, p.view[-1], p.download],
                      api_name="baseline", **one_model_run)
-    p.upload.upload(open_trace, [p.upload, p.lecture], [p.trace, p.status, p.info, p.download, *p.view],
-                    api_name="open_trace", show_progress="minimal")
-    p.previous.click(step(-1), nav, p.view, api_name="previous_round", **quick)
-    p.next.click(step(+1), nav, p.view, api_name="next_round", **quick)
-    p.round_slider.input(step(0), nav, p.view, api_name="show_round", trigger_mode="always_last", **quick)
+    p.upload.upload(models.open_trace, [p.upload, p.lecture, p.preset],
+                    [p.trace, p.status, p.info, p.download, *p.view], api_name="open_trace", show_progress="minimal")
+    p.previous.click(step(-1), nav, p.view, api_name="previous_round", **steps)
+    p.next.click(step(+1), nav, p.view, api_name="next_round", **steps)
+    p.round_slider.input(step(0), nav, p.view, api_name="show_round", trigger_mode="always_last", **steps)
     p.play.click(toggle_play, [p.play, *nav], [p.timer, p.play, *p.view], api_visibility="private", **quick)
     p.timer.tick(tick, nav, [p.timer, p.play, *p.view], api_visibility="private", **quick)
     p.pace.change(lambda seconds: gr.Timer(value=seconds), [p.pace], [p.timer], api_visibility="private", **quick)

@@ -4,23 +4,31 @@ The default pair is Qwen2.5-Coder-0.5B-Instruct (draft) -> Qwen2.5-Coder-1.5B-In
 PyPI as GGUF files split over chunk packages. We never import those packages: we find their chunk files
 through importlib.metadata, join them, refuse the result unless its sha256 matches, load it with
 transformers' GGUF support, and convert it once into a safetensors folder under the user cache, so later
-starts take seconds. A conversion that is interrupted leaves only a temporary folder that no later start
-trusts (the finished folder appears by one atomic rename).
+starts take seconds. A conversion that is interrupted (killed, a full disk) leaves no folder a later start
+trusts: the finished folder appears by one atomic rename, with a marker listing its files, and the next start
+removes what an interrupted one left and prepares again (see `prepare_packaged`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import os
 import re
 import shutil
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import torch
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 from .quant import quantize_linears, use_int8
 
@@ -162,26 +170,129 @@ def join_chunks(packaged: PackagedGGUF, dest: Path, progress: Progress | None = 
 
 
 def prepare_packaged(name: str, progress: Progress | None = None) -> Path:
-    """Return a safetensors folder for a packaged model, building it on first use."""
+    """Return a safetensors folder for a packaged model, building it on first use.
+
+    Only a folder whose READY marker lists files that are all there, at their sizes, is trusted. A build
+    writes into a dot-folder, syncs it, writes the marker last, and appears by one atomic rename. A build that
+    was killed leaves only its dot-folder; one that hit a full disk removes its own. The next build removes
+    what killed ones left, under a lock, so two processes never build at once or remove each other's work."""
     packaged = PACKAGED.get(name)
     if packaged is None:
         raise ValueError(f"unknown packaged model {name!r}; known: {', '.join(PACKAGED)}")
     folder = cache_root() / f"{name}-{packaged.sha256[:12]}"
-    if (folder / "config.json").exists() and (folder / "model.safetensors").exists():
+    if is_ready(folder, packaged):
         return folder
-    cache_root().mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=cache_root()))  # a dot folder no start trusts
     try:
-        join_chunks(packaged, work / "model.gguf", progress)
-        if progress:
-            progress(0.45, f"loading {name} from GGUF (first start only, about a minute)")
-        _convert_gguf(work, progress)
-        os.replace(work / "out", folder)  # atomic: the finished folder appears complete or not at all
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        cache_root().mkdir(parents=True, exist_ok=True)
+        with _build_lock(name):
+            # Another process may have built it while this one waited; a cache from before READY is adopted.
+            if not (is_ready(folder, packaged) or _adopt(folder, packaged)):
+                _remove_leftovers(name, folder)
+                _build(packaged, folder, progress)
+    except OSError as e:  # a full disk, a read-only cache: say where, and how much room it takes
+        raise ValueError(f"could not prepare {name} in {cache_root()}: {e.strerror or e} (the first start needs "
+                         f"about 5 GB free there for the packaged pair)") from None
     if progress:
         progress(1.0, f"{name} ready")
     return folder
+
+
+def _build(packaged: PackagedGGUF, folder: Path, progress: Progress | None) -> None:
+    work = Path(tempfile.mkdtemp(prefix=f".{packaged.name}-", dir=cache_root()))  # a dot-folder no start trusts
+    try:
+        join_chunks(packaged, work / "model.gguf", progress)
+        if progress:
+            progress(0.45, f"loading {packaged.name} from GGUF (first start only, about a minute)")
+        _convert_gguf(work, progress)
+        _mark_ready(work / "out", packaged)
+        os.replace(work / "out", folder)  # atomic: the finished folder appears complete or not at all
+        _sync(cache_root())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+READY = "specviz-ready.json"  # written last into a prepared folder: the GGUF it came from, its files and sizes
+
+
+def _mark_ready(out: Path, packaged: PackagedGGUF) -> None:
+    """Sync every file to disk, then write the marker that lists them (so a power cut cannot leave a marked
+    folder whose files were still in the page cache)."""
+    files = {}
+    for path in sorted(p for p in out.rglob("*") if p.is_file()):
+        _sync(path)
+        files[path.relative_to(out).as_posix()] = path.stat().st_size
+    (out / READY).write_text(json.dumps({"source_sha256": packaged.sha256, "files": files}, indent=1))
+    _sync(out / READY)
+    _sync(out)
+
+
+def is_ready(folder: Path, packaged: PackagedGGUF) -> bool:
+    """Whether folder is a finished build of packaged: its marker names this GGUF and every file it lists is
+    there at its size (a cut-off copy, or a file deleted since, makes the folder untrusted)."""
+    try:
+        marker = json.loads((folder / READY).read_text())
+        files = marker["files"]
+        return (marker["source_sha256"] == packaged.sha256 and bool(files)
+                and all((folder / name).stat().st_size == size for name, size in files.items()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # no marker, or not one this code wrote
+        return False
+
+
+def _adopt(folder: Path, packaged: PackagedGGUF) -> bool:
+    """Caches made before READY existed were also renamed into place whole: trust one whose config parses and
+    whose weights file holds every byte its header promises, and mark it (no 3-minute rebuild)."""
+    if (folder / READY).exists() or not _complete_safetensors(folder / "model.safetensors"):
+        return False
+    try:
+        json.loads((folder / "config.json").read_text())
+        _mark_ready(folder, packaged)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _complete_safetensors(path: Path) -> bool:
+    """Whether a safetensors file is as long as its header says: 8 bytes of header length, the JSON header,
+    then the data up to the largest end offset."""
+    try:
+        with open(path, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(n)) if n <= 100 << 20 else {}
+        end = max((t["data_offsets"][1] for key, t in header.items() if key != "__metadata__"), default=None)
+        return end is not None and path.stat().st_size == 8 + n + end
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return False
+
+
+def _remove_leftovers(name: str, folder: Path) -> None:
+    """What killed builds left: their dot-folders, and a final folder that is not ready (never trusted)."""
+    for stale in cache_root().glob(f".{name}-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    if folder.exists():
+        shutil.rmtree(folder)
+
+
+@contextmanager
+def _build_lock(name: str):
+    """One build of a model at a time across processes (two app workers starting together). The lock file
+    stays; the lock itself goes when the file is closed, also when the process is killed."""
+    with open(cache_root() / f".{name}.lock", "w") as f:
+        if fcntl is not None:  # Windows has no flock: there, builds are not serialised
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _sync(path: Path) -> None:
+    """fsync a file or folder (a folder's entries are what make a rename durable); best effort where the
+    platform cannot open folders."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _convert_gguf(work: Path, progress: Progress | None) -> None:
@@ -227,7 +338,9 @@ def load_model(path: str, device: str, dtype: str):
     from transformers import AutoModelForCausalLM
 
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype], trust_remote_code=False)
+        # safetensors only: a pytorch_model.bin is a pickle, which can run code when loaded
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype], trust_remote_code=False,
+                                                     use_safetensors=True)
     except Exception as e:  # hub errors come in many types; one readable message is what the user needs
         raise ValueError(f"could not load model {path!r}: {type(e).__name__}: {str(e).splitlines()[0][:200]}") from None
     return model.to(device).eval()

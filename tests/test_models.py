@@ -1,8 +1,19 @@
 """Model loading: folders, presets, refusal of bad ids, mismatched tokenizers and corrupted chunks."""
 
+import dataclasses
+import errno
+import hashlib
+import json
 import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import save_file
 
 from specviz import models
 from specviz.models import PackagedGGUF, check_same_tokenizer, load_pair, resolve_model
@@ -60,7 +71,7 @@ def test_corrupted_chunks_are_refused_and_leave_no_cache(tmp_path, monkeypatch):
     monkeypatch.setitem(models.PACKAGED, "Broken", PackagedGGUF("Broken", real.packages, real.size, "0" * 64))
     with pytest.raises(ValueError, match="corrupted or partial"):
         models.prepare_packaged("Broken")
-    assert os.listdir(tmp_path) == []  # no half-written folder a later start could trust
+    assert [p for p in os.listdir(tmp_path) if not p.endswith(".lock")] == []  # nothing a later start trusts
 
 
 def test_dtype_and_device_choices():
@@ -70,3 +81,146 @@ def test_dtype_and_device_choices():
         models.pick_dtype("int3", "cpu")
     with pytest.raises(ValueError, match="device"):
         models.pick_device("tpu")
+
+
+# --- preparing the packaged models: interrupted builds leave nothing a later start trusts --------------------
+# A fake packaged model (two small chunk files) and a fake conversion stand in for the real 3-minute one.
+
+def fake_packaged(folder: Path) -> PackagedGGUF:
+    """Two chunk files under folder and the PackagedGGUF entry that matches them."""
+    chunks = [folder / "part01.bin", folder / "part02.bin"]
+    for i, path in enumerate(chunks):
+        path.write_bytes(bytes([i]) * 1000)
+    joined = b"".join(p.read_bytes() for p in chunks)
+    return PackagedGGUF("Fake", ("fake-part1", "fake-part2"), len(joined), hashlib.sha256(joined).hexdigest())
+
+
+def convert(work: Path, progress=None, fail_after: str | None = None) -> None:
+    """What _convert_gguf leaves in work/out: a config, weights (a real safetensors file) and a tokenizer.
+    With fail_after, it stops after writing that file, as a full disk would stop it."""
+    out = work / "out"
+    out.mkdir()
+    (out / "config.json").write_text('{"model_type": "qwen2"}')
+    if fail_after == "config.json":
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    save_file({"w": torch.ones(64)}, str(out / "model.safetensors"))
+    (out / "tokenizer.json").write_text("{}")
+
+
+def install(packaged: PackagedGGUF, chunk_dir: Path, converter, setattr_) -> None:
+    """Point models at the fake: its PACKAGED entry, its chunk files, the converter (setattr_: monkeypatch's,
+    or plain setattr in a subprocess)."""
+    setattr_(models, "PACKAGED", {**models.PACKAGED, "Fake": packaged})
+    setattr_(models, "chunk_files", lambda p: sorted(chunk_dir.glob("part*.bin")))
+    setattr_(models, "_convert_gguf", converter)
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """-> (cache folder, number of conversions so far as a list of one int)"""
+    chunk_dir, cache = tmp_path / "chunks", tmp_path / "cache"
+    chunk_dir.mkdir()
+    monkeypatch.setenv("SPECVIZ_CACHE", str(cache))
+    runs = []
+    install(fake_packaged(chunk_dir), chunk_dir, counted(runs), monkeypatch.setattr)
+    return cache, runs
+
+
+def counted(runs: list):
+    """A converter that works, and appends to runs each time it is called."""
+    def converter(work, progress):
+        runs.append(1)
+        convert(work)
+    return converter
+
+
+def entries(cache: Path) -> list[str]:
+    """What the cache holds, lock files aside (they stay by design; nothing reads them as a model)."""
+    return sorted(p.name for p in cache.iterdir() if not p.name.endswith(".lock"))
+
+
+def test_a_prepared_folder_is_built_once_marked_and_trusted(fake):
+    cache, runs = fake
+    folder = models.prepare_packaged("Fake")
+    assert models.prepare_packaged("Fake") == folder and len(runs) == 1  # the second start trusts the first
+    assert entries(cache) == [folder.name] and (folder / models.READY).exists()
+    marker = json.loads((folder / models.READY).read_text())
+    assert marker["files"]["model.safetensors"] == (folder / "model.safetensors").stat().st_size
+
+
+def test_a_full_disk_leaves_nothing_trusted_and_the_next_start_prepares(fake, monkeypatch):
+    cache, runs = fake
+    monkeypatch.setattr(models, "_convert_gguf", lambda work, progress: convert(work, fail_after="config.json"))
+    with pytest.raises(ValueError, match="could not prepare Fake in .*No space left on device.*5 GB free"):
+        models.prepare_packaged("Fake")
+    assert entries(cache) == []  # its half-written dot-folder went with it
+    monkeypatch.setattr(models, "_convert_gguf", counted(runs))
+    assert models.is_ready(models.prepare_packaged("Fake"), models.PACKAGED["Fake"]) and len(runs) == 1
+
+
+KILLED_BUILD = """
+import sys, time
+from pathlib import Path
+sys.path[:0] = [{tests!r}, {root!r}]
+from specviz import models
+from test_models import convert, fake_packaged, install
+
+def hang(work, progress):  # half the files written, then killed
+    (work / "out").mkdir()
+    (work / "out" / "config.json").write_text("{{}}")
+    Path({started!r}).touch()
+    time.sleep(60)
+
+chunk_dir = Path({chunks!r})
+install(fake_packaged(chunk_dir), chunk_dir, hang, setattr)
+models.prepare_packaged("Fake")
+"""
+
+
+def test_a_killed_preparation_is_cleaned_up_and_prepared_again(fake, tmp_path):
+    cache, runs = fake
+    started = tmp_path / "started"
+    script = KILLED_BUILD.format(tests=str(Path(__file__).parent), root=str(Path(__file__).parent.parent),
+                                 started=str(started), chunks=str(tmp_path / "chunks"))
+    child = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "SPECVIZ_CACHE": str(cache)})
+    try:
+        deadline = time.time() + 60
+        while not started.exists():
+            assert child.poll() is None and time.time() < deadline, "the build did not start"
+            time.sleep(0.05)
+    finally:
+        child.send_signal(signal.SIGKILL)  # no finally, no cleanup: as a killed process or a power cut
+        child.wait()
+    left = entries(cache)
+    assert len(left) == 1 and left[0].startswith(".Fake-")  # only the dot-folder: no start trusts it
+    folder = models.prepare_packaged("Fake")
+    assert entries(cache) == [folder.name] and len(runs) == 1  # the next start removed it and prepared again
+
+
+def test_a_folder_that_lost_a_file_or_its_marker_is_prepared_again(fake):
+    cache, runs = fake
+    folder = models.prepare_packaged("Fake")
+    with open(folder / "model.safetensors", "r+b") as f:
+        f.truncate(10)  # cut short after the marker was written
+    assert not models.is_ready(folder, models.PACKAGED["Fake"])
+    models.prepare_packaged("Fake")
+    (folder / models.READY).write_text("not json")
+    (folder / "tokenizer.json").unlink()
+    models.prepare_packaged("Fake")
+    assert len(runs) == 3 and models.is_ready(folder, models.PACKAGED["Fake"])
+
+
+def test_a_complete_cache_from_before_the_marker_is_adopted_without_a_rebuild(fake):
+    cache, runs = fake
+    folder = models.prepare_packaged("Fake")
+    (folder / models.READY).unlink()  # as the previous version of specviz left its caches
+    assert models.prepare_packaged("Fake") == folder and len(runs) == 1
+    assert models.is_ready(folder, models.PACKAGED["Fake"])
+
+
+def test_chunks_that_fail_the_sha256_are_never_converted(fake, monkeypatch):
+    cache, runs = fake
+    monkeypatch.setitem(models.PACKAGED, "Fake", dataclasses.replace(models.PACKAGED["Fake"], sha256="0" * 64))
+    with pytest.raises(ValueError, match="corrupted or partial"):
+        models.prepare_packaged("Fake")
+    assert runs == [] and entries(cache) == []

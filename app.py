@@ -2,8 +2,9 @@
 
     python app.py                       # http://127.0.0.1:7860, the packaged offline pair
     python app.py --preset smollm2-135m-1.7b --host 0.0.0.0 --port 8080
+    python app.py --presets qwen2.5-coder-0.5b-1.5b-offline   # a hosted page offering only the offline pair
 
-Each flag can also come from the environment: SPECVIZ_PRESET, SPECVIZ_HOST, SPECVIZ_PORT.
+Each flag can also come from the environment: SPECVIZ_PRESET, SPECVIZ_PRESETS, SPECVIZ_HOST, SPECVIZ_PORT.
 """
 
 from __future__ import annotations
@@ -19,22 +20,33 @@ from specviz.ui import build_demo, default_engine_loader, launch_kwargs, preset_
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="specviz: watch speculative decoding round by round")
-    parser.add_argument("--preset", default=os.environ.get("SPECVIZ_PRESET", DEFAULT_PRESET),
-                        help=f"model pair shown first (default {DEFAULT_PRESET}); one of: {', '.join(PRESETS)}")
+    parser.add_argument("--preset", default=os.environ.get("SPECVIZ_PRESET"),
+                        help=f"model pair shown first (default {DEFAULT_PRESET}, or the first of --presets)")
+    parser.add_argument("--presets", default=os.environ.get("SPECVIZ_PRESETS", ",".join(PRESETS)),
+                        help=f"comma-separated pairs the page offers (default: all of {', '.join(PRESETS)}); a user "
+                             "can name no other model. A hosted instance should offer only what its hardware holds.")
     parser.add_argument("--host", default=os.environ.get("SPECVIZ_HOST"),
                         help="address to listen on (default 127.0.0.1, or Gradio's GRADIO_SERVER_NAME)")
     parser.add_argument("--port", type=int, default=os.environ.get("SPECVIZ_PORT"),
                         help="port (default 7860, or Gradio's GRADIO_SERVER_PORT)")
     parser.add_argument("--share", action="store_true", help="also open a public Gradio share link (off by default)")
     args = parser.parse_args(argv)
-    if args.preset not in PRESETS:
-        parser.error(f"unknown preset {args.preset!r}; known: {', '.join(PRESETS)}")
+    args.presets = [name.strip() for name in args.presets.split(",") if name.strip()]
+    if not args.presets:
+        parser.error("--presets names no preset")
+    args.preset = args.preset or (DEFAULT_PRESET if DEFAULT_PRESET in args.presets else args.presets[0])
+    for name in [args.preset, *args.presets]:
+        if name not in PRESETS:
+            parser.error(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+    if args.preset not in args.presets:
+        parser.error(f"--preset {args.preset} is not one of --presets ({', '.join(args.presets)})")
     return args
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    demo = build_demo(default_engine_loader, preset_labels(), args.preset)
+    labels = preset_labels()
+    demo = build_demo(default_engine_loader, {name: labels[name] for name in args.presets}, args.preset)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, **launch_kwargs())
 
 

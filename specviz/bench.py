@@ -64,6 +64,7 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
                    help="specviz's draft: int8 weights (auto on CPU) or as loaded; the peer always gets the "
                         "draft as loaded, and with int8 also a row with specviz's int8 draft")
     p.add_argument("--ks", default="1,2,3,4,5,6,7,8", help="K values for specviz with the draft model")
+    p.add_argument("--adaptive-k", type=int, default=12, help="the most K of specviz's adaptive rows")
     p.add_argument("--lookup-ks", default="2,4,8", help="K values for specviz with prompt lookup")
     p.add_argument("--modes", default="greedy,sampled")
     p.add_argument("--temperature", type=float, default=0.7, help="temperature of the sampled mode")
@@ -87,13 +88,15 @@ def bench_command(a: argparse.Namespace) -> int:
         return 0
     if a.quick:
         a.ks, a.lookup_ks, a.modes, a.types, a.repeats, a.max_new_tokens = "1,4", "4", "greedy,sampled", "code,rewrite", 1, 12
+        a.adaptive_k = 4
         a.prompts_per_type = 1
     engine = _tiny_engine() if a.tiny else _real_engine(a)
     peer_draft = engine.draft  # transformers gets the draft as loaded: the setup its users would run
     if use_int8(a.draft_weights, engine.device):
         engine = Engine(quantize_linears(copy.deepcopy(engine.draft)), engine.target, engine.tokenizer,
                         engine.draft_name + " (int8)", engine.target_name, engine.dtype)
-    ks = {"model": [int(k) for k in a.ks.split(",")], "lookup": [int(k) for k in a.lookup_ks.split(",")]}
+    ks = {"model": [int(k) for k in a.ks.split(",")], "lookup": [int(k) for k in a.lookup_ks.split(",")],
+          "adaptive": a.adaptive_k}
     engine.run(PROMPTS["code"][0], RunSettings(max_new_tokens=8))  # one throwaway run: allocator, caches
     rows = run_bench(engine, ks, a.modes.split(","), a.types.split(","), a.prompts_per_type, a.repeats,
                      a.max_new_tokens, a.temperature, peer=not a.no_peer, peer_draft=peer_draft)
@@ -155,7 +158,7 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
                     print(f"{ptype:8} {mode:7} {name:22} {r['tps']:6.2f} tok/s  x{r['tps'] / base['tps']:.2f}",
                           flush=True)
                 if drafter == "model":
-                    kmax = max(ks["model"])
+                    kmax = ks.get("adaptive", max(ks["model"]))
                     adaptive = _specviz(engine, prompts, repeats, max_new, temp, kmax, "model", base["step"],
                                         adaptive=True)
                     rows.append(Row(ptype, f"specviz adaptive K≤{kmax}", mode, adaptive["mean_k"],

@@ -57,7 +57,10 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--adaptive", action="store_true", help="stop drafting early when the draft is unsure")
+    p.add_argument("--adaptive", action="store_true",
+                   help="K per round: stop drafting once the product of the draft's probabilities of its drafts "
+                        "falls below --confidence; --k is then the most per round")
+    p.add_argument("--confidence", type=float, default=0.25, help="threshold of --adaptive (default 0.25)")
     p.add_argument("--drafter", choices=["model", "lookup"], default="model",
                    help="model = the draft model; lookup = prompt lookup (n-gram copy, no second model)")
     p.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
@@ -75,8 +78,8 @@ def run_command(a: argparse.Namespace) -> int:
     from .models import PRESETS, load_pair
 
     settings = RunSettings(k=a.k, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
-                           max_new_tokens=a.max_new_tokens, adaptive=a.adaptive, chat=not a.no_chat,
-                           drafter=a.drafter)
+                           max_new_tokens=a.max_new_tokens, adaptive=a.adaptive, confidence=a.confidence,
+                           chat=not a.no_chat, drafter=a.drafter)
     if not a.prompt.strip():
         raise ValueError("prompt is empty")
     if a.preset and a.preset not in PRESETS:

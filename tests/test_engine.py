@@ -1,5 +1,6 @@
 """Engine mechanics on tiny random-weight models (fast, no downloads)."""
 
+import math
 import pytest
 import torch
 from transformers import DynamicCache
@@ -168,3 +169,20 @@ def test_rounds_can_be_resumed_on_another_thread(engine):
     worker.join()
     assert len(run.rounds) >= 2 and not any(grads)  # nothing leaks to the consumer's thread
     assert run.target_cache.layers[0].keys.requires_grad is False
+
+
+def test_adaptive_k_stops_when_the_drafts_joint_confidence_falls_below_the_threshold(engine):
+    # At temperature 1 with no top-k/top-p, q of a drafted token IS the draft's confidence in it.
+    threshold = 0.3
+    trace = engine.run(PROMPT, RunSettings(k=8, temperature=1.0, seed=3, max_new_tokens=40, adaptive=True,
+                                           confidence=threshold))
+    early, done = 0, 0
+    for r in trace.rounds:
+        qs = [d.q for d in r.drafts]
+        assert math.prod(qs[:-1]) >= threshold  # it never stops before the product drops
+        room = 40 - done - 1 > r.k  # not cut by max_new_tokens
+        done += len(r.committed_ids)
+        if 0 < r.k < 8 and room and r.drafts[-1].token_id not in trace.eos_token_ids:
+            assert math.prod(qs) < threshold  # ... and stops as soon as it does
+            early += 1
+    assert early > 0

@@ -4,7 +4,8 @@
     python app.py --preset smollm2-135m-1.7b --host 0.0.0.0 --port 8080
     python app.py --presets qwen2.5-coder-0.5b-1.5b-offline   # a hosted page offering only the offline pair
 
-Each flag can also come from the environment: SPECVIZ_PRESET, SPECVIZ_PRESETS, SPECVIZ_HOST, SPECVIZ_PORT.
+Each flag can also come from the environment: SPECVIZ_PRESET, SPECVIZ_PRESETS, SPECVIZ_HOST, SPECVIZ_PORT,
+SPECVIZ_CONCURRENCY.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import os
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry, no version check
 
 from specviz.models import DEFAULT_PRESET, PRESETS  # noqa: E402
-from specviz.ui import build_demo, default_engine_loader, launch_kwargs, preset_labels  # noqa: E402
+from specviz.ui import (DEFAULT_CONCURRENCY, build_demo, default_engine_loader, launch_kwargs,  # noqa: E402
+                        preset_labels)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -29,8 +31,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="address to listen on (default 127.0.0.1, or Gradio's GRADIO_SERVER_NAME)")
     parser.add_argument("--port", type=int, default=os.environ.get("SPECVIZ_PORT"),
                         help="port (default 7860, or Gradio's GRADIO_SERVER_PORT)")
+    parser.add_argument("--concurrency", type=int,
+                        default=os.environ.get("SPECVIZ_CONCURRENCY", DEFAULT_CONCURRENCY),
+                        help=f"model runs at once across all users (default {DEFAULT_CONCURRENCY}: on a CPU a "
+                             "second run only splits the cores); the rest wait in the queue, which stepping through "
+                             "rounds never does")
     parser.add_argument("--share", action="store_true", help="also open a public Gradio share link (off by default)")
     args = parser.parse_args(argv)
+    if args.concurrency < 1:
+        parser.error(f"--concurrency must be at least 1, got {args.concurrency}")
     args.presets = [name.strip() for name in args.presets.split(",") if name.strip()]
     if not args.presets:
         parser.error("--presets names no preset")
@@ -46,7 +55,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     labels = preset_labels()
-    demo = build_demo(default_engine_loader, {name: labels[name] for name in args.presets}, args.preset)
+    demo = build_demo(default_engine_loader, {name: labels[name] for name in args.presets}, args.preset,
+                      concurrency=args.concurrency)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, **launch_kwargs())
 
 

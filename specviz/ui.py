@@ -15,7 +15,7 @@ import html
 import tempfile
 import threading
 import time
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
@@ -36,6 +36,10 @@ EXAMPLES = {  # label -> prompt: code drafts well, a fact fairly, a story poorly
 DRAFTER_CHOICES = [("draft model", "model"), ("prompt lookup", "lookup")]  # (label, RunSettings.drafter)
 CHART_FONT = {False: 15, True: 22}  # chart font size in px, by lecture mode
 MIN_FRAME_S = 0.25  # while generating, redraw at most this often: a redraw costs the browser ~0.1-0.2 s
+# Model runs (Generate, Baseline, the Lab's comparison) at once, across all sessions; the rest wait in Gradio's
+# queue. On a CPU two runs only split the same cores (each gets slower, none finishes sooner), so 1; a GPU with
+# memory to spare may take more (app.py --concurrency). Stepping through recorded rounds never waits for these.
+DEFAULT_CONCURRENCY = 1
 Progress = Callable[[float, str], None]  # (fraction done, message), as models.load_pair reports it
 EngineLoader = Callable[[str, Progress], Engine]
 
@@ -213,21 +217,35 @@ def trace_settings(trace: Trace) -> RunSettings:
 # --- trace files -------------------------------------------------------------------------------------------
 
 _DOWNLOADS = tempfile.TemporaryDirectory(prefix="specviz-traces-")  # removed when the process exits
+_DOWNLOADS_LOCK = threading.Lock()  # sessions write and prune the folder at once
+# Gradio copies each file a handler returns into its own cache (cleared of files older than an hour, hourly:
+# Blocks(delete_cache=...)), so a file here is needed only until its handler returns: keep the newest few.
+KEEP_DOWNLOADS = 32
 KEEP_DOWNLOADS_S = 3600
 
 
 def trace_file(trace: Trace) -> str:
-    """Write trace as JSON for the download button; the folder is named by content, stale ones are pruned."""
-    root = Path(_DOWNLOADS.name)
-    for old in root.glob("*/specviz-trace.json"):
-        if time.time() - old.stat().st_mtime > KEEP_DOWNLOADS_S:
-            old.unlink(missing_ok=True)
+    """Write trace as JSON for the download button; the folder is named by content. Prunes the folder to the
+    newest KEEP_DOWNLOADS files, none older than KEEP_DOWNLOADS_S, so it stays bounded however many runs."""
     text = trace.to_json(indent=1)
-    folder = root / hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    folder.mkdir(exist_ok=True)
-    path = folder / "specviz-trace.json"
-    path.write_text(text, encoding="utf-8")
+    root = Path(_DOWNLOADS.name)
+    with _DOWNLOADS_LOCK:
+        _prune_downloads(root)
+        folder = root / hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        folder.mkdir(exist_ok=True)
+        path = folder / "specviz-trace.json"
+        path.write_text(text, encoding="utf-8")
     return str(path)
+
+
+def _prune_downloads(root: Path) -> None:
+    """Make room for one more file: drop all but the newest KEEP_DOWNLOADS - 1, and any past KEEP_DOWNLOADS_S."""
+    files = sorted(((f.stat().st_mtime, f) for f in root.glob("*/specviz-trace.json")), reverse=True)
+    for i, (mtime, old) in enumerate(files):
+        if i >= KEEP_DOWNLOADS - 1 or time.time() - mtime > KEEP_DOWNLOADS_S:
+            with suppress(OSError):  # a file that cannot go stays: a prune must never fail the run it follows
+                old.unlink()
+                old.parent.rmdir()  # folders too: one per distinct trace would pile up
 
 
 def read_trace(path: str) -> Trace:
@@ -283,9 +301,11 @@ class Page:
 
 
 def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[str, str] | None = None,
-               default_preset: str | None = None) -> gr.Blocks:
+               default_preset: str | None = None, concurrency: int = DEFAULT_CONCURRENCY) -> gr.Blocks:
     """The whole page. `get_engine(preset, progress)` returns a ready Engine (tests pass tiny models);
-    `presets` maps preset name -> label for the dropdown."""
+    `presets` maps preset name -> label for the dropdown; `concurrency`: model runs at once, for all sessions."""
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a whole number of at least 1, got {concurrency!r}")
     presets = presets or preset_labels()
     default_preset = default_preset or next(iter(presets))
     from .lab_ui import build_lab
@@ -299,7 +319,16 @@ def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[s
             with gr.Tab("Lab", elem_id="lab-tab"):
                 build_lab(page.trace, page.preset, get_engine)  # fed the session's trace and the app's models
         _wire(demo, page, ModelActions(get_engine, list(presets)))
+    limit_model_runs(demo, concurrency)
     return demo
+
+
+def limit_model_runs(demo: gr.Blocks, concurrency: int) -> None:
+    """Every event of the "model" group (Generate, Baseline, the Lab's comparison) shares one limit. Gradio keeps
+    the lowest limit any event of a group names, so it is set on all of them here, after the Lab wired its own."""
+    for fn in demo.fns.values():
+        if fn.concurrency_id == "model":
+            fn.concurrency_limit = concurrency
 
 
 def _header() -> gr.Checkbox:
@@ -608,7 +637,7 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
     quick = dict(show_progress="hidden", concurrency_limit=None)
     steps = dict(quick, preprocess=False)
     loads = dict(show_progress_on=[p.info], concurrency_limit=None)  # EngineCache makes loading safe to share
-    one_model_run = dict(show_progress_on=[p.status], concurrency_id="model", concurrency_limit=1)
+    one_model_run = dict(show_progress_on=[p.status], concurrency_id="model")  # its limit: limit_model_runs
 
     demo.load(models.show_pair, [p.preset], [p.info, p.status], api_visibility="private", **loads)
     p.preset.change(models.show_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)
@@ -635,9 +664,16 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
                      api_visibility="private", **quick)
 
 
+# Sessions whose state (their trace, ~7 kB per generated token: 0.5 MB at 64 tokens, 4 MB at 512) the server
+# keeps; past this, Gradio drops the least recently used. A closed tab's state goes an hour after closing.
+SESSIONS_KEPT = 200
+
+
 def launch_kwargs() -> dict:
-    """Theme, CSS and JS for `demo.launch(...)` (Gradio 6 takes them there, not in Blocks)."""
+    """Theme, CSS and JS for `demo.launch(...)` (Gradio 6 takes them there, not in Blocks), and the server's
+    bounds: upload size, sessions kept."""
     return dict(theme=gr.themes.Default(primary_hue="blue", neutral_hue="slate", text_size="lg"), show_error=True,
                 css=render.palette_css(), css_paths=[ASSETS / "style.css"],
                 js=(ASSETS / "keys.js").read_text(encoding="utf-8"),
-                max_file_size=MAX_TRACE_BYTES)  # an upload larger than any trace is refused before it lands
+                max_file_size=MAX_TRACE_BYTES,  # an upload larger than any trace is refused before it lands
+                state_session_capacity=SESSIONS_KEPT)

@@ -1,0 +1,286 @@
+"""Load test: many sessions at once against the app, through gradio_client on loopback (a script; pytest calls
+`run_load` from tests/test_load.py on tiny models).
+
+    PYTHONPATH=. python tests/load_test.py --real                  # the packaged pair: the README's numbers
+    PYTHONPATH=. python tests/load_test.py --real --sessions 16 --tokens 32 --concurrency 1
+
+Each session is a thread with its own Client (so its own Gradio session and trace state). All of them press
+Generate at once, each with its own prompt and seed, then step through every recorded round (show_round 1, then
+next_round to the last). The script checks that every session got exactly the trace its prompt and seed give
+when run alone on the engine directly, that no request failed, that no more generations overlapped than the
+queue allows, and it reports p50/p95 latency of a round step and of a generation (queue wait + run, at the
+client), and how many steps were served while a generation was running. The clients share the server's process
+(and cores), so their own work, parsing every frame, competes with it: the latencies are pessimistic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+import socket
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # gradio_client must not look anything up on the hub
+
+import torch  # noqa: E402
+from gradio_client import Client  # noqa: E402
+
+from specviz import render, ui  # noqa: E402
+from specviz.engine import Engine, RunSettings  # noqa: E402
+from specviz.trace import load_trace  # noqa: E402
+
+STATUS, INFO, DOWNLOAD, SLIDER, STRIP = range(5)  # outputs of /generate (after the hidden trace state)
+REAL_PROMPTS = list(ui.EXAMPLES.values())
+
+
+# --- the server side: how many generations run at once -----------------------------------------------------
+
+class Overlap:
+    """Counts the engine's runs in progress: Generate streams one run per press, so the most at once is the
+    concurrency the queue really allowed."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.now = self.most = self.total = 0
+
+    @contextmanager
+    def running(self):
+        with self._lock:
+            self.now += 1
+            self.total += 1
+            self.most = max(self.most, self.now)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.now -= 1
+
+    def watch(self, engine: Engine) -> Engine:
+        """Count every run `engine.start` begins from now on, from its first round until it ends or is closed."""
+        start = engine.start
+
+        def counted(prompt, settings, details=True):
+            return CountedRun(start(prompt, settings, details), self)
+
+        engine.start = counted  # an instance attribute shadows the method for this engine only
+        return engine
+
+
+class CountedRun:
+    """A SpeculativeRun whose iteration is counted by an Overlap (everything else passes through)."""
+
+    def __init__(self, run, overlap: Overlap):
+        self._run, self._overlap = run, overlap
+
+    def __iter__(self):
+        with self._overlap.running():  # a closed stream drops this generator, which exits the block
+            yield from self._run
+
+    def __getattr__(self, name):
+        return getattr(self._run, name)
+
+
+# --- the client side: one session ----------------------------------------------------------------------------
+
+@dataclass
+class Session:
+    prompt: str
+    seed: int
+    tokens: list[int] | None = None  # the output the app's trace file holds
+    gen_s: float = 0.0  # press to final frame, at the client: queue wait + run
+    steps: list[tuple[float, bool]] = field(default_factory=list)  # (seconds, a generation was running)
+    error: str | None = None
+
+
+def value(update):
+    return update["value"] if isinstance(update, dict) else update
+
+
+def run_session(url: str, session: Session, settings: RunSettings, preset: str, go: threading.Barrier,
+                overlap: Overlap, downloads: Path, timeout: float) -> None:
+    """Generate once, then step through every round; any failure is recorded, not raised (threads)."""
+    client = None
+    try:
+        client = Client(url, verbose=False, download_files=str(downloads))
+        go.wait(timeout)  # every client connected: now all press Generate at once
+        t0 = time.perf_counter()
+        job = client.submit(session.prompt, preset, settings.k, settings.temperature, settings.top_p,
+                            settings.top_k, session.seed, settings.max_new_tokens, False, settings.drafter,
+                            api_name="/generate")
+        final = job.result(timeout=timeout)
+        session.gen_s = time.perf_counter() - t0
+        assert "Done" in final[STATUS], f"status: {final[STATUS]}"
+        trace = load_trace(Path(value(final[DOWNLOAD])).read_bytes())
+        assert trace.prompt == session.prompt and trace.settings["seed"] == session.seed, "another session's trace"
+        session.tokens = trace.output_token_ids
+        n = value(final[SLIDER])
+        assert n == len(trace.rounds), f"slider at {n}, trace has {len(trace.rounds)} rounds"
+        step(client, session, overlap, 1, "/show_round", 1, n, timeout)
+        for r in range(1, n):
+            step(client, session, overlap, r, "/next_round", r + 1, n, timeout)
+    except Exception as e:  # noqa: BLE001 - the report says which session failed and how
+        session.error = f"{type(e).__name__}: {e}"
+        go.abort()  # a session that never got to the barrier must not hold the others there
+    finally:
+        if client is not None:
+            client.close()  # ends its heartbeat: the server then treats the session as a closed tab
+
+
+def step(client: Client, session: Session, overlap: Overlap, number: int, api: str, expect: int, n: int,
+         timeout: float) -> None:
+    """One round step, timed; the view must be this session's trace at round `expect`."""
+    busy = overlap.now > 0
+    t0 = time.perf_counter()
+    view = client.submit(number, False, api_name=api).result(timeout=timeout)
+    session.steps.append((time.perf_counter() - t0, busy and overlap.now > 0))
+    strip = view[1]
+    assert f"Round {expect} of {n}" in strip, f"{api}({number}) showed {strip[:200]}"
+    assert render.text_html(session.prompt) in strip, f"{api}({number}) showed another session's prompt"
+
+
+# --- the whole run --------------------------------------------------------------------------------------------
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100), linearly interpolated between the nearest ranks; NaN for no values."""
+    if not values:
+        return float("nan")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def run_load(url: str, overlap: Overlap, prompts: list[str], settings: RunSettings,
+             preset: str, expected: list[list[int]], timeout: float = 300) -> dict:
+    """Drive len(prompts) sessions at once (session i: prompts[i], seed i); -> report (see `summarize`)."""
+    sessions = [Session(prompt, seed) for seed, prompt in enumerate(prompts)]
+    go = threading.Barrier(len(sessions))
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="specviz-load-") as downloads:
+        threads = [threading.Thread(target=run_session, daemon=True,
+                                    args=(url, s, settings, preset, go, overlap, Path(downloads) / str(i), timeout))
+                   for i, s in enumerate(sessions)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(max(1.0, timeout - (time.perf_counter() - started)))
+    report = summarize(sessions, expected, overlap)
+    report["wall_s"] = time.perf_counter() - started
+    report["unfinished"] = sum(t.is_alive() for t in threads)
+    return report
+
+
+def summarize(sessions: list[Session], expected: list[list[int]], overlap: Overlap) -> dict:
+    steps = [s for session in sessions for s, _ in session.steps]
+    busy_steps = [s for session in sessions for s, busy in session.steps if busy]
+    gens = [s.gen_s for s in sessions if s.error is None]
+    return dict(
+        sessions=len(sessions),
+        errors=[f"session {i}: {s.error}" for i, s in enumerate(sessions) if s.error],
+        mismatched=[i for i, (s, tokens) in enumerate(zip(sessions, expected)) if s.tokens != tokens],
+        most_at_once=overlap.most, runs=overlap.total,
+        steps=len(steps), steps_during_generation=len(busy_steps),
+        step_p50=percentile(steps, 50), step_p95=percentile(steps, 95),
+        busy_step_p50=percentile(busy_steps, 50), busy_step_p95=percentile(busy_steps, 95),
+        gen_p50=percentile(gens, 50), gen_p95=percentile(gens, 95),
+    )
+
+
+def expected_tokens(engine: Engine, prompts: list[str], settings: RunSettings) -> list[list[int]]:
+    """Each session's prompt and seed run alone, on the engine directly (seed i for prompts[i])."""
+    return [engine.run(prompt, dataclasses.replace(settings, seed=seed)).output_token_ids
+            for seed, prompt in enumerate(prompts)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(get_engine, presets: dict[str, str], preset: str, concurrency: int):
+    """The app on loopback in this process -> (demo, url)."""
+    demo = ui.build_demo(get_engine, presets, preset, concurrency=concurrency)
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                            **ui.launch_kwargs())
+    return demo, url
+
+
+def ms(seconds: float) -> str:
+    if math.isnan(seconds):
+        return "–"  # no such requests
+    return f"{seconds * 1000:.0f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def table(report: dict) -> str:
+    """The report's latencies as the README's markdown table."""
+    return "\n".join([
+        "| under load | p50 | p95 |", "|---|---|---|",
+        f"| round step (all {report['steps']}) | {ms(report['step_p50'])} | {ms(report['step_p95'])} |",
+        f"| round step while a generation ran ({report['steps_during_generation']}) | "
+        f"{ms(report['busy_step_p50'])} | {ms(report['busy_step_p95'])} |",
+        f"| generation, press to last frame ({report['sessions']}) | {ms(report['gen_p50'])} | "
+        f"{ms(report['gen_p95'])} |"])
+
+
+def real_pair():
+    """The packaged pair through the app's own loader (as app.py serves it) -> preset, loader, engine, prompts."""
+    from specviz.models import DEFAULT_PRESET
+
+    def prompt(i):
+        return f"{REAL_PROMPTS[i % len(REAL_PROMPTS)]} (Variant {i}.)"
+
+    return DEFAULT_PRESET, ui.default_engine_loader, ui.default_engine_loader(DEFAULT_PRESET), prompt
+
+
+def tiny_pair():
+    """The tests' tiny random pair -> preset, loader, engine, prompts."""
+    from conftest import char_tokenizer, noisy_copy, tiny_model  # tests/ is on the path: this script's folder
+
+    torch.set_num_threads(1)  # tiny models gain nothing from a second thread, and it spins on a busy machine
+    target = tiny_model(seed=2)
+    engine = Engine(noisy_copy(target, 0.2), target, char_tokenizer(), "tiny-draft", "tiny-target")
+    return "tiny", lambda name, progress: engine, engine, lambda i: f"def f{i}(n):"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--real", action="store_true", help="the packaged pair (default preset); else tiny models")
+    parser.add_argument("--sessions", type=int, default=16)
+    parser.add_argument("--tokens", type=int, default=32, help="max new tokens per generation")
+    parser.add_argument("--concurrency", type=int, default=ui.DEFAULT_CONCURRENCY,
+                        help="generations at once (the app's --concurrency)")
+    parser.add_argument("--timeout", type=float, default=1800, help="give up on the whole run after this long")
+    args = parser.parse_args()
+    settings = RunSettings(k=4, temperature=0.7, max_new_tokens=args.tokens)
+    preset, get_engine, engine, prompt = real_pair() if args.real else tiny_pair()
+    prompts = [prompt(i) for i in range(args.sessions)]
+    t0 = time.perf_counter()
+    expected = expected_tokens(engine, prompts, settings)
+    print(f"{len(prompts)} reference runs alone: {time.perf_counter() - t0:.1f} s")
+    overlap = Overlap()
+    overlap.watch(engine)
+    demo, url = serve(get_engine, {preset: preset}, preset, args.concurrency)
+    try:
+        report = run_load(url, overlap, prompts, settings, preset, expected, args.timeout)
+    finally:
+        demo.close()
+    print(f"preset {preset}, {args.sessions} sessions, {args.tokens} new tokens, K=4, temperature 0.7, "
+          f"concurrency {args.concurrency}, torch threads {torch.get_num_threads()}")
+    print({k: v for k, v in report.items() if not k.endswith(("p50", "p95"))})
+    print(table(report))
+    if report["errors"] or report["mismatched"] or report["unfinished"] or report["most_at_once"] > args.concurrency:
+        raise SystemExit("FAILED: see the report above")
+
+
+if __name__ == "__main__":
+    main()

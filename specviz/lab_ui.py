@@ -26,20 +26,18 @@ from .ui import EngineLoader, gpu  # ui imports this module only inside build_de
 DECIMALS = 4  # the editable table shows probabilities to this many places
 SAMPLE_SIZES = [100, 1_000, 10_000, 100_000]
 TEXT = "font-size:20px;line-height:1.5"
-REWRITE_PROMPT = """Rewrite this function with type hints:
+REWRITE_PROMPT = """Rewrite this function with type hints. Reply with the code only.
 
-def summarize_orders(orders, min_total):
-    totals = {}
-    for order in orders:
-        customer = order["customer"]
-        amount = order["quantity"] * order["price"]
-        totals[customer] = totals.get(customer, 0) + amount
-    big = []
-    for customer, total in totals.items():
-        if total >= min_total:
-            big.append((customer, round(total, 2)))
-    return sorted(big, key=lambda item: -item[1])
-"""
+def count_vowels(text, include_y):
+    vowels = "aeiou"
+    if include_y:
+        vowels += "y"
+    count = 0
+    for char in text.lower():
+        if char in vowels:
+            count += 1
+    return count
+"""  # scalar arguments: the hinted signature is short, and the answer soon copies the body line by line
 COMPARE_EXAMPLES = {  # label -> prompt: the answer to the first copies most of its prompt, to the second nothing
     "rewrite: the answer copies the prompt": REWRITE_PROMPT,
     "story: nothing to copy": "Write the opening of a short story about a lighthouse keeper.",
@@ -359,9 +357,9 @@ def build_lab(trace_state: gr.State | None = None, preset: gr.components.Compone
                  "call. <b>Draft model</b>: the small model proposes K tokens. <b>Prompt lookup</b>: no second "
                  "model; it copies the K tokens that followed the latest earlier occurrence of the text's last few "
                  "tokens (from the prompt or the output so far). Its q is a point mass, so a copied token x is "
-                 "accepted with probability p(x): the output is still exactly the target's. It shines where the "
-                 "answer repeats the prompt. Each run of the packaged pair takes about 10 s at 32 new tokens on a "
-                 "2-core CPU: K = 1, 2, 4, 8 (9 runs with the baseline) takes about a minute and a half.")
+                 "accepted with probability p(x): the output still follows the target exactly. It shines where the "
+                 "answer repeats the prompt. On a 2-core CPU the packaged pair takes 10–15 s a run: the default "
+                 "K = 1, 2, 4, 8 (9 runs with the baseline) took about 1.5 minutes at 32 new tokens, 2 to 2.5 at 48.")
         cmp_prompt = gr.Textbox(REWRITE_PROMPT, label="Prompt", lines=4, max_lines=16, elem_id="lab-compare-prompt")
         gr.Examples([[text] for text in COMPARE_EXAMPLES.values()], inputs=[cmp_prompt], label="Example prompts",
                     example_labels=list(COMPARE_EXAMPLES))

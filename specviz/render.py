@@ -226,6 +226,18 @@ def _why_nothing_drafted(trace: Trace, index: int) -> str:
     return "Only one token was left to generate"
 
 
+def _adaptive_note(trace: Trace, rnd: Round) -> str:
+    """Why an adaptive round drafted fewer than K (its last draft is not EOS and tokens were left)."""
+    settings = trace.settings
+    left = settings.get("max_new_tokens", 0) - sum(r.tokens_this_pass for r in trace.rounds[:rnd.index])
+    if (not settings.get("adaptive") or rnd.k >= min(settings.get("k", 0), left - 1)
+            or rnd.drafts[-1].token_id in (trace.eos_token_ids or [])):
+        return ""
+    return (f" With adaptive K it stopped at {rnd.k} of at most {settings.get('k')}: its own confidence that all "
+            f"its drafts survive (the product of its probabilities of them) fell below "
+            f"{num(settings.get('confidence', 0.25))}.")
+
+
 def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
     k, n = rnd.k, rnd.n_accepted
     drafted = ", ".join(quoted(d.text) for d in rnd.drafts)
@@ -235,6 +247,7 @@ def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
                     f"copied token, so min(1, p/q) = p: a copied token is kept with the target's own probability.")
     else:
         proposed = f"The draft model proposed {k} token{'s' * (k != 1)}, one at a time: {drafted}."
+        proposed += _adaptive_note(trace, rnd)
     parts = [f"{proposed} The target scored all of them in <b>one</b> forward pass, giving p at every position."]
     if trace.settings.get("temperature") == 0:
         parts.append("At temperature 0 both distributions are one-hot, so a draft token is accepted exactly "

@@ -172,11 +172,15 @@ def round_number(value) -> int:
         return 1
 
 
-def settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter="model") -> RunSettings:
+def settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter="model",
+                  adaptive=False) -> RunSettings:
     """RunSettings from the page's fields (numbers arrive as floats); ValueError names the first bad one."""
+    if adaptive not in (True, False, None):  # raw API input: 1, "yes" or [] would otherwise pass as truthy
+        raise ValueError(f"adaptive K must be true or false, got {short_repr(adaptive)}")
     return RunSettings(k=_setting(k, "k"), temperature=_setting(temperature, "temperature"),
                        top_p=_setting(top_p, "top_p"), top_k=_setting(top_k, "top_k"), seed=_setting(seed, "seed"),
-                       max_new_tokens=_setting(max_new_tokens, "max_new_tokens"), drafter=drafter or "model")
+                       max_new_tokens=_setting(max_new_tokens, "max_new_tokens"), drafter=drafter or "model",
+                       adaptive=bool(adaptive))
 
 
 def _setting(value, field: str) -> int | float:
@@ -294,6 +298,7 @@ class Page:
     view: list  # round_view's outputs, in its order: slider, strip, bars, decisions, residual, explanation,
     #             tokens per pass, summary
     drafter: gr.Radio  # "model" or "lookup" (RunSettings.drafter)
+    adaptive: gr.Checkbox  # RunSettings.adaptive: K per round, the slider's K the most
 
     @property
     def round_slider(self) -> gr.Slider:
@@ -364,6 +369,9 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) 
             max_new_tokens = gr.Slider(**limits("max_new_tokens"), value=64, step=1, label="Max new tokens",
                                        elem_id="max-new-tokens", min_width=160)
             drafter = gr.Radio(DRAFTER_CHOICES, value="model", label="Drafter", elem_id="drafter", min_width=200)
+            adaptive = gr.Checkbox(False, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
+                                   info="stop drafting once the draft's confidence that all its drafts survive "
+                                        "falls below 0.25", min_width=200)
         with gr.Row(equal_height=True):
             info = gr.HTML(render.placeholder("Loading models…"), elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
@@ -391,7 +399,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) 
     summary = gr.HTML(empty[6], elem_id="summary")
     return Page(trace, lecture, controls, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens,
                 generate, baseline, info, status, download, upload, previous, next_, play, pace, timer,
-                [round_slider, strip, bars, decisions, residual, explanation, per_pass, summary], drafter)
+                [round_slider, strip, bars, decisions, residual, explanation, per_pass, summary], drafter, adaptive)
 
 
 # --- event handlers: each returns new values, never mutates a trace ----------------------------------------
@@ -502,12 +510,12 @@ class ModelActions:
             return render.placeholder("No model pair loaded."), render.status(message_of(e), "error")
 
     def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture,
-                 drafter="model", progress=gr.Progress(), request: gr.Request = None):
+                 drafter="model", adaptive=False, progress=gr.Progress(), request: gr.Request = None):
         """-> trace, status, info, download, *view after each round (at most every MIN_FRAME_S), then once more.
-        `drafter` comes last, with a default, so API clients written before it existed keep working. The inputs
+        `drafter` and `adaptive` come last, with defaults, so API clients written before them keep working. The inputs
         arrive as sent (the event skips Gradio's preprocessing), so every one is checked here."""
         try:
-            settings = settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter)
+            settings = settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter, adaptive)
             prompt = check_prompt(prompt)
             engine = self.engine(preset, progress)
             engine.encode(prompt, settings)  # a prompt too long for the context fails here, before any model runs
@@ -646,7 +654,7 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
     # "always_last" would hold the press back until the old run ended, then send both listeners, and the stop
     # could then hit the new run.)
     p.generate.click(models.stop, None, None, api_name="stop", **quick)
-    p.generate.click(models.generate, [p.prompt, p.preset, *settings, p.lecture, p.drafter],
+    p.generate.click(models.generate, [p.prompt, p.preset, *settings, p.lecture, p.drafter, p.adaptive],
                      [p.trace, p.status, p.info, p.download, *p.view], api_name="generate", preprocess=False,
                      trigger_mode="multiple", **one_model_run)
     p.baseline.click(models.baseline, [p.trace, p.preset], [p.trace, p.status, p.view[-1], p.download],

@@ -167,3 +167,16 @@ def test_nothing_drafted_because_one_token_was_left(lookup_trace):
     last.settings["max_new_tokens"] = made + 1  # the last round then had one token left to make
     last.rounds[-1].k, last.rounds[-1].drafts = 0, []
     assert "Only one token was left" in render.explanation(last, len(last.rounds) - 1)
+
+
+def test_explanation_says_why_an_adaptive_round_drafted_fewer_than_k(engine):
+    from specviz.engine import RunSettings
+
+    trace = engine.run("def fib(n):", RunSettings(k=8, temperature=1.0, seed=3, max_new_tokens=40, adaptive=True,
+                                                  confidence=0.3))
+    short = [r.index for r in trace.rounds if 0 < r.k < 8 and not r.stop
+             and r.drafts[-1].token_id not in trace.eos_token_ids]
+    assert short
+    assert "With adaptive K it stopped at" in render.explanation(trace, short[0])
+    full = [r.index for r in trace.rounds if r.k == 8]
+    assert all("adaptive" not in render.explanation(trace, i) for i in full)

@@ -239,9 +239,9 @@ def test_the_drafter_choice_reaches_the_engine(client, tmp_path):
     assert "Done" in final[STATUS] and "prompt lookup" in final[INFO] and "tiny-draft" not in final[INFO]
     recorded = load_trace(Path(value(final[DOWNLOAD])).read_bytes())
     assert recorded.settings["drafter"] == "lookup" and recorded.draft_model == "prompt lookup"
-    drafter = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/generate"]["parameters"][-1]
-    assert (drafter["parameter_name"], drafter["parameter_has_default"], drafter["parameter_default"]) == \
-        ("drafter", True, "model")  # so a client written before the choice existed gets the draft model
+    params = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/generate"]["parameters"]
+    last = [(p["parameter_name"], p["parameter_has_default"], p["parameter_default"]) for p in params[-2:]]
+    assert last == [("drafter", True, "model"), ("adaptive", True, False)]  # older clients get what they got
     final, _ = generate(client)
     assert "tiny-draft" in final[INFO]
 
@@ -262,3 +262,13 @@ def test_compare_drafters_streams_a_row_per_run(client):
 def test_compare_drafters_says_what_is_wrong(client, prompt, ks, message):
     status, _, _ = client.predict(prompt, ks, 8, 0, "tiny", api_name="/compare_drafters")
     assert message in status
+
+
+def test_adaptive_k_reaches_the_engine(client):
+    job = client.submit("def fib(n):", "tiny", 8, 1.0, 1.0, 0, 3, 24, False, "model", True, api_name="/generate")
+    final = job.result()
+    assert "Done" in final[STATUS]
+    recorded = load_trace(Path(value(final[DOWNLOAD])).read_bytes())
+    assert recorded.settings["adaptive"] is True and recorded.settings["k"] == 8
+    job = client.submit("def fib(n):", "tiny", 8, 1.0, 1.0, 0, 3, 24, False, "model", "yes", api_name="/generate")
+    assert "adaptive K must be true or false" in job.result()[STATUS]

@@ -40,7 +40,7 @@ class RunSettings:
     max_new_tokens: int = 64
     adaptive: bool = False  # K per round: stop drafting once the draft's estimate that all its drafts so far
     confidence: float = 0.25  # survive (the product of its probabilities of them) falls below this. Exact:
-    #                           the rule reads only the draft; see _should_stop
+    #                           the rule reads only the draft; see _confidence
     chat: bool = True  # wrap the prompt in the tokenizer's chat template when it has one
     drafter: str = "model"  # "model": the draft model; "lookup": prompt lookup (n-gram copy, no second model)
 

@@ -30,7 +30,7 @@ try:
 except ImportError:  # Windows
     fcntl = None
 
-from .quant import quantize_linears, use_int8
+from .quant import int8_name, quantize_linears, use_int8
 
 Progress = Callable[[float, str], None]  # (fraction done 0..1, message)
 
@@ -391,7 +391,7 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     if int8_draft:
         quantize_linears(draft_model)
     return ModelPair(draft_model, load_model(target_path, device, dtype), tok_target,
-                     _short(draft) + (" (int8)" if int8_draft else ""), _short(target), device, dtype)
+                     int8_name(_short(draft)) if int8_draft else _short(draft), _short(target), device, dtype)
 
 
 def _short(model_id: str) -> str:

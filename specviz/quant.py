@@ -44,6 +44,11 @@ def use_int8(draft_weights: str, device: str) -> bool:
     return draft_weights == "int8" or (draft_weights == "auto" and device == "cpu")
 
 
+def int8_name(draft_name: str) -> str:
+    """The name of a draft running with int8 weights, as the app, the CLI, traces and the bench show it."""
+    return f"{draft_name} (int8)"
+
+
 def quantize_linears(model: nn.Module) -> nn.Module:
     """Replace every nn.Linear of model by an Int8Linear, in place (the full-precision weights are freed,
     except where shared with an embedding)."""

@@ -21,7 +21,9 @@ def test_quick_bench_writes_report(tmp_path):
         assert row["tokens_per_s"] > 0 and row["speedup"] > 0
         if row["config"].startswith("specviz K="):
             assert 0 <= row["alpha"] <= 1 and row["c"] > 0 and row["predicted"] > 0
+            assert row["decode_speedup"] > 0
     report = (out / "report.md").read_text()
+    assert "| code | greedy |" in report.split("| prompt | mode | config |")[0]  # the peer summary comes first
     assert report.count("\n| ") >= len(data["rows"]) and "Tracing overhead" in report
     assert "plotly" in (out / "chart.html").read_text()[:100000].lower()
 

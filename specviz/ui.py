@@ -118,14 +118,15 @@ def run_baseline(engine: Engine, prompt: str, settings: RunSettings):
 
 # --- what the page shows: pure functions of a trace --------------------------------------------------------
 
-HINT = "Press Generate, or open a recorded trace, to watch speculative decoding round by round."
+HINT = ("Press Generate, or open a recorded trace, to watch speculative decoding round by round: the p and q "
+        "bars, the residual and the tokens-per-pass chart appear below.")
 
 
-def empty_view(font: int = CHART_FONT[False]) -> list:
-    """Values for the round panels after the slider, before there is a trace."""
-    return [render.placeholder(HINT), charts.empty_figure("p and q for each draft token appear here.", font), "",
-            charts.empty_figure("The residual, or the bonus token, appears here.", font), "",
-            charts.empty_figure("Tokens per target pass appear here as rounds complete.", font), ""]
+def empty_view() -> list:
+    """Values for the round panels after the slider, before there is a trace. The charts stay empty (None), not
+    empty figures: the browser loads plotly (a 4.6 MB script) only for a plotly value, so the page is
+    interactive without it, and it loads while the first round runs."""
+    return [render.placeholder(HINT), None, "", None, "", None, ""]
 
 
 def round_view(trace: Trace | None, number: float | None, lecture: bool = False) -> list:
@@ -134,7 +135,7 @@ def round_view(trace: Trace | None, number: float | None, lecture: bool = False)
     font = CHART_FONT[bool(lecture)]
     if trace is None or not trace.rounds:
         # Gradio insists on maximum > minimum, even for a slider that cannot move yet
-        return [gr.Slider(minimum=1, maximum=2, value=1, interactive=False), *empty_view(font)]
+        return [gr.Slider(minimum=1, maximum=2, value=1, interactive=False), *empty_view()]
     n = len(trace.rounds)
     i = min(max(round_number(number), 1), n) - 1
     rnd = trace.rounds[i]

@@ -2,10 +2,13 @@
 
     PYTHONPATH=. python tests/measure_app.py
 
-Prints: time until the page is interactive after the server is up (headless Chromium), and tokens/s of Generate through the app (wall clock at the client) vs the engine alone.
+Prints: time until the page is interactive after the server is up (headless Chromium), the same for a bare
+Gradio page (one button, one load event: the floor Gradio itself sets on this machine), and tokens/s of Generate
+through the app (wall clock at the client) vs the engine alone.
 """
 import os
 import socket
+import statistics
 import time
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -18,6 +21,7 @@ from specviz import ui  # noqa: E402
 from specviz.engine import RunSettings  # noqa: E402
 from specviz.models import DEFAULT_PRESET  # noqa: E402
 
+REPEATS = 5
 PROMPT = "Write a Python function that returns the n-th Fibonacci number."
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -29,6 +33,31 @@ def free_port():
         return s.getsockname()[1]
 
 
+def interactive_times(browser, url: str, info_text: str, n: int = 3) -> list[float]:
+    """Seconds from navigation (a fresh browser context: nothing cached) until Generate is enabled and the
+    model info has arrived from the server."""
+    times = []
+    for _ in range(n):
+        page = browser.new_page()
+        t0 = time.perf_counter()
+        page.goto(url)
+        page.wait_for_selector("#generate:not([disabled])")
+        page.wait_for_function(f"document.querySelector('#run-info')?.textContent.includes('{info_text}')")
+        times.append(time.perf_counter() - t0)
+        page.close()
+    return times
+
+
+def bare_gradio_page():
+    import gradio as gr
+
+    with gr.Blocks() as bare:
+        gr.Button("Generate", elem_id="generate")
+        info = gr.HTML("", elem_id="run-info")
+        bare.load(lambda: "target", None, info)
+    return bare
+
+
 engine = ui.default_engine_loader(DEFAULT_PRESET)
 engine.warm_up()
 demo = ui.build_demo()
@@ -38,30 +67,31 @@ url = f"http://127.0.0.1:{port}/"
 try:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-        times = []
-        for _ in range(3):
-            page = browser.new_page()
-            t0 = time.perf_counter()
-            page.goto(url)
-            page.wait_for_selector("#generate:not([disabled])")
-            page.wait_for_function("document.querySelector('#run-info')?.textContent.includes('target')")
-            times.append(time.perf_counter() - t0)
-            page.close()
+        times = interactive_times(browser, url, "target", n=5)
+        bare, bare_port = bare_gradio_page(), free_port()
+        bare.launch(server_port=bare_port, prevent_thread_lock=True)
+        bare_times = interactive_times(browser, f"http://127.0.0.1:{bare_port}/", "target", n=5)
+        bare.close()
         browser.close()
-    print(f"page interactive after goto: {', '.join(f'{t:.2f}' for t in times)} s")
+    print(f"page interactive after goto: {', '.join(f'{t:.2f}' for t in times)} s (median "
+          f"{statistics.median(times):.2f}); a bare Gradio page: {', '.join(f'{t:.2f}' for t in bare_times)} s "
+          f"(median {statistics.median(bare_times):.2f})")
 
     client = Client(url, verbose=False)
     args = dict(prompt=PROMPT, preset=DEFAULT_PRESET, k=4, temperature=0, top_p=1, top_k=0, seed=0,
                 max_new_tokens=48, lecture=False)
-    for rep in range(2):
+    app_walls, engine_walls = [], []
+    for rep in range(REPEATS):  # interleaved, so a slow minute on a shared machine hits both sides alike
         t0 = time.perf_counter()
         client.predict(**args, api_name="/generate")
-        app_wall = time.perf_counter() - t0
+        app_walls.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         trace = engine.run(PROMPT, RunSettings(k=4, temperature=0, max_new_tokens=48))
-        direct_wall = time.perf_counter() - t0
-        n = trace.summary.n_new_tokens
-        print(f"generate via app: {n / app_wall:.2f} tok/s (wall {app_wall:.2f} s); engine alone: "
-              f"{n / direct_wall:.2f} tok/s (wall {direct_wall:.2f} s); app/engine {direct_wall / app_wall:.2f}")
+        engine_walls.append(time.perf_counter() - t0)
+        print(f"  run {rep + 1}: via app {app_walls[-1]:.2f} s, engine alone {engine_walls[-1]:.2f} s", flush=True)
+    n = trace.summary.n_new_tokens  # greedy: every run makes the same tokens
+    app_s, engine_s = statistics.median(app_walls), statistics.median(engine_walls)
+    print(f"generate via app: {n / app_s:.2f} tok/s; engine alone: {n / engine_s:.2f} tok/s (medians of {REPEATS}); "
+          f"app/engine {engine_s / app_s:.2f}")
 finally:
     demo.close()

@@ -102,6 +102,11 @@ class Page:
         head = self.wait_text("#token-strip", "Round ")
         return int(head.split(" of ")[1].split()[0])
 
+    def plotly_loaded(self) -> bool:
+        """Whether the browser fetched Gradio's plotly renderer (a 4.6 MB script, loaded for the first figure)."""
+        return self.page.evaluate("() => performance.getEntriesByType('resource')"
+                                  ".some(e => e.name.includes('PlotlyPlot'))")
+
     def round_shown(self) -> int:
         return int(self.text("#token-strip .sv-round-head").split()[1])
 
@@ -126,7 +131,9 @@ def page(browser, url, dialogs):
 
 
 def test_generate_then_step_with_buttons_and_keys(page, capsys):
+    assert not page.plotly_loaded()  # interactive without plotly: the charts are empty until a trace exists
     n = page.generate("def fib(n):")
+    assert page.plotly_loaded()
     assert n >= 4 and page.round_shown() == n
     for panel in PANELS:  # every panel drew something
         assert page.text(panel).strip(), panel

@@ -22,7 +22,7 @@ import torch
 
 from .engine import Engine, RunSettings
 from .quant import int8_name, quantize_linears, use_int8
-from .trace import expected_tokens_per_pass, step_times
+from .trace import expected_tokens_per_pass, step_times, summarize
 
 PROMPTS = {
     "code": ["Write a Python function that returns the n-th Fibonacci number.",
@@ -192,8 +192,9 @@ def _specviz_base(engine, prompts, repeats, max_new, temp):
 
 def _specviz(engine, prompts, repeats, max_new, temp, k, drafter, target_step, adaptive=False, details=True):
     """Median figures of specviz runs. c = draft step / target-only step (Leviathan et al.'s c), and the
-    predicted speedup E·t_step / (K̄·t_draft + t_verify), all timed on rounds after the first (which also
-    encodes the prompt); decode_tps: tokens/s of those rounds, wall clock, to compare with the prediction."""
+    predicted speedup E·t_step / (K̄·t_draft + t_verify), with α, K̄ and the times all from the rounds after the
+    first (which also encodes the prompt); decode_tps: tokens/s of those same rounds, wall clock, to compare with
+    the prediction."""
     out = {key: [] for key in ("tps", "alpha", "tpp", "c", "predicted", "ttft", "mean_k", "decode_tps")}
     for prompt in prompts:
         s = RunSettings(k=k, temperature=temp, max_new_tokens=max_new, drafter=drafter, adaptive=adaptive)
@@ -202,7 +203,7 @@ def _specviz(engine, prompts, repeats, max_new, temp, k, drafter, target_step, a
             mean_k = sum(r.k for r in later) / len(later)
             draft_step, verify = step_times(t.rounds)
             draft_step = draft_step or 0.0
-            expected = expected_tokens_per_pass(m.acceptance_rate, round(mean_k))
+            expected = expected_tokens_per_pass(summarize(later, 1.0).acceptance_rate, round(mean_k))
             out["tps"].append(m.tokens_per_s)
             out["alpha"].append(m.acceptance_rate)
             out["tpp"].append(m.tokens_per_pass)

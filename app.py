@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import threading
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry, no version check
 
 from specviz.models import DEFAULT_PRESET, PRESETS  # noqa: E402
 from specviz.ui import (DEFAULT_CONCURRENCY, build_demo, default_engine_loader, launch_kwargs,  # noqa: E402
-                        preset_labels)
+                        message_of, preset_labels)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -52,11 +53,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def load_in_background(loader, preset: str) -> threading.Thread:
+    """Start loading the first pair while the server starts, so the first visitor finds it loaded (or loading)
+    instead of starting the load. A failure is only printed here: the page's own load retries and says why."""
+    def load():
+        try:
+            loader(preset, None)
+        except Exception as e:  # a hub model offline, not enough memory: the page reports it to its user
+            print(f"specviz: loading {preset} in the background failed ({message_of(e)}); the page will retry")
+    thread = threading.Thread(target=load, name="specviz-preload", daemon=True)
+    thread.start()
+    return thread
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     labels = preset_labels()
     demo = build_demo(default_engine_loader, {name: labels[name] for name in args.presets}, args.preset,
                       concurrency=args.concurrency)
+    load_in_background(default_engine_loader, args.preset)  # EngineCache: a page asking meanwhile waits for it
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, **launch_kwargs())
 
 

@@ -22,14 +22,16 @@ import torch
 
 from .engine import Engine, RunSettings
 from .quant import int8_name, quantize_linears, use_int8
-from .trace import expected_tokens_per_pass, step_times, summarize
+from .options import CODE_PROMPT, DRAFT_WEIGHTS, DTYPE_CHOICES, STORY_PROMPT
+from .theory import expected_tokens_per_pass
+from .trace import acceptance_rate, step_times
 
 PROMPTS = {
-    "code": ["Write a Python function that returns the n-th Fibonacci number.",
+    "code": [CODE_PROMPT,
              "Write a Python function that checks whether a string is a palindrome."],
     "factual": ["Explain in a short paragraph how photosynthesis works.",
                 "Describe the water cycle in a short paragraph."],
-    "story": ["Write the opening of a short story about a lighthouse keeper.",
+    "story": [STORY_PROMPT,
               "Tell a short bedtime story about a dragon who is afraid of the dark."],
     "rewrite": ["Rewrite this function with type hints and a docstring, keeping the body the same:\n\n"
                 "def moving_average(values, window):\n    out = []\n    for i in range(len(values) - window + 1):\n"
@@ -62,8 +64,8 @@ class Row:
 def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="bench-out", help="folder for results.json, report.md, chart.html")
     p.add_argument("--preset", default=None)
-    p.add_argument("--dtype", default="auto")
-    p.add_argument("--draft-weights", default="auto", choices=["auto", "int8", "full"],
+    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
+    p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS,
                    help="specviz's draft: int8 weights (auto on CPU) or as loaded; the peer always gets the "
                         "draft as loaded, and with int8 also a row with specviz's int8 draft")
     p.add_argument("--ks", default="1,2,3,4,5,6,7,8", help="K values for specviz with the draft model")
@@ -129,8 +131,8 @@ def _tiny_engine() -> Engine:
                   Qwen2ForCausalLM(Qwen2Config(num_hidden_layers=2, **cfg)).eval(), tok, "tiny-1L", "tiny-2L")
 
 
-def _median_runs(fn, repeats: int) -> list:
-    """`repeats` measured calls (the caller takes the median); the engine was warmed up once at the start."""
+def _repeated(fn, repeats: int) -> list:
+    """The results of `repeats` calls of fn (callers take the median); the engine was warmed up once at the start."""
     return [fn() for _ in range(repeats)]
 
 
@@ -150,11 +152,11 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
         prompts = PROMPTS[ptype][:per_type]
         for mode in modes:
             temp = 0.0 if mode == "greedy" else temperature
-            base = _specviz_base(engine, prompts, repeats, max_new, temp)
+            base = _target_only_figures(engine, prompts, repeats, max_new, temp)
             rows.append(Row(ptype, "target-only", mode, None, base["tps"], 1.0, ttft_s=base["ttft"]))
             for drafter in ("model", "lookup"):
                 for k in ks[drafter]:
-                    r = _specviz(engine, prompts, repeats, max_new, temp, k, drafter, base["step"])
+                    r = _speculative_figures(engine, prompts, repeats, max_new, temp, k, drafter, base["step"])
                     name = f"specviz K={k}" if drafter == "model" else f"specviz lookup K={k}"
                     rows.append(Row(ptype, name, mode, k, r["tps"], r["tps"] / base["tps"], r["alpha"], r["tpp"],
                                     r["c"], r["predicted"], r["ttft"], r["decode_tps"] * base["step"]))
@@ -162,35 +164,35 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
                           flush=True)
                 if drafter == "model":
                     kmax = ks.get("adaptive", max(ks["model"]))
-                    adaptive = _specviz(engine, prompts, repeats, max_new, temp, kmax, "model", base["step"],
+                    adaptive = _speculative_figures(engine, prompts, repeats, max_new, temp, kmax, "model", base["step"],
                                         adaptive=True)
                     rows.append(Row(ptype, f"specviz adaptive K≤{kmax}", mode, adaptive["mean_k"],
                                     adaptive["tps"], adaptive["tps"] / base["tps"], adaptive["alpha"],
                                     adaptive["tpp"], adaptive["c"], adaptive["predicted"], adaptive["ttft"],
                                     adaptive["decode_tps"] * base["step"]))
             if peer:
-                hf_base = _hf(engine, prompts, repeats, max_new, temp, None)
+                hf_base = _transformers_tokens_per_s(engine, prompts, repeats, max_new, temp, None)
                 for label, kind, assistant in peers:
-                    tps = _hf(engine, prompts, repeats, max_new, temp, kind, assistant)
+                    tps = _transformers_tokens_per_s(engine, prompts, repeats, max_new, temp, kind, assistant)
                     rows.append(Row(ptype, label, mode, None, tps, tps / base["tps"]))
                     print(f"{ptype:8} {mode:7} {label:22} {tps:6.2f} tok/s  x{tps / base['tps']:.2f}", flush=True)
                 rows.append(Row(ptype, "transformers target-only", mode, None, hf_base, hf_base / base["tps"]))
     return rows
 
 
-def _specviz_base(engine, prompts, repeats, max_new, temp):
+def _target_only_figures(engine, prompts, repeats, max_new, temp):
     """Target-only: tokens/s, time to first token, and the time of one decoding step after the prompt."""
     tps, ttft, step = [], [], []
     for prompt in prompts:
         s = RunSettings(k=1, temperature=temp, max_new_tokens=max_new)
-        for b in _median_runs(lambda: engine.baseline(prompt, s), repeats):
+        for b in _repeated(lambda: engine.baseline(prompt, s), repeats):
             tps.append(b.tokens_per_s)
             ttft.append(b.first_token_time_s)
             step.append((b.total_time_s - b.first_token_time_s) / max(1, len(b.output_token_ids) - 1))
     return {"tps": statistics.median(tps), "ttft": statistics.median(ttft), "step": statistics.median(step)}
 
 
-def _specviz(engine, prompts, repeats, max_new, temp, k, drafter, target_step, adaptive=False, details=True):
+def _speculative_figures(engine, prompts, repeats, max_new, temp, k, drafter, target_step, adaptive=False, details=True):
     """Median figures of specviz runs. c = draft step / target-only step (Leviathan et al.'s c), and the
     predicted speedup E·t_step / (K̄·t_draft + t_verify), with α, K̄ and the times all from the rounds after the
     first (which also encodes the prompt); decode_tps: tokens/s of those same rounds, wall clock, to compare with
@@ -198,12 +200,12 @@ def _specviz(engine, prompts, repeats, max_new, temp, k, drafter, target_step, a
     out = {key: [] for key in ("tps", "alpha", "tpp", "c", "predicted", "ttft", "mean_k", "decode_tps")}
     for prompt in prompts:
         s = RunSettings(k=k, temperature=temp, max_new_tokens=max_new, drafter=drafter, adaptive=adaptive)
-        for t in _median_runs(lambda: engine.run(prompt, s, details=details), repeats):
+        for t in _repeated(lambda: engine.run(prompt, s, details=details), repeats):
             m, later = t.summary, t.rounds[1:] or t.rounds
             mean_k = sum(r.k for r in later) / len(later)
             draft_step, verify = step_times(t.rounds)
             draft_step = draft_step or 0.0
-            expected = expected_tokens_per_pass(summarize(later, 1.0).acceptance_rate, round(mean_k))
+            expected = expected_tokens_per_pass(acceptance_rate(later), round(mean_k))
             out["tps"].append(m.tokens_per_s)
             out["alpha"].append(m.acceptance_rate)
             out["tpp"].append(m.tokens_per_pass)
@@ -224,7 +226,7 @@ def _decode_tokens_per_s(t) -> float:
     return later_tokens / later_time
 
 
-def _hf(engine, prompts, repeats, max_new, temp, kind, assistant=None) -> float:
+def _transformers_tokens_per_s(engine, prompts, repeats, max_new, temp, kind, assistant=None) -> float:
     """transformers' generate: target-only (kind None), assisted by `assistant`, or prompt lookup."""
     tps = []
     for prompt in prompts:
@@ -248,7 +250,7 @@ def _hf(engine, prompts, repeats, max_new, temp, kind, assistant=None) -> float:
                 out = engine.target.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
             return (out.shape[1] - ids.shape[1]) / (time.perf_counter() - t0)
         try:
-            tps.extend(_median_runs(once, repeats))
+            tps.extend(_repeated(once, repeats))
         finally:
             gc.num_assistant_tokens, gc.num_assistant_tokens_schedule = saved
     return statistics.median(tps)
@@ -256,8 +258,8 @@ def _hf(engine, prompts, repeats, max_new, temp, kind, assistant=None) -> float:
 
 def measure_tracing_overhead(engine, max_new, repeats) -> dict:
     prompt = PROMPTS["code"][0]
-    traced = _specviz(engine, [prompt], repeats, max_new, 0.0, 4, "model", 1.0, details=True)["tps"]
-    lean = _specviz(engine, [prompt], repeats, max_new, 0.0, 4, "model", 1.0, details=False)["tps"]
+    traced = _speculative_figures(engine, [prompt], repeats, max_new, 0.0, 4, "model", 1.0, details=True)["tps"]
+    lean = _speculative_figures(engine, [prompt], repeats, max_new, 0.0, 4, "model", 1.0, details=False)["tps"]
     return {"traced_tokens_per_s": traced, "untraced_tokens_per_s": lean, "overhead": 1 - traced / lean}
 
 

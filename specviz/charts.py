@@ -1,7 +1,7 @@
 """Trace records -> plotly Figures: p and q per draft position, the residual (or bonus), tokens per pass.
 
 Pure functions (no gradio, no models): a figure is a function of a Round or a Trace and a font size. Colours
-and icons come from render.py's colour language. Token text is shown as the tokenizer produced it (`·` for a
+and icons come from style.py's colour language. Token text is shown as the tokenizer produced it (`·` for a
 space, `⏎` for a newline) and escaped, because plotly reads a few HTML tags inside text.
 
 Figures are built from plain dicts in one `go.Figure(...)` call: plotly's `update_*` helpers, `make_subplots`
@@ -15,16 +15,13 @@ from itertools import accumulate
 
 import plotly.graph_objects as go
 
-from .render import FATES, P_COLOR, Q_COLOR, num, show, verdict_text
-from .trace import ACCEPTED, BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, TokenProb, Trace, \
-    expected_tokens_per_pass
+from .style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch, num, show, verdict_text
+from .theory import expected_tokens_per_pass
+from .trace import ACCEPTED, BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, TokenProb, Trace
 
 TOP_BARS = 6  # candidate tokens drawn per position: enough to see the shape, few enough to read
-INK = "#1a1a1a"  # text, outlines and lines that must survive a washed-out projector
-GRID = "#d9d9d9"
 BAR_PX = 26  # height of one token's group of bars
 MAX_TICK = 14  # longest token label on an axis, in characters
-FONT = "'Source Sans Pro', ui-sans-serif, system-ui, sans-serif"  # the page's font, served by gradio
 
 
 def label(text: str) -> str:
@@ -46,11 +43,6 @@ def empty_figure(message: str, font_size: int = 15) -> go.Figure:
                 font=dict(size=font_size + 2, color="#555"))
     return _figure([], dict(height=140, margin=dict(l=10, r=10, t=10, b=10), annotations=[note],
                             xaxis=dict(visible=False), yaxis=dict(visible=False)), font_size)
-
-
-def _pattern(shape: str) -> dict:
-    """White hatching over the bar's colour: the cue that survives when colours wash out."""
-    return dict(shape=shape, fillmode="overlay", fgcolor="white", size=8, solidity=0.25)
 
 
 def _frame(plot_px: int, head_px: int, font_size: int, label_chars: int) -> dict:
@@ -104,7 +96,7 @@ def _token_bars(tokens: list[TokenProb], chosen_id: int, icon: str, series, font
     outline = dict(color=INK, width=[3 if h else 0 for h in hit])
     traces = [dict(type="bar", orientation="h", y=names, x=values, name=name, legendgroup=name,
                    showlegend=showlegend, xaxis=axes[0], yaxis=axes[1], opacity=opacity,
-                   marker=dict(color=color, line=outline, pattern=_pattern(pattern)),
+                   marker=dict(color=color, line=outline, pattern=hatch(pattern)),
                    text=[num(v) if h else None for v, h in zip(values, hit)], textposition="outside",
                    cliponaxis=False, constraintext="none", textfont=dict(size=font_size),
                    hovertemplate=f"{name} of %{{y}} = %{{x:.3f}}<extra></extra>")
@@ -238,5 +230,5 @@ def _stack(x: list[int], y: list[int], fate: str, name: str) -> dict:
     s = FATES[fate]
     pattern = {ACCEPTED: "", REPLACEMENT: "x", BONUS: "."}[fate]
     return dict(type="bar", x=x, y=y, name=f"{s.icon} {name}",
-                marker=dict(color=s.color, line=dict(color="white", width=1), pattern=_pattern(pattern)),
+                marker=dict(color=s.color, line=dict(color="white", width=1), pattern=hatch(pattern)),
                 hovertemplate=f"round %{{x}}: %{{y}} {name}<extra></extra>")

@@ -9,7 +9,9 @@ import argparse
 import os
 import sys
 
-from .render import FATES, show
+from .errors import message_of
+from .options import DRAFT_WEIGHTS, DRAFTERS, DTYPE_CHOICES
+from .style import FATES, show
 from .trace import Round, Trace
 
 
@@ -61,12 +63,12 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="K per round: stop drafting once the product of the draft's probabilities of its drafts "
                         "falls below --confidence; --k is then the most per round")
     p.add_argument("--confidence", type=float, default=0.25, help="threshold of --adaptive (default 0.25)")
-    p.add_argument("--drafter", choices=["model", "lookup"], default="model",
-                   help="model = the draft model; lookup = prompt lookup (n-gram copy, no second model)")
+    p.add_argument("--drafter", choices=list(DRAFTERS), default="model",
+                   help="; ".join(f"{name} = {label}" for name, label in DRAFTERS.items()))
     p.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
-    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
     p.add_argument("--device", default="auto")
-    p.add_argument("--draft-weights", default="auto", choices=["auto", "int8", "full"],
+    p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS,
                    help="int8: a lighter draft with int8 weights (default on CPU; still exact); full: as loaded")
     p.add_argument("--baseline", action="store_true", help="also run target-only and report the speedup")
     p.add_argument("--json", default=None, metavar="FILE", help="write the trace JSON here")
@@ -121,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     add_run_args(sub.add_parser("run", help="one traced speculative decoding run"))
     from .bench import add_bench_args
-    add_bench_args(sub.add_parser("bench", help="measure speedups (see README)"))
+    add_bench_args(sub.add_parser("bench", help="measure speedups (see docs/benchmarks.md)"))
     a = parser.parse_args(argv)
     try:
         if a.command == "run":
@@ -129,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         from .bench import bench_command
         return bench_command(a)
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {message_of(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

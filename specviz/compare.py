@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, Iterator
 
-from .engine import DRAFTERS, Engine, RunSettings
-from .trace import MAX_K, Baseline, Trace
+from .engine import Engine, RunSettings
+from .options import DRAFTERS, MAX_K, TARGET_ONLY, TARGET_ONLY_LABEL
+from .trace import Baseline, Trace
 
-TARGET_ONLY = "target"  # the baseline row's drafter: no drafter, one target pass per token
-LABELS = {TARGET_ONLY: "target only", "model": "draft model", "lookup": "prompt lookup"}
+LABELS = {TARGET_ONLY: TARGET_ONLY_LABEL, **DRAFTERS}  # a row's drafter -> its label
 ALL_KS = tuple(range(1, 9))  # the K range the lab offers
 DEFAULT_KS = (1, 2, 4, 8)  # a subset: each run of the real pair takes ~10 s on a 2-core CPU
 
@@ -61,7 +61,7 @@ def _whole(value) -> int:
     return int(number)
 
 
-def plan(ks: tuple[int, ...], drafters: tuple[str, ...] = DRAFTERS) -> list[tuple[str, int | None]]:
+def plan(ks: tuple[int, ...], drafters: tuple[str, ...] = tuple(DRAFTERS)) -> list[tuple[str, int | None]]:
     """The runs in the order they are made: the baseline, then the drafters alternating within each K, so slow
     drift in the machine's speed (another process, heat) touches both alike.
     plan((1, 2)) -> [("target", None), ("model", 1), ("lookup", 1), ("model", 2), ("lookup", 2)]."""
@@ -82,7 +82,7 @@ def trace_row(trace: Trace, baseline: Baseline) -> CompareRow:
 
 
 def compare_drafters(engine: Engine, prompt: str, settings: RunSettings, ks: Iterable = DEFAULT_KS,
-                     drafters: Iterable[str] = DRAFTERS) -> Iterator[CompareRow]:
+                     drafters: Iterable[str] = tuple(DRAFTERS)) -> Iterator[CompareRow]:
     """Yield the target-only row, then one row per K and drafter (in `plan` order) as each run finishes.
 
     `settings` gives everything but K and the drafter (temperature, seed, max new tokens ...). Raises ValueError
@@ -104,13 +104,13 @@ HEADERS = ("drafter", "K", "acceptance α", "tokens / target pass", "tokens/s", 
 
 
 def cells(row: CompareRow) -> list[str]:
-    """One row as the table shows it (the lab's table and the README's Markdown alike)."""
+    """One row as the table shows it (the lab's table and docs/benchmarks.md's Markdown alike)."""
     return [row.label, "–" if row.k is None else str(row.k),
             "–" if row.acceptance_rate is None else f"{row.acceptance_rate:.2f}",
             f"{row.tokens_per_pass:.2f}", f"{row.tokens_per_s:.2f}", f"{row.speedup:.2f}×"]
 
 
 def markdown_table(rows: list[CompareRow]) -> str:
-    """The rows as a Markdown table (the README's form)."""
+    """The rows as a Markdown table (docs/benchmarks.md's form)."""
     lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     return "\n".join(lines + ["| " + " | ".join(cells(r)) + " |" for r in rows])

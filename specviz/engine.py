@@ -22,11 +22,11 @@ import torch
 from transformers import DynamicCache
 
 from .lookup import prompt_lookup
-from .sampling import SamplingSettings, check_sampling_settings, sample, verify, warp
-from .trace import (ACCEPTED, BONUS, DISCARDED, MAX_K, REJECTED, REPLACEMENT, Baseline, DraftPosition,
-                    Round, TokenProb, Trace, summarize)
+from .options import DRAFTERS, RUN_BOUNDS
+from .sampling import SamplingSettings, sample, verify, warp
+from .trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round, TokenProb, \
+    Trace, summarize
 
-DRAFTERS = ("model", "lookup")
 TOP_N = 10  # candidates recorded per position for the bars
 
 
@@ -42,20 +42,14 @@ class RunSettings:
     confidence: float = 0.25  # survive (the product of its probabilities of them) falls below this. Exact:
     #                           the rule reads only the draft; see _confidence
     chat: bool = True  # wrap the prompt in the tokenizer's chat template when it has one
-    drafter: str = "model"  # "model": the draft model; "lookup": prompt lookup (n-gram copy, no second model)
+    drafter: str = "model"  # a key of options.DRAFTERS: "model" (the draft model) or "lookup" (n-gram copy)
 
     def __post_init__(self):
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= MAX_K:
-            raise ValueError(f"k must be a whole number from 1 to {MAX_K}, got {self.k!r}")
-        check_sampling_settings(self.temperature, self.top_k, self.top_p)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**63:
-            raise ValueError(f"seed must be a whole number >= 0, got {self.seed!r}")
-        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be a whole number >= 1, got {self.max_new_tokens!r}")
+        # options.RUN_BOUNDS is the one statement of what a run accepts; the page offers a subset of it
+        for name, bound in RUN_BOUNDS.items():
+            object.__setattr__(self, name, bound.check(getattr(self, name), name))  # 4.0 -> 4: ints where whole
         if self.drafter not in DRAFTERS:
             raise ValueError(f"drafter must be one of {', '.join(DRAFTERS)}, got {self.drafter!r}")
-        if not 0 <= self.confidence < 1:
-            raise ValueError(f"confidence must be in [0, 1), got {self.confidence!r}")
 
     @property
     def sampling(self) -> SamplingSettings:
@@ -167,12 +161,11 @@ def _confidence(logits: torch.Tensor, token: int) -> float:
     """The draft's own probability of its token at temperature 1 (greedy q is one-hot, so q itself can't
     tell a sure draft from a guess).
 
-    Adaptive K multiplies these along the round: the product estimates the chance that every draft so far
-    is accepted, which bounds what one more draft step can add (it is used only if all before it are). A
-    step costs c of a target pass (~0.25 with the int8 draft here), so drafting on pays while that chance is
-    well above c. A threshold on the product, rather than on each token (transformers' rule, 0.4), lets a
-    run of sure tokens go long and stops after two shaky ones: on the embedded pair it beat both fixed K and
-    the per-token rule on every prompt type (README, Benchmarks)."""
+    Adaptive K multiplies these along the round: the product is the draft's own estimate that every draft so
+    far survives, which bounds what one more draft step can add (it is used only if all before it are). A
+    step costs c of a target pass, so drafting on pays while that estimate is well above c. A threshold on
+    the product, rather than on each token (transformers' rule), lets a run of sure tokens go long and stops
+    after two shaky ones; the benchmark compares it with fixed K (docs/benchmarks.md)."""
     return float(torch.exp(logits[token] - torch.logsumexp(logits, -1)))
 
 
@@ -325,7 +318,7 @@ class SpeculativeRun:
         e = self.e
         new = self.ids[len(self.prompt_ids):]
         return Trace(
-            settings=asdict(self.s), draft_model=e.draft_name if self.s.drafter == "model" else "prompt lookup",
+            settings=asdict(self.s), draft_model=e.draft_name if self.s.drafter == "model" else DRAFTERS["lookup"],
             target_model=e.target_name, device=e.device,
             dtype=e.dtype, prompt=self.prompt, prompt_token_ids=list(self.prompt_ids), rounds=list(self.rounds),
             output_token_ids=new, output_text=e.tokenizer.decode(new, skip_special_tokens=True),

@@ -22,13 +22,14 @@ from dataclasses import dataclass
 import torch
 
 from .sampling import accept_probability, residual_distribution, verify
-from .trace import MAX_K, Trace, expected_tokens_per_pass, step_times, summarize
+from .options import MAX_K
+from .theory import expected_tokens_per_pass, round_size_probs, speedup
+from .trace import Trace, step_times, summarize
 
 MIN_TOKENS, MAX_TOKENS = 4, 8  # vocabulary size of the playground
 MAX_TOKEN_CHARS = 24
 MAX_SAMPLES = 100_000
 MAX_VERIFY_SAMPLES = 20_000  # verify() itself, one call per round, runs ~20 000 rounds a second
-K_MAX = MAX_K  # the explorer's K axis is the engine's range
 
 
 # --- the toy pair ----------------------------------------------------------------------------------------
@@ -111,7 +112,7 @@ SEED_EXAMPLE = ToyPair(
     p=(0.6, 0.15, 0.1, 0.1, 0.05),  # the target likes " Paris" less than the draft does ...
     q=(0.9, 0.04, 0.03, 0.02, 0.01),  # ... so " Paris" is accepted with probability 0.6 / 0.9 = 0.667
 )
-PRESETS = {  # name -> pair, the buttons above the table
+TOY_PAIRS = {  # name -> toy pair, the buttons above the playground's table
     "q(Paris) 0.9, p(Paris) 0.6": SEED_EXAMPLE,
     "p(Paris) 0.95": edit_pair(SEED_EXAMPLE, "p", 0, 0.95),  # ... and now it is always accepted
     "draft = target": ToyPair(SEED_EXAMPLE.tokens, SEED_EXAMPLE.p, SEED_EXAMPLE.p),
@@ -312,27 +313,16 @@ def monte_carlo(pair: ToyPair, n: int, sampler: str = "correct", seed: int = 0) 
 # --- the α / K / c explorer --------------------------------------------------------------------------------
 
 
-def speedup(alpha: float, k: int, c: float) -> float:
-    """Wall-time speedup over target-only decoding: E / (K·c + 1). speedup(0.7, 4, 0.05) -> 2.31."""
-    return expected_tokens_per_pass(alpha, k) / (k * c + 1)
-
-
-def tokens_per_round(alpha: float, k: int) -> list[float]:
-    """P(a round yields j + 1 tokens), j = 0..K: (1 − α)α^j for j < K (j accepted, then a replacement),
-    α^K for K + 1 (all accepted, plus the bonus). tokens_per_round(0.5, 2) -> [0.5, 0.25, 0.25]."""
-    return [(1 - alpha) * alpha**j for j in range(k)] + [alpha**k]
-
-
 @dataclass(frozen=True)
 class Explorer:
     alpha: float
     k: int
     c: float
-    ks: list[int]  # 1..K_MAX, the x axis
+    ks: list[int]  # 1..MAX_K, the x axis
     expected: list[float]  # E per K
     speedups: list[float]  # E / (K·c + 1) per K
     best_k: int  # argmax of speedups (the smallest K on a tie)
-    round_probs: list[float]  # tokens_per_round(alpha, k)
+    round_probs: list[float]  # round_size_probs(alpha, k)
 
     @property
     def expected_at_k(self) -> float:
@@ -347,7 +337,7 @@ class Explorer:
         return self.speedups[self.best_k - 1]
 
 
-def explore(alpha: float, k: int, c: float, k_max: int = K_MAX) -> Explorer:
+def explore(alpha: float, k: int, c: float, k_max: int = MAX_K) -> Explorer:
     if not 0 <= alpha <= 1:
         raise ValueError(f"α must be in [0, 1], got {alpha!r}")
     if not 1 <= k <= k_max:
@@ -358,7 +348,7 @@ def explore(alpha: float, k: int, c: float, k_max: int = K_MAX) -> Explorer:
     speedups = [speedup(alpha, j, c) for j in ks]
     best = ks[max(range(len(ks)), key=lambda i: (speedups[i], -i))]
     return Explorer(alpha, k, c, ks, [expected_tokens_per_pass(alpha, j) for j in ks], speedups, best,
-                    tokens_per_round(alpha, k))
+                    round_size_probs(alpha, k))
 
 
 @dataclass(frozen=True)

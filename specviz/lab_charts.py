@@ -1,6 +1,6 @@
 """The lab's figures: records from `lab.py` in, plotly Figures out (no gradio).
 
-The colours are the page's one language (render.FATES, P_COLOR, Q_COLOR), each with its second cue: q bars
+The colours are the page's one language (style.FATES, P_COLOR, Q_COLOR), each with its second cue: q bars
 hatched "/", p an outline in p's colour around what fills it, accepted mass solid ✓, residual mass hatched
 "x" ◆, the bonus dotted ★. Like charts.py, figures are built from plain dicts in one `go.Figure(...)` call
 (plotly's update_* helpers and make_subplots cost tens of ms a chart, felt while dragging a slider).
@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .charts import FONT, GRID, INK, label
+from .charts import label
 from .compare import LABELS, CompareRow
 from .lab import Explorer, MeasuredPoint, MonteCarlo, Playground, SAMPLERS, ToyPair
-from .render import FATES, P_COLOR, Q_COLOR
+from .style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch
 from .trace import ACCEPTED, BONUS, REPLACEMENT
 
 FONT_SIZE = 18  # the lab is shown to a room: one size, large enough for the back row
 ACCEPTED_NAME = f"{FATES[ACCEPTED].icon} accepted"
 RESIDUAL_NAME = f"{FATES[REPLACEMENT].icon} residual"
 MEASURED_NAME = "measured (trace)"  # markers carry their shape in the legend already: no icon in the name
-
-
-def _hatch(shape: str) -> dict:
-    """White hatching over the bar's colour, as charts.py draws it: the cue that survives a projector."""
-    return dict(shape=shape, fillmode="overlay", fgcolor="white", size=8, solidity=0.25)
 
 
 def _figure(data: list[dict], layout: dict, title: str, font_size: int, plot_px: int = 320,
@@ -59,7 +54,7 @@ def _stacked(x: list[str], bottom: list[float], top: list[float], names: tuple[s
     return [dict(type="bar", x=x, y=bottom, offsetgroup="p", name=names[0], marker=dict(color=FATES[ACCEPTED].color),
                  hovertemplate=f"%{{x}}: %{{y:.4f}} accepted {what}<extra></extra>"),
             dict(type="bar", x=x, y=top, base=bottom, offsetgroup="p", name=names[1],
-                 marker=dict(color=FATES[REPLACEMENT].color, pattern=_hatch("x")),
+                 marker=dict(color=FATES[REPLACEMENT].color, pattern=hatch("x")),
                  hovertemplate=f"%{{x}}: %{{y:.4f}} from the residual {what}<extra></extra>")]
 
 
@@ -68,7 +63,7 @@ def playground_figure(pg: Playground, font_size: int = FONT_SIZE) -> go.Figure:
     x = [f"{label(r.token)}<br>keep {r.accept_prob:.3f}" for r in pg.rows]
     accepted = [r.from_accepted for r in pg.rows]
     data = [dict(type="bar", x=x, y=[r.q for r in pg.rows], offsetgroup="q", name="q(x) draft",
-                 marker=dict(color=Q_COLOR, pattern=_hatch("/")), hovertemplate="%{x}: q = %{y:.3f}<extra></extra>"),
+                 marker=dict(color=Q_COLOR, pattern=hatch("/")), hovertemplate="%{x}: q = %{y:.3f}<extra></extra>"),
             *_stacked(x, accepted, [r.from_residual for r in pg.rows],
                       (f"{ACCEPTED_NAME}: q·min(1, p/q)", f"{RESIDUAL_NAME}: (1 − α)·norm(max(0, p − q))"), "mass"),
             _p_outline(x, [r.p for r in pg.rows], [f"p {r.p:.2f}" for r in pg.rows])]
@@ -148,11 +143,11 @@ def rounds_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_size
     data = [
         dict(type="bar", x=sizes[:-1], y=ex.round_probs[:-1],
              name=f"{FATES[REPLACEMENT].icon} j accepted, then a replacement: (1 − α)α<sup>j</sup>",
-             marker=dict(color=FATES[REPLACEMENT].color, pattern=_hatch("x")),
+             marker=dict(color=FATES[REPLACEMENT].color, pattern=hatch("x")),
              hovertemplate="%{x} tokens: %{y:.3f}<extra></extra>"),
         dict(type="bar", x=sizes[-1:], y=ex.round_probs[-1:],
              name=f"{bonus.icon} all K accepted + bonus: α<sup>K</sup>",
-             marker=dict(color=bonus.color, pattern=_hatch(".")), hovertemplate="%{x} tokens: %{y:.3f}<extra></extra>"),
+             marker=dict(color=bonus.color, pattern=hatch(".")), hovertemplate="%{x} tokens: %{y:.3f}<extra></extra>"),
     ]
     top = max(ex.round_probs)
     if measured is not None:

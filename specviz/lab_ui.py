@@ -1,122 +1,35 @@
-"""The lab tab: the p/q playground with its Monte Carlo, the α / K / c explorer beside a trace's measurement, and
+"""The Lab tab: the p/q playground with its Monte Carlo, the α / K / c explorer beside a trace's measurement, and
 the drafters compared on the real engine.
 
-`build_lab(trace_state, preset, get_engine)` lays out its components inside the current gr.Blocks context (the app
-calls it inside `with gr.Tab("Lab"):`, passing its pair dropdown and its process-wide model loader), then wires
-all its events in one place. `demo()` wraps it in a Blocks of its own:
+`build_lab(trace_state, preset, get_engine)` lays out its three sections inside the current gr.Blocks context (the
+app calls it inside `with gr.Tab("Lab"):`, passing its trace, its pair dropdown and its process-wide model
+loader); each section wires its own events, which are page-internal except the comparison (`compare_drafters`).
+`demo()` wraps it in a page of its own:
 
     python -m specviz.lab_ui
 """
 
 from __future__ import annotations
 
-import html
 import time
 from dataclasses import dataclass, replace
 
 import gradio as gr
 
 from . import compare, lab, lab_charts
-from .engine import RunSettings
 from .charts import empty_figure
-from .render import FATES, Q_COLOR, token_html
-from .trace import ACCEPTED, REPLACEMENT, Trace, expected_tokens_per_pass, load_trace
-from .ui import EngineLoader, gpu  # ui imports this module only inside build_demo: no import cycle
+from .engine import RunSettings
+from .errors import message_of
+from .lab_render import (comparison_status, explorer_html, heading_html, histogram_html,
+                         playground_html, trace_html, warning_html)
+from .options import COMPARE_EXAMPLES, MAX_K, REWRITE_PROMPT
+from .serving import MODEL_RUNS, EngineLoader, stream_comparison
+from .trace import Trace, load_trace
 
 DECIMALS = 4  # the editable table shows probabilities to this many places
 SAMPLE_SIZES = [100, 1_000, 10_000, 100_000]
-TEXT = "font-size:20px;line-height:1.5"
-REWRITE_PROMPT = """Rewrite this function with type hints. Reply with the code only.
-
-def count_vowels(text, include_y):
-    vowels = "aeiou"
-    if include_y:
-        vowels += "y"
-    count = 0
-    for char in text.lower():
-        if char in vowels:
-            count += 1
-    return count
-"""  # scalar arguments: the hinted signature is short, and the answer soon copies the body line by line
-COMPARE_EXAMPLES = {  # label -> prompt: the answer to the first copies most of its prompt, to the second nothing
-    "rewrite: the answer copies the prompt": REWRITE_PROMPT,
-    "story: nothing to copy": "Write the opening of a short story about a lighthouse keeper.",
-}
-
-
-# --- HTML (every user-editable or uploaded string goes through html.escape) ------------------------------
-
-
-def _swatch(color: str, pattern: str = "") -> str:
-    """A small square in a legend colour; a hatched pattern (the second cue) where the chart has one."""
-    fill = f"repeating-linear-gradient(45deg,{color} 0 4px,#fff 4px 6px)" if pattern else color
-    return f'<span style="display:inline-block;width:14px;height:14px;background:{fill};margin-right:4px"></span>'
-
-
-def playground_html(pg: lab.Playground) -> str:
-    """α in large type, then one row per token: q, p, acceptance and the two parts of p(x)."""
-    ok, res = FATES[ACCEPTED], FATES[REPLACEMENT]
-    head = ["token", f"{_swatch(Q_COLOR, '/')}q(x) draft", "p(x) target", "keep min(1, p/q)",
-            f"{_swatch(ok.color)}{ok.icon} accepted q·min(1, p/q)",
-            f"{_swatch(res.color, 'x')}{res.icon} residual (1−α)·norm(max(0, p−q))", f"{ok.icon} + {res.icon} = p(x)"]
-    cells = "text-align:right;padding:4px 12px;font-variant-numeric:tabular-nums"
-    body = "".join(
-        f'<tr><td style="padding:4px 12px">{token_html(r.token)}</td>'
-        + "".join(f'<td style="{cells}">{v:.3f}</td>'
-                  for v in (r.q, r.p, r.accept_prob, r.from_accepted, r.from_residual,
-                            r.from_accepted + r.from_residual))
-        + "</tr>" for r in pg.rows)
-    header = "".join(f'<th style="padding:4px 12px;text-align:left">{h}</th>' for h in head)
-    return (f'<div id="lab-alpha-readout" style="font-size:30px;margin:8px 0">α = Σ min(p, q) = '
-            f'<b>{pg.alpha:.3f}</b> <span style="font-size:20px">: a drafted token is accepted '
-            f'{pg.alpha:.1%} of the time; otherwise the token comes from the residual.</span></div>'
-            f'<table style="{TEXT};border-collapse:collapse"><tr>{header}</tr>{body}</table>')
-
-
-def histogram_html(mc: lab.MonteCarlo) -> str:
-    label = html.escape(lab.SAMPLERS[mc.sampler][0])
-    lead = (f"N = {mc.n:,} rounds (seed {mc.seed}) in {mc.seconds * 1000:.0f} ms · "
-            f"TV(histogram, p) = <b>{mc.tv:.4f}</b> · sampling noise alone ≈ {mc.noise:.4f}")
-    if mc.faithful:
-        verdict = f"✓ <b>{label}</b>: the histogram fills p's outline; the gap is sampling noise."
-    else:
-        verdict = (f"✗ <b>{label}</b>: its tokens follow a distribution {mc.exact_tv:.3f} away from p (TV), "
-                   "so more samples will not close the gap.")
-    return f'<div id="lab-histogram-readout" style="{TEXT}">{verdict}<br>{lead}</div>'
-
-
-def explorer_html(ex: lab.Explorer) -> str:
-    a, k, c = ex.alpha, ex.k, ex.c
-    return (f'<div style="{TEXT}">E = (1 − {a:.2f}<sup>{k + 1}</sup>) / (1 − {a:.2f}) = '
-            f'<b id="lab-expected" style="font-size:30px">{ex.expected_at_k:.2f}</b> tokens per target pass · '
-            f'speedup = {ex.expected_at_k:.2f} / ({k} × {c:.2f} + 1) = '
-            f'<b id="lab-speedup" style="font-size:30px">{ex.speedup_at_k:.2f}×</b> · '
-            f'▲ best K for this α and c: <b>{ex.best_k}</b> ({ex.best_speedup:.2f}×)</div>')
-
-
-def trace_html(trace: Trace | None, point: lab.MeasuredPoint | None) -> str:
-    if point is None:
-        msg = ("No trace yet: generate one in the main view, or upload a trace JSON, to put its measured point "
-               "(■) on these charts." if trace is None else "This trace has no rounds to measure.")
-        return f'<div style="{TEXT}">{msg}</div>'
-    pair = f"{html.escape(trace.draft_model)} → {html.escape(trace.target_model)}"
-    if point.c is None:
-        cost = "c not measurable (nothing was drafted)"
-        theory = ""
-    else:
-        cost = (f"c = <b>{point.c:.3f}</b> (draft {point.draft_s_per_token * 1000:.1f} ms per token ÷ target pass "
-                f"{point.verify_s_per_round * 1000:.1f} ms per round)")
-        theory = (f"<br>Theory at this α, K, c: {expected_tokens_per_pass(point.alpha, point.k):.2f} tokens per "
-                  f"pass, {lab.speedup(point.alpha, point.k, point.c):.2f}×.")
-    measured = (f"{point.speedup:.2f}× over its baseline" if point.speedup is not None
-                else "no speedup (the trace has no baseline run)")
-    return (f'<div id="lab-trace-readout" style="{TEXT}">■ Trace {pair}: K = {point.k}, {point.n_rounds} rounds · '
-            f"α = <b>{point.alpha:.3f}</b> (accepted ÷ examined drafts) · {cost}<br>"
-            f"Measured: <b>{point.tokens_per_pass:.2f}</b> tokens per pass, <b>{measured}</b>.{theory}</div>")
-
-
-def _message(text: str = "") -> str:
-    return f'<div style="{TEXT};color:#B00020">⚠ {html.escape(text)}</div>' if text else ""
+COLUMNS = ("token", "q", "p")  # the editable table, left to right
+PRIVATE = dict(api_visibility="private")  # the Lab's events, but the comparison, are page-internal
 
 
 # --- handlers (plain functions of component values) -------------------------------------------------------
@@ -135,8 +48,6 @@ def _number(value, what: str) -> float:
         raise ValueError(f"{what} is not a number: {str(value)[:20]!r}") from None
 
 
-COLUMNS = ("token", "q", "p")  # the editable table, left to right
-
 
 def _pair_from_table(rows) -> lab.ToyPair:
     rows = [list(r)[:3] + [None] * (3 - len(r)) for r in (rows or [])]  # extra columns are ignored
@@ -150,14 +61,14 @@ def _sample(pair: lab.ToyPair, n, sampler: str, seed) -> tuple[str, object]:
     try:
         mc = lab.monte_carlo(pair, int(n), sampler, int(seed or 0))
     except ValueError as e:
-        return _message(str(e)), lab_charts.histogram_figure(pair, None)
+        return warning_html(str(e)), lab_charts.histogram_figure(pair, None)
     return histogram_html(mc), lab_charts.histogram_figure(pair, mc)
 
 
-def show_pair(pair: lab.ToyPair, n, sampler, seed, message: str = ""):
+def show_toy_pair(pair: lab.ToyPair, n, sampler, seed, message: str = ""):
     """Everything the playground shows for a pair: table, message, readout, chart, and a fresh histogram."""
     pg = lab.playground(pair)
-    return (_table(pair), pair, _message(message), playground_html(pg), lab_charts.playground_figure(pg),
+    return (_table(pair), pair, warning_html(message), playground_html(pg), lab_charts.playground_figure(pg),
             *_sample(pair, n, sampler, seed))
 
 
@@ -171,18 +82,18 @@ def on_cell_edit(rows, pair: lab.ToyPair, n, sampler, seed, evt: gr.EditData):
             value = str(evt.value) if col == 0 else _number(evt.value, f"{COLUMNS[col]} for {pair.tokens[row]}")
             new = lab.edit_pair(pair, COLUMNS[col], row, value)
     except ValueError as e:  # keep the last good pair, and say why
-        return show_pair(pair, n, sampler, seed, str(e))
-    return show_pair(new, n, sampler, seed)
+        return show_toy_pair(pair, n, sampler, seed, str(e))
+    return show_toy_pair(new, n, sampler, seed)
 
 
 def on_table_input(rows, pair: lab.ToyPair, n, sampler, seed):
     """Rows added or removed: scale each column to sum to 1. (Cell edits arrive through on_cell_edit.)"""
     if len(rows or []) == len(pair.tokens):
-        return (gr.skip(),) * 7  # one per output of show_pair
+        return gr.skip()  # every output as it is
     try:
-        return show_pair(_pair_from_table(rows), n, sampler, seed)
+        return show_toy_pair(_pair_from_table(rows), n, sampler, seed)
     except ValueError as e:
-        return show_pair(pair, n, sampler, seed, str(e))
+        return show_toy_pair(pair, n, sampler, seed, str(e))
 
 
 def on_sample(pair: lab.ToyPair, n, sampler, seed):
@@ -203,42 +114,21 @@ def on_upload(raw: bytes | None):
     try:
         return load_trace(raw), ""
     except ValueError as e:
-        return gr.skip(), _message(str(e))
+        return gr.skip(), warning_html(str(e))
 
 
 def sliders_from_trace(trace: Trace | None, c_max: float):
     """(α, K, c, message): the explorer's sliders set to what the trace measured, to the sliders' step."""
     point = lab.measured_point(trace)
     if point is None:
-        return gr.skip(), gr.skip(), gr.skip(), _message("no trace with rounds to take α, K and c from")
+        return gr.skip(), gr.skip(), gr.skip(), warning_html("no trace with rounds to take α, K and c from")
     if point.c is None:
-        return round(point.alpha, 2), min(point.k, lab.K_MAX), gr.skip(), _message("this trace drafted nothing")
+        return round(point.alpha, 2), min(point.k, MAX_K), gr.skip(), warning_html("this trace drafted nothing")
     note = f"measured c = {point.c:.2f} is off the slider; set to {c_max}" if point.c > c_max else ""
-    return round(point.alpha, 2), min(point.k, lab.K_MAX), round(min(point.c, c_max), 2), _message(note)
+    return round(point.alpha, 2), min(point.k, MAX_K), round(min(point.c, c_max), 2), warning_html(note)
 
 
 # --- drafters compared: the one part of the lab that runs the models ---------------------------------------
-
-
-@gpu
-def stream_comparison(engine, prompt: str, settings: RunSettings, ks: tuple[int, ...]):
-    """The model-bound part: one CompareRow per finished run (plain data, safe to send to the page)."""
-    yield from compare.compare_drafters(engine, prompt, settings, ks)
-
-
-def comparison_status(rows: list[compare.CompareRow], ks: tuple[int, ...], seconds: float) -> str:
-    """Progress while running ("3 of 9 runs … next: prompt lookup at K = 2"), a verdict once done."""
-    planned, done = compare.plan(ks), len(rows)
-    total = len(planned)
-    if done < total:
-        drafter, k = planned[done]
-        return (f'<div style="{TEXT}">Running… {done} of {total} runs done in {seconds:.0f} s; next: '
-                f"{html.escape(compare.LABELS[drafter])} at K = {k}.</div>")
-    best = max(rows[1:], key=lambda r: r.speedup)  # rows[0] is the target alone
-    return (f'<div style="{TEXT}">✓ {total} runs in {seconds:.0f} s. Fastest: '
-            f"<b>{html.escape(best.label)} at K = {best.k}, {best.speedup:.2f}×</b> the target alone "
-            f"({best.tokens_per_s:.2f} vs {rows[0].tokens_per_s:.2f} tokens/s), α = {best.acceptance_rate:.2f}, "
-            f"{best.tokens_per_pass:.2f} tokens per target pass.</div>")
 
 
 def compare_handler(get_engine: EngineLoader | None):
@@ -253,10 +143,10 @@ def compare_handler(get_engine: EngineLoader | None):
                                    max_new_tokens=int(_number(max_new_tokens, "max new tokens")))
             if get_engine is None:
                 raise ValueError("this page has no models: compare drafters in the app (python app.py)")
-            engine = get_engine(preset, lambda fraction, message: progress(fraction, desc=message))
+            engine = get_engine(preset, lambda fraction, text: progress(fraction, desc=text))
             engine.encode(prompt, replace(settings, k=ks[-1]))  # too long for the context: say so before any run
         except Exception as e:  # a bad value, or a pair that failed to load
-            yield _message(_failure(e)), gr.skip(), gr.skip()
+            yield warning_html(message_of(e)), gr.skip(), gr.skip()
             return
         rows, started = [], time.perf_counter()
         try:
@@ -266,22 +156,12 @@ def compare_handler(get_engine: EngineLoader | None):
                        [compare.cells(r) for r in rows], lab_charts.compare_figure(rows))
         except Exception as e:  # a model failure mid-run: the rows so far stay on the page
             done = f"{len(rows)} run{'s' * (len(rows) != 1)}"
-            yield _message(f"the comparison stopped after {done}: {_failure(e)}"), gr.skip(), gr.skip()
+            yield warning_html(f"the comparison stopped after {done}: {message_of(e)}"), gr.skip(), gr.skip()
 
     return run
 
 
-def _failure(e: Exception) -> str:
-    """Our ValueErrors are written for people; anything else is named by its type."""
-    return str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
-
-
-# --- layout, then events ----------------------------------------------------------------------------------
-
-
-def _heading(title: str, text: str) -> None:
-    gr.HTML(f"<h2>{title}</h2>")  # HTML, not Markdown: one component type less for every page load to fetch
-    gr.HTML(f'<p style="{TEXT}">{text}</p>')
+# --- layout and events, one section at a time --------------------------------------------------------------
 
 
 @dataclass
@@ -295,121 +175,132 @@ class Lab:
     c: gr.Slider
 
 
-def build_lab(trace_state: gr.State | None = None, preset: gr.components.Component | None = None,
-              get_engine: EngineLoader | None = None) -> Lab:
-    """The lab's three sections. `trace_state`: the app's trace, measured by the explorer. `preset` (the app's
-    pair dropdown) and `get_engine(preset, progress)` (its process-wide loader) feed the drafter comparison;
-    without them the comparison says it has no models."""
-    pair0, trace0 = lab.SEED_EXAMPLE, trace_state.value if trace_state is not None else None
-    sampling0 = (10_000, "correct", 0)  # N, sampler, seed
-    table0, _, _, readout0, pg_plot0, hist_readout0, hist_plot0 = show_pair(pair0, *sampling0)
+def _playground_section() -> tuple[gr.State, gr.Button]:
+    """1: one draft position with an editable toy pair, and N rounds sampled against p. -> (pair, send α)"""
+    pair0, sampling0 = lab.SEED_EXAMPLE, (10_000, "correct", 0)  # N, sampler, seed
+    table0, _, _, readout0, pg_plot0, hist_readout0, hist_plot0 = show_toy_pair(pair0, *sampling0)
+    gr.HTML(heading_html(
+        "1 · The p/q playground: one draft position, exactly",
+        "Edit q (draft) and p (target): the value you type stays and the rest of its column rescales to sum to 1. "
+        "A draft x ~ q is kept with probability min(1, p(x)/q(x)); otherwise the token is drawn from the residual "
+        "norm(max(0, p − q)). The two routes add up to exactly p."))
+    with gr.Row():
+        toy_pairs = {name: gr.Button(name) for name in lab.TOY_PAIRS}
+    table = gr.Dataframe(value=table0, headers=["token", "q (draft)", "p (target)"],
+                         datatype=["str", "number", "number"], type="array", interactive=True,
+                         label="vocabulary: 4 to 8 tokens (rows can be added and removed)", elem_id="lab-table")
+    note = gr.HTML(elem_id="lab-message")
+    readout = gr.HTML(readout0, elem_id="lab-playground-readout")
+    pg_plot = gr.Plot(pg_plot0, show_label=False, elem_id="lab-playground-plot")
+    send_alpha = gr.Button("Use this α in the explorer ↓")
+    gr.HTML("<h3>Sample N rounds and compare with p</h3>")
+    with gr.Row():
+        n = gr.Radio([(f"{size:,}", size) for size in SAMPLE_SIZES], value=sampling0[0], label="N rounds")
+        sampler = gr.Radio([(label, key) for key, (label, _) in lab.SAMPLERS.items()], value=sampling0[1],
+                           label="sampler", elem_id="lab-sampler")
+        seed = gr.Number(sampling0[2], precision=0, minimum=0, label="seed", elem_id="lab-seed")
+    sample = gr.Button("Sample N times", variant="primary", elem_id="lab-sample")
+    hist_readout = gr.HTML(hist_readout0, elem_id="lab-histogram-text")
+    hist_plot = gr.Plot(hist_plot0, show_label=False, elem_id="lab-histogram")
+    pair = gr.State(pair0)
+
+    shown, sampling = [table, pair, note, readout, pg_plot, hist_readout, hist_plot], [n, sampler, seed]
+    table.edit(on_cell_edit, [table, pair, *sampling], shown, **PRIVATE)
+    table.input(on_table_input, [table, pair, *sampling], shown, **PRIVATE)
+    for name, button in toy_pairs.items():
+        button.click(lambda *s, toy=lab.TOY_PAIRS[name]: show_toy_pair(toy, *s), sampling, shown, **PRIVATE)
+    sample.click(on_sample, [pair, *sampling], [hist_readout, hist_plot, seed], **PRIVATE)
+    gr.on([n.change, sampler.change], _sample, [pair, *sampling], [hist_readout, hist_plot], **PRIVATE)
+    return pair, send_alpha
+
+
+def _explorer_section(trace_state: gr.State | None) -> tuple[gr.State, gr.Slider, gr.Slider, gr.Slider]:
+    """2: α, K and c against tokens per pass and speedup, with a trace's measured point. -> trace, α, K, c"""
+    trace0 = trace_state.value if trace_state is not None else None
     alpha0, k0, c0 = 0.7, 4, 0.05  # the worked quiz: 2.77 tokens per pass, 2.31x
     ex_readout0, curves0, rounds0, trace_readout0 = on_explore(alpha0, k0, c0, trace0)
-    sampler_choices = [(label, key) for key, (label, _) in lab.SAMPLERS.items()]
-
-    with gr.Column(elem_id="lab-playground"):
-        _heading("1 · The p/q playground: one draft position, exactly",
-                 "Edit q (draft) and p (target): the value you type stays and the rest of its column rescales to sum "
-                 "to 1. A draft x ~ q is kept with probability min(1, p(x)/q(x)); otherwise the token is drawn from "
-                 "the residual norm(max(0, p − q)). The two routes add up to exactly p.")
-        with gr.Row():
-            presets = {name: gr.Button(name) for name in lab.PRESETS}
-        table = gr.Dataframe(value=table0, headers=["token", "q (draft)", "p (target)"],
-                             datatype=["str", "number", "number"], type="array", interactive=True,
-                             label="vocabulary: 4 to 8 tokens (rows can be added and removed)",
-                             elem_id="lab-table")
-        message = gr.HTML(elem_id="lab-message")
-        readout = gr.HTML(readout0, elem_id="lab-playground-readout")
-        pg_plot = gr.Plot(pg_plot0, show_label=False, elem_id="lab-playground-plot")
-        send_alpha = gr.Button("Use this α in the explorer ↓")
-
-        gr.HTML("<h3>Sample N rounds and compare with p</h3>")
-        with gr.Row():
-            n = gr.Radio([(f"{size:,}", size) for size in SAMPLE_SIZES], value=sampling0[0], label="N rounds")
-            sampler = gr.Radio(sampler_choices, value=sampling0[1], label="sampler", elem_id="lab-sampler")
-            seed = gr.Number(sampling0[2], precision=0, minimum=0, label="seed", elem_id="lab-seed")
-        sample = gr.Button("Sample N times", variant="primary", elem_id="lab-sample")
-        hist_readout = gr.HTML(hist_readout0, elem_id="lab-histogram-text")
-        hist_plot = gr.Plot(hist_plot0, show_label=False, elem_id="lab-histogram")
-
-    with gr.Column(elem_id="lab-explorer"):
-        _heading("2 · The α / K / c explorer",
-                 "α: the chance a draft token is accepted. K: draft tokens per round. c: the cost of one draft step "
-                 "over one target pass. Each round costs K·c + 1 target passes and yields 1 … K+1 tokens.")
-        with gr.Row():
-            alpha = gr.Slider(0, 1, alpha0, step=0.01, label="α (acceptance rate)", elem_id="lab-alpha")
-            k = gr.Slider(1, lab.K_MAX, k0, step=1, label="K (draft tokens per round)", elem_id="lab-k")
-            c = gr.Slider(0, 1, c0, step=0.01, label="c (draft step / target pass)", elem_id="lab-c")
-        ex_readout = gr.HTML(ex_readout0, elem_id="lab-explorer-readout")
-        curves = gr.Plot(curves0, show_label=False, elem_id="lab-explorer-curves")
-        rounds = gr.Plot(rounds0, show_label=False, elem_id="lab-explorer-rounds")
-        gr.HTML("<h3>Theory beside measurement</h3>")
-        with gr.Row():
-            upload = gr.File(label="Upload a trace JSON", file_types=[".json"], type="binary", elem_id="lab-upload")
-            with gr.Column():
-                from_trace = gr.Button("Set α, K, c from the trace")
-                trace_message = gr.HTML(elem_id="lab-trace-message")
-        trace_readout = gr.HTML(trace_readout0, elem_id="lab-trace")
-
-    with gr.Column(elem_id="lab-compare"):
-        _heading("3 · Drafters compared",
-                 "The real engine, once per drafter and K on one prompt, beside the target alone timed in the same "
-                 "call. <b>Draft model</b>: the small model proposes K tokens. <b>Prompt lookup</b>: no second "
-                 "model; it copies the K tokens that followed the latest earlier occurrence of the text's last few "
-                 "tokens (from the prompt or the output so far). Its q is a point mass, so a copied token x is "
-                 "accepted with probability p(x): the output still follows the target exactly. It shines where the "
-                 "answer repeats the prompt. On a 2-core CPU the packaged pair takes 10–15 s a run: the default "
-                 "K = 1, 2, 4, 8 (9 runs with the baseline) took about 1.5 minutes at 32 new tokens, 2 to 2.5 at 48.")
-        cmp_prompt = gr.Textbox(REWRITE_PROMPT, label="Prompt", lines=4, max_lines=16, elem_id="lab-compare-prompt")
-        gr.Examples([[text] for text in COMPARE_EXAMPLES.values()], inputs=[cmp_prompt], label="Example prompts",
-                    example_labels=list(COMPARE_EXAMPLES))
-        with gr.Row():
-            cmp_ks = gr.CheckboxGroup(list(compare.ALL_KS), value=list(compare.DEFAULT_KS), elem_id="lab-compare-ks",
-                                      label="K values (each adds one run per drafter)")
-            cmp_tokens = gr.Slider(4, 128, 32, step=4, label="Max new tokens", elem_id="lab-compare-tokens")
-            cmp_temperature = gr.Slider(0, 1.5, 0, step=0.05, label="Temperature (0 = greedy; seed 0)",
-                                        elem_id="lab-compare-temperature")
-        with gr.Row():
-            cmp_run = gr.Button("Compare drafters", variant="primary", elem_id="lab-compare-run")
-            cmp_stop = gr.Button("Stop", elem_id="lab-compare-stop")
-        cmp_status = gr.HTML(elem_id="lab-compare-status")
-        cmp_table = gr.Dataframe(headers=list(compare.HEADERS), datatype="str", type="array", interactive=False,
-                                 label="runs, in the order they were made", elem_id="lab-compare-table")
-        cmp_plot = gr.Plot(empty_figure("Press “Compare drafters”: a line per drafter grows as its runs finish.",
-                                        lab_charts.FONT_SIZE), show_label=False, elem_id="lab-compare-chart")
-
-    pair = gr.State(pair0)
+    gr.HTML(heading_html(
+        "2 · The α / K / c explorer",
+        "α: the chance a draft token is accepted. K: draft tokens per round. c: the cost of one draft step over one "
+        "target pass. Each round costs K·c + 1 target passes and yields 1 … K+1 tokens."))
+    with gr.Row():
+        alpha = gr.Slider(0, 1, alpha0, step=0.01, label="α (acceptance rate)", elem_id="lab-alpha")
+        k = gr.Slider(1, MAX_K, k0, step=1, label="K (draft tokens per round)", elem_id="lab-k")
+        c = gr.Slider(0, 1, c0, step=0.01, label="c (draft step / target pass)", elem_id="lab-c")
+    ex_readout = gr.HTML(ex_readout0, elem_id="lab-explorer-readout")
+    curves = gr.Plot(curves0, show_label=False, elem_id="lab-explorer-curves")
+    rounds = gr.Plot(rounds0, show_label=False, elem_id="lab-explorer-rounds")
+    gr.HTML("<h3>Theory beside measurement</h3>")
+    with gr.Row():
+        upload = gr.File(label="Upload a trace JSON", file_types=[".json"], type="binary", elem_id="lab-upload")
+        with gr.Column():
+            from_trace = gr.Button("Set α, K, c from the trace")
+            trace_message = gr.HTML(elem_id="lab-trace-message")
+    trace_readout = gr.HTML(trace_readout0, elem_id="lab-trace")
     trace = gr.State(trace0)
-    preset = preset if preset is not None else gr.State(None)  # standalone: a loader may not need a preset
-
-    # events, all in one place; the lab's events are page-internal, hidden from the public API
-    quiet = dict(api_visibility="private")
-    pair_outputs = [table, pair, message, readout, pg_plot, hist_readout, hist_plot]
-    sampling = [n, sampler, seed]
-    table.edit(on_cell_edit, [table, pair, *sampling], pair_outputs, **quiet)
-    table.input(on_table_input, [table, pair, *sampling], pair_outputs, **quiet)
-    for name, button in presets.items():
-        button.click(lambda *s, p=lab.PRESETS[name]: show_pair(p, *s), sampling, pair_outputs, **quiet)
-    sample.click(on_sample, [pair, *sampling], [hist_readout, hist_plot, seed], **quiet)
-    gr.on([n.change, sampler.change], _sample, [pair, *sampling], [hist_readout, hist_plot], **quiet)
-    send_alpha.click(lambda p: round(lab.overlap(p.p, p.q), 2), pair, alpha, **quiet)
 
     gr.on([alpha.change, k.change, c.change, trace.change], on_explore, [alpha, k, c, trace],
-          [ex_readout, curves, rounds, trace_readout], trigger_mode="always_last", **quiet)
-    upload.upload(on_upload, upload, [trace, trace_message], **quiet)
-    if trace_state is not None:
-        trace_state.change(lambda t: t, trace_state, trace, trigger_mode="always_last", **quiet)
-        upload.clear(lambda t: (t, ""), trace_state, [trace, trace_message], **quiet)
+          [ex_readout, curves, rounds, trace_readout], trigger_mode="always_last", **PRIVATE)
+    upload.upload(on_upload, upload, [trace, trace_message], **PRIVATE)
+    if trace_state is not None:  # the app's latest trace, until a file is uploaded here
+        trace_state.change(lambda t: t, trace_state, trace, trigger_mode="always_last", **PRIVATE)
+        upload.clear(lambda t: (t, ""), trace_state, [trace, trace_message], **PRIVATE)
     else:
-        upload.clear(lambda: (None, ""), None, [trace, trace_message], **quiet)
-    from_trace.click(lambda t: sliders_from_trace(t, c.maximum), trace, [alpha, k, c, trace_message], **quiet)
+        upload.clear(lambda: (None, ""), None, [trace, trace_message], **PRIVATE)
+    from_trace.click(lambda t: sliders_from_trace(t, c.maximum), trace, [alpha, k, c, trace_message], **PRIVATE)
+    return trace, alpha, k, c
 
-    # the comparison is public (api_name) and queues with the app's Generate: one model run at a time
-    comparing = cmp_run.click(compare_handler(get_engine), [cmp_prompt, cmp_ks, cmp_tokens, cmp_temperature, preset],
-                              [cmp_status, cmp_table, cmp_plot], api_name="compare_drafters",
-                              show_progress_on=[cmp_status], concurrency_id="model", concurrency_limit=1)
-    stopped = _message("stopped: the runs so far stay in the table (a run in progress finishes first)")
-    cmp_stop.click(lambda: stopped, None, cmp_status, cancels=[comparing], **quiet)
+
+def _compare_section(preset, get_engine: EngineLoader | None) -> None:
+    """3: the real engine once per drafter and K, beside the target alone. Its one public event."""
+    gr.HTML(heading_html(
+        "3 · Drafters compared",
+        "The real engine, once per drafter and K on one prompt, beside the target alone timed in the same call. "
+        "<b>Draft model</b>: the small model proposes K tokens. <b>Prompt lookup</b>: no second model; it copies the "
+        "K tokens that followed the latest earlier occurrence of the text's last few tokens (from the prompt or the "
+        "output so far). Its q is a point mass, so a copied token x is accepted with probability p(x): the output "
+        "still follows the target exactly. It shines where the answer repeats the prompt. On a 2-core CPU the "
+        "packaged pair takes 10–15 s a run: the default K = 1, 2, 4, 8 (9 runs with the baseline) took about 1.5 "
+        "minutes at 32 new tokens, 2 to 2.5 at 48."))
+    prompt = gr.Textbox(REWRITE_PROMPT, label="Prompt", lines=4, max_lines=16, elem_id="lab-compare-prompt")
+    gr.Examples([[text] for text in COMPARE_EXAMPLES.values()], inputs=[prompt], label="Example prompts",
+                example_labels=list(COMPARE_EXAMPLES))
+    with gr.Row():
+        ks = gr.CheckboxGroup(list(compare.ALL_KS), value=list(compare.DEFAULT_KS), elem_id="lab-compare-ks",
+                              label="K values (each adds one run per drafter)")
+        tokens = gr.Slider(4, 128, 32, step=4, label="Max new tokens", elem_id="lab-compare-tokens")
+        temperature = gr.Slider(0, 1.5, 0, step=0.05, label="Temperature (0 = greedy; seed 0)",
+                                elem_id="lab-compare-temperature")
+    with gr.Row():
+        run = gr.Button("Compare drafters", variant="primary", elem_id="lab-compare-run")
+        stop = gr.Button("Stop", elem_id="lab-compare-stop")
+    status = gr.HTML(label="Comparison status", elem_id="lab-compare-status")
+    table = gr.Dataframe(headers=list(compare.HEADERS), datatype="str", type="array", interactive=False,
+                         label="Runs, in the order they were made", elem_id="lab-compare-table")
+    chart = gr.Plot(empty_figure("Press “Compare drafters”: a line per drafter grows as its runs finish.",
+                                 lab_charts.FONT_SIZE), label="Speedup and tokens per pass against K",
+                    show_label=False, elem_id="lab-compare-chart")
+
+    # public (api_name), and queued with the app's Generate: the model runs share one limit (serving)
+    comparing = run.click(compare_handler(get_engine), [prompt, ks, tokens, temperature, preset],
+                          [status, table, chart], api_name="compare_drafters", show_progress_on=[status],
+                          concurrency_id=MODEL_RUNS, concurrency_limit=1)
+    stopped = warning_html("stopped: the runs so far stay in the table (a run in progress finishes first)")
+    stop.click(lambda: stopped, None, status, cancels=[comparing], **PRIVATE)
+
+
+def build_lab(trace_state: gr.State | None = None, preset: gr.components.Component | None = None,
+              get_engine: EngineLoader | None = None) -> Lab:
+    """The Lab's three sections. `trace_state`: the app's trace, measured by the explorer. `preset` (the app's
+    pair dropdown) and `get_engine(preset, progress)` (its process-wide loader) feed the drafter comparison;
+    without them the comparison says it has no models."""
+    with gr.Column(elem_id="lab-playground"):
+        pair, send_alpha = _playground_section()
+    with gr.Column(elem_id="lab-explorer"):
+        trace, alpha, k, c = _explorer_section(trace_state)
+    with gr.Column(elem_id="lab-compare"):
+        _compare_section(preset if preset is not None else gr.State(None), get_engine)
+    send_alpha.click(lambda toy: round(lab.overlap(toy.p, toy.q), 2), pair, alpha, **PRIVATE)
     return Lab(pair, trace, alpha, k, c)
 
 
@@ -424,6 +315,6 @@ def demo(get_engine: EngineLoader | None = None, preset: str | None = None) -> g
 
 if __name__ == "__main__":
     from .models import DEFAULT_PRESET
-    from .ui import default_engine_loader, launch_kwargs  # the page's theme, palette and CSS; the packaged pair
+    from .serving import default_engine_loader, launch_kwargs  # the page's theme, palette and CSS; the packaged pair
 
     demo(default_engine_loader, DEFAULT_PRESET).launch(**launch_kwargs())

@@ -21,7 +21,6 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -30,9 +29,9 @@ try:
 except ImportError:  # Windows
     fcntl = None
 
+from .options import DTYPE_CHOICES, Progress
 from .quant import int8_name, quantize_linears, use_int8
 
-Progress = Callable[[float, str], None]  # (fraction done 0..1, message)
 
 
 @dataclass(frozen=True)
@@ -121,8 +120,8 @@ def pick_dtype(dtype: str | None, device: str) -> str:
     float32 elsewhere."""
     if dtype in (None, "", "auto"):
         return "bfloat16" if device.startswith("cuda") or _cpu_has_bf16() else "float32"
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of auto, {', '.join(DTYPES)}; got {dtype!r}")
+    if dtype not in DTYPE_CHOICES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPE_CHOICES)}; got {dtype!r}")
     return dtype
 
 
@@ -185,8 +184,7 @@ def prepare_packaged(name: str, progress: Progress | None = None) -> Path:
     try:
         cache_root().mkdir(parents=True, exist_ok=True)
         with _build_lock(name):
-            # Another process may have built it while this one waited; a cache from before READY is adopted.
-            if not (is_ready(folder, packaged) or _adopt(folder, packaged)):
+            if not is_ready(folder, packaged):  # another process may have built it while this one waited
                 _remove_leftovers(name, folder)
                 _build(packaged, folder, progress)
     except OSError as e:  # a full disk, a read-only cache: say where, and how much room it takes
@@ -235,32 +233,6 @@ def is_ready(folder: Path, packaged: PackagedGGUF) -> bool:
         return (marker["source_sha256"] == packaged.sha256 and bool(files)
                 and all((folder / name).stat().st_size == size for name, size in files.items()))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):  # no marker, or not one this code wrote
-        return False
-
-
-def _adopt(folder: Path, packaged: PackagedGGUF) -> bool:
-    """Caches made before READY existed were also renamed into place whole: trust one whose config parses and
-    whose weights file holds every byte its header promises, and mark it (no 3-minute rebuild)."""
-    if (folder / READY).exists() or not _complete_safetensors(folder / "model.safetensors"):
-        return False
-    try:
-        json.loads((folder / "config.json").read_text())
-        _mark_ready(folder, packaged)
-    except (OSError, ValueError):
-        return False
-    return True
-
-
-def _complete_safetensors(path: Path) -> bool:
-    """Whether a safetensors file is as long as its header says: 8 bytes of header length, the JSON header,
-    then the data up to the largest end offset."""
-    try:
-        with open(path, "rb") as f:
-            n = int.from_bytes(f.read(8), "little")
-            header = json.loads(f.read(n)) if n <= 100 << 20 else {}
-        end = max((t["data_offsets"][1] for key, t in header.items() if key != "__metadata__"), default=None)
-        return end is not None and path.stat().st_size == 8 + n + end
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return False
 
 

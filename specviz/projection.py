@@ -7,7 +7,7 @@ measured on real models (a `bench` results.json):
 
     speedup(K) = E(α, K) · t_target(1) / (K · t_draft + t_target(K + 1)),   E = (1 − α^(K+1)) / (1 − α)
 
-It is a projection, and the README labels it so.
+It is a projection, and docs/benchmarks.md labels it so.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from .trace import expected_tokens_per_pass
+from .theory import expected_tokens_per_pass
 
 QWEN = dict(vocab_size=151936, rope_theta=1000000.0, max_position_embeddings=32768, rms_norm_eps=1e-6)
 ARCHS = {  # the published configs' shapes

@@ -3,9 +3,9 @@
 Why only the draft, and why this is still exact: speculative decoding is lossless for ANY draft distribution
 q, as long as verification uses the q the draft really sampled from, which the engine always does. A
 quantized draft is simply another draft model; the target, whose distribution the output follows, keeps
-its full weights. On a CPU a draft step is bound by reading its weights from memory (92 % of a step is in
-linear layers), so int8 weights make it ~1.6x cheaper, and on the embedded pair its distribution overlaps
-the bf16 draft's by 99 %: acceptance does not measurably change (README, Benchmarks).
+its full weights. On a CPU a draft step is bound by reading its weights from memory, most of them in the
+linear layers, so int8 weights make a step cheaper while the distribution barely moves (the measured step
+times and acceptance are in docs/benchmarks.md).
 
 The embedded draft is itself a dequantized GGUF (~6 bits per weight), so 8 bits per weight add little error.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-DRAFT_WEIGHTS = ("auto", "int8", "full")  # auto: int8 on CPU, full weights on CUDA (where a step is latency-bound)
+from .options import DRAFT_WEIGHTS
 
 
 class Int8Linear(nn.Module):

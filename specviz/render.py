@@ -3,74 +3,23 @@
 Pure functions of the records in specviz/trace.py (no gradio, no models). Every prompt or token text goes
 through `html.escape` on its way into markup, so a prompt like `<img src=x onerror=alert(1)>` shows as text.
 
-The colour language lives here (FATES, P_COLOR, Q_COLOR): charts.py draws with the same colours, and the
-page's CSS reads them as variables from `palette_css()`, so a colour is defined once.
+The colour language and the writing of numbers and token text come from style.py, shared with charts.py and
+the CLI.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from html import escape
 
-from .trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, DraftPosition, Round, Trace
-
-# --- the colour language -----------------------------------------------------------------------------------
-# Okabe & Ito's colour-blind-safe palette. Every colour has a second cue (icon, strike-through, outline),
-# because projectors wash colours out. A round has either a rejection or a bonus, never both, so the two
-# closest colours (vermillion, orange) never meet in one view.
+from .style import CONTROLS, FATES, VISIBLE, num, show, verdict_text
+from .trace import ACCEPTED, BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, Trace
 
 
-@dataclass(frozen=True)
-class FateStyle:
-    color: str
-    icon: str
-    label: str
-    cue: str  # the cue that is not colour, in words (legend tooltip)
-
-
-FATES = {
-    ACCEPTED: FateStyle("#009E73", "✓", "accepted", "solid underline"),
-    REJECTED: FateStyle("#D55E00", "✗", "rejected", "struck through"),
-    DISCARDED: FateStyle("#8C8C8C", "░", "discarded", "faded, dashed outline"),
-    REPLACEMENT: FateStyle("#CC79A7", "◆", "replacement", "solid outline"),
-    BONUS: FateStyle("#E69F00", "★", "bonus", "double outline"),
-}
-P_COLOR = "#0072B2"  # p, the target's distribution: solid bars
-Q_COLOR = "#56B4E9"  # q, the draft's distribution: hatched bars
-
-
-def palette_css() -> str:
-    """CSS variables for the palette: --sv-accepted, --sv-accepted-bg (a light tint), ..., --sv-p, --sv-q."""
-    lines = [f"--sv-{fate}: {s.color}; --sv-{fate}-bg: {s.color}2e;" for fate, s in FATES.items()]
-    lines += [f"--sv-p: {P_COLOR};", f"--sv-q: {Q_COLOR};"]
-    return ":root {\n  " + "\n  ".join(lines) + "\n}\n"
-
-
-# --- numbers and token text --------------------------------------------------------------------------------
-
-def num(x: float | None) -> str:
-    """A probability for people: 0.6 -> '0.60'; 0.0042 -> '0.0042'; None -> '–'."""
-    if x is None:
-        return "–"
-    if 0 < abs(x) < 0.01:
-        return f"{x:.2g}"
-    return f"{x:.2f}"
-
-
-# Control characters get their Unicode "control picture" (NUL -> ␀, ESC -> ␛, DEL -> ␡): a browser would show
-# them as nothing or as a box, and a token made of one would look empty.
-_CONTROLS = {chr(c): chr(0x2400 + c) for c in range(32) if chr(c) not in "\n\t"} | {"\x7f": "\u2421"}
-_VISIBLE = _CONTROLS | {" ": "·", "\n": "⏎", "\t": "⇥"}
-
-
-def show(text: str) -> str:
-    """Token text with its whitespace made visible (not escaped): ' fib' -> '·fib', '\\n' -> '⏎', '' -> '∅'."""
-    return "".join(_VISIBLE.get(ch, ch) for ch in text) or "∅"
-
+# --- token text --------------------------------------------------------------------------------------------
 
 def text_html(text: str) -> str:
     """Running text (a prompt, an output), escaped, control characters as pictures: 'a\\x1b<b>' -> 'a␛&lt;b&gt;'."""
-    return escape("".join(_CONTROLS.get(ch, ch) for ch in text))
+    return escape("".join(CONTROLS.get(ch, ch) for ch in text))
 
 
 def token_html(text: str, breaks: bool = False) -> str:
@@ -81,8 +30,8 @@ def token_html(text: str, breaks: bool = False) -> str:
     """
     out = []
     for ch in text:
-        if ch in _VISIBLE:
-            out.append(f'<span class="sv-ws">{_VISIBLE[ch]}</span>' + ("<br>" if breaks and ch == "\n" else ""))
+        if ch in VISIBLE:
+            out.append(f'<span class="sv-ws">{VISIBLE[ch]}</span>' + ("<br>" if breaks and ch == "\n" else ""))
         else:
             out.append(escape(ch))
     return "".join(out) or '<span class="sv-ws">∅</span>'
@@ -94,18 +43,6 @@ def quoted(text: str) -> str:
 
 
 # --- what a round decided ----------------------------------------------------------------------------------
-
-def verdict_text(d: DraftPosition) -> str:
-    """The acceptance test at one draft position, written out (plain text, no markup).
-
-    An accepted draft reads 'r = 0.41 < min(1, 0.60/0.90) = 0.67 → accept'.
-    """
-    if d.fate == DISCARDED:
-        return "not examined: an earlier draft token was rejected"
-    ok = d.fate == ACCEPTED
-    return (f"r = {num(d.uniform)} {'<' if ok else '≥'} min(1, {num(d.p)}/{num(d.q)}) = {num(d.accept_prob)}"
-            f" → {'accept' if ok else 'reject'}")
-
 
 def next_text(rnd: Round) -> str:
     """How the round's last token was chosen (plain text)."""

@@ -19,6 +19,8 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
+from .options import RUN_BOUNDS
+
 
 @dataclass(frozen=True)
 class SamplingSettings:
@@ -38,15 +40,9 @@ class SamplingSettings:
 
 
 def check_sampling_settings(temperature: float, top_k: int, top_p: float) -> None:
-    """Raise ValueError naming the first bad value."""
-    if not isinstance(temperature, (int, float)) or temperature != temperature or temperature < 0:
-        raise ValueError(f"temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
-    if temperature > 100:
-        raise ValueError(f"temperature must be at most 100, got {temperature!r}")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
-        raise ValueError(f"top_k must be a whole number >= 0 (0 = off), got {top_k!r}")
-    if not isinstance(top_p, (int, float)) or not (0 < top_p <= 1):
-        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
+    """Raise ValueError naming the first bad value (the bounds are options.RUN_BOUNDS')."""
+    for name, value in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p)):
+        RUN_BOUNDS[name].check(value, name)
 
 
 def _warpers(s: SamplingSettings) -> LogitsProcessorList:

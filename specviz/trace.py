@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import MISSING, asdict, dataclass, field, fields
+import types
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from typing import Any
+
+from .options import MAX_K, RUN_BOUNDS, short_repr
 
 FORMAT = "specviz-trace"
 FORMAT_VERSION = 1
-MAX_K = 16  # the most draft tokens per round anywhere in specviz (engine settings, lab explorer)
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
 MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); each step of a 10k-round trace costs ~0.5 s
@@ -69,10 +72,6 @@ class Round:
     @property
     def tokens_this_pass(self) -> int:
         return len(self.committed_ids)
-
-    @property
-    def examined(self) -> int:
-        return sum(d.fate != DISCARDED for d in self.drafts)
 
 
 @dataclass
@@ -136,6 +135,12 @@ class Trace:
         return cls.from_dict(json.loads(text))
 
 
+def acceptance_rate(rounds: list[Round]) -> float:
+    """Accepted over examined draft tokens (bonus tokens and replacements never count); 0 when none examined."""
+    examined = [d for r in rounds for d in r.drafts if d.fate != DISCARDED]
+    return sum(d.fate == ACCEPTED for d in examined) / len(examined) if examined else 0.0
+
+
 def summarize(rounds: list[Round], total_time_s: float) -> Summary:
     """Summary figures of a run, computed from its rounds only (so the UI and CLI quote one source)."""
     drafts = [d for r in rounds for d in r.drafts]
@@ -149,7 +154,7 @@ def summarize(rounds: list[Round], total_time_s: float) -> Summary:
         n_drafted=len(drafts),
         n_examined=len(examined),
         n_accepted=accepted,
-        acceptance_rate=accepted / len(examined) if examined else 0.0,
+        acceptance_rate=acceptance_rate(rounds),
         mean_overlap=sum(overlaps) / len(overlaps) if overlaps else 0.0,
         tokens_per_pass=new_tokens / len(rounds) if rounds else 0.0,
         first_token_time_s=rounds[0].draft_time_s + rounds[0].verify_time_s if rounds else 0.0,
@@ -167,17 +172,6 @@ def step_times(rounds: list[Round]) -> tuple[float | None, float]:
     drafted = sum(r.k for r in later)
     draft = sum(r.draft_time_s for r in later) / drafted if drafted else None
     return draft, sum(r.verify_time_s for r in later) / len(later)
-
-
-def expected_tokens_per_pass(alpha: float, k: int) -> float:
-    """E = (1 - alpha^(K+1)) / (1 - alpha): expected tokens per target pass for i.i.d. acceptance alpha.
-
-    >>> round(expected_tokens_per_pass(0.7, 4), 2)
-    2.77
-    """
-    if alpha >= 1.0:
-        return float(k + 1)
-    return (1 - alpha ** (k + 1)) / (1 - alpha)
 
 
 def load_trace(raw: bytes | str) -> Trace:
@@ -198,12 +192,6 @@ def load_trace(raw: bytes | str) -> Trace:
     trace = Trace.from_dict(data)
     check_trace(trace)
     return trace
-
-
-def short_repr(value, limit: int = 40) -> str:
-    """repr for a message, cut short: a file may put megabytes where a number belongs."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 # --- what the types alone cannot say ---------------------------------------------------------------------
@@ -236,9 +224,8 @@ def _check_settings(settings: dict) -> None:
         if key in SETTING_NUMBERS and (isinstance(value, bool) or not isinstance(value, (int, float))
                                        or not math.isfinite(value) or value < 0):
             raise ValueError(f"malformed trace: settings.{key} should be a number >= 0, got {short_repr(value)}")
-    k = settings.get("k", 1)
-    if not (isinstance(k, int) and 1 <= k <= MAX_K):
-        raise ValueError(f"malformed trace: settings.k should be a whole number from 1 to {MAX_K}")
+    if not RUN_BOUNDS["k"].allows(settings.get("k", 1)):
+        raise ValueError(f"malformed trace: settings.k should be {RUN_BOUNDS['k'].describe()}")
 
 
 def _check_round(rnd: Round, i: int) -> None:
@@ -308,68 +295,57 @@ def _tokens(trace: Trace):
 
 
 # --- strict reconstruction of dataclasses from JSON ------------------------------------------------------
+# Each field is checked against its declared type, resolved to real types by typing.get_type_hints (so this
+# does not depend on how the annotations are written): a dataclass, a list of ids or of dataclasses, a dict,
+# a scalar, or any of these or None.
 
-_NESTED = {
-    ("Trace", "rounds"): ("list", Round),
-    ("Trace", "summary"): ("one", Summary),
-    ("Trace", "baseline"): ("one", Baseline),
-    ("Round", "drafts"): ("list", DraftPosition),
-    ("Round", "next_token"): ("one", TokenProb),
-    ("Round", "residual"): ("list", TokenProb),
-    ("Round", "bonus_candidates"): ("list", TokenProb),
-    ("DraftPosition", "candidates"): ("list", TokenProb),
-}
-_SCALARS = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
+_SCALARS = {int: (int,), float: (int, float), str: (str,), bool: (bool,)}
 
 
 def _build(cls, data: Any, where: str):
     if not isinstance(data, dict):
         raise ValueError(f"malformed trace: {where} should be an object, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
     kwargs = {}
     for f in fields(cls):
         if f.name not in data:
             if f.default is not MISSING or f.default_factory is not MISSING:
                 continue  # optional field, absent from the file
             raise ValueError(f"malformed trace: {where} lacks \"{f.name}\"")
-        kwargs[f.name] = _value(cls, f, data[f.name], f"{where}.{f.name}")
+        kwargs[f.name] = _value(hints[f.name], data[f.name], f"{where}.{f.name}")
     return cls(**kwargs)
 
 
-def _value(cls, f, value, where: str):
-    nested = _NESTED.get((cls.__name__, f.name))
-    if value is None:
-        if "None" in str(f.type):
+def _value(kind, value, where: str):
+    """value checked against the type `kind` (and rebuilt where kind is a dataclass)."""
+    args = typing.get_args(kind)
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):  # X | None
+        if value is None and type(None) in args:
             return None
+        kind = next(a for a in args if a is not type(None))
+    if value is None:
         raise ValueError(f"malformed trace: {where} must not be null")
-    if nested:
-        kind, sub = nested
-        if kind == "one":
-            return _build(sub, value, where)
+    if is_dataclass(kind):
+        return _build(kind, value, where)
+    origin = typing.get_origin(kind)
+    if origin is list:
         if not isinstance(value, list):
             raise ValueError(f"malformed trace: {where} should be a list")
-        return [_build(sub, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    return _check_scalar(str(f.type), value, where)
-
-
-def _check_scalar(type_name: str, value, where: str):
-    base = type_name.split("|")[0].strip()
-    if base.startswith("list[int]"):
-        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        item = typing.get_args(kind)[0]
+        if item is int and not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
             raise ValueError(f"malformed trace: {where} should be a list of token ids")
-        return value
-    if base.startswith("list"):
-        if not isinstance(value, list):
-            raise ValueError(f"malformed trace: {where} should be a list")
-        return value
-    if base.startswith("dict"):
+        return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(value)] if is_dataclass(item) else value
+    if origin is dict:
         if not isinstance(value, dict):
             raise ValueError(f"malformed trace: {where} should be an object")
         return value
-    allowed = _SCALARS.get(base)
-    if allowed is None:
-        return value
-    if isinstance(value, bool) and base != "bool" or not isinstance(value, allowed):
-        raise ValueError(f"malformed trace: {where} should be {base}, got {type(value).__name__}")
-    if base == "float" and not math.isfinite(value):
+    return _check_scalar(kind, value, where)
+
+
+def _check_scalar(kind: type, value, where: str):
+    allowed = _SCALARS[kind]
+    if isinstance(value, bool) and kind is not bool or not isinstance(value, allowed):
+        raise ValueError(f"malformed trace: {where} should be {kind.__name__}, got {type(value).__name__}")
+    if kind is float and not math.isfinite(value):
         raise ValueError(f"malformed trace: {where} is not a finite number")
-    return float(value) if base == "float" else value
+    return float(value) if kind is float else value

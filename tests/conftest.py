@@ -12,7 +12,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded; unknown i
 
 import copy
 import string
+import sys
 from pathlib import Path
+
+TOOLS = Path(__file__).resolve().parent.parent / "tools"
+if str(TOOLS) not in sys.path:  # tests/test_load.py drives tools/load_test.py (`import load_test`)
+    sys.path.append(str(TOOLS))
 
 import pytest
 import torch

@@ -21,10 +21,11 @@ import httpx  # noqa: E402
 from gradio_client import Client, handle_file  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from specviz import ui  # noqa: E402
+from specviz import inputs, serving, trace_io, ui  # noqa: E402
 from specviz.engine import Engine  # noqa: E402
 from specviz.trace import MAX_TRACE_BYTES, Trace  # noqa: E402
-from test_ui import FIXTURE, free_port  # noqa: E402
+from browser_util import free_port  # noqa: E402
+from test_ui import FIXTURE  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 STATUS, INFO, DOWNLOAD, SLIDER, STRIP = range(5)  # outputs of /generate and /open_trace (after the hidden state)
@@ -37,7 +38,7 @@ def url(tiny_pair, tokenizer):
     engine = Engine(*tiny_pair, tokenizer, "tiny-draft", "tiny-target")
     demo = ui.build_demo(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")
     _, local_url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
-                                  quiet=True, **ui.launch_kwargs())
+                                  quiet=True, **serving.launch_kwargs())
     yield local_url
     demo.close()
 
@@ -127,9 +128,9 @@ def test_prompts_only_an_api_client_can_send(url, client, prompt, message):
 # --- settings -----------------------------------------------------------------------------------------------
 
 def bound_rows():
-    """(field, value, ok) at, below and above each numeric field's bounds on the page (ui.LIMITS)."""
+    """(field, value, ok) at, below and above each numeric field's bounds on the page (inputs.LIMITS)."""
     rows = []
-    for field, limit in ui.LIMITS.items():
+    for field, limit in inputs.LIMITS.items():
         step = 1 if limit.whole else 0.01
         rows += [(field, limit.low, True), (field, limit.high, True),
                  (field, limit.low - step, False), (field, limit.high + step, False)]
@@ -139,32 +140,32 @@ def bound_rows():
 @pytest.mark.parametrize("field, value, ok", bound_rows(), ids=lambda v: str(v))
 def test_each_setting_at_below_and_above_its_bounds(client, field, value, ok):
     outputs = generate(client, **{field: value})
-    if field == "max_new_tokens" and value == ui.LIMITS[field].high:  # the page allows 512; the tiny models don't
+    if field == "max_new_tokens" and value == inputs.LIMITS[field].high:  # the page allows 512; the tiny models don't
         assert CONTEXT in text(outputs[STATUS])
     elif ok:
         assert text(outputs[STATUS]).startswith("✓ Done"), outputs[STATUS]
     else:
-        name, low, high, whole = ui.LIMITS[field]
+        name, low, high, whole = inputs.LIMITS[field]
         assert f"{name} must be {'a whole number' if whole else 'a number'} from {low} to {high}" in text(outputs[STATUS])
         assert_serving(client)
 
 
-@pytest.mark.parametrize("field", list(ui.LIMITS))
+@pytest.mark.parametrize("field", list(inputs.LIMITS))
 @pytest.mark.parametrize("value", ["abc", None, True, [1], 2.5, 10**400], ids=["text", "null", "bool", "list",
                                                                                  "fraction", "huge"])
 def test_non_numbers_through_the_api(client, field, value):
-    if value == 2.5 and not ui.LIMITS[field].whole:
+    if value == 2.5 and not inputs.LIMITS[field].whole:
         value = "2.5"  # a fraction is fine for temperature and top-p; a numeric string is not
     outputs = generate(client, **{field: value})
-    assert f"{ui.LIMITS[field].name} must be" in text(outputs[STATUS]), outputs[STATUS]
+    assert f"{inputs.LIMITS[field].name} must be" in text(outputs[STATUS]), outputs[STATUS]
     assert "sv-status-error" in outputs[STATUS]
 
 
-@pytest.mark.parametrize("field", list(ui.LIMITS))
+@pytest.mark.parametrize("field", list(inputs.LIMITS))
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
 def test_nan_and_infinity_through_the_http_api(url, client, field, value):
     outputs = generate_raw(url, **{field: value})
-    assert f"{ui.LIMITS[field].name} must be" in text(outputs[STATUS]) and f"got {value}" in text(outputs[STATUS])
+    assert f"{inputs.LIMITS[field].name} must be" in text(outputs[STATUS]) and f"got {value}" in text(outputs[STATUS])
 
 
 @pytest.mark.parametrize("preset", ["qwen2.5-0.5b-7b", "<img src=x onerror=alert(1)>", None])
@@ -312,7 +313,7 @@ def test_a_50_mb_upload_is_refused_by_the_server_and_by_the_loader(client, tmp_p
     with pytest.raises(Exception, match="(?i)exceeds|too large|size"):  # Gradio's max_file_size, before it lands
         client.predict(handle_file(str(big)), False, api_name="/open_trace")
     with pytest.raises(ValueError, match=f"over {MAX_TRACE_BYTES >> 20} MB, the limit"):  # the loader's own limit
-        ui.read_trace(str(big))
+        trace_io.read_trace(str(big))
     assert_serving(client)
 
 

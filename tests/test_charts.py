@@ -5,8 +5,9 @@ from html import escape
 
 import pytest
 
-from specviz import charts, render
-from specviz.trace import BONUS, DISCARDED, REPLACEMENT, expected_tokens_per_pass
+from specviz import charts, render, style
+from specviz.theory import expected_tokens_per_pass
+from specviz.trace import BONUS, DISCARDED, REPLACEMENT
 
 
 
@@ -36,8 +37,8 @@ def test_pq_bars_highlight_the_drafted_token_and_write_out_the_test(recorded):
             assert p.y[hit] == charts.label(d.text)
             ticks = fig.layout["yaxis" + axis[1:]].ticktext
             assert ticks[hit].startswith("<b>▶ ") and sum(t.startswith("<b>▶") for t in ticks) == 1
-            assert escape(render.verdict_text(d), quote=False) in titles[i]  # plotly reads tags: "<" is escaped
-            assert render.FATES[d.fate].label in titles[i]
+            assert escape(style.verdict_text(d), quote=False) in titles[i]  # plotly reads tags: "<" is escaped
+            assert style.FATES[d.fate].label in titles[i]
 
 
 def test_pq_bars_show_both_distributions_for_each_candidate(recorded):

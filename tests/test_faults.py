@@ -21,15 +21,17 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on
 from gradio_client import Client  # noqa: E402
 
 from conftest import noisy_copy, tiny_model  # noqa: E402
-from specviz import ui  # noqa: E402
+from specviz import serving, ui  # noqa: E402
+from specviz.actions import ModelActions, RunOutputs  # noqa: E402
+from specviz.views import RoundView  # noqa: E402
 from specviz.engine import Engine  # noqa: E402
 from specviz.trace import load_trace  # noqa: E402
 from test_bad_input import text  # noqa: E402
-from test_ui import free_port, value  # noqa: E402
+from browser_util import CHROMIUM, free_port  # noqa: E402
+from test_ui import value  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 STATUS, INFO, DOWNLOAD, SLIDER, STRIP = range(5)  # outputs of /generate (after the hidden trace state)
-CHROMIUM = "/usr/bin/chromium"
 RECORD_STATUS = """() => {  // every text the status line shows, however briefly
     window.statuses = [];
     const status = document.querySelector('#status');
@@ -67,7 +69,7 @@ def app(tokenizer):
     faulty, slow = Fault(target), Fault(slow_target, delay=0.1)
     demo = ui.build_demo(lambda preset, progress: engines[preset], {"slow": "Slow", "tiny": "Tiny"}, "slow")
     _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                            **ui.launch_kwargs())
+                            **serving.launch_kwargs())
     yield dict(url=url, faulty=faulty, slow=slow, engines=engines)
     demo.close()
 
@@ -138,7 +140,11 @@ def test_closing_the_tab_stops_the_run_and_the_next_generate_works(app, client):
 
 def test_closing_the_handler_generator_frees_the_run(app):
     """The same, one level down: closing Generate's generator closes the model run inside it at once."""
-    actions = ui.ModelActions(lambda preset, progress: app["engines"][preset], ["slow"])
+    import gradio as gr
+
+    with gr.Blocks():  # the components Generate writes to, outside a page
+        out = RunOutputs(gr.State(), gr.HTML(), gr.HTML(), gr.DownloadButton(), RoundView(*(gr.HTML() for _ in range(8))))
+    actions = ModelActions(lambda preset, progress: app["engines"][preset], ["slow"], out)
     frames = actions.generate("def fib(n):", "slow", 4, 0.0, 1.0, 0, 0, 200, False)
     next(frames)
     calls = app["slow"].calls
@@ -146,7 +152,7 @@ def test_closing_the_handler_generator_frees_the_run(app):
     time.sleep(0.2)
     assert app["slow"].calls == calls and not actions.runs._stops
     *_, last = actions.generate("def fib(n):", "slow", 4, 0.0, 1.0, 0, 0, 8, False)
-    assert_done(last[1:])
+    assert_done([last[out.status]])
 
 
 def test_generate_pressed_again_stops_the_run_after_its_round(app, client):
@@ -166,10 +172,10 @@ def test_generate_pressed_again_stops_the_run_after_its_round(app, client):
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")
 def test_generate_pressed_twice_in_the_page_stops_the_first_run_and_starts_the_second(app):
     sync_api = pytest.importorskip("playwright.sync_api")
-    from test_browser import ARGS
+    from browser_util import launch_browser
 
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = launch_browser(pw)
         page = browser.new_page()
         page.goto(app["url"])
         page.locator("#generate").wait_for()

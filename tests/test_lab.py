@@ -7,6 +7,7 @@ import torch
 
 from specviz import lab, lab_charts
 from specviz.sampling import residual_distribution, verify
+from specviz.theory import round_size_probs, speedup
 from specviz.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
                            TokenProb, Trace, load_trace, summarize)
 
@@ -35,7 +36,7 @@ def test_seed_example_accepts_paris_with_two_thirds():
 
 
 def test_p_095_is_always_accepted():
-    pair = lab.PRESETS["p(Paris) 0.95"]
+    pair = lab.TOY_PAIRS["p(Paris) 0.95"]
     assert pair.p[0] == 0.95 and pair.q[0] == 0.9 and sum(pair.p) == pytest.approx(1)
     assert lab.playground(pair).rows[0].accept_prob == 1.0
     # every " Paris" draft is kept, whatever the draw r
@@ -45,7 +46,7 @@ def test_p_095_is_always_accepted():
     assert accepted.all()
 
 
-@pytest.mark.parametrize("pair", [*lab.PRESETS.values(), *(random_pair(s) for s in range(20)),
+@pytest.mark.parametrize("pair", [*lab.TOY_PAIRS.values(), *(random_pair(s) for s in range(20)),
                                   random_pair(99, zeros=True)])
 def test_stacked_parts_sum_to_p(pair):
     pg = lab.playground(pair)
@@ -85,7 +86,7 @@ def test_edit_pair_and_table_validation():
 # --- Monte Carlo -------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("pair", [SEED, lab.PRESETS["they disagree"], random_pair(5, zeros=True)])
+@pytest.mark.parametrize("pair", [SEED, lab.TOY_PAIRS["they disagree"], random_pair(5, zeros=True)])
 def test_vectorised_rule_matches_verify_draw_by_draw(pair):
     """Run verify itself (K = 1) on 3000 seeded rounds, then give first_tokens verify's own draws: every accept
     decision and every token must agree, and the residual must be the row verify sampled from."""
@@ -136,7 +137,7 @@ def test_each_wrong_sampler_drifts_away_from_p(sampler):
 
 
 def test_wrong_samplers_are_wrong_only_when_p_differs_from_q():
-    same = lab.PRESETS["draft = target"]
+    same = lab.TOY_PAIRS["draft = target"]
     for sampler in lab.SAMPLERS:
         assert lab.total_variation(lab.output_distribution(sampler, same), same.p) < 1e-9
 
@@ -178,19 +179,19 @@ def test_best_k():
     assert ex.best_k == 6 and ex.best_speedup == pytest.approx(3.9514 / 1.6, abs=1e-4)
     for alpha, c in [(0.5, 0.2), (0.9, 0.02), (0.3, 0.5), (0.95, 0.01)]:
         ex = lab.explore(alpha, 1, c)
-        assert ex.best_k == max(ex.ks, key=lambda k: lab.speedup(alpha, k, c))
+        assert ex.best_k == max(ex.ks, key=lambda k: speedup(alpha, k, c))
     assert lab.explore(0.0, 3, 0.1).best_k == 1  # nothing is ever accepted: draft as little as possible
-    assert lab.explore(0.9, 3, 0.0).best_k == lab.K_MAX  # free drafts: draft as much as the axis allows
+    assert lab.explore(0.9, 3, 0.0).best_k == lab.MAX_K  # free drafts: draft as much as the axis allows
     with pytest.raises(ValueError):
         lab.explore(1.2, 4, 0.1)
 
 
 @pytest.mark.parametrize("alpha,k", [(0.0, 1), (0.5, 2), (0.7, 4), (0.9, 16), (1.0, 3)])
 def test_tokens_per_round_is_a_distribution_with_mean_e(alpha, k):
-    probs = lab.tokens_per_round(alpha, k)
+    probs = round_size_probs(alpha, k)
     assert len(probs) == k + 1 and sum(probs) == pytest.approx(1)
     assert sum((j + 1) * pr for j, pr in enumerate(probs)) == pytest.approx(lab.explore(alpha, k, 0).expected_at_k)
-    assert lab.tokens_per_round(0.5, 2) == [0.5, 0.25, 0.25]
+    assert round_size_probs(0.5, 2) == [0.5, 0.25, 0.25]
 
 
 # --- a trace's measured point -------------------------------------------------------------------------------
@@ -275,7 +276,9 @@ def test_ui_handlers_escape_keep_edits_and_report_bad_files():
     assert lab_ui.on_upload(b"{not json")[1].count("not a specviz trace") == 1
     trace, message = lab_ui.on_upload(make_trace().to_json().encode())
     assert message == "" and isinstance(trace, Trace)
-    html = lab_ui.trace_html(trace, lab.measured_point(trace))
+    from specviz.lab_render import trace_html
+
+    html = trace_html(trace, lab.measured_point(trace))
     assert "&lt;i&gt;draft&lt;/i&gt;" in html and "2.00×" in html and "0.300" in html
 
 

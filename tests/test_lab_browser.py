@@ -1,20 +1,18 @@
 """The lab in a real browser: headless Debian Chromium against `lab_ui.demo()` served in this process.
 
 Skips when /usr/bin/chromium is absent. Screenshots go to tests/artifacts/ (gitignored).
+One server for the module, a fresh tab for each test (so no test depends on what another left on the page), and
+every check waits for its condition: plotly redraws a figure some time after the text beside it has changed.
 """
 
 import os
 import re
-from pathlib import Path
 
 import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-ARTIFACTS = Path(__file__).parent / "artifacts"
+from browser_util import CHROMIUM, Page, launch_browser, serve_demo  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,
@@ -24,152 +22,172 @@ pytestmark = [
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
+class LabPage(Page):
+    """A tab on the lab: ready once the histogram of the worked example has been drawn. Text waits read
+    `innerText` (the readouts are checked line by line)."""
+
+    def wait_ready(self) -> None:
+        self.wait_count("#lab-histogram .js-plotly-plot", 1, at_least=True)
+
+    def wait_text(self, selector: str, *patterns: str) -> str:
+        """Wait until the element's innerText matches every JS regex in `patterns`; -> that text."""
+        return self.wait_match(selector, *patterns, inner=True)
+
+    def wait_rows(self, selector: str, pattern: str) -> list[list[str]]:
+        """Wait until the element's text matches the JS regex `pattern`; -> the cells of its table's data rows
+        (read from the cells: the component's progress line, "processing | 0.2s", may sit above the table)."""
+        return self.wait_js("([s, p]) => { const e = document.querySelector(s);"
+                            " if (!e || !new RegExp(p).test(e.textContent)) return null;"
+                            " return [...e.querySelectorAll('table tr')].filter(tr => tr.querySelector('td'))"
+                            ".map(tr => [...tr.cells].map(c => c.innerText.trim())); }", [selector, pattern])
+
+
 @pytest.fixture(scope="module")
-def page(tiny_pair, tokenizer):
+def url(tiny_pair, tokenizer):
     from specviz import lab_ui
     from specviz.engine import Engine
-    from specviz.ui import launch_kwargs  # the page's theme and CSS, as the lab is seen inside the app
+    from specviz.serving import launch_kwargs  # the page's theme and CSS, as the lab is seen inside the app
 
     engine = Engine(*tiny_pair, tokenizer, "tiny-draft", "tiny-target")  # for the drafter comparison
     demo = lab_ui.demo(lambda preset, progress: engine, "tiny")
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_kwargs())
     try:
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(30_000)
-            page.goto(url)
-            page.wait_for_selector("#lab-histogram .js-plotly-plot")
-            yield page
-            browser.close()
+        yield serve_demo(demo, **launch_kwargs())
     finally:
         demo.close()
 
 
-def text(page, selector: str) -> str:
-    return page.inner_text(selector)
+@pytest.fixture(scope="module")
+def browser(url):
+    with sync_api.sync_playwright() as pw:
+        browser = launch_browser(pw)
+        yield browser
+        browser.close()
 
 
-def wait_text(page, selector: str, pattern: str) -> str:
-    """Wait until the element's text matches the regex, and return that text."""
-    page.wait_for_function("([s, p]) => new RegExp(p).test(document.querySelector(s)?.innerText ?? '')",
-                           arg=[selector, pattern], polling=50)
-    return text(page, selector)
+@pytest.fixture
+def lab(browser, url):
+    tab = LabPage(browser, url, viewport=(1400, 1000))
+    yield tab
+    tab.close()
 
 
-def test_every_view_renders_with_the_worked_examples(page):
+def test_every_view_renders_with_the_worked_examples(lab):
     for view in ("#lab-playground", "#lab-histogram", "#lab-explorer"):
-        assert page.locator(f"{view} .js-plotly-plot").count() >= 1, view
-    assert page.locator("#lab-explorer .js-plotly-plot").count() == 2  # curves and tokens per round
-    readout = text(page, "#lab-playground-readout")
-    assert "0.700" in readout and "0.667" in readout  # α and the acceptance of " Paris"
-    assert text(page, "#lab-expected") == "2.77" and text(page, "#lab-speedup") == "2.31×"
-    assert "✓" in text(page, "#lab-histogram-text")
+        lab.wait_count(f"{view} .js-plotly-plot", 1, at_least=True)
+    lab.wait_count("#lab-explorer .js-plotly-plot", 2)  # curves and tokens per round
+    lab.wait_text("#lab-playground-readout", r"0\.700", r"0\.667")  # α and the acceptance of " Paris"
+    lab.wait_text("#lab-expected", r"^2\.77$")
+    lab.wait_text("#lab-speedup", r"^2\.31×$")
+    lab.wait_text("#lab-histogram-text", "✓")
 
 
-def test_moving_alpha_changes_expected_tokens(page):
+def test_moving_alpha_changes_expected_tokens(lab):
+    page = lab.page
+    lab.wait_text("#lab-expected", r"^2\.77$")  # the worked example first, so the waits below see a change
     box = page.locator("#lab-alpha input[type=number]")
     box.fill("0.9")
     box.press("Enter")
-    assert wait_text(page, "#lab-expected", r"^4\.10$")  # (1 − 0.9^5) / 0.1 = 4.0951
+    lab.wait_text("#lab-expected", r"^4\.10$")  # (1 − 0.9^5) / 0.1 = 4.0951
     slider = page.locator("#lab-k input[type=range]")
     slider.focus()
     slider.press("ArrowRight")  # K 4 -> 5
-    assert wait_text(page, "#lab-expected", r"^4\.69$")  # (1 − 0.9^6) / 0.1 = 4.6856
-    assert "K = 5" in page.locator("#lab-explorer-rounds .gtitle").text_content()
+    lab.wait_text("#lab-expected", r"^4\.69$")  # (1 − 0.9^6) / 0.1 = 4.6856
+    lab.wait_js("() => (document.querySelector('#lab-explorer-rounds .gtitle')?.textContent ?? '').includes('K = 5')")
 
 
-def test_editing_p_renormalises_and_accepts_paris(page):
+def test_editing_p_renormalises_and_accepts_paris(lab):
+    page = lab.page
+    lab.wait_text("#lab-playground-readout", r"= 0\.700")  # the seed example
     page.locator('#lab-table [data-testid="cell-0-2"]').dblclick()  # p(" Paris")
     page.keyboard.press("Control+A")
     page.keyboard.type("0.95")
     page.keyboard.press("Enter")
-    readout = wait_text(page, "#lab-playground-readout", r"α = Σ min\(p, q\) = 0\.950")
-    paris = next(line for line in readout.splitlines() if "Paris" in line).split()
+    rows = lab.wait_rows("#lab-playground-readout", r"α = Σ min\(p, q\) = 0\.950")  # token, q, p, keep, ...
+    paris = next(row for row in rows if "Paris" in row[0])
     assert paris[1:4] == ["0.900", "0.950", "1.000"]  # q, p, and now always accepted
-    assert sum(float(line.split()[2]) for line in readout.splitlines()[2:]) == pytest.approx(1, abs=0.005)
+    assert len(rows) == 5 and sum(float(row[2]) for row in rows) == pytest.approx(1, abs=0.005)
     page.locator('#lab-table [data-testid="cell-1-0"]').dblclick()  # rename " London" to markup
     page.keyboard.press("Control+A")
     page.keyboard.type("<b>Lyon")
     page.keyboard.press("Enter")
-    assert "<b>Lyon" in wait_text(page, "#lab-playground-readout", "Lyon")  # shown as typed, never as markup
-    page.wait_for_function("[...document.querySelectorAll('#lab-playground-plot .xtick text')]"
-                           ".some(t => t.textContent.startsWith('<b>Lyon'))", polling=50)
+    lab.wait_text("#lab-playground-readout", "<b>Lyon")  # shown as typed, never as markup
+    lab.wait_js("() => [...document.querySelectorAll('#lab-playground-plot .xtick text')]"
+                ".some(t => t.textContent.startsWith('<b>Lyon'))")
     page.get_by_role("button", name="q(Paris) 0.9, p(Paris) 0.6").click()  # back to the seed example
-    wait_text(page, "#lab-playground-readout", r"= 0\.700")
+    lab.wait_text("#lab-playground-readout", r"= 0\.700")
 
 
-def test_sampling_and_the_wrong_sampler(page):
+def test_sampling_and_the_wrong_sampler(lab):
+    page = lab.page
     page.get_by_label("100,000").check()  # re-samples at once, with the same seed
-    wait_text(page, "#lab-histogram-text", r"N = 100,000 rounds \(seed 0\)")
+    lab.wait_text("#lab-histogram-text", r"N = 100,000 rounds \(seed 0\)")
     page.locator("#lab-sample").click()
-    page.wait_for_function("document.querySelector('#lab-seed input').value === '1'", polling=50)
-    readout = wait_text(page, "#lab-histogram-text", r"N = 100,000 rounds \(seed 0\)")
-    assert "✓" in readout  # then the seed moves on, so the next press draws fresh rounds
+    lab.wait_js("() => document.querySelector('#lab-seed input').value === '1'")
+    # then the seed moves on, so the next press draws fresh rounds
+    readout = lab.wait_text("#lab-histogram-text", r"N = 100,000 rounds \(seed 0\)", "✓")
     assert float(re.search(r"TV\(histogram, p\) = ([0-9.]+)", readout).group(1)) < 0.01
     # p's outline plus the two stacked parts, per token (waited for: plotly redraws the plot on each update)
-    page.wait_for_function("document.querySelectorAll('#lab-histogram .js-plotly-plot g.point').length >= 15",
-                           polling=50)
+    lab.wait_count("#lab-histogram .js-plotly-plot g.point", 15, at_least=True)
     page.get_by_label("wrong: resample from p").check()
-    readout = wait_text(page, "#lab-histogram-text", r"✗")
+    readout = lab.wait_text("#lab-histogram-text", "✗")
     assert float(re.search(r"TV\(histogram, p\) = ([0-9.]+)", readout).group(1)) > 0.1
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.locator("#lab-playground").screenshot(path=str(ARTIFACTS / "lab-playground-wrong-sampler.png"))
+    lab.screenshot("lab-playground-wrong-sampler.png", "#lab-playground")
     page.get_by_label("correct: residual max(0, p − q)").check()
-    wait_text(page, "#lab-histogram-text", r"✓")
+    lab.wait_text("#lab-histogram-text", "✓")
 
 
-def test_upload_a_trace_and_take_its_point(page, tmp_path):
+def test_upload_a_trace_and_take_its_point(lab, tmp_path):
     from test_lab import make_trace
 
+    page = lab.page
     upload = page.locator("#lab-upload input[type=file]")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     upload.set_input_files(str(bad))
-    assert "not a specviz trace" in wait_text(page, "#lab-trace-message", "trace")
+    lab.wait_text("#lab-trace-message", "not a specviz trace")
     page.locator("#lab-upload button[aria-label='Clear']").first.click()
 
     good = tmp_path / "run.trace.json"
     good.write_text(make_trace().to_json())
     upload.set_input_files(str(good))
-    readout = wait_text(page, "#lab-trace", r"■ Trace")
-    assert "&lt;" not in readout and "<i>draft</i>" in readout  # escaped once: shown as typed, never as markup
-    assert "c = 0.300" in readout and "2.00×" in readout
+    readout = lab.wait_text("#lab-trace", r"■ Trace", "<i>draft</i>", r"c = 0\.300", r"2\.00×")
+    assert "&lt;" not in readout  # escaped once: shown as typed, never as markup
     page.get_by_role("button", name="Set α, K, c from the trace").click()
-    wait_text(page, "#lab-expected", r"^3\.57$")  # α = 0.83, K = 4: (1 − 0.83^5) / 0.17 = 3.565
-    assert page.input_value("#lab-c input[type=number]") == "0.3"
-    assert page.locator("#lab-explorer-curves .legendtext", has_text="measured").count() == 1
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.locator("#lab-explorer").screenshot(path=str(ARTIFACTS / "lab-explorer-with-trace.png"))
-    page.screenshot(path=str(ARTIFACTS / "lab.png"), full_page=True)
+    lab.wait_text("#lab-expected", r"^3\.57$")  # α = 0.83, K = 4: (1 − 0.83^5) / 0.17 = 3.565
+    lab.wait_js("() => document.querySelector('#lab-c input[type=number]').value === '0.3'")
+    lab.wait_js("() => [...document.querySelectorAll('#lab-explorer-curves .legendtext')]"
+                ".filter(t => t.textContent.includes('measured')).length === 1")
+    lab.screenshot("lab-explorer-with-trace.png", "#lab-explorer")
+    lab.screenshot("lab.png")
 
 
-def test_compare_drafters_fills_the_table(page):
+def test_compare_drafters_fills_the_table(lab):
+    page = lab.page
     section = page.locator("#lab-compare")
     section.scroll_into_view_if_needed()
-    assert section.locator("#lab-compare-chart .js-plotly-plot").count() == 1
+    lab.wait_count("#lab-compare #lab-compare-chart .js-plotly-plot", 1)
     page.locator("#lab-compare-run").click()  # the rewrite example is longer than the tiny models' 256 positions
-    assert "context" in wait_text(page, "#lab-compare-status", "⚠")
+    lab.wait_text("#lab-compare-status", "⚠", "context")
     page.locator("#lab-compare-prompt textarea").fill("")
     page.locator("#lab-compare-run").click()
-    assert "prompt is empty" in wait_text(page, "#lab-compare-status", "prompt is empty")
+    lab.wait_text("#lab-compare-status", "prompt is empty")
 
     section.get_by_text("story: nothing to copy").click()  # the example fills the prompt
-    page.wait_for_function("document.querySelector('#lab-compare-prompt textarea').value.includes('lighthouse')",
-                           polling=50)
+    lab.wait_js("() => document.querySelector('#lab-compare-prompt textarea').value.includes('lighthouse')")
     for k in ("4", "8"):  # keep K = 1 and 2 of the default 1, 2, 4, 8
         page.locator("#lab-compare-ks").get_by_label(k, exact=True).uncheck()
     tokens = page.locator("#lab-compare-tokens input[type=number]")
     tokens.fill("8")
     tokens.press("Enter")
     page.locator("#lab-compare-run").click()
-    status = wait_text(page, "#lab-compare-status", "✓ 5 runs")
-    assert "Fastest:" in status and "×" in status
-    drafters = [text(page, f'#lab-compare-table [data-testid="cell-{i}-0"]').strip() for i in range(5)]
-    assert drafters == ["target only", "draft model", "prompt lookup", "draft model", "prompt lookup"]
-    assert text(page, '#lab-compare-table [data-testid="cell-0-5"]').strip() == "1.00×"  # the target alone
-    page.wait_for_function("document.querySelectorAll('#lab-compare-chart .legendtext').length === 2", polling=50)
-    assert {t.strip() for t in page.locator("#lab-compare-chart .legendtext").all_text_contents()} == \
-        {"draft model", "prompt lookup"}
-    ARTIFACTS.mkdir(exist_ok=True)
-    section.screenshot(path=str(ARTIFACTS / "lab-compare.png"))
+    lab.wait_text("#lab-compare-status", "✓ 5 runs", "Fastest:", "×")
+    cells = "(n) => [...Array(n).keys()].map(i => document.querySelector(" \
+            "`#lab-compare-table [data-testid=\"cell-${i}-0\"]`)?.innerText.trim() ?? '')"
+    expected = ["target only", "draft model", "prompt lookup", "draft model", "prompt lookup"]
+    lab.wait_js(f"(want) => JSON.stringify(({cells})(want.length)) === JSON.stringify(want)", expected)
+    lab.wait_js("() => document.querySelector('#lab-compare-table [data-testid=\"cell-0-5\"]')"
+                "?.innerText.trim() === '1.00×'")  # the target alone
+    legend = lab.wait_js("() => { const t = [...document.querySelectorAll('#lab-compare-chart .legendtext')]"
+                         ".map(e => e.textContent.trim()); return t.length === 2 ? t : null; }")
+    assert set(legend) == {"draft model", "prompt lookup"}
+    lab.screenshot("lab-compare.png", "#lab-compare")

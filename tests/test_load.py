@@ -18,7 +18,7 @@ from gradio_client import Client  # noqa: E402
 
 import load_test  # noqa: E402
 from conftest import noisy_copy, tiny_model  # noqa: E402
-from specviz import ui  # noqa: E402
+from specviz import serving, trace_io, ui  # noqa: E402
 from specviz.engine import Engine, RunSettings  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
@@ -66,7 +66,7 @@ def test_navigation_never_queues_with_model_runs():
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("concurrency", [ui.DEFAULT_CONCURRENCY, 2])
+@pytest.mark.parametrize("concurrency", [serving.DEFAULT_CONCURRENCY, 2])
 def test_sixteen_sessions_at_once(engine, prompts, expected, concurrency):
     """16 clients press Generate at once (own prompt and seed), then step through all their rounds."""
     overlap = load_test.Overlap()
@@ -99,13 +99,13 @@ def rss_bytes() -> int:
 def test_memory_stays_flat_over_50_generations(engine, monkeypatch):
     """50 generations, each by a new session that then leaves: resident memory grows by under 5 % after the
     first, and what the server keeps per session is bounded (session states, trace download files)."""
-    monkeypatch.setattr(ui, "KEEP_DOWNLOADS", 8)  # small bounds, so that 50 runs pass them
-    kwargs = {**ui.launch_kwargs(), "state_session_capacity": 10}
-    assert ui.launch_kwargs()["state_session_capacity"] == ui.SESSIONS_KEPT
+    monkeypatch.setattr(trace_io, "KEEP_DOWNLOADS", 8)  # small bounds, so that 50 runs pass them
+    kwargs = {**serving.launch_kwargs(), "state_session_capacity": 10}
+    assert serving.launch_kwargs()["state_session_capacity"] == serving.SESSIONS_KEPT
     demo = ui.build_demo(lambda preset, progress: engine, {"tiny": "Tiny"}, "tiny")
     _, url, _ = demo.launch(server_name="127.0.0.1", server_port=load_test.free_port(), prevent_thread_lock=True,
                             quiet=True, **kwargs)
-    downloads = Path(ui._DOWNLOADS.name)
+    downloads = Path(trace_io._DOWNLOADS.name)
     rss = []
     client = Client(url, verbose=False, download_files=False)
     try:
@@ -134,7 +134,7 @@ def test_memory_stays_flat_over_50_generations(engine, monkeypatch):
 def test_concurrency_comes_from_the_flag_or_the_environment(monkeypatch):
     import app
 
-    assert app.parse_args([]).concurrency == ui.DEFAULT_CONCURRENCY == 1
+    assert app.parse_args([]).concurrency == serving.DEFAULT_CONCURRENCY == 1
     assert app.parse_args(["--concurrency", "2"]).concurrency == 2
     monkeypatch.setenv("SPECVIZ_CONCURRENCY", "3")
     assert app.parse_args([]).concurrency == 3

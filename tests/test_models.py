@@ -210,11 +210,11 @@ def test_a_folder_that_lost_a_file_or_its_marker_is_prepared_again(fake):
     assert len(runs) == 3 and models.is_ready(folder, models.PACKAGED["Fake"])
 
 
-def test_a_complete_cache_from_before_the_marker_is_adopted_without_a_rebuild(fake):
+def test_a_folder_without_its_marker_is_never_trusted(fake):
     cache, runs = fake
     folder = models.prepare_packaged("Fake")
-    (folder / models.READY).unlink()  # as the previous version of specviz left its caches
-    assert models.prepare_packaged("Fake") == folder and len(runs) == 1
+    (folder / models.READY).unlink()  # whole files, but nothing says the build finished
+    assert models.prepare_packaged("Fake") == folder and len(runs) == 2
     assert models.is_ready(folder, models.PACKAGED["Fake"])
 
 

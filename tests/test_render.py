@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from specviz import render
+from specviz import render, style
 from specviz.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, DraftPosition
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -32,7 +32,7 @@ def test_strip_marks_each_fate_with_class_and_icon(trace, fate):
     html = render.token_strip(trace, i)
     chips = re.findall(rf'<span class="sv-tok sv-{fate}[^"]*" title="[^"]*">.*?<sup class="sv-icon"[^>]*>(.)</sup>',
                        html.split('<div class="sv-legend">')[0])
-    assert chips and set(chips) == {render.FATES[fate].icon}
+    assert chips and set(chips) == {style.FATES[fate].icon}
 
 
 def test_strip_shows_the_committed_text_before_the_round(trace):
@@ -51,21 +51,21 @@ def test_hover_title_shows_p_q_ratio_and_draw(trace):
     i = first_round(trace, lambda r: r.n_accepted > 0)
     d = trace.rounds[i].drafts[0]
     title = re.search(r'class="sv-tok sv-accepted" title="([^"]*)"', render.token_strip(trace, i)).group(1)
-    assert f"p (target) = {render.num(d.p)}" in title and f"q (draft) = {render.num(d.q)}" in title
-    assert f"min(1, {render.num(d.p)}/{render.num(d.q)}) = {render.num(d.accept_prob)}" in title
-    assert f"r = {render.num(d.uniform)}" in title
+    assert f"p (target) = {style.num(d.p)}" in title and f"q (draft) = {style.num(d.q)}" in title
+    assert f"min(1, {style.num(d.p)}/{style.num(d.q)}) = {style.num(d.accept_prob)}" in title
+    assert f"r = {style.num(d.uniform)}" in title
 
 
 def test_verdict_text_writes_out_the_test():
     accepted = DraftPosition(1, "x", q=0.9, p=0.6, fate=ACCEPTED, accept_prob=0.6 / 0.9, uniform=0.41)
     rejected = DraftPosition(1, "x", q=0.6, p=0.1, fate=REJECTED, accept_prob=0.1 / 0.6, uniform=0.4)
-    assert render.verdict_text(accepted) == "r = 0.41 < min(1, 0.60/0.90) = 0.67 → accept"
-    assert render.verdict_text(rejected) == "r = 0.40 ≥ min(1, 0.10/0.60) = 0.17 → reject"
-    assert "not examined" in render.verdict_text(DraftPosition(1, "x", q=0.5, p=0.5, fate=DISCARDED))
+    assert style.verdict_text(accepted) == "r = 0.41 < min(1, 0.60/0.90) = 0.67 → accept"
+    assert style.verdict_text(rejected) == "r = 0.40 ≥ min(1, 0.10/0.60) = 0.17 → reject"
+    assert "not examined" in style.verdict_text(DraftPosition(1, "x", q=0.5, p=0.5, fate=DISCARDED))
 
 
 def test_whitespace_is_shown_as_the_tokenizer_produced_it(recorded):
-    assert render.show(" fib") == "·fib" and render.show("):\n") == "):⏎" and render.show("") == "∅"
+    assert style.show(" fib") == "·fib" and style.show("):\n") == "):⏎" and style.show("") == "∅"
     assert render.token_html(" <b>") == '<span class="sv-ws">·</span>&lt;b&gt;'
     html = render.token_strip(recorded, len(recorded.rounds) - 1)
     assert '<span class="sv-ws">·</span>fibonacci' in html  # " fibonacci", a token with a leading space
@@ -95,7 +95,7 @@ def test_decision_row_has_one_verdict_per_position_then_the_last_token(trace):
         fates = re.findall(r'class="sv-dec sv-dec-(\w+)"', html)
         assert fates == [d.fate for d in r.drafts] + [r.next_kind]
         for d in r.drafts:
-            assert render.verdict_text(d).replace("<", "&lt;") in html
+            assert style.verdict_text(d).replace("<", "&lt;") in html
 
 
 def test_explanation_tells_what_happened(trace):
@@ -105,7 +105,7 @@ def test_explanation_tells_what_happened(trace):
         if r.next_kind == REPLACEMENT:
             d = r.drafts[r.n_accepted]
             assert "rejected" in text and "norm(max(0, p − q))" in text
-            assert f"r = {render.num(d.uniform)}" in text and f"min(1, p/q) = {render.num(d.accept_prob)}" in text
+            assert f"r = {style.num(d.uniform)}" in text and f"min(1, p/q) = {style.num(d.accept_prob)}" in text
         elif r.k:
             assert "bonus" in text and f"all {r.k} were accepted" in text
         else:  # one token was left: the round drafted nothing
@@ -144,10 +144,10 @@ def test_recorded_trace_renders_every_round(recorded):
 
 
 def test_palette_css_defines_every_colour_once():
-    css = render.palette_css()
-    for fate, style in render.FATES.items():
-        assert f"--sv-{fate}: {style.color};" in css
-    assert f"--sv-p: {render.P_COLOR};" in css and f"--sv-q: {render.Q_COLOR};" in css
+    css = style.palette_css()
+    for fate, look in style.FATES.items():
+        assert f"--sv-{fate}: {look.color};" in css
+    assert f"--sv-p: {style.P_COLOR};" in css and f"--sv-q: {style.Q_COLOR};" in css
 
 
 def test_a_prompt_lookup_run_is_explained_as_copying(lookup_trace):

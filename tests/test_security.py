@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import app
-from specviz import models, ui
+from specviz import models, serving
 from specviz.trace import MAX_TRACE_BYTES, load_trace
 
 SOURCES = sorted((Path(__file__).parent.parent / "specviz").glob("*.py")) + [Path(app.__file__)]
@@ -63,7 +63,7 @@ def test_a_pickled_checkpoint_is_refused_without_being_unpickled(tmp_path, tiny_
 
 
 def test_uploads_are_bounded_by_the_server_and_by_the_loader():
-    assert ui.launch_kwargs()["max_file_size"] == MAX_TRACE_BYTES
+    assert serving.launch_kwargs()["max_file_size"] == MAX_TRACE_BYTES
     with pytest.raises(ValueError, match="over 20 MB, the limit"):
         load_trace(b" " * (MAX_TRACE_BYTES + 1))
 

@@ -2,7 +2,6 @@
 
 import os
 import re
-import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,7 +14,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on
 
 from gradio_client import Client, handle_file  # noqa: E402
 
-from specviz import compare, ui  # noqa: E402
+from browser_util import free_port  # noqa: E402
+
+from specviz import compare, serving, ui, views  # noqa: E402
 from specviz.engine import Engine  # noqa: E402
 from specviz.trace import load_trace  # noqa: E402
 
@@ -25,12 +26,6 @@ PRESETS = {"tiny": "Tiny random pair", "broken": "A pair that fails to load"}
 # outputs of /generate and /open_trace: status, info, download, then the round view
 STATUS, INFO, DOWNLOAD, SLIDER, STRIP, BARS, DECISIONS, RESIDUAL, EXPLANATION, PER_PASS, SUMMARY = range(11)
 VIEW = slice(SLIDER, None)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ModelCalls:
@@ -68,7 +63,7 @@ def url(models):
 
     demo = ui.build_demo(get_engine, PRESETS, "tiny")
     _, local_url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
-                                  quiet=True, **ui.launch_kwargs())
+                                  quiet=True, **serving.launch_kwargs())
     yield local_url
     demo.close()
 
@@ -114,7 +109,7 @@ def test_stepping_shows_recorded_rounds_without_calling_a_model(client, models):
     view = client.predict(n, False, api_name="/next_round")  # clamped at the last
     assert value(view[0]) == n
     view = client.predict(3, True, api_name="/show_round")
-    assert "Round 3 of" in view[1] and f'"size":{ui.CHART_FONT[True]}' in view[2]["plot"].replace(" ", "")  # lecture
+    assert "Round 3 of" in view[1] and f'"size":{views.CHART_FONT[True]}' in view[2]["plot"].replace(" ", "")  # lecture
     assert calls.n == before
 
 
@@ -199,7 +194,7 @@ def test_engine_cache_loads_a_pair_once_and_keeps_it_when_another_fails(tiny_pai
         return SimpleNamespace(draft=draft, target=target, tokenizer=tokenizer, draft_name="d", target_name="t",
                                dtype="float32")
 
-    cache = ui.EngineCache(load_pair)
+    cache = serving.EngineCache(load_pair)
     with ThreadPoolExecutor(4) as pool:
         engines = list(pool.map(lambda _: cache("tiny"), range(4)))
     assert loads == ["tiny"] and all(e is engines[0] for e in engines)
@@ -218,7 +213,7 @@ def test_measure_a_step(client, capsys):
     server = []
     for number in [2, 3, 4, 5, 6, 7, 1] * 3:
         started = time.perf_counter()
-        for out in ui.round_view(trace, number)[1:]:
+        for out in views.round_view(trace, number).values()[1:]:
             (plot if hasattr(out, "to_json") else html).postprocess(out)
         server.append(time.perf_counter() - started)
     final, _ = generate(client, max_new_tokens=32)
@@ -272,3 +267,14 @@ def test_adaptive_k_reaches_the_engine(client):
     assert recorded.settings["adaptive"] is True and recorded.settings["k"] == 8
     job = client.submit("def fib(n):", "tiny", 8, 1.0, 1.0, 0, 3, 24, False, "model", "yes", api_name="/generate")
     assert "adaptive K must be true or false" in job.result()[STATUS]
+
+
+def test_every_output_of_every_endpoint_has_a_name(client):
+    """An API user reads what each output is from view_api(): no `value_NN` left."""
+    api = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    assert {"/generate", "/open_trace", "/next_round", "/baseline", "/compare_drafters"} <= set(api)
+    for endpoint, info in api.items():
+        for output in info["returns"]:
+            assert not re.fullmatch(r"value_\d+", output["label"]), (endpoint, output)
+        for param in info["parameters"]:
+            assert not re.fullmatch(r"value_\d+", param["label"]), (endpoint, param)

@@ -1,8 +1,8 @@
 """Load test: many sessions at once against the app, through gradio_client on loopback (a script; pytest calls
-`run_load` from tests/test_load.py on tiny models).
+`run_load` from tests/test_load.py on tiny models: tests/conftest.py puts tools/ on sys.path).
 
-    PYTHONPATH=. python tests/load_test.py --real                  # the packaged pair: the README's numbers
-    PYTHONPATH=. python tests/load_test.py --real --sessions 16 --tokens 32 --concurrency 1
+    python tools/load_test.py --real                  # the packaged pair: the README's numbers
+    python tools/load_test.py --real --sessions 16 --tokens 32 --concurrency 1
 
 Each session is a thread with its own Client (so its own Gradio session and trace state). All of them press
 Generate at once, each with its own prompt and seed, then step through every recorded round (show_round 1, then
@@ -19,7 +19,7 @@ import argparse
 import dataclasses
 import math
 import os
-import socket
+import sys
 import tempfile
 import threading
 import time
@@ -30,15 +30,22 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # gradio_client must not look anything up on the hub
 
+ROOT = Path(__file__).resolve().parent.parent
+for folder in (ROOT / "tests", ROOT):  # the tests' fixtures and browser_util, and specviz (no PYTHONPATH needed)
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+
 import torch  # noqa: E402
+from browser_util import free_port  # noqa: E402,F401 - tests/test_load.py uses load_test.free_port
+from browser_util import serve as serve_app  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
-from specviz import render, ui  # noqa: E402
+from specviz import options, render, serving  # noqa: E402
 from specviz.engine import Engine, RunSettings  # noqa: E402
 from specviz.trace import load_trace  # noqa: E402
 
 STATUS, INFO, DOWNLOAD, SLIDER, STRIP = range(5)  # outputs of /generate (after the hidden trace state)
-REAL_PROMPTS = list(ui.EXAMPLES.values())
+REAL_PROMPTS = list(options.EXAMPLES.values())
 
 
 # --- the server side: how many generations run at once -----------------------------------------------------
@@ -201,18 +208,9 @@ def expected_tokens(engine: Engine, prompts: list[str], settings: RunSettings) -
             for seed, prompt in enumerate(prompts)]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def serve(get_engine, presets: dict[str, str], preset: str, concurrency: int):
-    """The app on loopback in this process -> (demo, url)."""
-    demo = ui.build_demo(get_engine, presets, preset, concurrency=concurrency)
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                            **ui.launch_kwargs())
-    return demo, url
+    """The app on loopback in this process, `concurrency` generations at once -> (demo, url)."""
+    return serve_app(get_engine, presets, preset, concurrency=concurrency)
 
 
 def ms(seconds: float) -> str:
@@ -239,12 +237,13 @@ def real_pair():
     def prompt(i):
         return f"{REAL_PROMPTS[i % len(REAL_PROMPTS)]} (Variant {i}.)"
 
-    return DEFAULT_PRESET, ui.default_engine_loader, ui.default_engine_loader(DEFAULT_PRESET), prompt
+    loader = serving.default_engine_loader
+    return DEFAULT_PRESET, loader, loader(DEFAULT_PRESET), prompt
 
 
 def tiny_pair():
     """The tests' tiny random pair -> preset, loader, engine, prompts."""
-    from conftest import char_tokenizer, noisy_copy, tiny_model  # tests/ is on the path: this script's folder
+    from conftest import char_tokenizer, noisy_copy, tiny_model  # tests/ is on the path (see the top)
 
     torch.set_num_threads(1)  # tiny models gain nothing from a second thread, and it spins on a busy machine
     target = tiny_model(seed=2)
@@ -257,7 +256,7 @@ def main() -> None:
     parser.add_argument("--real", action="store_true", help="the packaged pair (default preset); else tiny models")
     parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--tokens", type=int, default=32, help="max new tokens per generation")
-    parser.add_argument("--concurrency", type=int, default=ui.DEFAULT_CONCURRENCY,
+    parser.add_argument("--concurrency", type=int, default=serving.DEFAULT_CONCURRENCY,
                         help="generations at once (the app's --concurrency)")
     parser.add_argument("--timeout", type=float, default=1800, help="give up on the whole run after this long")
     args = parser.parse_args()

@@ -1,0 +1,192 @@
+"""The page's handlers that need a model: load a pair, Generate, Baseline, and open a trace (checked against the
+pair in memory). Each returns updates by component: an error says what went wrong in the status line (and a
+toast) and leaves every other output as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import threading
+import time
+from contextlib import closing
+from dataclasses import dataclass
+
+import gradio as gr
+
+from . import render
+from .engine import Engine, RunSettings
+from .errors import message_of
+from .inputs import check_preset, check_prompt, settings_from
+from .options import DRAFTERS
+from .serving import EngineLoader, Runs, run_baseline, stream_traces
+from .trace import Trace
+from .trace_io import check_tokenizer, read_trace, trace_file, trace_settings
+from .views import RoundView, round_view
+
+MIN_FRAME_S = 0.25  # while generating, redraw at most this often: a redraw costs the browser ~0.1-0.2 s
+
+
+@dataclass
+class RunOutputs:
+    """The components a run writes to."""
+
+    trace: gr.State  # the session's trace
+    status: gr.HTML  # one line: busy, done, or what went wrong
+    info: gr.HTML  # device, dtype, draft and target
+    download: gr.DownloadButton  # the trace as JSON
+    panels: RoundView  # the round view, components
+
+    def all(self) -> list:
+        """The outputs of Generate and of opening a trace, in order."""
+        return [self.trace, self.status, self.info, self.download, *self.panels.values()]
+
+    def of_baseline(self) -> list:
+        return [self.trace, self.status, self.panels.summary, self.download]
+
+
+def trace_info(trace: Trace) -> str:
+    return render.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model, recorded=True)
+
+
+def engine_info(engine: Engine, drafter: str = "model") -> str:
+    draft = engine.draft_name if drafter == "model" else DRAFTERS[drafter]  # the name a trace records, too
+    return render.run_info(engine.device, engine.dtype, draft, engine.target_name)
+
+
+def download(trace: Trace) -> gr.DownloadButton:
+    return gr.DownloadButton(value=trace_file(trace), interactive=True)
+
+
+class ModelActions:
+    """`presets` are the pairs this page offers; no other may be named."""
+
+    def __init__(self, get_engine: EngineLoader, presets: list[str], out: RunOutputs):
+        self.get_engine, self.presets, self.out = get_engine, presets, out
+        self.runs = Runs()
+
+    def problem(self, message: str) -> dict:
+        """Say what went wrong (a toast and the status line) and leave every other output as it is."""
+        gr.Warning(html.escape(message))  # a toast renders HTML, and a message may quote what a user sent
+        return {self.out.status: render.status(message, "error")}
+
+    def engine(self, preset, progress: gr.Progress) -> Engine:
+        check_preset(preset, self.presets)
+        return self.get_engine(preset, lambda fraction, message: progress(fraction, desc=message))
+
+    def loaded(self, preset) -> Engine | None:
+        """The selected pair if it is in memory, else None: opening a trace never starts a load. (A loader
+        other than EngineCache, as in tests, holds its models already and is simply asked.)"""
+        if preset not in self.presets:
+            return None
+        peek = getattr(self.get_engine, "loaded", None)
+        try:
+            return peek(preset) if peek else self.get_engine(preset, lambda *_: None)
+        except ValueError:
+            return None
+
+    def show_model_pair(self, preset, progress=gr.Progress()):
+        """Load the selected pair (once per process) and say what it is. -> info, status"""
+        try:
+            return engine_info(self.engine(preset, progress)), ""
+        except Exception as e:  # a hub id offline, a full disk while preparing, not enough memory: say which
+            gr.Warning(html.escape(message_of(e)))
+            return render.placeholder("No model pair loaded."), render.status(message_of(e), "error")
+
+    def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture,
+                 drafter="model", adaptive=False, progress=gr.Progress(), request: gr.Request = None):
+        """The trace and the round view after each round (at most every MIN_FRAME_S), then once more. The
+        inputs arrive as sent (the event skips Gradio's preprocessing), so every one is checked here."""
+        try:
+            settings = settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter, adaptive)
+            prompt = check_prompt(prompt)
+            engine = self.engine(preset, progress)
+            engine.encode(prompt, settings)  # a prompt too long for the context fails here, before any model runs
+        except Exception as e:
+            yield self.problem(message_of(e))
+            return
+        with self.runs.running(request.session_hash if request else None) as stop:
+            yield from self._stream(engine, prompt, settings, bool(lecture), stop)
+
+    def stop(self, request: gr.Request = None):
+        """Pressing Generate during a run: the running one stops after its current round (see Runs)."""
+        self.runs.stop(request.session_hash if request else None)
+
+    def _stream(self, engine: Engine, prompt: str, settings: RunSettings, lecture: bool, stop: threading.Event):
+        """Generate's frames. A failure or a stop mid-run keeps the rounds so far: the last frame puts them in
+        the trace state (viewable, downloadable) and says what happened."""
+        out, info, started, shown = self.out, engine_info(engine, settings.drafter), time.perf_counter(), 0.0
+        latest = failure = None
+        with closing(stream_traces(engine, prompt, settings)) as traces:  # closed at once, also when the tab is
+            try:
+                for latest in traces:
+                    if stop.is_set():
+                        break
+                    if time.perf_counter() - shown < MIN_FRAME_S:
+                        continue  # rounds faster than the browser can draw them (tiny models): draw a later one
+                    shown, n = time.perf_counter(), len(latest.rounds)
+                    busy = render.status(f"Generating… round {n}, {latest.summary.n_new_tokens} of "
+                                         f"{settings.max_new_tokens} new tokens", "busy")
+                    yield {out.trace: latest, out.status: busy, out.info: info,
+                           **round_view(latest, n, lecture).updates(out.panels)}
+            except Exception as e:  # out of memory, a model error: the rounds before it are still good
+                failure = message_of(e)
+        if latest is None:
+            yield self.problem(f"Generation failed in round 1: {failure}")
+            return
+        # The last frame always carries the full view, so a client reading only the result sees the last round.
+        yield {out.trace: latest, out.status: self._end_status(latest, failure, stop, started), out.info: info,
+               out.download: download(latest), **round_view(latest, latest.summary.n_rounds, lecture).updates(out.panels)}
+
+    @staticmethod
+    def _end_status(trace: Trace, failure: str | None, stop: threading.Event, started: float) -> str:
+        s = trace.summary
+        if failure:
+            gr.Warning(html.escape(f"Generation stopped after round {s.n_rounds}: {failure}"))
+            return render.status(f"Generation stopped after round {s.n_rounds}: {failure}. The {s.n_rounds} rounds "
+                                 f"before it stay viewable (← →); Generate runs again.", "error")
+        if stop.is_set():
+            return render.status(f"Stopped after round {s.n_rounds} ({s.n_new_tokens} new tokens): Generate was "
+                                 f"pressed again, so the new run starts next.", "info")
+        return render.status(f"Done: {s.n_rounds} rounds, {s.n_new_tokens} new tokens in "
+                             f"{time.perf_counter() - started:.1f} s. Step through the rounds with ← →.", "done")
+
+    def baseline(self, trace, preset, progress=gr.Progress()):
+        """Rerun the trace's prompt and settings with the target alone; the trace gains its .baseline."""
+        if trace is None or not trace.rounds:
+            return self.problem("Generate (or open a trace) first: the baseline reruns its prompt with the target alone.")
+        try:
+            engine = self.engine(preset, progress)
+            if engine.target_name != trace.target_model:
+                raise ValueError(f"this trace was recorded with target {trace.target_model}, but the selected "
+                                 f"pair's target is {engine.target_name}; pick the pair it was recorded with")
+            check_tokenizer(trace, engine)
+            progress(0.5, desc="running the target alone")
+            result = run_baseline(engine, trace.prompt, trace_settings(trace))
+        except Exception as e:
+            return self.problem(message_of(e))
+        timed = dataclasses.replace(trace, baseline=result)
+        message = (f"Baseline: the target alone made {len(result.output_token_ids)} tokens at "
+                   f"{result.tokens_per_s:.1f} tok/s.")
+        return {self.out.trace: timed, self.out.status: render.status(message, "done"),
+                self.out.panels.summary: render.summary_html(timed), self.out.download: download(timed)}
+
+    def open_trace(self, path, lecture, preset=None):
+        """An uploaded trace file, shown at round 1. Stepping through it needs no model; when its target is the
+        pair in memory, its tokens must be that pair's tokenizer's."""
+        if not path:
+            return gr.skip()
+        try:
+            trace = read_trace(path)
+            engine = self.loaded(preset)
+            if engine is not None and engine.target_name == trace.target_model:
+                check_tokenizer(trace, engine)
+        except ValueError as e:
+            return self.problem(str(e))
+        other = engine is not None and engine.target_name != trace.target_model
+        note = f" It was recorded with {trace.target_model}: Baseline needs that pair." if other else ""
+        opened = render.status(f"Opened a trace of {len(trace.rounds)} rounds (no model needed to step through "
+                               f"it).{note}", "done")
+        out = self.out
+        return {out.trace: trace, out.status: opened, out.info: trace_info(trace), out.download: download(trace),
+                **round_view(trace, 1, lecture).updates(out.panels)}

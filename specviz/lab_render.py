@@ -1,0 +1,109 @@
+"""The Lab's HTML: readouts of the playground, the Monte Carlo, the explorer, a trace's measured point and the
+drafters comparison. Pure functions of lab.py's and compare.py's records (no gradio); every user-editable or
+uploaded string goes through html.escape.
+"""
+
+from __future__ import annotations
+
+import html
+
+from . import compare, lab
+from .render import token_html
+from .style import FATES, Q_COLOR
+from .theory import expected_tokens_per_pass, speedup
+from .trace import ACCEPTED, REPLACEMENT, Trace
+
+TEXT = "font-size:20px;line-height:1.5"
+
+
+def swatch(color: str, pattern: str = "") -> str:
+    """A small square in a legend colour; a hatched pattern (the second cue) where the chart has one."""
+    fill = f"repeating-linear-gradient(45deg,{color} 0 4px,#fff 4px 6px)" if pattern else color
+    return f'<span style="display:inline-block;width:14px;height:14px;background:{fill};margin-right:4px"></span>'
+
+
+def playground_html(pg: lab.Playground) -> str:
+    """α in large type, then one row per token: q, p, acceptance and the two parts of p(x)."""
+    ok, res = FATES[ACCEPTED], FATES[REPLACEMENT]
+    head = ["token", f"{swatch(Q_COLOR, '/')}q(x) draft", "p(x) target", "keep min(1, p/q)",
+            f"{swatch(ok.color)}{ok.icon} accepted q·min(1, p/q)",
+            f"{swatch(res.color, 'x')}{res.icon} residual (1−α)·norm(max(0, p−q))", f"{ok.icon} + {res.icon} = p(x)"]
+    cells = "text-align:right;padding:4px 12px;font-variant-numeric:tabular-nums"
+    body = "".join(
+        f'<tr><td style="padding:4px 12px">{token_html(r.token)}</td>'
+        + "".join(f'<td style="{cells}">{v:.3f}</td>'
+                  for v in (r.q, r.p, r.accept_prob, r.from_accepted, r.from_residual,
+                            r.from_accepted + r.from_residual))
+        + "</tr>" for r in pg.rows)
+    header = "".join(f'<th style="padding:4px 12px;text-align:left">{h}</th>' for h in head)
+    return (f'<div id="lab-alpha-readout" style="font-size:30px;margin:8px 0">α = Σ min(p, q) = '
+            f'<b>{pg.alpha:.3f}</b> <span style="font-size:20px">: a drafted token is accepted '
+            f'{pg.alpha:.1%} of the time; otherwise the token comes from the residual.</span></div>'
+            f'<table style="{TEXT};border-collapse:collapse"><tr>{header}</tr>{body}</table>')
+
+
+def histogram_html(mc: lab.MonteCarlo) -> str:
+    label = html.escape(lab.SAMPLERS[mc.sampler][0])
+    lead = (f"N = {mc.n:,} rounds (seed {mc.seed}) in {mc.seconds * 1000:.0f} ms · "
+            f"TV(histogram, p) = <b>{mc.tv:.4f}</b> · sampling noise alone ≈ {mc.noise:.4f}")
+    if mc.faithful:
+        verdict = f"✓ <b>{label}</b>: the histogram fills p's outline; the gap is sampling noise."
+    else:
+        verdict = (f"✗ <b>{label}</b>: its tokens follow a distribution {mc.exact_tv:.3f} away from p (TV), "
+                   "so more samples will not close the gap.")
+    return f'<div id="lab-histogram-readout" style="{TEXT}">{verdict}<br>{lead}</div>'
+
+
+def explorer_html(ex: lab.Explorer) -> str:
+    a, k, c = ex.alpha, ex.k, ex.c
+    return (f'<div style="{TEXT}">E = (1 − {a:.2f}<sup>{k + 1}</sup>) / (1 − {a:.2f}) = '
+            f'<b id="lab-expected" style="font-size:30px">{ex.expected_at_k:.2f}</b> tokens per target pass · '
+            f'speedup = {ex.expected_at_k:.2f} / ({k} × {c:.2f} + 1) = '
+            f'<b id="lab-speedup" style="font-size:30px">{ex.speedup_at_k:.2f}×</b> · '
+            f'▲ best K for this α and c: <b>{ex.best_k}</b> ({ex.best_speedup:.2f}×)</div>')
+
+
+def trace_html(trace: Trace | None, point: lab.MeasuredPoint | None) -> str:
+    if point is None:
+        msg = ("No trace yet: generate one in the main view, or upload a trace JSON, to put its measured point "
+               "(■) on these charts." if trace is None else "This trace has no rounds to measure.")
+        return f'<div style="{TEXT}">{msg}</div>'
+    pair = f"{html.escape(trace.draft_model)} → {html.escape(trace.target_model)}"
+    if point.c is None:
+        cost = "c not measurable (nothing was drafted)"
+        theory = ""
+    else:
+        cost = (f"c = <b>{point.c:.3f}</b> (draft {point.draft_s_per_token * 1000:.1f} ms per token ÷ target pass "
+                f"{point.verify_s_per_round * 1000:.1f} ms per round)")
+        theory = (f"<br>Theory at this α, K, c: {expected_tokens_per_pass(point.alpha, point.k):.2f} tokens per "
+                  f"pass, {speedup(point.alpha, point.k, point.c):.2f}×.")
+    measured = (f"{point.speedup:.2f}× over its baseline" if point.speedup is not None
+                else "no speedup (the trace has no baseline run)")
+    return (f'<div id="lab-trace-readout" style="{TEXT}">■ Trace {pair}: K = {point.k}, {point.n_rounds} rounds · '
+            f"α = <b>{point.alpha:.3f}</b> (accepted ÷ examined drafts) · {cost}<br>"
+            f"Measured: <b>{point.tokens_per_pass:.2f}</b> tokens per pass, <b>{measured}</b>.{theory}</div>")
+
+
+def heading_html(title: str, text: str) -> str:
+    """A section's title and its one paragraph (HTML, not Markdown: one component type less for every page load
+    to fetch)."""
+    return f'<h2>{title}</h2><p style="{TEXT}">{text}</p>'
+
+
+def warning_html(text: str = "") -> str:
+    return f'<div style="{TEXT};color:#B00020">⚠ {html.escape(text)}</div>' if text else ""
+
+
+def comparison_status(rows: list[compare.CompareRow], ks: tuple[int, ...], seconds: float) -> str:
+    """Progress while running ("3 of 9 runs … next: prompt lookup at K = 2"), a verdict once done."""
+    planned, done = compare.plan(ks), len(rows)
+    total = len(planned)
+    if done < total:
+        drafter, k = planned[done]
+        return (f'<div style="{TEXT}">Running… {done} of {total} runs done in {seconds:.0f} s; next: '
+                f"{html.escape(compare.LABELS[drafter])} at K = {k}.</div>")
+    best = max(rows[1:], key=lambda r: r.speedup)  # rows[0] is the target alone
+    return (f'<div style="{TEXT}">✓ {total} runs in {seconds:.0f} s. Fastest: '
+            f"<b>{html.escape(best.label)} at K = {best.k}, {best.speedup:.2f}×</b> the target alone "
+            f"({best.tokens_per_s:.2f} vs {rows[0].tokens_per_s:.2f} tokens/s), α = {best.acceptance_rate:.2f}, "
+            f"{best.tokens_per_pass:.2f} tokens per target pass.</div>")

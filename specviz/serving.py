@@ -1,0 +1,170 @@
+"""What the server holds for everyone: the models, the GPU wrapper, the runs in progress, the launch settings.
+
+Models are process-wide (`EngineCache`, behind a lock); each browser session's trace lives in `gr.State` in the
+page. Only the functions here marked `@gpu` run a model; on ZeroGPU a GPU exists only inside them, so each
+returns or yields plain CPU data (traces, rows), never tensors.
+
+Tests inject tiny models with a loader of their own: any callable `(preset, progress) -> Engine`.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable
+
+import gradio as gr
+
+from . import compare
+from .engine import Engine, RunSettings
+from .options import Progress
+from .style import palette_css
+from .trace import MAX_TRACE_BYTES
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+EngineLoader = Callable[[str, Progress], Engine]
+# Model runs (Generate, Baseline, the Lab's comparison) at once, across all sessions; the rest wait in Gradio's
+# queue. On a CPU two runs only split the same cores (each gets slower, none finishes sooner), so 1; a GPU with
+# memory to spare may take more (app.py --concurrency). Stepping through recorded rounds never waits for these.
+DEFAULT_CONCURRENCY = 1
+MODEL_RUNS = "model"  # the concurrency group of every event that runs a model
+# Sessions whose state (their trace, ~7 kB per generated token: 0.5 MB at 64 tokens, 4 MB at 512) the server
+# keeps; past this, Gradio drops the least recently used. A closed tab's state goes an hour after closing.
+SESSIONS_KEPT = 200
+
+try:  # On ZeroGPU a GPU exists only inside functions decorated with spaces.GPU; elsewhere this is a no-op.
+    import spaces
+
+    gpu = spaces.GPU
+except ImportError:
+    def gpu(fn):
+        return fn
+
+
+# --- the models, shared by every session ---------------------------------------------------------------------
+
+class EngineCache:
+    """The process-wide models: the newest Engine loaded, by preset.
+
+    One pair is kept (two rarely fit in memory together); the old one is replaced only once the new one has
+    loaded, so a pair that fails to load (a hub model, offline) leaves the working one in place. A preset
+    loads once however many sessions ask for it, and loading one never blocks sessions using another."""
+
+    def __init__(self, load_pair: Callable[..., Any] | None = None):
+        self._load_pair = load_pair or _load_pair
+        self._lock = threading.Lock()  # guards the two dicts below
+        self._engines: dict[str, Engine] = {}
+        self._loading: dict[str, threading.Lock] = {}
+
+    def __call__(self, preset: str, progress: Progress | None = None) -> Engine:
+        with self._lock:
+            if preset in self._engines:
+                return self._engines[preset]
+            loading = self._loading.setdefault(preset, threading.Lock())
+        with loading:
+            with self._lock:
+                if preset in self._engines:  # another session loaded it while we waited
+                    return self._engines[preset]
+            engine = Engine.from_pair(self._load_pair(preset=preset, progress=progress))
+            engine.warm_up()  # kernel selection happens now, not inside the first Generate's round 1
+            with self._lock:
+                self._engines = {preset: engine}
+            return engine
+
+    def loaded(self, preset: str) -> Engine | None:
+        """The engine for preset if it is in memory now; never loads one."""
+        with self._lock:
+            return self._engines.get(preset)
+
+
+def _load_pair(**kwargs):
+    from .models import load_pair  # loading pulls in the GGUF machinery: only when a pair is first asked for
+
+    return load_pair(**kwargs)
+
+
+default_engine_loader = EngineCache()
+
+
+def preset_labels() -> dict[str, str]:
+    """Every model pair this specviz knows: preset name -> the label the page shows."""
+    from .models import PRESETS
+
+    return {name: preset.label for name, preset in PRESETS.items()}
+
+
+# --- the calls that run a model --------------------------------------------------------------------------------
+
+@gpu
+def stream_traces(engine: Engine, prompt: str, settings: RunSettings):
+    """The model-bound part of Generate: the trace so far after each round (plain CPU data, safe for State)."""
+    run = engine.start(prompt, settings)
+    for _ in run:
+        yield run.trace()
+
+
+@gpu
+def run_baseline(engine: Engine, prompt: str, settings: RunSettings):
+    return engine.baseline(prompt, settings)
+
+
+@gpu
+def stream_comparison(engine: Engine, prompt: str, settings: RunSettings, ks: tuple[int, ...]):
+    """The model-bound part of the Lab's comparison: one CompareRow per finished run (plain data)."""
+    yield from compare.compare_drafters(engine, prompt, settings, ks)
+
+
+class Runs:
+    """The Generate running in each browser session, so that pressing Generate again stops it after its current
+    round (the new run waits for the model either way; without this it would wait for the whole old run)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._stops: dict[str, threading.Event] = {}  # session -> the stop flag of its running Generate
+
+    @contextmanager
+    def running(self, session: str | None):
+        """A stop flag for one run, registered under its session while the run lasts (then forgotten)."""
+        stop = threading.Event()
+        with self._lock:
+            if session:
+                self._stops[session] = stop
+        try:
+            yield stop
+        finally:
+            with self._lock:
+                if session and self._stops.get(session) is stop:
+                    del self._stops[session]
+
+    def stop(self, session: str | None) -> None:
+        with self._lock:
+            stop = self._stops.get(session)
+        if stop is not None:
+            stop.set()
+
+
+# --- the server ----------------------------------------------------------------------------------------------
+
+def check_concurrency(concurrency) -> int:
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a whole number of at least 1, got {concurrency!r}")
+    return concurrency
+
+
+def limit_model_runs(demo: gr.Blocks, concurrency: int) -> None:
+    """Every event of the MODEL_RUNS group (Generate, Baseline, the Lab's comparison) shares one limit. Gradio
+    keeps the lowest limit any event of a group names, so it is set on all of them, once all are wired."""
+    for fn in demo.fns.values():
+        if fn.concurrency_id == MODEL_RUNS:
+            fn.concurrency_limit = concurrency
+
+
+def launch_kwargs() -> dict:
+    """Theme, CSS and JS for `demo.launch(...)` (Gradio 6 takes them there, not in Blocks), and the server's
+    bounds: upload size, sessions kept."""
+    return dict(theme=gr.themes.Default(primary_hue="blue", neutral_hue="slate", text_size="lg"), show_error=True,
+                css=palette_css(), css_paths=[ASSETS / "style.css"],
+                js=(ASSETS / "keys.js").read_text(encoding="utf-8"),
+                max_file_size=MAX_TRACE_BYTES,  # an upload larger than any trace is refused before it lands
+                state_session_capacity=SESSIONS_KEPT)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from . import render
+from . import charts, render
 from .engine import Engine, RunSettings
 from .errors import message_of
 from .inputs import check_preset, check_prompt, settings_from
@@ -42,7 +42,7 @@ class RunOutputs:
         return [self.trace, self.status, self.info, self.download, *self.panels.values()]
 
     def of_baseline(self) -> list:
-        return [self.trace, self.status, self.panels.summary, self.download]
+        return [self.trace, self.status, self.panels.summary, self.download, self.panels.timeline]
 
 
 def trace_info(trace: Trace) -> str:
@@ -169,7 +169,8 @@ class ModelActions:
         message = (f"Baseline: the target alone made {len(result.output_token_ids)} tokens at "
                    f"{result.tokens_per_s:.1f} tok/s.")
         return {self.out.trace: timed, self.out.status: render.status(message, "done"),
-                self.out.panels.summary: render.summary_html(timed), self.out.download: download(timed)}
+                self.out.panels.summary: render.summary_html(timed), self.out.download: download(timed),
+                self.out.panels.timeline: charts.timeline(timed)}
 
     def open_trace(self, path, lecture, preset=None):
         """An uploaded trace file, shown at round 1. Stepping through it needs no model; when its target is the

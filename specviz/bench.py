@@ -4,7 +4,7 @@ For each prompt type (code, factual, story, rewrite) it times, after one warm-up
 target-only decoding; specviz with the draft model for each K (greedy and sampled); specviz with prompt lookup;
 transformers' own assisted generation (and its prompt lookup) as the peer. Per configuration: tokens/s, speedup
 over target-only from the same run, acceptance α, tokens per target pass, cost ratio c, and the predicted
-speedup E/(K·c+1) beside the measured one. Writes results.json, report.md and chart.html to --out.
+speedup E/(K·c+v) beside the measured one. Writes results.json, report.md and chart.html to --out.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import torch
 from .engine import Engine, RunSettings
 from .quant import int8_name, quantize_linears, use_int8
 from .options import CODE_PROMPT, DRAFT_WEIGHTS, DTYPE_CHOICES, STORY_PROMPT
-from .theory import expected_tokens_per_pass
-from .trace import acceptance_rate, step_times
+from .explorer import SteadyState, steady_state
+from .trace import acceptance_rate, decode_speed, step_times
 
 PROMPTS = {
     "code": [CODE_PROMPT,
@@ -59,6 +59,7 @@ class Row:
     # Throughput after the first round (or first token), over target-only's the same way: the prompt's encoding
     # is latency (TTFT), not throughput, and the prediction models only the steady state it is compared with.
     decode_speedup: float | None = None
+    v: float | None = None  # the verify pass over one target-only step (1: memory-bound ideal)
 
 
 def add_bench_args(p: argparse.ArgumentParser) -> None:
@@ -159,7 +160,7 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
                     r = _speculative_figures(engine, prompts, repeats, max_new, temp, k, drafter, base["step"])
                     name = f"specviz K={k}" if drafter == "model" else f"specviz lookup K={k}"
                     rows.append(Row(ptype, name, mode, k, r["tps"], r["tps"] / base["tps"], r["alpha"], r["tpp"],
-                                    r["c"], r["predicted"], r["ttft"], r["decode_tps"] * base["step"]))
+                                    r["c"], r["predicted"], r["ttft"], r["decode_tps"] * base["step"], r["v"]))
                     print(f"{ptype:8} {mode:7} {name:22} {r['tps']:6.2f} tok/s  x{r['tps'] / base['tps']:.2f}",
                           flush=True)
                 if drafter == "model":
@@ -169,7 +170,7 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
                     rows.append(Row(ptype, f"specviz adaptive K≤{kmax}", mode, adaptive["mean_k"],
                                     adaptive["tps"], adaptive["tps"] / base["tps"], adaptive["alpha"],
                                     adaptive["tpp"], adaptive["c"], adaptive["predicted"], adaptive["ttft"],
-                                    adaptive["decode_tps"] * base["step"]))
+                                    adaptive["decode_tps"] * base["step"], adaptive["v"]))
             if peer:
                 hf_base = _transformers_tokens_per_s(engine, prompts, repeats, max_new, temp, None)
                 for label, kind, assistant in peers:
@@ -193,37 +194,27 @@ def _target_only_figures(engine, prompts, repeats, max_new, temp):
 
 
 def _speculative_figures(engine, prompts, repeats, max_new, temp, k, drafter, target_step, adaptive=False, details=True):
-    """Median figures of specviz runs. c = draft step / target-only step (Leviathan et al.'s c), and the
-    predicted speedup E·t_step / (K̄·t_draft + t_verify), with α, K̄ and the times all from the rounds after the
-    first (which also encodes the prompt); decode_tps: tokens/s of those same rounds, wall clock, to compare with
-    the prediction."""
-    out = {key: [] for key in ("tps", "alpha", "tpp", "c", "predicted", "ttft", "mean_k", "decode_tps")}
+    """Median figures of specviz runs (see trace_figures)."""
+    out = {}
     for prompt in prompts:
         s = RunSettings(k=k, temperature=temp, max_new_tokens=max_new, drafter=drafter, adaptive=adaptive)
         for t in _repeated(lambda: engine.run(prompt, s, details=details), repeats):
-            m, later = t.summary, t.rounds[1:] or t.rounds
-            mean_k = sum(r.k for r in later) / len(later)
-            draft_step, verify = step_times(t.rounds)
-            draft_step = draft_step or 0.0
-            expected = expected_tokens_per_pass(acceptance_rate(later), round(mean_k))
-            out["tps"].append(m.tokens_per_s)
-            out["alpha"].append(m.acceptance_rate)
-            out["tpp"].append(m.tokens_per_pass)
-            out["c"].append(draft_step / target_step)
-            out["predicted"].append(expected * target_step / (mean_k * draft_step + verify))
-            out["mean_k"].append(mean_k)
-            out["ttft"].append(m.first_token_time_s)
-            out["decode_tps"].append(_decode_tokens_per_s(t))
+            for key, value in trace_figures(t, target_step).items():
+                out.setdefault(key, []).append(value)
     return {key: statistics.median(v) for key, v in out.items()}
 
 
-def _decode_tokens_per_s(t) -> float:
-    """Tokens/s after the first round, by the wall clock (everything between rounds counts too)."""
-    later_tokens = t.summary.n_new_tokens - t.rounds[0].tokens_this_pass
-    later_time = t.summary.total_time_s - t.summary.first_token_time_s
-    if later_tokens <= 0 or later_time <= 0:  # a one-round run: only its whole-run rate exists
-        return t.summary.tokens_per_s
-    return later_tokens / later_time
+def trace_figures(t, target_step: float) -> dict:
+    """One run's figures. c and v: a draft step and a verify pass over one target-only step (`target_step`, from
+    the baseline runs); predicted: E(α, K̄) / (K̄·c + v) with α, K̄ and the times from the rounds after the first
+    (which also encodes the prompt), the Lab's theory for the same trace; decode_tps: tokens/s of those same
+    rounds, wall clock, to compare with the prediction."""
+    m, later = t.summary, t.rounds[1:] or t.rounds
+    steady = steady_state(t.rounds, target_step) or SteadyState(  # nothing drafted: no draft cost
+        acceptance_rate(later), 0.0, 0.0, step_times(t.rounds)[1] / target_step)
+    return {"tps": m.tokens_per_s, "alpha": m.acceptance_rate, "tpp": m.tokens_per_pass, "c": steady.c,
+            "v": steady.v, "predicted": steady.speedup, "mean_k": steady.k, "ttft": m.first_token_time_s,
+            "decode_tps": decode_speed(t) or m.tokens_per_s}
 
 
 def _transformers_tokens_per_s(engine, prompts, repeats, max_new, temp, kind, assistant=None) -> float:
@@ -286,12 +277,12 @@ def markdown_report(rows: list[Row], extra: dict, env: dict) -> str:
              f"transformers {env['transformers']} · {env['threads']} threads · {env['max_new_tokens']} new tokens · "
              f"median of {env['repeats']} runs after a warm-up · {env['date']}", ""]
     lines += peer_table(rows) + [""]
-    lines += ["| prompt | mode | config | tok/s | speedup | decode speedup | α | tok/pass | c | predicted | "
-              "measured/predicted | TTFT s |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["| prompt | mode | config | tok/s | speedup | decode speedup | α | tok/pass | c | v | predicted | "
+              "measured/predicted | TTFT s |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ratio = r.decode_speedup / r.predicted if r.predicted and r.decode_speedup else None
         lines.append(f"| {r.prompt_type} | {r.mode} | {r.config} | {_f(r.tokens_per_s)} | {_f(r.speedup)}× | "
-                     f"{_f(r.decode_speedup, '{:.2f}×')} | {_f(r.alpha)} | {_f(r.tokens_per_pass)} | {_f(r.c)} | "
+                     f"{_f(r.decode_speedup, '{:.2f}×')} | {_f(r.alpha)} | {_f(r.tokens_per_pass)} | {_f(r.c)} | {_f(r.v)} | "
                      f"{_f(r.predicted)} | {_f(ratio)} | {_f(r.ttft_s)} |")
     lines += ["", f"Tracing overhead (code prompt, greedy, K=4): traced {extra['traced_tokens_per_s']:.2f} tok/s, "
                   f"untraced {extra['untraced_tokens_per_s']:.2f} tok/s → {extra['overhead'] * 100:.1f} %", ""]
@@ -332,7 +323,7 @@ def chart_figure(rows: list[Row]):
         fig.add_scatter(x=[r.k for r in pts], y=[r.decode_speedup for r in pts], mode="lines+markers",
                         line=dict(dash="dash"), name=f"{ptype} {mode} measured after the first round")
         fig.add_scatter(x=[r.k for r in pts], y=[r.predicted for r in pts], mode="lines",
-                        line=dict(dash="dot"), name=f"{ptype} {mode} predicted E/(Kc+1)")
+                        line=dict(dash="dot"), name=f"{ptype} {mode} predicted E/(Kc+v)")
     fig.update_layout(title="specviz speedup over target-only vs K", xaxis_title="K (draft tokens per round)",
                       yaxis_title="speedup ×", template="plotly_white")
     return fig

@@ -117,7 +117,7 @@ def _prob_axis(**extra) -> dict:
 
 # --- p and q at each draft position -------------------------------------------------------------------------
 
-def pq_bars(rnd: Round, font_size: int = 15) -> go.Figure:
+def pq_bars(rnd: Round, font_size: int = 15, greedy: bool = False) -> go.Figure:
     """Per draft position, the top candidate tokens under q (draft) and p (target) side by side; the drafted
     token is outlined and marked ▶; each panel's title writes out its acceptance test."""
     if not rnd.drafts:
@@ -136,7 +136,7 @@ def pq_bars(rnd: Round, font_size: int = 15) -> go.Figure:
         data += traces
         layout["yaxis" + suffix] = dict(domain=[(top - h) / plot_px, top / plot_px], anchor=x, **ticks)
         layout["xaxis" + suffix] = _prob_axis(anchor=y, showticklabels=i == n - 1)
-        notes.append(dict(text=_position_title(i, d), x=0, xref="paper", xanchor="left", y=top / plot_px,
+        notes.append(dict(text=_position_title(i, d, greedy), x=0, xref="paper", xanchor="left", y=top / plot_px,
                           yref="paper", yanchor="bottom", showarrow=False, align="left", font=dict(size=font_size)))
         top -= h + gap
     layout["xaxis" + suffix]["title"] = dict(text="probability")
@@ -146,9 +146,9 @@ def pq_bars(rnd: Round, font_size: int = 15) -> go.Figure:
     return _figure(data, layout, font_size)
 
 
-def _position_title(i: int, d: DraftPosition) -> str:
+def _position_title(i: int, d: DraftPosition, greedy: bool) -> str:
     s = FATES[d.fate]
-    return f"<b>{i + 1}. “{label(d.text)}”  {s.icon} {s.label}</b><br>{escape(verdict_text(d), quote=False)}"
+    return f"<b>{i + 1}. “{label(d.text)}”  {s.icon} {s.label}</b><br>{escape(verdict_text(d, greedy), quote=False)}"
 
 
 # --- the residual, or the bonus ----------------------------------------------------------------------------
@@ -169,6 +169,8 @@ def residual_chart(rnd: Round, font_size: int = 15) -> go.Figure:
         title = (f"All {rnd.k} drafts accepted: the bonus {FATES[BONUS].icon}<br>is drawn from p at position "
                  f"{rnd.k + 1}" if rnd.k else
                  f"Nothing drafted: the target's token {FATES[BONUS].icon}<br>is drawn from p")
+        if not rnd.next_kept:
+            title = f"All {rnd.k} drafts accepted, ending the text:<br>the bonus {FATES[BONUS].icon} is not kept"
         return _chosen_chart(tokens, rnd.next_token, BONUS, series, title, font_size)
     return empty_figure("This trace did not record the distribution of the round's last token.", font_size)
 
@@ -199,8 +201,11 @@ def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 
     for kind in (REPLACEMENT, BONUS):
         data.append(_stack(x, [t - a if r.next_kind == kind else 0 for r, t, a in zip(rounds, made, accepted)],
                            kind, FATES[kind].label))
-    k, alpha = int(trace.settings.get("k", max(r.k for r in rounds))), trace.summary.acceptance_rate
-    expected = expected_tokens_per_pass(alpha, k)
+    # Expected and ceiling from the K each round really drafted (adaptive K, or the last rounds, draft fewer)
+    alpha = trace.summary.acceptance_rate
+    expected = sum(expected_tokens_per_pass(alpha, r.k) for r in rounds) / len(rounds)
+    ceiling = sum(r.k + 1 for r in rounds) / len(rounds)
+    k = max(r.k for r in rounds)
     span = [0.5, len(rounds) + 0.5]
     data += [
         dict(type="scatter", x=x, y=[total / i for i, total in enumerate(accumulate(made), 1)], name="running mean",
@@ -208,15 +213,16 @@ def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 
              hovertemplate="mean after round %{x}: %{y:.2f}<extra></extra>"),
         dict(type="scatter", x=span, y=[expected, expected], name=f"expected {expected:.2f}", mode="lines",
              line=dict(color=P_COLOR, width=3, dash="dash"),
-             hovertemplate=f"(1 − α^(K+1)) / (1 − α), α = {alpha:.2f}, K = {k}: {expected:.2f}<extra></extra>"),
-        dict(type="scatter", x=span, y=[k + 1, k + 1], name=f"ceiling K + 1 = {k + 1}", mode="lines",
+             hovertemplate=f"mean over rounds of (1 − α^(k+1)) / (1 − α), α = {alpha:.2f}: {expected:.2f}"
+                          "<extra></extra>"),
+        dict(type="scatter", x=span, y=[ceiling, ceiling], name=f"ceiling: mean k + 1 = {ceiling:.2f}", mode="lines",
              line=dict(color="#888", width=2, dash="dot"), hoverinfo="skip"),
     ]
     shade = [] if selected is None else [dict(type="rect", xref="x", yref="paper", x0=selected + 0.5,
                                               x1=selected + 1.5, y0=0, y1=1, fillcolor="#000", opacity=0.09,
                                               line=dict(width=0), layer="below")]
-    title = (f"Tokens per target pass · mean {trace.summary.tokens_per_pass:.2f} · expected (1 − α<sup>K+1</sup>)"
-             f" / (1 − α) = {expected:.2f} at α = {alpha:.2f}, K = {k}")
+    title = (f"Tokens per target pass · mean {trace.summary.tokens_per_pass:.2f} · expected (1 − α<sup>k+1</sup>)"
+             f" / (1 − α) = {expected:.2f} at α = {alpha:.2f}, k = drafts in each round (mean {ceiling - 1:.2f})")
     layout = dict(_frame(240, 2 * font_size + 40, font_size, 4), title=_title(title, font_size), barmode="stack",
                   bargap=0.15, shapes=shade,
                   xaxis=dict(title=dict(text="round"), range=span, dtick=1 if len(rounds) <= 32 else None,
@@ -232,3 +238,59 @@ def _stack(x: list[int], y: list[int], fate: str, name: str) -> dict:
     return dict(type="bar", x=x, y=y, name=f"{s.icon} {name}",
                 marker=dict(color=s.color, line=dict(color="white", width=1), pattern=hatch(pattern)),
                 hovertemplate=f"round %{{x}}: %{{y}} {name}<extra></extra>")
+
+
+# --- where the time goes: the target alone against speculative decoding ------------------------------------
+
+LANES = ("speculative", "target alone")  # bottom to top
+
+
+def timeline(trace: Trace, font_size: int = 15) -> go.Figure:
+    """Two lanes on one wall-clock axis, from the recorded times: the target alone, one step per token (above),
+    and speculative decoding, each round's draft steps then its verify pass (below), with the tokens each round
+    committed. Time spent between rounds (recording, the page) is left out of both."""
+    if not trace.rounds or trace.summary is None:
+        return empty_figure("The timeline appears here once a run has rounds.", font_size)
+    starts, data = 0.0, []
+    draft, verify, marks = ([], [], []), ([], [], []), ([], [], [])
+    for r in trace.rounds:
+        for (x, base, text), seconds, what in ((draft, r.draft_time_s, "draft"), (verify, r.verify_time_s, "verify")):
+            x.append(seconds), base.append(starts), text.append(f"round {r.index + 1}: {what} {seconds * 1000:.0f} ms")
+            starts += seconds
+        marks[0].append(starts), marks[1].append(r.tokens_this_pass), marks[2].append(f"+{r.tokens_this_pass}")
+    data.append(_segments(draft, LANES[0], f"draft steps ({trace.draft_model})", Q_COLOR, "/"))
+    data.append(_segments(verify, LANES[0], "verify pass (target)", P_COLOR, ""))
+    data.append(dict(type="scatter", x=marks[0], y=[LANES[0]] * len(marks[0]), mode="markers", name="tokens committed",
+                     marker=dict(symbol="line-ns", size=22, line=dict(width=2, color=INK)), text=marks[2],
+                     hovertemplate="%{text} tokens at %{x:.2f} s<extra></extra>"))
+    note, alone_s = _baseline_lane(trace, data)
+    end = max(starts, alone_s)
+    title = (f"Where the time goes: {trace.summary.n_new_tokens} tokens in {starts:.2f} s of rounds" + note)
+    layout = dict(_frame(2 * 70, 2 * font_size + 40, font_size, 12), title=_title(title, font_size), barmode="overlay",
+                  xaxis=dict(title=dict(text="seconds"), range=[0, end * 1.02], gridcolor=GRID, zeroline=False),
+                  yaxis=dict(categoryorder="array", categoryarray=list(LANES), gridcolor=GRID))
+    return _figure(data, layout, font_size)
+
+
+def _segments(columns, lane: str, name: str, color: str, pattern: str) -> dict:
+    x, base, text = columns
+    return dict(type="bar", orientation="h", x=x, base=base, y=[lane] * len(x), name=name, text=text,
+                textposition="none", width=0.6, marker=dict(color=color, line=dict(color="white", width=1),
+                                                             pattern=hatch(pattern)),
+                hovertemplate="%{text}<extra></extra>")
+
+
+def _baseline_lane(trace: Trace, data: list) -> tuple[str, float]:
+    """Append the target alone's lane (one segment per step) to data. -> the title's note on it, its seconds"""
+    b = trace.baseline
+    if b is None:
+        return " · press Baseline to time the target alone beside it", 0.0
+    steps, note = list(b.step_times_s), ""
+    if not steps:  # a version-1 trace: its first step and total only
+        n = len(b.output_token_ids)
+        steps = [b.first_token_time_s] + [(b.total_time_s - b.first_token_time_s) / max(n - 1, 1)] * (n - 1)
+        note = " (its steps spread evenly: not recorded)"
+    bases = [sum(steps[:i]) for i in range(len(steps))]
+    data.append(_segments((steps, bases, [f"token {i + 1}: {s * 1000:.0f} ms" for i, s in enumerate(steps)]),
+                          LANES[1], "target step", INK, ""))
+    return f" · the target alone: {len(steps)} tokens in {sum(steps):.2f} s{note}", sum(steps)

@@ -23,6 +23,8 @@ def mark(fate: str, text: str) -> str:
 def round_line(r: Round) -> str:
     drafts = " ".join(mark(d.fate, d.text) for d in r.drafts) or "(no draft)"
     nxt = mark(r.next_kind, r.next_token.text)
+    if not r.next_kept:
+        nxt = f"({nxt} not kept: the text ended before it)"
     return (f"{r.index + 1:>4}  {r.n_accepted}/{r.k:<2}  {r.tokens_this_pass:>3}  "
             f"{r.draft_time_s * 1000:>7.0f}  {r.verify_time_s * 1000:>7.0f}  {drafts}  → {nxt}")
 

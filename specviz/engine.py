@@ -24,8 +24,8 @@ from transformers import DynamicCache
 from .lookup import prompt_lookup
 from .options import DRAFTERS, RUN_BOUNDS
 from .sampling import SamplingSettings, sample, verify, warp
-from .trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round, TokenProb, \
-    Trace, summarize
+from .trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, CacheLengths, DraftPosition, \
+    Round, TokenProb, Trace, summarize
 
 TOP_N = 10  # candidates recorded per position for the bars
 
@@ -119,22 +119,24 @@ class Engine:
         """Target-only autoregressive decoding: same warping, same seed, timed the same way."""
         ids = self.encode(prompt, settings)
         gen = torch.Generator().manual_seed(settings.seed)
-        cache, new, first = DynamicCache(), [], 0.0
-        t0 = time.perf_counter()
+        cache, new, steps = DynamicCache(), [], []
+        t0 = last = time.perf_counter()
         with torch.inference_mode():
             pending = ids  # the first step encodes the whole prompt, as round 1 does in a speculative run
             while len(new) < settings.max_new_tokens:
                 logits = forward(self.target, pending, cache, 1)[:, :self.vocab]
-                token = int(sample(warp(logits, settings.sampling), gen)[0])
+                token = int(sample(warp(logits, settings.sampling), gen)[0])  # a CPU value: the step has ended
                 new.append(token)
-                first = first or time.perf_counter() - t0
+                now = time.perf_counter()
+                steps.append(now - last)
+                last = now
                 if token in self.eos_ids:
                     break
                 pending = [token]
         self._sync()
         total = time.perf_counter() - t0
-        return Baseline(new, self.tokenizer.decode(new, skip_special_tokens=True), first, total,
-                        len(new) / total if total > 0 else 0.0)
+        return Baseline(new, self.tokenizer.decode(new, skip_special_tokens=True), steps[0], total,
+                        len(new) / total if total > 0 else 0.0, steps)
 
     def _sync(self):
         if self.device.startswith("cuda"):
@@ -211,10 +213,12 @@ class SpeculativeRun:
         k = min(s.k, left - 1)  # a round yields at most k+1 tokens: never draft past max_new_tokens
 
         # 1. Draft: k tokens one at a time, each sampled from q, the warped draft distribution.
+        before = self._cache_lengths()
         t0 = time.perf_counter()
         drafts, q = self._draft(k)
         e._sync()
         t1 = time.perf_counter()
+        drafted = self._cache_lengths()
 
         # 2. Target: ONE pass over the tokens its cache lacks plus all drafts; p has a row per draft + bonus.
         feed = self.ids[self.target_cache.get_seq_length():] + drafts
@@ -224,13 +228,19 @@ class SpeculativeRun:
         verdict = verify(p, q, torch.tensor(drafts, dtype=torch.long), self.gen)
         e._sync()
         t2 = time.perf_counter()
+        verified = self._cache_lengths()
 
         # 4. Commit, cut at EOS or max_new_tokens, and roll both caches back to the committed prefix.
         new = drafts[:verdict.n_accepted] + [verdict.next_token]
         committed = self._commit(new)
         rollback(self.target_cache, len(self.ids) - 1)
         rollback(self.draft_cache, min(self.draft_cache.get_seq_length(), len(self.ids) - 1))
-        return self._record(drafts, p, q, verdict, committed, t1 - t0, t2 - t1)
+        lengths = [before, drafted, verified, self._cache_lengths()]  # (draft, target) at each moment
+        cache = CacheLengths(draft=[d for d, _ in lengths], target=[t for _, t in lengths])
+        return self._record(drafts, p, q, verdict, committed, t1 - t0, t2 - t1, cache)
+
+    def _cache_lengths(self) -> tuple[int, int]:
+        return self.draft_cache.get_seq_length(), self.target_cache.get_seq_length()
 
     def _draft(self, k: int) -> tuple[list[int], torch.Tensor]:
         if self.s.drafter == "lookup":
@@ -278,7 +288,7 @@ class SpeculativeRun:
         self.ids.extend(committed)
         return committed
 
-    def _record(self, drafts, p, q, verdict, committed, draft_time, verify_time) -> Round:
+    def _record(self, drafts, p, q, verdict, committed, draft_time, verify_time, cache) -> Round:
         """Turn one round's tensors into a Round record (the only place that decides what is kept)."""
         e, n = self.e, verdict.n_accepted
         positions = []
@@ -304,7 +314,8 @@ class SpeculativeRun:
                               float(verdict.residual[nxt]) if rejected else None)
         return Round(index=len(self.rounds), k=len(drafts), drafts=positions, n_accepted=n, next_token=next_prob,
                      next_kind=REPLACEMENT if rejected else BONUS, residual=residual, bonus_candidates=bonus,
-                     committed_ids=committed, draft_time_s=draft_time, verify_time_s=verify_time, stop=self.stop)
+                     committed_ids=committed, draft_time_s=draft_time, verify_time_s=verify_time, stop=self.stop,
+                     cache=cache)
 
     def _candidates(self, p_row: torch.Tensor, q_row: torch.Tensor) -> list[TokenProb]:
         """Top tokens of p and of q at one position, each with both probabilities, most likely first."""

@@ -1,16 +1,14 @@
-"""The lab's math: a toy p/q playground, Monte Carlo runs of the accept/reject rule, and the α / K / c model.
+"""The lab's math: a toy p/q playground and Monte Carlo runs of the accept/reject rule (the α / K / c / v model
+is explorer.py's).
 
 Notation follows Leviathan et al. (2023), as in `sampling.py`: p is the TARGET distribution, q the DRAFT.
 Everything here is plain numbers in, plain records out (no gradio, no plotly), so the charts, the HTML and the
 tests quote one source.
 
-Two parts:
-- the playground: one draft position over a small named vocabulary. A draft x ~ q is accepted with
-  probability min(1, p(x)/q(x)); otherwise the token comes from the residual norm(max(0, p − q)). The output
-  mass of x splits into "accepted proposals" min(p, q)(x) and "residual" (1 − α)·norm(max(0, p − q))(x), which
-  add up to p(x); α = Σ min(p, q) is the chance the draft is accepted.
-- the explorer: for i.i.d. acceptance α and K drafts a round yields 1 … K+1 tokens, E = (1 − α^(K+1)) / (1 − α)
-  on average, and costs K draft steps plus one target pass: speedup E / (K·c + 1), c = draft step / target pass.
+The playground: one draft position over a small named vocabulary. A draft x ~ q is accepted with probability
+min(1, p(x)/q(x)); otherwise the token comes from the residual norm(max(0, p − q)). The output mass of x splits
+into "accepted proposals" min(p, q)(x) and "residual" (1 − α)·norm(max(0, p − q))(x), which add up to p(x);
+α = Σ min(p, q) is the chance the draft is accepted.
 """
 
 from __future__ import annotations
@@ -22,9 +20,6 @@ from dataclasses import dataclass
 import torch
 
 from .sampling import accept_probability, residual_distribution, verify
-from .options import MAX_K
-from .theory import expected_tokens_per_pass, round_size_probs, speedup
-from .trace import Trace, step_times, summarize
 
 MIN_TOKENS, MAX_TOKENS = 4, 8  # vocabulary size of the playground
 MAX_TOKEN_CHARS = 24
@@ -228,7 +223,7 @@ def sample_with_verify(p, q, n, generator):
 
 SAMPLERS = {  # key -> (label, function)
     "correct": ("correct: residual max(0, p − q)", sample_speculative),
-    "verify": ("correct, through verify() itself (slow)", sample_with_verify),
+    "verify": ("correct, one call of the engine's own verify per round (slower)", sample_with_verify),
     "resample_from_p": ("wrong: resample from p", sample_resample_from_p),
     "always_accept": ("wrong: always accept", sample_always_accept),
     "swapped_ratio": ("wrong: ratio min(1, q/p)", sample_swapped_ratio),
@@ -288,14 +283,19 @@ class MonteCarlo:
         return self.exact_tv < 1e-9
 
 
-def monte_carlo(pair: ToyPair, n: int, sampler: str = "correct", seed: int = 0) -> MonteCarlo:
-    """Run n independent one-token rounds with a sampler and compare the histogram with p."""
+def check_monte_carlo(n, sampler: str, samplers, seed) -> None:
+    """ValueError naming the first bad setting of a Monte Carlo run: N, the sampler (a key of `samplers`), the seed."""
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SAMPLES:
         raise ValueError(f"N must be a whole number from 1 to {MAX_SAMPLES}, got {n!r}")
-    if sampler not in SAMPLERS:
-        raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+    if sampler not in samplers:
+        raise ValueError(f"sampler must be one of {', '.join(samplers)}, got {sampler!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")
+
+
+def monte_carlo(pair: ToyPair, n: int, sampler: str = "correct", seed: int = 0) -> MonteCarlo:
+    """Run n independent one-token rounds with a sampler and compare the histogram with p."""
+    check_monte_carlo(n, sampler, SAMPLERS, seed)
     if sampler == "verify" and n > MAX_VERIFY_SAMPLES:
         raise ValueError(f"verify() itself runs one Python call per round; choose N <= {MAX_VERIFY_SAMPLES:,} "
                          "or the vectorised correct sampler")
@@ -308,89 +308,3 @@ def monte_carlo(pair: ToyPair, n: int, sampler: str = "correct", seed: int = 0) 
     seconds = time.perf_counter() - t0
     exact_tv = total_variation(output_distribution(sampler, pair), pair.p)
     return MonteCarlo(sampler, n, seed, pair.p, accepted_counts, replaced_counts, exact_tv, seconds)
-
-
-# --- the α / K / c explorer --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Explorer:
-    alpha: float
-    k: int
-    c: float
-    ks: list[int]  # 1..MAX_K, the x axis
-    expected: list[float]  # E per K
-    speedups: list[float]  # E / (K·c + 1) per K
-    best_k: int  # argmax of speedups (the smallest K on a tie)
-    round_probs: list[float]  # round_size_probs(alpha, k)
-
-    @property
-    def expected_at_k(self) -> float:
-        return self.expected[self.k - 1]
-
-    @property
-    def speedup_at_k(self) -> float:
-        return self.speedups[self.k - 1]
-
-    @property
-    def best_speedup(self) -> float:
-        return self.speedups[self.best_k - 1]
-
-
-def explore(alpha: float, k: int, c: float, k_max: int = MAX_K) -> Explorer:
-    if not 0 <= alpha <= 1:
-        raise ValueError(f"α must be in [0, 1], got {alpha!r}")
-    if not 1 <= k <= k_max:
-        raise ValueError(f"K must be from 1 to {k_max}, got {k!r}")
-    if not c >= 0:
-        raise ValueError(f"c must be >= 0, got {c!r}")
-    ks = list(range(1, k_max + 1))
-    speedups = [speedup(alpha, j, c) for j in ks]
-    best = ks[max(range(len(ks)), key=lambda i: (speedups[i], -i))]
-    return Explorer(alpha, k, c, ks, [expected_tokens_per_pass(alpha, j) for j in ks], speedups, best,
-                    round_size_probs(alpha, k))
-
-
-@dataclass(frozen=True)
-class MeasuredPoint:
-    """What a recorded run measured, in the explorer's terms."""
-
-    alpha: float  # accepted / examined drafts (summary.acceptance_rate)
-    k: int  # settings["k"]
-    draft_s_per_token: float | None  # mean draft time per drafted token; None when nothing was drafted
-    verify_s_per_round: float  # mean target pass + verify time per round
-    tokens_per_pass: float  # new tokens / target passes
-    round_probs: list[float]  # fraction of rounds that committed j + 1 tokens, j = 0..K
-    speedup: float | None  # tokens/s over the baseline's tokens/s; None without a baseline
-    n_rounds: int
-
-    @property
-    def c(self) -> float | None:
-        """Measured cost ratio: a draft step over a target pass."""
-        if self.draft_s_per_token is None or self.verify_s_per_round <= 0:
-            return None
-        return self.draft_s_per_token / self.verify_s_per_round
-
-
-def measured_point(trace: Trace | None) -> MeasuredPoint | None:
-    """The trace's α, K, c and speedup, or None for no trace or one without rounds."""
-    if trace is None or not trace.rounds:
-        return None
-    rounds = trace.rounds
-    summary = trace.summary or summarize(rounds, 0.0)
-    k = trace.settings.get("k")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        k = max(1, max(r.k for r in rounds))
-    draft_s_per_token, verify_s_per_round = step_times(rounds)
-    sizes = [min(r.tokens_this_pass, k + 1) for r in rounds]  # adaptive or cut rounds never exceed K + 1
-    base = trace.baseline.tokens_per_s if trace.baseline else 0.0
-    return MeasuredPoint(
-        alpha=summary.acceptance_rate,
-        k=k,
-        draft_s_per_token=draft_s_per_token,
-        verify_s_per_round=verify_s_per_round,
-        tokens_per_pass=summary.tokens_per_pass,
-        round_probs=[sizes.count(j + 1) / len(rounds) for j in range(k + 1)],
-        speedup=summary.tokens_per_s / base if base > 0 and summary.tokens_per_s > 0 else None,
-        n_rounds=len(rounds),
-    )

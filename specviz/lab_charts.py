@@ -12,7 +12,9 @@ import plotly.graph_objects as go
 
 from .charts import label
 from .compare import LABELS, CompareRow
-from .lab import Explorer, MeasuredPoint, MonteCarlo, Playground, SAMPLERS, ToyPair
+from .explorer import Explorer, MeasuredPoint
+from .joint import JointMonteCarlo
+from .lab import SAMPLERS, MonteCarlo, Playground, ToyPair
 from .style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch
 from .trace import ACCEPTED, BONUS, REPLACEMENT
 
@@ -86,6 +88,20 @@ def histogram_figure(pair: ToyPair, mc: MonteCarlo | None, font_size: int = FONT
     return _figure(data, dict(yaxis=_prob_axis(top, "share of rounds")), title, font_size, foot_lines=2)
 
 
+def joint_figure(mc: JointMonteCarlo, font_size: int = FONT_SIZE, top_pairs: int = 10) -> go.Figure:
+    """The most likely first-two-token pairs under the target: the histogram of pairs inside p(a, b)'s outline."""
+    cells = [(mc.target[a][b], a, b) for a in range(len(mc.tokens)) for b in range(len(mc.tokens))]
+    cells = sorted(cells, reverse=True)[:top_pairs]
+    x = [f"{label(mc.tokens[a])}<br>{label(mc.tokens[b])}" for _, a, b in cells]
+    seen = [mc.counts[a][b] / mc.n for _, a, b in cells]
+    data = [dict(type="bar", x=x, y=seen, offsetgroup="p", name="share of runs",
+                 marker=dict(color=FATES[ACCEPTED].color), hovertemplate="%{x}: %{y:.4f}<extra></extra>"),
+            dict(_p_outline(x, [t for t, _, _ in cells]), name="▭ p(a)·p(b | a) target")]
+    top = max(max(seen), cells[0][0])
+    title = f"{'✓' if mc.faithful else '✗'} first two tokens · N = {mc.n:,} · TV = {mc.tv:.3f}"
+    return _figure(data, dict(yaxis=_prob_axis(top, "share of runs")), title, font_size, foot_lines=3)
+
+
 def _marker(x: float, y: float, name: str, axes: str, symbol: str, size: int, text: str = "",
             color: str = "white", show: bool = True, where: str = "middle right") -> dict:
     return dict(type="scatter", x=[x], y=[y], mode="markers+text" if text else "markers", name=name,
@@ -119,7 +135,7 @@ def explorer_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_si
             tops[1] = max(tops[1], measured.speedup)
     k_axis = dict(title=dict(text="K (draft tokens per round)"), dtick=2 if len(ex.ks) > 10 else 1, gridcolor=GRID)
     heads = [("Tokens per target pass E = (1 − α<sup>K+1</sup>) / (1 − α)", 0.0),
-             ("Speedup E / (K·c + 1)", 0.55)]
+             ("Speedup E / (K·c + v)", 0.55)]
     layout = dict(
         xaxis=dict(k_axis, domain=[0, 0.45]), xaxis2=dict(k_axis, domain=[0.55, 1], anchor="y2"),
         yaxis=dict(title=dict(text="tokens"), range=[0, 1.2 * tops[0]], gridcolor=GRID, zeroline=False),
@@ -132,7 +148,7 @@ def explorer_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_si
         + [dict(text="1× (no gain)", x=1, xref="x2 domain", xanchor="right", y=1, yref="y2", yanchor="top",
                 showarrow=False, font=dict(size=font_size - 2))],
     )
-    title = f"α = {ex.alpha:.2f}, c = {ex.c:.2f}: speedup {ex.speedup_at_k:.2f}× at K = {ex.k}"
+    title = f"α = {ex.alpha:.2f}, c = {ex.c:.2f}, v = {ex.v:.2f}: speedup {ex.speedup_at_k:.2f}× at K = {ex.k}"
     return _figure(data, layout, title, font_size, plot_px=340, foot_lines=4, head_lines=2)
 
 

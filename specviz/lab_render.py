@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from . import compare, lab
+from . import compare, explorer, joint, lab
 from .render import token_html
 from .style import FATES, Q_COLOR
 from .theory import expected_tokens_per_pass, speedup
@@ -42,10 +42,56 @@ def playground_html(pg: lab.Playground) -> str:
             f'<table style="{TEXT};border-collapse:collapse"><tr>{header}</tr>{body}</table>')
 
 
+def exactness_html(pg: lab.Playground) -> str:
+    """Why the output is exactly p, as three lines with this pair's numbers: for the token the draft favours and
+    for the one it proposes least often relative to p."""
+    favourite = max(pg.rows, key=lambda r: r.q)
+    short = max(pg.rows, key=lambda r: r.p - r.q)
+    rest = 1 - pg.alpha
+
+    def tok(r):
+        return token_html(r.token)
+
+    def parts(r):
+        residual = r.from_residual / rest if rest > 1e-12 else 0.0
+        return (f"{tok(r)}: {r.from_accepted:.3f} + {rest:.3f} × {residual:.3f} = "
+                f"<b>{r.from_accepted + r.from_residual:.3f}</b> = p({tok(r)})")
+
+    lines = [
+        f"1. A draft x is proposed with q(x) and kept with min(1, p(x)/q(x)), so it arrives accepted with "
+        f"q(x)·min(1, p(x)/q(x)) = min(p(x), q(x)). {tok(favourite)}: {favourite.q:.3f} × "
+        f"{favourite.accept_prob:.3f} = <b>{favourite.from_accepted:.3f}</b> = min({favourite.p:.3f}, "
+        f"{favourite.q:.3f}).",
+        f"2. A draft is rejected with probability 1 − Σ min(p, q) = 1 − α = 1 − {pg.alpha:.3f} = <b>{rest:.3f}</b>, "
+        f"which is also the mass of max(0, p − q): Σ max(0, p − q) = Σ p − Σ min(p, q).",
+        f"3. Then the token comes from the residual norm(max(0, p − q)), so min(p, q) + (1 − α)·residual = p, token "
+        f"by token: {parts(favourite)}; {parts(short)}.",
+    ]
+    return (f'<div id="lab-exactness" style="{TEXT}"><b>Why the output is exactly p</b><br>'
+            + "<br>".join(lines) + "</div>")
+
+
+def joint_html(mc: joint.JointMonteCarlo) -> str:
+    label = html.escape(joint.SAMPLERS[mc.sampler])
+    lead = (f"N = {mc.n:,} runs (seed {mc.seed}) in {mc.seconds * 1000:.0f} ms · TV(histogram of pairs, "
+            f"p(a, b)) = <b>{mc.tv:.4f}</b> · sampling noise alone ≈ {mc.noise:.4f}")
+    if mc.faithful and mc.sampler == "correct":
+        verdict = (f"✓ <b>{label}</b>: the pairs follow the target's joint p(a)·p(b | a); the gap is sampling noise.")
+    elif mc.faithful:
+        verdict = (f"✓ <b>{label}</b>, yet harmless with this pair: no draft is ever rejected, so the shared draw "
+                   f"never matters. Pick a pair where the draft over-proposes a token to see the bug.")
+    else:
+        verdict = (f"✗ <b>{label}</b>: once the first draft is kept (r below its ratio), the same r is more likely "
+                   f"to keep the second, so pairs of kept drafts are over-represented: {mc.exact_tv:.3f} away "
+                   f"from the target's joint (TV), however many runs.")
+    return f'<div id="lab-joint-readout" style="{TEXT}">{verdict}<br>{lead}</div>'
+
+
 def histogram_html(mc: lab.MonteCarlo) -> str:
     label = html.escape(lab.SAMPLERS[mc.sampler][0])
     lead = (f"N = {mc.n:,} rounds (seed {mc.seed}) in {mc.seconds * 1000:.0f} ms · "
-            f"TV(histogram, p) = <b>{mc.tv:.4f}</b> · sampling noise alone ≈ {mc.noise:.4f}")
+            f"TV(histogram, p) = ½ Σ|histogram − p| = <b>{mc.tv:.4f}</b> (total variation distance: 0 when they "
+            f"match) · sampling noise alone ≈ {mc.noise:.4f}")
     if mc.faithful:
         verdict = f"✓ <b>{label}</b>: the histogram fills p's outline; the gap is sampling noise."
     else:
@@ -54,34 +100,51 @@ def histogram_html(mc: lab.MonteCarlo) -> str:
     return f'<div id="lab-histogram-readout" style="{TEXT}">{verdict}<br>{lead}</div>'
 
 
-def explorer_html(ex: lab.Explorer) -> str:
-    a, k, c = ex.alpha, ex.k, ex.c
+def explorer_html(ex: explorer.Explorer) -> str:
+    a, k, c, v = ex.alpha, ex.k, ex.c, ex.v
     return (f'<div style="{TEXT}">E = (1 − {a:.2f}<sup>{k + 1}</sup>) / (1 − {a:.2f}) = '
             f'<b id="lab-expected" style="font-size:30px">{ex.expected_at_k:.2f}</b> tokens per target pass · '
-            f'speedup = {ex.expected_at_k:.2f} / ({k} × {c:.2f} + 1) = '
+            f'speedup = E / (K·c + v) = {ex.expected_at_k:.2f} / ({k} × {c:.2f} + {v:.2f}) = '
             f'<b id="lab-speedup" style="font-size:30px">{ex.speedup_at_k:.2f}×</b> · '
-            f'▲ best K for this α and c: <b>{ex.best_k}</b> ({ex.best_speedup:.2f}×)</div>')
+            f'▲ best K for this α, c and v: <b>{ex.best_k}</b> ({ex.best_speedup:.2f}×)</div>')
 
 
-def trace_html(trace: Trace | None, point: lab.MeasuredPoint | None) -> str:
+def trace_html(trace: Trace | None, point: explorer.MeasuredPoint | None) -> str:
     if point is None:
         msg = ("No trace yet: generate one in the main view, or upload a trace JSON, to put its measured point "
                "(■) on these charts." if trace is None else "This trace has no rounds to measure.")
         return f'<div style="{TEXT}">{msg}</div>'
     pair = f"{html.escape(trace.draft_model)} → {html.escape(trace.target_model)}"
-    if point.c is None:
-        cost = "c not measurable (nothing was drafted)"
-        theory = ""
-    else:
-        cost = (f"c = <b>{point.c:.3f}</b> (draft {point.draft_s_per_token * 1000:.1f} ms per token ÷ target pass "
-                f"{point.verify_s_per_round * 1000:.1f} ms per round)")
-        theory = (f"<br>Theory at this α, K, c: {expected_tokens_per_pass(point.alpha, point.k):.2f} tokens per "
-                  f"pass, {speedup(point.alpha, point.k, point.c):.2f}×.")
     measured = (f"{point.speedup:.2f}× over its baseline" if point.speedup is not None
                 else "no speedup (the trace has no baseline run)")
     return (f'<div id="lab-trace-readout" style="{TEXT}">■ Trace {pair}: K = {point.k}, {point.n_rounds} rounds · '
-            f"α = <b>{point.alpha:.3f}</b> (accepted ÷ examined drafts) · {cost}<br>"
-            f"Measured: <b>{point.tokens_per_pass:.2f}</b> tokens per pass, <b>{measured}</b>.{theory}</div>")
+            f"α = <b>{point.alpha:.3f}</b> (accepted ÷ examined drafts) · {_costs(point)}<br>"
+            f"Measured: <b>{point.tokens_per_pass:.2f}</b> tokens per pass, <b>{measured}</b>.{_theory(point)}</div>")
+
+
+def _costs(point: explorer.MeasuredPoint) -> str:
+    if point.c is None:
+        return "c not measurable (nothing was drafted)"
+    if point.steady is None:
+        return (f"c = <b>{point.c:.3f}</b> (draft {point.draft_s_per_token * 1000:.1f} ms per token ÷ target pass "
+                f"{point.verify_s_per_round * 1000:.1f} ms per round; without a baseline there is no one-token "
+                f"step to measure v against, so v is taken as 1)")
+    s = point.steady
+    return (f"c = <b>{s.c:.3f}</b> (a draft step ÷ one target-only step), v = <b>{s.v:.2f}</b> (the verify pass "
+            f"÷ one target-only step)")
+
+
+def _theory(point: explorer.MeasuredPoint) -> str:
+    """The cost model beside the measurement, like for like: both after round 1, which also encoded the prompt."""
+    if point.steady is None:
+        if point.c is None:
+            return ""
+        return (f"<br>Theory at this α, K, c, v = 1: {expected_tokens_per_pass(point.alpha, point.k):.2f} tokens per "
+                f"pass, {speedup(point.alpha, point.k, point.c):.2f}×.")
+    s = point.steady
+    decode = f"; measured after round 1: <b>{point.decode_speedup:.2f}×</b>" if point.decode_speedup else ""
+    return (f"<br>Theory for the rounds after the first (α = {s.alpha:.2f}, K̄ = {s.k:.2f}): E / (K̄·c + v) = "
+            f"<b>{s.speedup:.2f}×</b>{decode}.")
 
 
 def heading_html(title: str, text: str) -> str:

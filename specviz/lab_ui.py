@@ -16,11 +16,11 @@ from dataclasses import dataclass, replace
 
 import gradio as gr
 
-from . import compare, lab, lab_charts
+from . import compare, explorer, joint, lab, lab_charts
 from .charts import empty_figure
 from .engine import RunSettings
 from .errors import message_of
-from .lab_render import (comparison_status, explorer_html, heading_html, histogram_html,
+from .lab_render import (comparison_status, exactness_html, explorer_html, heading_html, histogram_html, joint_html,
                          playground_html, trace_html, warning_html)
 from .options import COMPARE_EXAMPLES, MAX_K, REWRITE_PROMPT
 from .serving import MODEL_RUNS, EngineLoader, stream_comparison
@@ -66,10 +66,23 @@ def _sample(pair: lab.ToyPair, n, sampler: str, seed) -> tuple[str, object]:
 
 
 def show_toy_pair(pair: lab.ToyPair, n, sampler, seed, message: str = ""):
-    """Everything the playground shows for a pair: table, message, readout, chart, and a fresh histogram."""
+    """Everything the playground shows for a pair: table, message, readout, chart, a fresh histogram, and why
+    the output is exactly p with its numbers."""
     pg = lab.playground(pair)
     return (_table(pair), pair, warning_html(message), playground_html(pg), lab_charts.playground_figure(pg),
-            *_sample(pair, n, sampler, seed))
+            *_sample(pair, n, sampler, seed), exactness_html(pg))
+
+
+JOINT_HINT = warning_html("")  # nothing until the button is pressed
+
+
+def on_two_positions(pair: lab.ToyPair, n, sampler, seed):
+    """The first two tokens of N runs against the target's joint distribution."""
+    try:
+        mc = joint.two_positions(pair, int(_number(n, "N")), sampler, int(_number(seed, "seed")))
+    except ValueError as e:
+        return warning_html(str(e)), gr.skip()
+    return joint_html(mc), lab_charts.joint_figure(mc)
 
 
 def on_cell_edit(rows, pair: lab.ToyPair, n, sampler, seed, evt: gr.EditData):
@@ -101,9 +114,12 @@ def on_sample(pair: lab.ToyPair, n, sampler, seed):
     return (*_sample(pair, n, sampler, seed), int(seed or 0) + 1)
 
 
-def on_explore(alpha, k, c, trace: Trace | None):
-    ex = lab.explore(float(alpha), int(k), float(c))
-    point = lab.measured_point(trace)
+def on_explore(alpha, k, c, v, trace: Trace | None):
+    try:
+        ex = explorer.explore(_number(alpha, "α"), int(_number(k, "K")), _number(c, "c"), _number(v, "v"))
+    except ValueError as e:  # a value no slider offers (an API client, a typed number): say so, keep the rest
+        return warning_html(str(e)), gr.skip(), gr.skip(), gr.skip()
+    point = explorer.measured_point(trace)
     return (explorer_html(ex), lab_charts.explorer_figure(ex, point), lab_charts.rounds_figure(ex, point),
             trace_html(trace, point))
 
@@ -117,15 +133,22 @@ def on_upload(raw: bytes | None):
         return gr.skip(), warning_html(str(e))
 
 
-def sliders_from_trace(trace: Trace | None, c_max: float):
-    """(α, K, c, message): the explorer's sliders set to what the trace measured, to the sliders' step."""
-    point = lab.measured_point(trace)
+def sliders_from_trace(trace: Trace | None, c_max: float, v_max: float):
+    """(α, K, c, v, message): the explorer's sliders set to what the trace measured, to the sliders' step."""
+    point = explorer.measured_point(trace)
     if point is None:
-        return gr.skip(), gr.skip(), gr.skip(), warning_html("no trace with rounds to take α, K and c from")
+        return *[gr.skip()] * 4, warning_html("no trace with rounds to take α, K, c and v from")
+    alpha, k = round(point.alpha, 2), min(point.k, MAX_K)
     if point.c is None:
-        return round(point.alpha, 2), min(point.k, MAX_K), gr.skip(), warning_html("this trace drafted nothing")
-    note = f"measured c = {point.c:.2f} is off the slider; set to {c_max}" if point.c > c_max else ""
-    return round(point.alpha, 2), min(point.k, MAX_K), round(min(point.c, c_max), 2), warning_html(note)
+        return alpha, k, gr.skip(), gr.skip(), warning_html("this trace drafted nothing")
+    notes = [f"measured c = {point.c:.2f} is off the slider; set to {c_max}"] * (point.c > c_max)
+    v = gr.skip()
+    if point.v is None:
+        notes.append("v stays as it is: the trace has no baseline to measure a one-token step")
+    else:
+        v = round(min(max(point.v, 0.5), v_max), 2)
+        notes += [f"measured v = {point.v:.2f} is off the slider; set to {v}"] * (v != round(point.v, 2))
+    return alpha, k, round(min(point.c, c_max), 2), v, warning_html("; ".join(notes))
 
 
 # --- drafters compared: the one part of the lab that runs the models ---------------------------------------
@@ -173,12 +196,13 @@ class Lab:
     alpha: gr.Slider
     k: gr.Slider
     c: gr.Slider
+    v: gr.Slider
 
 
 def _playground_section() -> tuple[gr.State, gr.Button]:
     """1: one draft position with an editable toy pair, and N rounds sampled against p. -> (pair, send α)"""
     pair0, sampling0 = lab.SEED_EXAMPLE, (10_000, "correct", 0)  # N, sampler, seed
-    table0, _, _, readout0, pg_plot0, hist_readout0, hist_plot0 = show_toy_pair(pair0, *sampling0)
+    table0, _, _, readout0, pg_plot0, hist_readout0, hist_plot0, exact0 = show_toy_pair(pair0, *sampling0)
     gr.HTML(heading_html(
         "1 · The p/q playground: one draft position, exactly",
         "Edit q (draft) and p (target): the value you type stays and the rest of its column rescales to sum to 1. "
@@ -192,6 +216,7 @@ def _playground_section() -> tuple[gr.State, gr.Button]:
     note = gr.HTML(elem_id="lab-message")
     readout = gr.HTML(readout0, elem_id="lab-playground-readout")
     pg_plot = gr.Plot(pg_plot0, show_label=False, elem_id="lab-playground-plot")
+    exactness = gr.HTML(exact0, elem_id="lab-exactness-lines")
     send_alpha = gr.Button("Use this α in the explorer ↓")
     gr.HTML("<h3>Sample N rounds and compare with p</h3>")
     with gr.Row():
@@ -204,29 +229,51 @@ def _playground_section() -> tuple[gr.State, gr.Button]:
     hist_plot = gr.Plot(hist_plot0, show_label=False, elem_id="lab-histogram")
     pair = gr.State(pair0)
 
-    shown, sampling = [table, pair, note, readout, pg_plot, hist_readout, hist_plot], [n, sampler, seed]
+    shown = [table, pair, note, readout, pg_plot, hist_readout, hist_plot, exactness]
+    sampling = [n, sampler, seed]
     table.edit(on_cell_edit, [table, pair, *sampling], shown, **PRIVATE)
     table.input(on_table_input, [table, pair, *sampling], shown, **PRIVATE)
     for name, button in toy_pairs.items():
         button.click(lambda *s, toy=lab.TOY_PAIRS[name]: show_toy_pair(toy, *s), sampling, shown, **PRIVATE)
     sample.click(on_sample, [pair, *sampling], [hist_readout, hist_plot, seed], **PRIVATE)
     gr.on([n.change, sampler.change], _sample, [pair, *sampling], [hist_readout, hist_plot], **PRIVATE)
+    _two_positions_section(pair, n, seed)
     return pair, send_alpha
 
 
-def _explorer_section(trace_state: gr.State | None) -> tuple[gr.State, gr.Slider, gr.Slider, gr.Slider]:
-    """2: α, K and c against tokens per pass and speedup, with a trace's measured point. -> trace, α, K, c"""
+def _two_positions_section(pair: gr.State, n: gr.Radio, seed: gr.Number) -> None:
+    """The first two tokens together: the sequential case, with a bug that only shows there."""
+    gr.HTML("<h3>Two positions: the first two tokens together</h3><p style=\"font-size:20px\">Position 2's p and q "
+            "depend on the first token (the pair's p and q rotated by its place in the table), as in a real text. "
+            "A round drafts two tokens and tests them in turn; after a rejection at position 1, the next round "
+            "gives the second token. Correct sampling matches the target's joint p(a)·p(b | a).</p>")
+    with gr.Row():
+        sampler = gr.Radio([(label, key) for key, label in joint.SAMPLERS.items()], value="correct",
+                           label="sampler", elem_id="lab-joint-sampler")
+        run = gr.Button("Sample the first two tokens N times", variant="primary", elem_id="lab-joint-run")
+    readout = gr.HTML(elem_id="lab-joint-text")
+    plot = gr.Plot(None, show_label=False, elem_id="lab-joint")
+    run.click(on_two_positions, [pair, n, sampler, seed], [readout, plot], **PRIVATE)
+    pair.change(lambda: (JOINT_HINT, None), None, [readout, plot], **PRIVATE)
+
+
+def _explorer_section(trace_state: gr.State | None) -> tuple[gr.State, gr.Slider, gr.Slider, gr.Slider, gr.Slider]:
+    """2: α, K, c and v against tokens per pass and speedup, with a trace's measured point. -> trace, α, K, c, v"""
     trace0 = trace_state.value if trace_state is not None else None
-    alpha0, k0, c0 = 0.7, 4, 0.05  # the worked quiz: 2.77 tokens per pass, 2.31x
-    ex_readout0, curves0, rounds0, trace_readout0 = on_explore(alpha0, k0, c0, trace0)
+    alpha0, k0, c0, v0 = 0.7, 4, 0.05, 1.0  # the worked quiz: 2.77 tokens per pass, 2.31x
+    ex_readout0, curves0, rounds0, trace_readout0 = on_explore(alpha0, k0, c0, v0, trace0)
     gr.HTML(heading_html(
-        "2 · The α / K / c explorer",
-        "α: the chance a draft token is accepted. K: draft tokens per round. c: the cost of one draft step over one "
-        "target pass. Each round costs K·c + 1 target passes and yields 1 … K+1 tokens."))
+        "2 · The α / K / c / v explorer",
+        "α: the chance a draft token is accepted. K: draft tokens per round. c: one draft step, and v: the target's "
+        "verify pass over K + 1 tokens, each measured in one-token target steps. A round costs K·c + v steps and "
+        "yields 1 … K+1 tokens, so the speedup is E / (K·c + v). v = 1 is the memory-bound ideal, where reading "
+        "the weights dominates and checking K tokens costs one step; the curves take one v for every K."))
     with gr.Row():
         alpha = gr.Slider(0, 1, alpha0, step=0.01, label="α (acceptance rate)", elem_id="lab-alpha")
         k = gr.Slider(1, MAX_K, k0, step=1, label="K (draft tokens per round)", elem_id="lab-k")
-        c = gr.Slider(0, 1, c0, step=0.01, label="c (draft step / target pass)", elem_id="lab-c")
+        c = gr.Slider(0, 1, c0, step=0.01, label="c (draft step / one-token target step)", elem_id="lab-c")
+        v = gr.Slider(0.5, 3, v0, step=0.01, label="v (verify pass / one-token target step; 1 = ideal)",
+                      elem_id="lab-v")
     ex_readout = gr.HTML(ex_readout0, elem_id="lab-explorer-readout")
     curves = gr.Plot(curves0, show_label=False, elem_id="lab-explorer-curves")
     rounds = gr.Plot(rounds0, show_label=False, elem_id="lab-explorer-rounds")
@@ -234,12 +281,12 @@ def _explorer_section(trace_state: gr.State | None) -> tuple[gr.State, gr.Slider
     with gr.Row():
         upload = gr.File(label="Upload a trace JSON", file_types=[".json"], type="binary", elem_id="lab-upload")
         with gr.Column():
-            from_trace = gr.Button("Set α, K, c from the trace")
+            from_trace = gr.Button("Set α, K, c, v from the trace")
             trace_message = gr.HTML(elem_id="lab-trace-message")
     trace_readout = gr.HTML(trace_readout0, elem_id="lab-trace")
     trace = gr.State(trace0)
 
-    gr.on([alpha.change, k.change, c.change, trace.change], on_explore, [alpha, k, c, trace],
+    gr.on([alpha.change, k.change, c.change, v.change, trace.change], on_explore, [alpha, k, c, v, trace],
           [ex_readout, curves, rounds, trace_readout], trigger_mode="always_last", **PRIVATE)
     upload.upload(on_upload, upload, [trace, trace_message], **PRIVATE)
     if trace_state is not None:  # the app's latest trace, until a file is uploaded here
@@ -247,8 +294,9 @@ def _explorer_section(trace_state: gr.State | None) -> tuple[gr.State, gr.Slider
         upload.clear(lambda t: (t, ""), trace_state, [trace, trace_message], **PRIVATE)
     else:
         upload.clear(lambda: (None, ""), None, [trace, trace_message], **PRIVATE)
-    from_trace.click(lambda t: sliders_from_trace(t, c.maximum), trace, [alpha, k, c, trace_message], **PRIVATE)
-    return trace, alpha, k, c
+    from_trace.click(lambda t: sliders_from_trace(t, c.maximum, v.maximum), trace, [alpha, k, c, v, trace_message],
+                     **PRIVATE)
+    return trace, alpha, k, c, v
 
 
 def _compare_section(preset, get_engine: EngineLoader | None) -> None:
@@ -297,11 +345,11 @@ def build_lab(trace_state: gr.State | None = None, preset: gr.components.Compone
     with gr.Column(elem_id="lab-playground"):
         pair, send_alpha = _playground_section()
     with gr.Column(elem_id="lab-explorer"):
-        trace, alpha, k, c = _explorer_section(trace_state)
+        trace, alpha, k, c, v = _explorer_section(trace_state)
     with gr.Column(elem_id="lab-compare"):
         _compare_section(preset if preset is not None else gr.State(None), get_engine)
     send_alpha.click(lambda toy: round(lab.overlap(toy.p, toy.q), 2), pair, alpha, **PRIVATE)
-    return Lab(pair, trace, alpha, k, c)
+    return Lab(pair, trace, alpha, k, c, v)
 
 
 def demo(get_engine: EngineLoader | None = None, preset: str | None = None) -> gr.Blocks:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from html import escape
 
 from .style import CONTROLS, FATES, VISIBLE, num, show, verdict_text
-from .trace import ACCEPTED, BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, Trace
+from .trace import ACCEPTED, BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, Trace, baseline_decode_speed, \
+    decode_speed
 
 
 # --- token text --------------------------------------------------------------------------------------------
@@ -51,7 +52,8 @@ def next_text(rnd: Round) -> str:
         return f"sampled from norm(max(0, p − q)): residual {num(t.residual)} (p = {num(t.p)}, q = {num(t.q)})"
     if rnd.k == 0:
         return f"nothing drafted: drawn from p (p = {num(t.p)})"
-    return f"all {rnd.k} accepted: drawn from p at position {rnd.k + 1} (p = {num(t.p)})"
+    kept = "" if rnd.next_kept else "; not kept: the run ended before it"
+    return f"all {rnd.k} accepted: drawn from p at position {rnd.k + 1} (p = {num(t.p)}){kept}"
 
 
 def committed_texts(rnd: Round) -> list[str]:
@@ -69,12 +71,12 @@ def token_strip(trace: Trace, index: int) -> str:
     return (f'<div class="sv-strip">{_round_header(trace, index)}'
             f'<div class="sv-prompt"><span class="sv-tag">prompt</span>{text_html(trace.prompt)}</div>'
             f'<div class="sv-text">{past}<span class="sv-cut" title="round {index + 1} starts here">▏</span>'
-            f'{_round_tokens(rnd)}</div>{legend()}</div>')
+            f'{_round_tokens(rnd, trace.settings.get("temperature") == 0)}</div>{legend()}</div>')
 
 
 def _round_header(trace: Trace, index: int) -> str:
     rnd = trace.rounds[index]
-    last = {REPLACEMENT: "1 replacement", BONUS: "1 bonus"}[rnd.next_kind]
+    last = {REPLACEMENT: "1 replacement", BONUS: "1 bonus"}[rnd.next_kind] + ("" if rnd.next_kept else " not kept")
     parts = [f"<b>Round {index + 1} of {len(trace.rounds)}</b>", f"K = {rnd.k}",
              f"{rnd.n_accepted} of {rnd.k} drafts accepted + {last} = {rnd.tokens_this_pass} "
              f"token{'s' * (rnd.tokens_this_pass != 1)} for 1 target pass"]
@@ -89,12 +91,12 @@ def _past_round(rnd: Round) -> str:
                    for t in committed_texts(rnd))
 
 
-def _round_tokens(rnd: Round) -> str:
+def _round_tokens(rnd: Round, greedy: bool) -> str:
     # A round appends its accepted drafts, then its last token; any of those past len(committed_ids) was cut
     # because the run ended (EOS or max new tokens) before it.
     order = [i for i, d in enumerate(rnd.drafts) if d.fate == ACCEPTED] + [len(rnd.drafts)]
     cut = set(order[len(rnd.committed_ids):])
-    chips = [_chip(d.text, d.fate, _draft_title(i, d), i in cut) for i, d in enumerate(rnd.drafts)]
+    chips = [_chip(d.text, d.fate, _draft_title(i, d, greedy), i in cut) for i, d in enumerate(rnd.drafts)]
     last = f"{FATES[rnd.next_kind].label}: {next_text(rnd)}"
     chips.append(_chip(rnd.next_token.text, rnd.next_kind, last, len(rnd.drafts) in cut))
     return "".join(chips)
@@ -108,9 +110,9 @@ def _chip(text: str, fate: str, title: str, cut: bool = False) -> str:
             f'<sup class="sv-icon" aria-label="{s.label}">{s.icon}</sup></span>')
 
 
-def _draft_title(i: int, d: DraftPosition) -> str:
+def _draft_title(i: int, d: DraftPosition, greedy: bool) -> str:
     return (f"draft {i + 1}: {FATES[d.fate].label} {FATES[d.fate].icon}   “{show(d.text)}” (id {d.token_id})\n"
-            f"p (target) = {num(d.p)}   q (draft) = {num(d.q)}\n{verdict_text(d)}")
+            f"p (target) = {num(d.p)}   q (draft) = {num(d.q)}\n{verdict_text(d, greedy)}")
 
 
 def legend() -> str:
@@ -122,12 +124,14 @@ def legend() -> str:
 
 # --- verdicts, explanation, summary ------------------------------------------------------------------------
 
-def decision_row(rnd: Round) -> str:
+def decision_row(rnd: Round, greedy: bool = False) -> str:
     """One verdict per draft position (discarded ones faded), then how the round's last token was chosen."""
-    items = [_decision(str(i + 1), d.text, d.fate, verdict_text(d)) for i, d in enumerate(rnd.drafts)]
+    items = [_decision(str(i + 1), d.text, d.fate, verdict_text(d, greedy)) for i, d in enumerate(rnd.drafts)]
     items.append(_decision("→", rnd.next_token.text, rnd.next_kind, next_text(rnd)))
-    return (f'<div class="sv-decisions"><div class="sv-panel-title">Verdicts: accept draft x when r &lt; '
-            f'min(1, p(x)/q(x))</div><ol>{"".join(items)}</ol></div>')
+    rule = ("accept draft x when it is the target's top token (temperature 0)" if greedy
+            else "accept draft x when r &lt; min(1, p(x)/q(x))")
+    return (f'<div class="sv-decisions"><div class="sv-panel-title">Verdicts: {rule}</div>'
+            f'<ol>{"".join(items)}</ol></div>')
 
 
 def _decision(position: str, text: str, fate: str, why: str) -> str:
@@ -146,6 +150,8 @@ def explanation(trace: Trace, index: int) -> str:
                      f"{quoted(rnd.next_token.text)} directly.")
     else:
         parts += _explain_drafts(trace, rnd)
+    if index == 0:
+        parts.append(_first_round_note(trace))
     n = rnd.tokens_this_pass
     parts.append(f"Result: <b>{n} token{'s' * (n != 1)} for one target pass</b>"
                  + (f" (decoding alone would have needed {n} passes)." if n > 1 else "."))
@@ -153,6 +159,15 @@ def explanation(trace: Trace, index: int) -> str:
         parts.append("The run ended here: " + ("the end-of-text token was committed."
                                                 if rnd.stop == "eos" else "max new tokens reached."))
     return f'<div class="sv-explain">{" ".join(parts)}</div>'
+
+
+def _first_round_note(trace: Trace) -> str:
+    """Round 1 is also the prefill: the caches start empty, so its passes read the whole prompt."""
+    n = len(trace.prompt_token_ids)
+    models = ("the target's pass read all of it" if trace.settings.get("drafter") == "lookup"
+              else "both models read all of it, the draft in its first step and the target in its pass")
+    return (f"Round 1 also encoded the prompt ({n} tokens): {models}, so it took longer than the rounds after it "
+            f"(the summary's time to first token).")
 
 
 def _why_nothing_drafted(trace: Trace, index: int) -> str:
@@ -170,42 +185,58 @@ def _adaptive_note(trace: Trace, rnd: Round) -> str:
     if (not settings.get("adaptive") or rnd.k >= min(settings.get("k", 0), left - 1)
             or rnd.drafts[-1].token_id in (trace.eos_token_ids or [])):
         return ""
-    return (f" With adaptive K it stopped at {rnd.k} of at most {settings.get('k')}: its own confidence that all "
-            f"its drafts survive (the product of its probabilities of them) fell below "
-            f"{num(settings.get('confidence', 0.25))}.")
+    return (f" With adaptive K it stopped at {rnd.k} of at most {settings.get('k')}: the product of the draft's own "
+            f"probabilities of its drafts fell below {num(settings.get('confidence', 0.25))}. That product is the "
+            f"draft's own estimate that all of them survive, not the chance that the target accepts them.")
+
+
+def _proposed(trace: Trace, rnd: Round) -> str:
+    k, drafted = rnd.k, ", ".join(quoted(d.text) for d in rnd.drafts)
+    if trace.settings.get("drafter") == "lookup":
+        return (f"Prompt lookup copied {k} token{'s' * (k != 1)} from earlier text (what followed the latest "
+                f"earlier occurrence of the last few tokens): {drafted}. Its q is a point mass, q = 1 on each "
+                f"copied token, so min(1, p/q) = p: a copied token is kept with the target's own probability.")
+    return f"The draft model proposed {k} token{'s' * (k != 1)}, one at a time: {drafted}.{_adaptive_note(trace, rnd)}"
 
 
 def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
-    k, n = rnd.k, rnd.n_accepted
-    drafted = ", ".join(quoted(d.text) for d in rnd.drafts)
-    if trace.settings.get("drafter") == "lookup":
-        proposed = (f"Prompt lookup copied {k} token{'s' * (k != 1)} from earlier text (what followed the latest "
-                    f"earlier occurrence of the last few tokens): {drafted}. Its q is a point mass, q = 1 on each "
-                    f"copied token, so min(1, p/q) = p: a copied token is kept with the target's own probability.")
-    else:
-        proposed = f"The draft model proposed {k} token{'s' * (k != 1)}, one at a time: {drafted}."
-        proposed += _adaptive_note(trace, rnd)
-    parts = [f"{proposed} The target scored all of them in <b>one</b> forward pass, giving p at every position."]
-    if trace.settings.get("temperature") == 0:
+    greedy = trace.settings.get("temperature") == 0
+    parts = [f"{_proposed(trace, rnd)} The target scored all of them in <b>one</b> forward pass, giving p at every "
+             f"position."]
+    if greedy:
         parts.append("At temperature 0 both distributions are one-hot, so a draft token is accepted exactly "
-                     "when it is also the target's top choice.")
-    if rnd.next_kind == BONUS:
-        parts.append(f"Every draw r fell below min(1, p/q), so all {k} were accepted. The same target pass had "
-                     f"already computed the distribution for the next position, so a <b>bonus</b> token "
-                     f"{quoted(rnd.next_token.text)} came free from p.")
-        return parts
-    d = rnd.drafts[n]
-    if n:
-        parts.append(f"The first {n} passed the test (r below min(1, p/q)) and were accepted.")
+                     "when it is also the target's top choice; no random draw is involved.")
+    return parts + (_clean_sweep(rnd, greedy) if rnd.next_kind == BONUS else _rejection(rnd, greedy))
+
+
+def _clean_sweep(rnd: Round, greedy: bool) -> list[str]:
+    k, t = rnd.k, rnd.next_token
+    why = "Each was the target's top token" if greedy else "Every draw r fell below min(1, p/q)"
+    if not rnd.next_kept:  # the accepted drafts end with the end-of-sequence token
+        return [f"{why}, so all {k} were accepted, the last being the end of the text. Nothing after the end is "
+                f"kept: the bonus the same pass offered, {quoted(t.text)}, is dropped."]
+    return [f"{why}, so all {k} were accepted. The same target pass had already computed the distribution for the "
+            f"next position, so a <b>bonus</b> token {quoted(t.text)} came free from p."]
+
+
+def _rejection(rnd: Round, greedy: bool) -> list[str]:
+    k, n, d = rnd.k, rnd.n_accepted, rnd.drafts[rnd.n_accepted]
     unseen = k - n - 1
+    discarded = (f", and the {unseen} token{'s' * (unseen != 1)} after it were discarded unseen." if unseen else ".")
+    parts = [f"The first {n} {'matched the target' if greedy else 'passed the test (r below min(1, p/q))'} and "
+             f"were accepted."] if n else []
+    if greedy:
+        parts.append(f"At position {n + 1} the draft's {quoted(d.text)} is not the target's top token, so it was "
+                     f"<b>rejected</b>{discarded} In its place the target's top token {quoted(rnd.next_token.text)} "
+                     f"was taken: at temperature 0 the residual norm(max(0, p − q)) is a point mass on it.")
+        return parts
     parts.append(f"At position {n + 1} the target gave {quoted(d.text)} p = {num(d.p)} against the draft's "
                  f"q = {num(d.q)}, so it could keep it with probability min(1, p/q) = {num(d.accept_prob)}; "
-                 f"the draw r = {num(d.uniform)} was too high, so it was <b>rejected</b>"
-                 + (f", and the {unseen} token{'s' * (unseen != 1)} after it were discarded unseen."
-                    if unseen else "."))
+                 f"the draw r = {num(d.uniform)} was too high, so it was <b>rejected</b>{discarded}")
     parts.append(f"In its place the target sampled {quoted(rnd.next_token.text)} from the residual "
-                 f"norm(max(0, p − q)), the probability the draft under-proposed: this correction keeps the "
-                 f"output distributed exactly as if the target had generated alone.")
+                 f"norm(max(0, p − q)). Rejections happen where the draft spent more probability than the target "
+                 f"(q &gt; p); the residual gives that mass back to the tokens where p exceeds q, so the output is "
+                 f"distributed exactly as if the target had generated alone.")
     return parts
 
 
@@ -220,6 +251,7 @@ def summary_html(trace: Trace) -> str:
              ("target passes", f"{s.n_rounds} for {s.n_new_tokens} tokens",
               f"{s.n_new_tokens - s.n_rounds} target passes saved (new tokens − passes)"),
              ("speed", f"{s.tokens_per_s:.1f} tok/s", f"{s.n_new_tokens} tokens in {s.total_time_s:.2f} s")]
+    items += _latency_items(trace)
     b = trace.baseline
     if b is not None and b.tokens_per_s > 0:
         items.append(("vs target alone", f"{s.tokens_per_s / b.tokens_per_s:.2f}×",
@@ -228,6 +260,25 @@ def summary_html(trace: Trace) -> str:
     cells = "".join(f'<span class="sv-stat" title="{escape(why)}"><span class="sv-stat-name">{name}</span> '
                     f'<span class="sv-stat-value">{value}</span></span>' for name, value, why in items)
     return f'<div class="sv-summary">{cells}</div>{baseline_report(trace)}'
+
+
+def _latency_items(trace: Trace) -> list[tuple[str, str, str]]:
+    """Latency and throughput apart: time to the first tokens (round 1, which also encodes the prompt) and the
+    speed after it, each beside the target alone's when there is a baseline."""
+    s, b = trace.summary, trace.baseline
+    decode = decode_speed(trace)
+    ttft = f"{s.first_token_time_s:.2f} s"
+    speed = f"{decode:.1f} tok/s" if decode else "– (one round)"
+    if b is not None:
+        b_decode = baseline_decode_speed(b)
+        ttft += f" vs {b.first_token_time_s:.2f} s ({b.first_token_time_s / s.first_token_time_s:.2f}×)" \
+            if s.first_token_time_s > 0 else ""
+        if decode and b_decode:
+            speed += f" vs {b_decode:.1f} ({decode / b_decode:.2f}×)"
+    return [("time to first token", ttft, "round 1, which also encoded the prompt; beside it the target alone's "
+             "first step, and their ratio (above 1: speculation was faster)"),
+            ("decode speed", speed, "tokens/s after the first round (after the first token for the target alone): "
+             "throughput, apart from the prompt's encoding")]
 
 
 def baseline_report(trace: Trace) -> str:
@@ -244,10 +295,14 @@ def baseline_report(trace: Trace) -> str:
     elif greedy:
         first = next(i for i, (x, y) in enumerate(zip(trace.output_token_ids + [-1], b.output_token_ids + [-2]))
                      if x != y)
+        dtype = escape(trace.dtype)
         verdict = (f"✗ Greedy decoding, yet the texts differ from token {first + 1} on. That is hardware numerics, "
-                   f"not the algorithm: in {escape(trace.dtype)} the target's one pass over several tokens rounds "
-                   f"differently from one-token steps, so a near-tie between two top tokens can flip. "
-                   f"In float32 the texts match.")
+                   f"not the algorithm: in {dtype} the target's one pass over several tokens rounds differently from "
+                   f"one-token steps (it adds in another order), so a near-tie between the two top tokens can flip. "
+                   + ("float32 rounds far less, and greedy float32 runs matched the target alone in every test on "
+                      "this project's machines; " if dtype != "float32" else "Even float32 rounds, though greedy "
+                      "float32 runs matched the target alone in every test on this project's machines; ")
+                   + "another device or batch shape can still differ.")
     else:
         temperature = escape(str(trace.settings.get("temperature")))  # from a file: any text
         verdict = (f"Sampling at temperature {temperature}: the two runs use their random "

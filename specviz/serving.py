@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import gradio as gr
 
-from . import compare
+from . import compare, costs
 from .engine import Engine, RunSettings
 from .options import Progress
 from .style import palette_css
@@ -113,6 +113,29 @@ def run_baseline(engine: Engine, prompt: str, settings: RunSettings):
 def stream_comparison(engine: Engine, prompt: str, settings: RunSettings, ks: tuple[int, ...]):
     """The model-bound part of the Lab's comparison: one CompareRow per finished run (plain data)."""
     yield from compare.compare_drafters(engine, prompt, settings, ks)
+
+
+class CostCache:
+    """Pass times measured per pair, kept for the process: a measurement takes tens of seconds and the pair's
+    costs do not change while it is loaded."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._profiles: dict[str, costs.CostProfile] = {}
+
+    def get(self, preset: str) -> costs.CostProfile | None:
+        with self._lock:
+            return self._profiles.get(preset)
+
+    def put(self, preset: str, profile: costs.CostProfile) -> None:
+        with self._lock:
+            self._profiles[preset] = profile
+
+
+@gpu
+def measure_pair_costs(engine: Engine, progress: Progress | None = None) -> costs.CostProfile:
+    """The model-bound part of the cost panel (plain numbers out)."""
+    return costs.measure_costs(engine, progress=progress)
 
 
 class Runs:

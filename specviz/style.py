@@ -70,13 +70,16 @@ def show(text: str) -> str:
     return "".join(VISIBLE.get(ch, ch) for ch in text) or "∅"
 
 
-def verdict_text(d: DraftPosition) -> str:
+def verdict_text(d: DraftPosition, greedy: bool = False) -> str:
     """The acceptance test at one draft position, written out (plain text, no markup).
 
-    An accepted draft reads 'r = 0.41 < min(1, 0.60/0.90) = 0.67 → accept'.
+    An accepted draft reads 'r = 0.41 < min(1, 0.60/0.90) = 0.67 → accept'. At temperature 0 the draw plays no
+    part (p and q are one-hot): 'same top token as the target → accept'.
     """
     if d.fate == DISCARDED:
         return "not examined: an earlier draft token was rejected"
     ok = d.fate == ACCEPTED
+    if greedy:
+        return "same top token as the target → accept" if ok else "the target's top token differs → reject"
     return (f"r = {num(d.uniform)} {'<' if ok else '≥'} min(1, {num(d.p)}/{num(d.q)}) = {num(d.accept_prob)}"
             f" → {'accept' if ok else 'reject'}")

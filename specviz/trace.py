@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import types
 import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
@@ -17,7 +18,8 @@ from typing import Any
 from .options import MAX_K, RUN_BOUNDS, short_repr
 
 FORMAT = "specviz-trace"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2 added Round.cache and Baseline.step_times_s
+READABLE_VERSIONS = (1, 2)  # a version-1 file opens; what it did not record shows as "not recorded"
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
 MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); each step of a 10k-round trace costs ~0.5 s
@@ -53,6 +55,16 @@ class DraftPosition:
 
 
 @dataclass
+class CacheLengths:
+    """Positions held by each model's KV cache at four moments of a round: before drafting, after drafting,
+    after the target's verify pass, after the rollback. Drafting touches only the draft's cache and the verify
+    pass only the target's, so each list repeats a value where its model did not run."""
+
+    draft: list[int]
+    target: list[int]
+
+
+@dataclass
 class Round:
     """One draft-and-verify round: K draft tokens, one target pass, then 1..K+1 committed tokens."""
 
@@ -68,10 +80,17 @@ class Round:
     draft_time_s: float
     verify_time_s: float
     stop: str | None = None  # "eos", "max_new_tokens" when the run ended in this round
+    cache: CacheLengths | None = None  # None: not recorded (traces of format version 1)
 
     @property
     def tokens_this_pass(self) -> int:
         return len(self.committed_ids)
+
+    @property
+    def next_kept(self) -> bool:
+        """Whether the replacement or bonus was committed: not when the accepted drafts ended the run (they end
+        with the end-of-sequence token), since nothing after the end is kept."""
+        return len(self.committed_ids) > self.n_accepted
 
 
 @dataclass
@@ -100,6 +119,8 @@ class Baseline:
     first_token_time_s: float  # the first step, which also encodes the prompt
     total_time_s: float
     tokens_per_s: float
+    step_times_s: list[float] = field(default_factory=list)  # each step's seconds (the first encodes the prompt);
+    #                                                         empty: not recorded (format version 1)
 
 
 @dataclass
@@ -165,6 +186,30 @@ def summarize(rounds: list[Round], total_time_s: float) -> Summary:
     )
 
 
+def decode_speed(trace: "Trace") -> float | None:
+    """Tokens/s after the first round, by the wall clock: throughput, apart from the latency of the first tokens
+    (round 1 also encodes the prompt). None for a one-round run: only its whole-run rate exists."""
+    s = trace.summary
+    later_tokens = s.n_new_tokens - trace.rounds[0].tokens_this_pass
+    later_time = s.total_time_s - s.first_token_time_s
+    return later_tokens / later_time if later_tokens > 0 and later_time > 0 else None
+
+
+def baseline_decode_speed(b: Baseline) -> float | None:
+    """The target alone's tokens/s after its first token (whose step also encoded the prompt)."""
+    later_time = b.total_time_s - b.first_token_time_s
+    return (len(b.output_token_ids) - 1) / later_time if len(b.output_token_ids) > 1 and later_time > 0 else None
+
+
+def target_step_time(b: Baseline) -> float | None:
+    """Seconds of one target-only decoding step: the median step after the first (which also encoded the
+    prompt); for a version-1 trace, the mean of those steps. None for a one-token baseline."""
+    if len(b.step_times_s) > 1:
+        return statistics.median(b.step_times_s[1:])
+    n = len(b.output_token_ids)
+    return (b.total_time_s - b.first_token_time_s) / (n - 1) if n > 1 else None
+
+
 def step_times(rounds: list[Round]) -> tuple[float | None, float]:
     """(seconds per drafted token, seconds per verify pass) of a run, from the rounds after the first, whose
     passes also encode the prompt (a one-round run has only that one). None when nothing was drafted."""
@@ -186,9 +231,9 @@ def load_trace(raw: bytes | str) -> Trace:
         raise ValueError(f"not a specviz trace: the file is not valid JSON ({type(e).__name__})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"not a specviz trace: expected a JSON object with \"format\": \"{FORMAT}\"")
-    if data.get("format_version") != FORMAT_VERSION:
+    if data.get("format_version") not in READABLE_VERSIONS:
         raise ValueError(f"unsupported trace format_version {short_repr(data.get('format_version'))}; "
-                         f"this specviz reads version {FORMAT_VERSION}")
+                         f"this specviz reads versions {', '.join(map(str, READABLE_VERSIONS))}")
     trace = Trace.from_dict(data)
     check_trace(trace)
     return trace
@@ -248,6 +293,9 @@ def _check_round(rnd: Round, i: int) -> None:
         raise ValueError(f"{where}.committed_ids should be the accepted drafts, then the {rnd.next_kind} token")
     if min(rnd.draft_time_s, rnd.verify_time_s) < 0:
         raise ValueError(f"{where}: negative times")
+    if rnd.cache is not None and not all(len(lengths) == 4 and min(lengths) >= 0
+                                         for lengths in (rnd.cache.draft, rnd.cache.target)):
+        raise ValueError(f"{where}.cache should hold four lengths >= 0 for each model")
     for name, value in _probabilities(rnd):
         if value is not None and not 0 <= value <= 1.001:  # float32 sums may overshoot 1 by rounding
             raise ValueError(f"{where}: {name} = {value} is not a probability")
@@ -332,9 +380,14 @@ def _value(kind, value, where: str):
         if not isinstance(value, list):
             raise ValueError(f"malformed trace: {where} should be a list")
         item = typing.get_args(kind)[0]
+        if is_dataclass(item):
+            return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
         if item is int and not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            raise ValueError(f"malformed trace: {where} should be a list of token ids")
-        return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(value)] if is_dataclass(item) else value
+            raise ValueError(f"malformed trace: {where} should be a list of whole numbers")
+        if item is float and not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                                     for v in value):
+            raise ValueError(f"malformed trace: {where} should be a list of finite numbers")
+        return value
     if origin is dict:
         if not isinstance(value, dict):
             raise ValueError(f"malformed trace: {where} should be an object")

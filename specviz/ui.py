@@ -17,6 +17,7 @@ import gradio as gr
 from . import render
 from .actions import ModelActions, RunOutputs
 from .inputs import limits
+from .costs_ui import build_costs
 from .lab_ui import build_lab
 from .options import DRAFTERS, EXAMPLES
 from .serving import (DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, default_engine_loader,
@@ -84,6 +85,8 @@ def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[s
                 page = _layout(presets, default_preset, lecture)
             with gr.Tab("Lab", elem_id="lab-tab"):
                 build_lab(page.trace, page.preset, get_engine)  # fed the session's trace and the app's models
+            with gr.Tab("Costs", elem_id="costs-tab"):
+                build_costs(page.preset, get_engine, page.trace)
         _wire(demo, page, ModelActions(get_engine, list(presets), page.outputs))
     limit_model_runs(demo, concurrency)  # after the Lab wired its comparison: one limit for the whole group
     return demo
@@ -113,8 +116,8 @@ def _settings_row(presets: dict[str, str], default_preset: str):
     drafter = gr.Radio([(label, name) for name, label in DRAFTERS.items()], value="model", label="Drafter",
                        elem_id="drafter", min_width=200)
     adaptive = gr.Checkbox(False, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
-                           info="stop drafting once the draft's confidence that all its drafts survive "
-                                "falls below 0.25", min_width=200)
+                           info="stop drafting once the product of the draft's own probabilities of its "
+                                "drafts falls below 0.25", min_width=200)
     return preset, settings, drafter, adaptive
 
 
@@ -127,11 +130,14 @@ def _panels() -> RoundView:
             bars = gr.Plot(empty.bars, label="p and q per draft position", show_label=False, elem_id="pq-bars")
         with gr.Column(scale=2):
             decisions = gr.HTML(empty.decisions, label="Verdicts", elem_id="decisions")
+            cache = gr.HTML(empty.cache, label="KV caches", elem_id="kv-caches")
             residual = gr.Plot(empty.residual, label="Residual or bonus", show_label=False, elem_id="residual")
     explanation = gr.HTML(empty.explanation, label="Explanation", elem_id="round-explanation")
     per_pass = gr.Plot(empty.per_pass, label="Tokens per target pass", show_label=False, elem_id="tokens-per-pass")
     summary = gr.HTML(empty.summary, label="Summary", elem_id="summary")
-    return RoundView(None, strip, bars, decisions, residual, explanation, per_pass, summary)  # slider: _layout
+    timeline = gr.Plot(empty.timeline, label="Timeline", show_label=False, elem_id="timeline")
+    return RoundView(None, strip, bars, decisions, residual, explanation, per_pass, summary, cache,
+                     timeline)  # the slider: _layout places it with the navigation
 
 
 def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) -> Page:

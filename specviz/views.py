@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-from . import charts, render
+from . import charts, kvcache, render
 from .inputs import round_number
 from .trace import Trace
 
@@ -24,9 +24,9 @@ HINT = ("Press Generate, or open a recorded trace, to watch speculative decoding
 
 @dataclass
 class RoundView:
-    """The panels that show one round, top to bottom. To add a panel: add a field here, fill it in `round_view`
-    and `empty_view` (from a pure function in render.py or charts.py), and place its component in ui.py's
-    layout; every event that shows a round then updates it."""
+    """The panels that show one round. To add a panel: add a field at the end (API clients read outputs by
+    position), fill it in `round_view` and `empty_view` (from a pure function in render.py or charts.py), and
+    place its component in ui.py's layout; every event that shows a round then updates it."""
 
     slider: Any  # the round slider: which round of how many
     strip: Any  # the text so far, then this round's tokens marked by fate (HTML)
@@ -36,6 +36,8 @@ class RoundView:
     explanation: Any  # what happened, in words (HTML)
     per_pass: Any  # tokens per target pass, every round (plotly)
     summary: Any  # the run's figures and the baseline comparison (HTML)
+    cache: Any  # the round's KV caches, draft and target, as rows of cells (HTML)
+    timeline: Any  # where the time went: the target alone against the rounds, on one clock (plotly)
 
     def values(self) -> list:
         """The fields in order: the outputs list, for a RoundView of components."""
@@ -52,22 +54,23 @@ def empty_view() -> RoundView:
     while the first round runs. Gradio insists on a slider maximum above its minimum, even one that cannot
     move yet."""
     return RoundView(gr.Slider(minimum=1, maximum=2, value=1, interactive=False), render.placeholder(HINT), None,
-                     "", None, "", None, "")
+                     "", None, "", None, "", "", None)
 
 
 def round_view(trace: Trace | None, number: float | None, lecture: bool = False) -> RoundView:
     """The panels showing round `number` (1-based, clamped) of `trace`. Calls no model."""
     if trace is None or not trace.rounds:
         return empty_view()
-    font = CHART_FONT[bool(lecture)]
+    font, greedy = CHART_FONT[bool(lecture)], trace.settings.get("temperature") == 0
     n = len(trace.rounds)
     i = min(max(round_number(number), 1), n) - 1
     rnd = trace.rounds[i]
     return RoundView(slider=gr.Slider(minimum=1, maximum=max(n, 2), value=i + 1, interactive=n > 1),
-                     strip=render.token_strip(trace, i), bars=charts.pq_bars(rnd, font),
-                     decisions=render.decision_row(rnd), residual=charts.residual_chart(rnd, font),
+                     strip=render.token_strip(trace, i), bars=charts.pq_bars(rnd, font, greedy),
+                     decisions=render.decision_row(rnd, greedy), residual=charts.residual_chart(rnd, font),
                      explanation=render.explanation(trace, i), per_pass=charts.tokens_per_pass(trace, i, font),
-                     summary=render.summary_html(trace))
+                     summary=render.summary_html(trace), cache=kvcache.cache_rows(trace, i),
+                     timeline=charts.timeline(trace, font))
 
 
 def step(delta: int):

@@ -186,3 +186,30 @@ def test_adaptive_k_stops_when_the_drafts_joint_confidence_falls_below_the_thres
             assert math.prod(qs) < threshold  # ... and stops as soon as it does
             early += 1
     assert early > 0
+
+
+@pytest.mark.parametrize("settings", [RunSettings(k=4, temperature=1.0, seed=6, max_new_tokens=30),
+                                      RunSettings(k=3, temperature=0, max_new_tokens=30),
+                                      RunSettings(k=4, temperature=1.0, seed=0, max_new_tokens=24, drafter="lookup")])
+def test_recorded_cache_lengths_are_the_caches_own(engine, settings):
+    """Each round's four lengths per model; after the round they are read back from the live caches."""
+    run = engine.start(PROMPT, settings)
+    committed = len(run.prompt_ids)
+    for rnd in run:
+        d, t = rnd.cache.draft, rnd.cache.target
+        assert [d[3], t[3]] == [run.draft_cache.get_seq_length(), run.target_cache.get_seq_length()]
+        assert t[3] == len(run.ids) - 1  # the committed sequence but its last token, which the next round feeds
+        assert t[1] == t[0] and d[2] == d[1]  # drafting leaves the target alone, verifying the draft
+        assert t[2] == committed + rnd.k  # the verify pass caught up and scored every draft
+        if settings.drafter == "model" and rnd.k:
+            assert d[1] == committed + rnd.k - 1  # the draft never ran on its own last draft
+        if settings.drafter == "lookup":
+            assert d == [0, 0, 0, 0]  # no draft model, no draft cache
+        committed += rnd.tokens_this_pass
+    assert any(r.cache.target[2] > r.cache.target[3] for r in run.rounds)  # some rounds rolled back
+
+
+def test_the_baseline_times_every_step(engine):
+    b = engine.baseline(PROMPT, RunSettings(k=4, temperature=0, max_new_tokens=12))
+    assert len(b.step_times_s) == len(b.output_token_ids) and b.step_times_s[0] == b.first_token_time_s
+    assert sum(b.step_times_s) == pytest.approx(b.total_time_s, rel=0.05)

@@ -140,10 +140,12 @@ def test_closing_the_tab_stops_the_run_and_the_next_generate_works(app, client):
 
 def test_closing_the_handler_generator_frees_the_run(app):
     """The same, one level down: closing Generate's generator closes the model run inside it at once."""
+    from dataclasses import fields
+
     import gradio as gr
 
     with gr.Blocks():  # the components Generate writes to, outside a page
-        out = RunOutputs(gr.State(), gr.HTML(), gr.HTML(), gr.DownloadButton(), RoundView(*(gr.HTML() for _ in range(8))))
+        out = RunOutputs(gr.State(), gr.HTML(), gr.HTML(), gr.DownloadButton(), RoundView(*(gr.HTML() for _ in fields(RoundView))))
     actions = ModelActions(lambda preset, progress: app["engines"][preset], ["slow"], out)
     frames = actions.generate("def fib(n):", "slow", 4, 0.0, 1.0, 0, 0, 200, False)
     next(frames)

@@ -5,7 +5,7 @@ import random
 import pytest
 import torch
 
-from specviz import lab, lab_charts
+from specviz import explorer, lab, lab_charts
 from specviz.sampling import residual_distribution, verify
 from specviz.theory import round_size_probs, speedup
 from specviz.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
@@ -168,29 +168,29 @@ def test_noise_level_matches_repeated_runs():
 
 
 def test_quiz_alpha_07_k4():
-    ex = lab.explore(0.7, 4, 0.05)
+    ex = explorer.explore(0.7, 4, 0.05)
     assert round(ex.expected_at_k, 2) == 2.77  # (1 − 0.7^5) / 0.3 = 2.7731
     assert ex.speedup_at_k == pytest.approx(2.7731 / 1.2, abs=1e-4) and round(ex.speedup_at_k, 1) == 2.3
 
 
 def test_best_k():
     # α = 0.8, c = 0.1: E / (1 + 0.1 K) = 2.40 (K=4), 2.46 (5), 2.47 (6), 2.45 (7): best K = 6
-    ex = lab.explore(0.8, 4, 0.1)
+    ex = explorer.explore(0.8, 4, 0.1)
     assert ex.best_k == 6 and ex.best_speedup == pytest.approx(3.9514 / 1.6, abs=1e-4)
     for alpha, c in [(0.5, 0.2), (0.9, 0.02), (0.3, 0.5), (0.95, 0.01)]:
-        ex = lab.explore(alpha, 1, c)
+        ex = explorer.explore(alpha, 1, c)
         assert ex.best_k == max(ex.ks, key=lambda k: speedup(alpha, k, c))
-    assert lab.explore(0.0, 3, 0.1).best_k == 1  # nothing is ever accepted: draft as little as possible
-    assert lab.explore(0.9, 3, 0.0).best_k == lab.MAX_K  # free drafts: draft as much as the axis allows
+    assert explorer.explore(0.0, 3, 0.1).best_k == 1  # nothing is ever accepted: draft as little as possible
+    assert explorer.explore(0.9, 3, 0.0).best_k == explorer.MAX_K  # free drafts: draft as much as the axis allows
     with pytest.raises(ValueError):
-        lab.explore(1.2, 4, 0.1)
+        explorer.explore(1.2, 4, 0.1)
 
 
 @pytest.mark.parametrize("alpha,k", [(0.0, 1), (0.5, 2), (0.7, 4), (0.9, 16), (1.0, 3)])
 def test_tokens_per_round_is_a_distribution_with_mean_e(alpha, k):
     probs = round_size_probs(alpha, k)
     assert len(probs) == k + 1 and sum(probs) == pytest.approx(1)
-    assert sum((j + 1) * pr for j, pr in enumerate(probs)) == pytest.approx(lab.explore(alpha, k, 0).expected_at_k)
+    assert sum((j + 1) * pr for j, pr in enumerate(probs)) == pytest.approx(explorer.explore(alpha, k, 0).expected_at_k)
     assert round_size_probs(0.5, 2) == [0.5, 0.25, 0.25]
 
 
@@ -215,28 +215,32 @@ def make_trace(baseline: bool = True) -> Trace:
 
 
 def test_measured_point_from_a_trace():
-    point = lab.measured_point(make_trace())
+    point = explorer.measured_point(make_trace())
     assert point.k == 4 and point.n_rounds == 2
     assert point.alpha == pytest.approx(5 / 6)  # 5 accepted of 6 examined drafts (the bonus never counts)
     # round 1's passes also encode the prompt, so costs come from the later round: 0.12 s over 4 drafts
     assert point.draft_s_per_token == pytest.approx(0.03)
     assert point.verify_s_per_round == pytest.approx(0.10)
-    assert point.c == pytest.approx(0.3)
+    step = (1.0 - 0.05) / 6  # the baseline's steps after its first (a version-1 baseline: their mean)
+    assert point.c == pytest.approx(0.03 / step) and point.v == pytest.approx(0.10 / step)
+    assert point.steady.alpha == pytest.approx(1 / 2) and point.steady.k == 4  # the rounds after the first
     assert point.tokens_per_pass == pytest.approx(3.5)
     assert point.round_probs == [0, 0.5, 0, 0, 0.5]
     assert point.speedup == pytest.approx(2.0)  # 14 tokens/s against 7
-    assert lab.measured_point(load_trace(make_trace().to_json())) == point  # the uploaded form measures the same
+    assert explorer.measured_point(load_trace(make_trace().to_json())) == point  # the uploaded form measures the same
 
 
 def test_measured_point_without_baseline_rounds_or_trace():
-    assert lab.measured_point(make_trace(baseline=False)).speedup is None
+    alone = explorer.measured_point(make_trace(baseline=False))
+    assert alone.speedup is None and alone.v is None
+    assert alone.c == pytest.approx(0.3)  # no one-token step to measure against: a draft step over a verify pass
     unsummarized = make_trace()
     unsummarized.summary = None  # the α then comes from the rounds themselves
-    assert lab.measured_point(unsummarized).alpha == pytest.approx(5 / 6)
-    assert lab.measured_point(None) is None
+    assert explorer.measured_point(unsummarized).alpha == pytest.approx(5 / 6)
+    assert explorer.measured_point(None) is None
     empty = make_trace()
     empty.rounds = []
-    assert lab.measured_point(empty) is None
+    assert explorer.measured_point(empty) is None
 
 
 # --- figures and handlers ------------------------------------------------------------------------------------
@@ -251,8 +255,8 @@ def test_figures_stack_to_p_and_show_the_measured_point():
     assert list(residual.base) == list(accepted.y)  # the residual bar sits on top of the accepted one
     mc = lab.monte_carlo(SEED, 1_000, "always_accept")
     assert "✗" in lab_charts.histogram_figure(SEED, mc).layout.title.text
-    ex = lab.explore(0.7, 4, 0.05)
-    names = [t.name for t in lab_charts.explorer_figure(ex, lab.measured_point(make_trace())).data]
+    ex = explorer.explore(0.7, 4, 0.05)
+    names = [t.name for t in lab_charts.explorer_figure(ex, explorer.measured_point(make_trace())).data]
     assert lab_charts.MEASURED_NAME in names and "best K" in names
     assert len(lab_charts.rounds_figure(ex).data[0].x) == 4  # 1..K tokens end with a replacement, K+1 is the bonus
     marked_up = lab.edit_pair(SEED, "token", 1, "<b>x")
@@ -278,8 +282,10 @@ def test_ui_handlers_escape_keep_edits_and_report_bad_files():
     assert message == "" and isinstance(trace, Trace)
     from specviz.lab_render import trace_html
 
-    html = trace_html(trace, lab.measured_point(trace))
-    assert "&lt;i&gt;draft&lt;/i&gt;" in html and "2.00×" in html and "0.300" in html
+    html = trace_html(trace, explorer.measured_point(trace))
+    point = explorer.measured_point(trace)
+    assert "&lt;i&gt;draft&lt;/i&gt;" in html and "2.00×" in html and f"c = <b>{point.c:.3f}</b>" in html
+    assert f"v = <b>{point.v:.2f}</b>" in html and f"E / (K̄·c + v) = <b>{point.steady.speedup:.2f}×</b>" in html
 
 
 def test_build_lab_inside_an_app_tab_takes_the_apps_trace():
@@ -290,7 +296,7 @@ def test_build_lab_inside_an_app_tab_takes_the_apps_trace():
         state = gr.State(make_trace())
         with gr.Tab("Lab"):
             parts = lab_ui.build_lab(state)
-    assert lab.measured_point(parts.trace.value) == lab.measured_point(state.value)
+    assert explorer.measured_point(parts.trace.value) == explorer.measured_point(state.value)
     assert (parts.alpha.value, parts.k.value, parts.c.value) == (0.7, 4, 0.05)  # the worked quiz
 
 
@@ -312,3 +318,31 @@ def test_compare_handler_streams_rows_and_says_what_went_wrong(engine, monkeypat
     frames = list(run("def f(x):", [1], 8, 0, "tiny"))
     assert len(frames[0][1]) == 1
     assert "stopped after 1 run: RuntimeError: &lt;b&gt;out of luck" in frames[-1][0]
+
+
+def test_the_labs_theory_is_the_benchmarks_prediction():
+    """For a trace with known step times, the explorer's point and the benchmark compute one number."""
+    from specviz import bench
+
+    trace = make_trace()
+    trace.rounds.append(make_round(2, 4, 2, 0.08, 0.12))
+    trace.output_token_ids += trace.rounds[-1].committed_ids
+    trace.summary = summarize(trace.rounds, total_time_s=0.7)
+    trace.baseline.step_times_s = [0.3, 0.1, 0.1, 0.12, 0.1, 0.1, 0.1]  # a one-token step: 0.1 s (median)
+    point = explorer.measured_point(trace)
+    figures = bench.trace_figures(trace, target_step=0.1)
+    assert figures["predicted"] == pytest.approx(point.steady.speedup)
+    assert (figures["c"], figures["v"]) == (pytest.approx(point.c), pytest.approx(point.v))
+    # worked by hand: rounds 2 and 3 accept 1 and 2 of 3 examined drafts each, draft 0.20 s over 8 drafts
+    alpha, k, c, v = 3 / 5, 4, (0.12 + 0.08) / 8 / 0.1, (0.10 + 0.12) / 2 / 0.1
+    assert point.steady.speedup == pytest.approx(speedup(alpha, k, c, v))
+
+
+def test_the_explorer_takes_v():
+    ideal, busy = explorer.explore(0.8, 4, 0.1), explorer.explore(0.8, 4, 0.1, v=1.5)
+    assert ideal.speedup_at_k == pytest.approx(speedup(0.8, 4, 0.1, 1.0))
+    assert busy.speedup_at_k == pytest.approx(speedup(0.8, 4, 0.1, 1.5))
+    assert busy.speedup_at_k < ideal.speedup_at_k
+    for bad in (0, -1, float("nan")):
+        with pytest.raises(ValueError, match="v must be"):
+            explorer.explore(0.8, 4, 0.1, v=bad)

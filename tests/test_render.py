@@ -18,10 +18,6 @@ XSS = "<img src=x onerror=alert(1)>"
 SCRIPT = "<script>alert(1)</script>"
 
 
-
-
-
-
 def first_round(trace, predicate) -> int:
     return next(i for i, r in enumerate(trace.rounds) if predicate(r))
 
@@ -124,6 +120,18 @@ def test_summary_quotes_the_record(trace):
     assert "×" not in render.summary_html(no_baseline) and "Baseline" in render.summary_html(no_baseline)
 
 
+def test_summary_separates_latency_from_throughput(trace):
+    from specviz.trace import baseline_decode_speed, decode_speed
+
+    s, b = trace.summary, trace.baseline
+    html = render.summary_html(trace)
+    assert "time to first token" in html and "decode speed" in html
+    assert f"{s.first_token_time_s:.2f} s vs {b.first_token_time_s:.2f} s" in html
+    assert f"{decode_speed(trace):.1f} tok/s vs {baseline_decode_speed(b):.1f}" in html
+    later = sum(r.tokens_this_pass for r in trace.rounds[1:]) / (s.total_time_s - s.first_token_time_s)
+    assert decode_speed(trace) == pytest.approx(later)
+
+
 def test_baseline_report_in_greedy_mode(trace):
     greedy = copy.deepcopy(trace)
     greedy.settings["temperature"] = 0
@@ -133,6 +141,9 @@ def test_baseline_report_in_greedy_mode(trace):
     greedy.dtype = "bfloat16"
     report = render.baseline_report(greedy)
     assert "differ from token 4" in report and "bfloat16" in report and "rounds differently" in report
+    greedy.dtype = "float32"  # the report never claims float32 always matches, least of all when it did not
+    report = render.baseline_report(greedy)
+    assert "Even float32 rounds" in report and "In float32 the texts match" not in report
 
 
 def test_recorded_trace_renders_every_round(recorded):
@@ -177,6 +188,57 @@ def test_explanation_says_why_an_adaptive_round_drafted_fewer_than_k(engine):
     short = [r.index for r in trace.rounds if 0 < r.k < 8 and not r.stop
              and r.drafts[-1].token_id not in trace.eos_token_ids]
     assert short
-    assert "With adaptive K it stopped at" in render.explanation(trace, short[0])
+    said = render.explanation(trace, short[0])
+    assert "With adaptive K it stopped at" in said and "not the chance that the target accepts them" in said
     full = [r.index for r in trace.rounds if r.k == 8]
     assert all("adaptive" not in render.explanation(trace, i) for i in full)
+
+
+def test_greedy_rounds_speak_of_top_tokens_not_draws(engine):
+    from specviz.engine import RunSettings
+
+    trace = engine.run("def fib(n):", RunSettings(k=4, temperature=0, max_new_tokens=24))
+    i = first_round(trace, lambda r: r.next_kind == REPLACEMENT and r.n_accepted >= 1)
+    rnd = trace.rounds[i]
+    decisions = render.decision_row(rnd, greedy=True)
+    assert "same top token as the target → accept" in decisions and "top token differs → reject" in decisions
+    assert "r = " not in decisions and "r &lt;" not in decisions
+    explained = render.explanation(trace, i)
+    assert "not the target's top token" in explained and "draw r" not in explained
+    assert "r = " not in render.token_strip(trace, i)
+
+
+def test_sampled_rejections_say_where_the_residual_mass_comes_from(trace):
+    i = first_round(trace, lambda r: r.next_kind == REPLACEMENT)
+    said = render.explanation(trace, i)
+    assert "spent more probability than the target (q &gt; p)" in said and "under-proposed" not in said
+
+
+def test_round_one_says_it_also_encoded_the_prompt(trace, lookup_trace):
+    n = len(trace.prompt_token_ids)
+    assert f"Round 1 also encoded the prompt ({n} tokens): both models read all of it" in render.explanation(trace, 0)
+    assert "also encoded the prompt" not in render.explanation(trace, 1)
+    assert "the target's pass read all of it" in render.explanation(lookup_trace, 0)
+
+
+def eos_sweep(trace):
+    """A clean sweep whose accepted drafts end with the end-of-sequence token: the bonus is not committed."""
+    done = copy.deepcopy(trace)
+    rnd = next(r for r in done.rounds if r.next_kind == BONUS and r.k >= 2)
+    done.rounds = done.rounds[:rnd.index + 1]
+    rnd.drafts[-1].token_id, rnd.drafts[-1].text = done.eos_token_ids[0], "<eos>"
+    rnd.committed_ids, rnd.stop = [d.token_id for d in rnd.drafts], "eos"
+    return done, rnd
+
+
+def test_nothing_after_the_end_of_the_text_is_kept(recorded):
+    from specviz import charts, cli
+
+    done, rnd = eos_sweep(recorded)
+    assert not rnd.next_kept and all(r.next_kept for r in done.rounds[:-1])
+    assert "Nothing after the end is kept" in render.explanation(done, rnd.index)
+    assert "bonus not kept" in render.token_strip(done, rnd.index)
+    assert "not kept" in render.decision_row(rnd) and "not kept" in cli.round_line(rnd)
+    assert "not kept" in str(charts.residual_chart(rnd).to_dict()["layout"])
+    bars = [t for t in charts.tokens_per_pass(done).data if t.type == "bar"]
+    assert sum(t.y[-1] for t in bars) == rnd.k  # the chart counts what was committed: no bonus

@@ -158,17 +158,18 @@ def test_a_malformed_upload_gives_a_message(client, tmp_path):
 
 
 def test_baseline_compares_with_the_target_alone(client):
-    status, summary, _ = client.predict("tiny", api_name="/baseline")
+    status, summary, _, _ = client.predict("tiny", api_name="/baseline")
     assert "Generate (or open a trace) first" in status
     generate(client, temperature=0.0)
-    status, summary, download = client.predict("tiny", api_name="/baseline")
+    status, summary, download, timeline = client.predict("tiny", api_name="/baseline")
     assert "the target alone made" in status
-    assert "identical" in summary and re.search(r"\d\.\d\d×", summary)
+    assert "identical" in summary and re.search(r"\d\.\d\d×", summary) and "decode speed" in summary
+    assert "the target alone:" in timeline["plot"] and "target step" in timeline["plot"]
 
 
 def test_baseline_refuses_a_trace_from_other_models(client):
     client.predict(handle_file(str(FIXTURE)), False, api_name="/open_trace")
-    status, _, _ = client.predict("tiny", api_name="/baseline")
+    status, *_ = client.predict("tiny", api_name="/baseline")
     assert "recorded with target Qwen2.5-Coder-1.5B-Instruct" in status
 
 

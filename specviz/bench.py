@@ -98,7 +98,7 @@ def bench_command(a: argparse.Namespace) -> int:
         a.prompts_per_type = 1
     engine = _tiny_engine() if a.tiny else _real_engine(a)
     peer_draft = engine.draft  # transformers gets the draft as loaded: the setup its users would run
-    if use_int8(a.draft_weights, engine.device):
+    if use_int8(a.draft_weights, engine.device, next(engine.target.parameters()).dtype):
         engine = Engine(quantize_linears(copy.deepcopy(engine.draft)), engine.target, engine.tokenizer,
                         int8_name(engine.draft_name), engine.target_name, engine.dtype)
     ks = {"model": [int(k) for k in a.ks.split(",")], "lookup": [int(k) for k in a.lookup_ks.split(",")],

@@ -1,4 +1,4 @@
-"""Command line: `python -m specviz run ...` (one traced run) and `python -m specviz bench ...`.
+"""Command line: `python -m specviz run ...` (one traced run), `... bench ...` and `... costs ...`.
 
 Errors in settings, prompts or models print one line and exit with status 2.
 """
@@ -113,6 +113,37 @@ def run_command(a: argparse.Namespace) -> int:
     return 0
 
 
+def add_costs_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", default=None, help="a preset name (default: the offline packaged pair)")
+    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
+    p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS)
+    p.add_argument("--alpha", type=float, default=0.8, help="acceptance rate for the predicted speedups")
+    p.add_argument("--k", type=int, default=4, help="draft tokens per round for the predicted speedups")
+
+
+def costs_command(a: argparse.Namespace) -> int:
+    """Print what the Costs tab shows: t(n)/t(1), the batch steps, v, c and the predicted speedup per batch."""
+    from . import costs
+    from .engine import Engine
+    from .models import load_pair
+
+    engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, progress=_print_progress,
+                                        draft_weights=a.draft_weights))
+    engine.warm_up()
+    p = costs.measure_costs(engine, progress=_print_progress)
+    print(f"{p.draft} → {p.target} · {p.device} · {p.dtype} · {p.context}-token cache · measured in {p.seconds:.1f} s")
+    print("tokens per pass  " + "  ".join(f"{n:>5}" for n in p.tokens))
+    print("t(n) / t(1)      " + "  ".join(f"{t / p.target_s[0]:>5.2f}" for t in p.target_s))
+    print("batch            " + "  ".join(f"{b:>5}" for b in p.batches))
+    print("target step / t1 " + "  ".join(f"{t / p.target_s[0]:>5.2f}" for t in p.target_batch_s))
+    print(f"speedup, α={a.alpha} K={a.k} " + "  ".join(f"{costs.speedup_at_batch(p, a.alpha, a.k, b):>5.2f}"
+                                                    for b in p.batches))
+    cross = costs.crossover_batch(p, a.alpha, a.k)
+    print(f"t(1) = {p.target_s[0] * 1000:.0f} ms · v = t({a.k + 1})/t(1) = {p.v(a.k):.2f} · c = {p.c:.2f} · "
+          + (f"stops paying at batch {cross}" if cross else f"pays at every batch up to {p.batches[-1]}"))
+    return 0
+
+
 def _print_progress(fraction: float, message: str) -> None:
     print(f"[{fraction * 100:3.0f}%] {message}", file=sys.stderr, flush=True)
 
@@ -126,10 +157,13 @@ def main(argv: list[str] | None = None) -> int:
     add_run_args(sub.add_parser("run", help="one traced speculative decoding run"))
     from .bench import add_bench_args
     add_bench_args(sub.add_parser("bench", help="measure speedups (see docs/benchmarks.md)"))
+    add_costs_args(sub.add_parser("costs", help="time the pair's passes against tokens and batch (the Costs tab)"))
     a = parser.parse_args(argv)
     try:
         if a.command == "run":
             return run_command(a)
+        if a.command == "costs":
+            return costs_command(a)
         from .bench import bench_command
         return bench_command(a)
     except ValueError as e:

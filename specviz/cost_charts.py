@@ -38,8 +38,8 @@ def ratio_figure(p: CostProfile, font_size: int = FONT_SIZE) -> go.Figure:
             dict(type="scatter", x=[1, most], y=[1, most], mode="lines", name="if every token cost a full step",
                  line=dict(color="#999", width=1.5, dash="dot"), hoverinfo="skip")]
     top = max(max(t / t1 for t in p.target_s + p.target_batch_s), 2) * 1.15
-    layout = dict(xaxis=dict(title=dict(text="tokens in one pass (n, or b sequences × 1)"), type="log",
-                             gridcolor=GRID), yaxis=dict(title=dict(text="pass time ÷ t(1)"), range=[0, top],
+    layout = dict(xaxis=dict(title=dict(text="tokens in one pass (n, or b sequences × 1)"), range=[0, most * 1.03],
+                             gridcolor=GRID, zeroline=False), yaxis=dict(title=dict(text="pass time ÷ t(1)"), range=[0, top],
                                                          gridcolor=GRID, zeroline=False))
     title = f"What a target pass costs, measured on {escape(p.device)} · {escape(p.dtype)} ({p.context}-token cache)"
     return _figure(data, layout, title, font_size)
@@ -53,7 +53,8 @@ def batch_figure(p: CostProfile, alpha: float, k: int, font_size: int = FONT_SIZ
     cross = crossover_batch(p, alpha, k)
     if cross is not None and cross <= BATCH_AXIS[-1]:
         data.append(dict(type="scatter", x=[cross], y=[speedups[cross - 1]], mode="markers+text",
-                         text=[f"stops paying at batch {cross}"], textposition="top right", name="crossover",
+                         text=[f"stops paying at batch {cross}" if cross > 1 else "does not pay even at batch 1"],
+                         textposition="top right", name="crossover",
                          marker=dict(symbol="x", size=16, color=INK)))
     top = max(speedups + [1]) * 1.25
     layout = dict(xaxis=dict(title=dict(text="sequences decoded at once (batch size)"), dtick=1, gridcolor=GRID),
@@ -68,10 +69,14 @@ def batch_figure(p: CostProfile, alpha: float, k: int, font_size: int = FONT_SIZ
 def readout(p: CostProfile, alpha: float, k: int) -> str:
     """The measured figures in sentences, each naming the formula it comes from."""
     cross = crossover_batch(p, alpha, k)
-    where = (f"speculation stops paying at batch <b>{cross}</b> (predicted speedup below 1)" if cross
-             else f"speculation still pays at batch {p.batches[-1]}, the largest measured")
+    if cross is None:
+        where = f"speculation still pays at batch {p.batches[-1]}, the largest measured"
+    elif cross == 1:
+        where = "it does not pay even at batch 1 here (predicted speedup below 1)"
+    else:
+        where = f"speculation stops paying at batch <b>{cross}</b> (predicted speedup below 1)"
     return (f'<div id="cost-readout" style="font-size:20px;line-height:1.5">Measured on <b>{escape(p.device)}</b> '
-            f"({escape(p.dtype)}, {escape(p.target)}, a {p.context}-token cache, in {p.seconds:.0f} s): one target "
+            f"({escape(p.dtype)}, {escape(p.target)}, a {p.context}-token cache, in {p.seconds:.1f} s): one target "
             f"step t(1) = {p.target_s[0] * 1000:.0f} ms; verifying K = {k} drafts costs v = t({k + 1}) / t(1) = "
             f"<b>{p.v(k):.2f}</b> one-token steps; a draft step costs c = {p.c:.2f} of one. At batch 1 the "
             f"predicted speedup is E / (K·c + v) = <b>{speedup_at_batch(p, alpha, k, 1):.2f}×</b> for α = "

@@ -5,7 +5,7 @@ the arithmetic, sets the time. Feeding n tokens at once (K drafts + 1) or b sequ
 read n or b times, so the time barely grows until the arithmetic catches up with the memory traffic. Then a
 verify pass stops being nearly free, and so does speculation. This module measures it on the loaded pair:
 
-    profile = measure_costs(engine)           # ~30 s for the packaged pair on 2 CPU cores
+    profile = measure_costs(engine)           # about half a minute for the packaged pair on 2 CPU cores
     profile.v(4)                               # t(5) / t(1): what verifying 4 drafts costs, in one-token steps
     speedup_at_batch(profile, alpha=0.8, k=4, batch=8)
 
@@ -26,10 +26,10 @@ from .engine import rollback
 from .options import Progress
 from .theory import expected_tokens_per_pass
 
-NEW_TOKENS = tuple(range(1, 18))  # n: tokens fed in one target pass (K + 1 for K = 0 … 16)
+NEW_TOKENS = (*range(1, 10), 12, 17)  # n: tokens fed in one target pass (K + 1 for K = 0 … 8, 11, 16)
 BATCHES = (1, 2, 4, 8, 16)  # sequences decoded at once, one new token each
-WIDE = (24, 32, 48, 64, 96, 128)  # more tokens per pass: a batch's verify pass reads b·(K + 1) of them
-CONTEXT = 256
+WIDE = (32, 64)  # more tokens per pass: a batch's verify pass reads b·(K + 1) of them (beyond: extended)
+CONTEXT = 192  # cached tokens under every pass: a prompt and an answer's worth
 
 
 @dataclass
@@ -150,9 +150,12 @@ def pass_time(model, cache, n_new: int, repeats: int = 1, warm_up: int = 0) -> f
 
 
 def measure_costs(engine, context: int = CONTEXT, tokens: tuple[int, ...] = NEW_TOKENS + WIDE,
-                  batches: tuple[int, ...] = BATCHES, repeats: int = 2,
+                  batches: tuple[int, ...] = BATCHES, repeats: int = 3,
                   progress: Progress | None = None) -> CostProfile:
-    """Time the loaded pair: the target over 1 … 17 (and WIDE) new tokens, both models at each batch size."""
+    """Time the loaded pair: the target over 1 to 17 (NEW_TOKENS, then WIDE) new tokens, both models at each
+    batch size. The
+    one-token steps every ratio divides by are medians of `repeats`; the other points are timed once (the
+    whole fits in about half a minute on 2 CPU cores)."""
     say = progress or (lambda fraction, message: None)
     started, steps = time.perf_counter(), len(tokens) + 2 * len(batches)
     say(0.0, f"encoding a {context}-token context in both models")
@@ -162,13 +165,13 @@ def measure_costs(engine, context: int = CONTEXT, tokens: tuple[int, ...] = NEW_
     target_s = []
     for i, n in enumerate(tokens):
         say(i / steps, f"target pass over {n} new token{'s' * (n != 1)}")
-        target_s.append(pass_time(engine.target, target, n, repeats if n <= NEW_TOKENS[-1] else 1))
+        target_s.append(pass_time(engine.target, target, n, repeats if n == 1 else 1))  # t(1): every ratio's base
     target_batch_s, draft_batch_s = [], []
     for j, b in enumerate(batches):
         say((len(tokens) + 2 * j) / steps, f"target step at batch {b}")
-        target_batch_s.append(target_s[0] if b == 1 else pass_time(engine.target, batched(target, b), 1, repeats))
+        target_batch_s.append(target_s[0] if b == 1 else pass_time(engine.target, batched(target, b), 1))
         say((len(tokens) + 2 * j + 1) / steps, f"draft step at batch {b}")
-        draft_batch_s.append(pass_time(engine.draft, batched(draft, b), 1, repeats))
+        draft_batch_s.append(pass_time(engine.draft, batched(draft, b), 1, repeats if b == 1 else 1))
     say(1.0, "measured")
     return CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, context, list(tokens),
                        target_s, list(batches), target_batch_s, draft_batch_s, time.perf_counter() - started)

@@ -352,7 +352,7 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
         draft, target = PRESETS[name].draft, PRESETS[name].target
     device = pick_device(device)
     dtype = pick_dtype(dtype, device)
-    int8_draft = use_int8(draft_weights, device)
+    int8_draft = use_int8(draft_weights, device, DTYPES[dtype])
     draft_path = resolve_model(draft, _scaled(progress, 0.0, 0.4))
     target_path = resolve_model(target, _scaled(progress, 0.4, 0.85))
     tok_draft, tok_target = load_tokenizer(draft_path), load_tokenizer(target_path)

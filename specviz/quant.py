@@ -12,6 +12,9 @@ The embedded draft is itself a dequantized GGUF (~6 bits per weight), so 8 bits 
 
 from __future__ import annotations
 
+import statistics
+import time
+
 import torch
 from torch import nn
 
@@ -38,10 +41,39 @@ class Int8Linear(nn.Module):
         return y.reshape(*x.shape[:-1], self.out_features)
 
 
-def use_int8(draft_weights: str, device: str) -> bool:
+def use_int8(draft_weights: str, device: str, dtype: torch.dtype = torch.float32) -> bool:
+    """Whether the draft gets int8 weights. "auto": on CPU, only where this CPU's int8 kernel beats the full
+    weights (int8_pays): on AVX2-only CPUs it is the slower one, and much slower for a prompt's many rows."""
     if draft_weights not in DRAFT_WEIGHTS:
         raise ValueError(f"draft weights must be one of {', '.join(DRAFT_WEIGHTS)}, got {draft_weights!r}")
-    return draft_weights == "int8" or (draft_weights == "auto" and device == "cpu")
+    return draft_weights == "int8" or (draft_weights == "auto" and device == "cpu" and int8_pays(dtype))
+
+
+_PAYS: dict[torch.dtype, bool] = {}  # measured once per process and dtype
+
+
+def int8_pays(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864)) -> bool:
+    """Time one draft-sized linear layer (Qwen2.5-0.5B's MLP) both ways, for one row (a decoding step) and 32
+    (a prompt): int8 pays when it is faster for one row and not much slower for many. A few tens of ms."""
+    if dtype not in _PAYS:
+        linear = nn.Linear(*shape, bias=False).to(dtype)
+        packed = Int8Linear(linear)
+        (full_one, int8_one), (full_many, int8_many) = [
+            (_time(linear, x), _time(packed, x)) for x in (torch.randn(rows, shape[0], dtype=dtype) for rows in (1, 32))]
+        _PAYS[dtype] = int8_one < 0.9 * full_one and int8_many < 1.5 * full_many
+    return _PAYS[dtype]
+
+
+def _time(layer: nn.Module, x: torch.Tensor, repeats: int = 5) -> float:
+    """Median seconds of layer(x), after one warm-up call."""
+    with torch.inference_mode():
+        layer(x)
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            layer(x)
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 def int8_name(draft_name: str) -> str:

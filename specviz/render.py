@@ -267,11 +267,11 @@ def _latency_items(trace: Trace) -> list[tuple[str, str, str]]:
     speed after it, each beside the target alone's when there is a baseline."""
     s, b = trace.summary, trace.baseline
     decode = decode_speed(trace)
-    ttft = f"{s.first_token_time_s:.2f} s"
+    ttft = _duration(s.first_token_time_s)
     speed = f"{decode:.1f} tok/s" if decode else "– (one round)"
     if b is not None:
         b_decode = baseline_decode_speed(b)
-        ttft += f" vs {b.first_token_time_s:.2f} s ({b.first_token_time_s / s.first_token_time_s:.2f}×)" \
+        ttft += f" vs {_duration(b.first_token_time_s)} ({b.first_token_time_s / s.first_token_time_s:.2f}×)" \
             if s.first_token_time_s > 0 else ""
         if decode and b_decode:
             speed += f" vs {b_decode:.1f} ({decode / b_decode:.2f}×)"
@@ -279,6 +279,11 @@ def _latency_items(trace: Trace) -> list[tuple[str, str, str]]:
              "first step, and their ratio (above 1: speculation was faster)"),
             ("decode speed", speed, "tokens/s after the first round (after the first token for the target alone): "
              "throughput, apart from the prompt's encoding")]
+
+
+def _duration(seconds: float) -> str:
+    """0.0042 -> '4 ms'; 1.234 -> '1.23 s'."""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
 def baseline_report(trace: Trace) -> str:

@@ -52,8 +52,9 @@ def empty_view() -> RoundView:
     """The panels before there is a trace. The charts stay empty (None), not empty figures: the browser loads
     plotly (a 4.6 MB script) only for a plotly value, so the page is interactive without it, and it loads
     while the first round runs. Gradio insists on a slider maximum above its minimum, even one that cannot
-    move yet."""
-    return RoundView(gr.Slider(minimum=1, maximum=2, value=1, interactive=False), render.placeholder(HINT), None,
+    move yet. (An update, not a gr.Slider: the layout calls this inside the page, where a component would be
+    placed on it.)"""
+    return RoundView(gr.update(minimum=1, maximum=2, value=1, interactive=False), render.placeholder(HINT), None,
                      "", None, "", None, "", "", None)
 
 

@@ -201,6 +201,42 @@ def test_play_advances_by_itself(page):
     page.wait_text("#play", "Play")
 
 
+def test_the_round_view_shows_the_caches_and_the_timeline(page):
+    n = page.generate("def fib(n):")
+    page.wait_text("#kv-caches", "KV caches this round", "draft", "target", "kept", "cropped")
+    page.wait_count("#kv-caches .sv-cell-new", 2, at_least=True)
+    page.wait_text("#summary", "time to first token", "decode speed")
+    page.wait_text("#timeline", "Where the time goes", "press Baseline")
+    page.page.click("#prev-round")
+    page.wait_round(n - 1)
+    page.wait_text("#kv-caches", "The target's pass wrote")
+    page.page.click("#baseline")
+    page.wait_text("#timeline", "the target alone:", "target step")
+    page.wait_text("#summary", " vs ", "decode speed")
+    page.screenshot("specviz-caches-timeline.png")
+
+
+def test_the_costs_tab_measures_the_pair_and_draws_both_charts(page, monkeypatch):
+    from specviz import costs
+
+    real = costs.measure_costs  # the tiny pair on a small grid: seconds, not the packaged pair's half minute
+    monkeypatch.setattr(costs, "measure_costs", lambda engine, progress=None: real(
+        engine, context=32, tokens=(1, 2, 3, 5, 9, 17, 32), batches=(1, 2, 4, 8, 16), repeats=1, progress=progress))
+    page.page.click("#costs-tab-button")
+    page.page.click("#cost-measure")
+    page.wait_text("#cost-status", "Measured tiny-target")
+    page.wait_text("#cost-readout", "Measured on", "v = t(5) / t(1)", "speedup is E / (K·c + v)")
+    page.wait_count("#cost-ratio .js-plotly-plot", 1)
+    page.wait_count("#cost-batch .js-plotly-plot", 1)
+    slider = page.page.locator("#cost-k input[type=number]")
+    slider.fill("8")
+    slider.press("Enter")
+    page.wait_text("#cost-readout", "v = t(9) / t(1)")
+    page.page.click("#cost-measure")  # measured once per pair: the second press reads the cache
+    page.wait_text("#cost-status", "Measured earlier")
+    page.screenshot("specviz-costs.png")
+
+
 @pytest.mark.real
 @pytest.mark.timeout(600)
 def test_real_pair_generates_in_the_browser(browser, dialogs, capsys):

@@ -117,6 +117,13 @@ def test_editing_p_renormalises_and_accepts_paris(lab):
     lab.wait_text("#lab-playground-readout", r"= 0\.700")
 
 
+def tv(readout: str) -> float:
+    """The readout's TV(histogram, p): "TV(histogram, p) = 0.0031", or "TV(histogram, p) = ½ Σ|…| = 0.0031"."""
+    found = re.search(r"TV\(histogram, p\)(?: = [^=·]+)? = ([0-9.]+)", readout)
+    assert found, readout
+    return float(found.group(1))
+
+
 def test_sampling_and_the_wrong_sampler(lab):
     page = lab.page
     page.get_by_label("100,000").check()  # re-samples at once, with the same seed
@@ -125,12 +132,12 @@ def test_sampling_and_the_wrong_sampler(lab):
     lab.wait_js("() => document.querySelector('#lab-seed input').value === '1'")
     # then the seed moves on, so the next press draws fresh rounds
     readout = lab.wait_text("#lab-histogram-text", r"N = 100,000 rounds \(seed 0\)", "✓")
-    assert float(re.search(r"TV\(histogram, p\) = ([0-9.]+)", readout).group(1)) < 0.01
+    assert tv(readout) < 0.01
     # p's outline plus the two stacked parts, per token (waited for: plotly redraws the plot on each update)
     lab.wait_count("#lab-histogram .js-plotly-plot g.point", 15, at_least=True)
     page.get_by_label("wrong: resample from p").check()
     readout = lab.wait_text("#lab-histogram-text", "✗")
-    assert float(re.search(r"TV\(histogram, p\) = ([0-9.]+)", readout).group(1)) > 0.1
+    assert tv(readout) > 0.1
     lab.screenshot("lab-playground-wrong-sampler.png", "#lab-playground")
     page.get_by_label("correct: residual max(0, p − q)").check()
     lab.wait_text("#lab-histogram-text", "✓")
@@ -150,11 +157,13 @@ def test_upload_a_trace_and_take_its_point(lab, tmp_path):
     good = tmp_path / "run.trace.json"
     good.write_text(make_trace().to_json())
     upload.set_input_files(str(good))
-    readout = lab.wait_text("#lab-trace", r"■ Trace", "<i>draft</i>", r"c = 0\.300", r"2\.00×")
+    # c and v of the rounds after the first, each step against the baseline's one-token step
+    readout = lab.wait_text("#lab-trace", r"■ Trace", "<i>draft</i>", r"c = 0\.189", r"v = 0\.63", r"2\.00×")
     assert "&lt;" not in readout  # escaped once: shown as typed, never as markup
-    page.get_by_role("button", name="Set α, K, c from the trace").click()
+    page.get_by_role("button", name="Set α, K, c, v from the trace").click()
     lab.wait_text("#lab-expected", r"^3\.57$")  # α = 0.83, K = 4: (1 − 0.83^5) / 0.17 = 3.565
-    lab.wait_js("() => document.querySelector('#lab-c input[type=number]').value === '0.3'")
+    lab.wait_js("() => document.querySelector('#lab-c input[type=number]').value === '0.19'"
+                " && document.querySelector('#lab-v input[type=number]').value === '0.63'")
     lab.wait_js("() => [...document.querySelectorAll('#lab-explorer-curves .legendtext')]"
                 ".filter(t => t.textContent.includes('measured')).length === 1")
     lab.screenshot("lab-explorer-with-trace.png", "#lab-explorer")
@@ -191,3 +200,21 @@ def test_compare_drafters_fills_the_table(lab):
                          ".map(e => e.textContent.trim()); return t.length === 2 ? t : null; }")
     assert set(legend) == {"draft model", "prompt lookup"}
     lab.screenshot("lab-compare.png", "#lab-compare")
+
+
+def test_v_enters_the_speedup_and_two_positions_are_sampled(lab):
+    page = lab.page
+    lab.wait_text("#lab-speedup", r"^2\.31×$")
+    lab.wait_text("#lab-exactness-lines", "Why the output is exactly p", r"0\.600 = min\(0\.600, 0\.900\)")
+    box = page.locator("#lab-v input[type=number]")
+    box.fill("1.5")
+    box.press("Enter")
+    lab.wait_text("#lab-explorer-readout", r"\(4 × 0\.05 \+ 1\.50\)")
+    lab.wait_text("#lab-speedup", r"^1\.63×$")  # 2.7731 / (4 × 0.05 + 1.5) = 1.631
+    page.click("#lab-joint-run")
+    lab.wait_text("#lab-joint-text", "✓", "first token|joint")
+    lab.wait_count("#lab-joint .js-plotly-plot", 1)
+    page.get_by_label("wrong: one draw r for both positions").check()
+    page.click("#lab-joint-run")
+    lab.wait_text("#lab-joint-text", "✗", r"0\.180 away")
+    lab.screenshot("lab-two-positions.png", "#lab-playground")

@@ -1,4 +1,4 @@
-"""Load: 16 sessions at once on tiny models (tests/load_test.py drives them), and memory over 50 generations.
+"""Load: 16 sessions at once on tiny models (tools/load_test.py drives them), and memory over 50 generations.
 
 The app is served in this process, so the test sees the server's side too: how many generations overlapped
 (counted in the engine), its resident memory, its session states and its trace download folder.

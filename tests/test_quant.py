@@ -43,7 +43,19 @@ def test_engine_with_an_int8_draft_still_gives_the_target_greedy_output(tiny_pai
 
 
 def test_draft_weights_setting():
-    assert use_int8("auto", "cpu") and not use_int8("auto", "cuda") and use_int8("int8", "cpu")
+    assert not use_int8("auto", "cuda") and use_int8("int8", "cpu")
     assert not use_int8("full", "cpu")
     with pytest.raises(ValueError, match="draft weights"):
         use_int8("int4", "cpu")
+
+
+def test_auto_takes_int8_only_where_this_cpus_kernel_is_faster(monkeypatch):
+    from specviz import quant
+
+    for full, packed, expected in ((1.0, 0.5, True), (1.0, 2.8, False), (1.0, 0.95, False)):
+        monkeypatch.setattr(quant, "_PAYS", {})
+        monkeypatch.setattr(quant, "_time", lambda layer, x, f=full, p=packed: p if isinstance(layer, Int8Linear) else f)
+        assert quant.use_int8("auto", "cpu") is expected
+    monkeypatch.setattr(quant, "_PAYS", {})
+    measured = quant.int8_pays(torch.float32, shape=(64, 128))  # the real measurement runs, on a small layer
+    assert isinstance(measured, bool) and quant._PAYS == {torch.float32: measured}

@@ -51,7 +51,8 @@ def trace_info(trace: Trace) -> str:
 
 def engine_info(engine: Engine, drafter: str = "model") -> str:
     draft = engine.draft_name if drafter == "model" else DRAFTERS[drafter]  # the name a trace records, too
-    return render.run_info(engine.device, engine.dtype, draft, engine.target_name)
+    return render.run_info(engine.device, engine.dtype, draft, engine.target_name,
+                           why=engine.dtype_why)
 
 
 def download(trace: Trace) -> gr.DownloadButton:

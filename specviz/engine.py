@@ -59,11 +59,13 @@ class RunSettings:
 class Engine:
     """Holds a draft/target pair and the tokenizer they share; starts runs."""
 
-    def __init__(self, draft, target, tokenizer, draft_name="draft", target_name="target", dtype=None):
+    def __init__(self, draft, target, tokenizer, draft_name="draft", target_name="target", dtype=None,
+                 dtype_why: str = ""):
         self.draft, self.target, self.tokenizer = draft, target, tokenizer
         self.draft_name, self.target_name = draft_name, target_name
         self.device = str(next(target.parameters()).device)
         self.dtype = dtype or str(next(target.parameters()).dtype).removeprefix("torch.")
+        self.dtype_why = dtype_why  # why this dtype on this device (models.auto_dtype), shown on the page
         # Models of one family may pad their embedding tables to different sizes (Qwen2.5 0.5B: 151936,
         # 7B: 152064); both distributions are taken over the shared ids only, in the baseline too.
         self.vocab = min(draft.config.vocab_size, target.config.vocab_size)
@@ -73,7 +75,8 @@ class Engine:
 
     @classmethod
     def from_pair(cls, pair) -> "Engine":
-        return cls(pair.draft, pair.target, pair.tokenizer, pair.draft_name, pair.target_name, pair.dtype)
+        return cls(pair.draft, pair.target, pair.tokenizer, pair.draft_name, pair.target_name, pair.dtype,
+                   getattr(pair, "dtype_why", ""))
 
     def warm_up(self) -> None:
         """One short pass through each model: the first call on CPU pays for kernel selection (seconds),
@@ -139,8 +142,11 @@ class Engine:
                         len(new) / total if total > 0 else 0.0, steps)
 
     def _sync(self):
+        """Wait for the device, so the clock measures the work, not its queueing."""
         if self.device.startswith("cuda"):
             torch.cuda.synchronize()
+        elif self.device == "mps":
+            torch.mps.synchronize()
 
 
 def forward(model, tokens: list[int], cache: DynamicCache, keep: int) -> torch.Tensor:

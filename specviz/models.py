@@ -93,17 +93,26 @@ class ModelPair:
     target_name: str
     device: str
     dtype: str
+    dtype_why: str = ""  # why auto chose this dtype on this device (the page shows it)
 
 
 # --- device and dtype ------------------------------------------------------------------------------------
 
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps and mps.is_available())
+
+
 def pick_device(device: str | None = None) -> str:
+    """auto: a CUDA GPU, else Apple silicon's GPU (mps), else the CPU."""
     if device in (None, "", "auto"):
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        raise ValueError(f"device must be auto, cpu or cuda, got {device!r}")
+        return "cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu"
+    if device not in ("cpu", "cuda", "mps") and not device.startswith("cuda:"):
+        raise ValueError(f"device must be auto, cpu, cuda or mps, got {device!r}")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError("device 'cuda' was asked for, but no CUDA GPU is available")
+    if device == "mps" and not _mps_available():
+        raise ValueError("device 'mps' was asked for, but no Apple-silicon GPU is available")
     return device
 
 
@@ -116,13 +125,29 @@ def _cpu_has_bf16() -> bool:
 
 
 def pick_dtype(dtype: str | None, device: str) -> str:
-    """bfloat16 on CUDA, and on CPUs with native bf16 (measured ~2.5x faster than float32 here);
-    float32 elsewhere."""
+    """The dtype to load in: as asked, or for auto the one auto_dtype gives this device."""
     if dtype in (None, "", "auto"):
-        return "bfloat16" if device.startswith("cuda") or _cpu_has_bf16() else "float32"
+        return auto_dtype(device)[0]
     if dtype not in DTYPE_CHOICES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPE_CHOICES)}; got {dtype!r}")
     return dtype
+
+
+def auto_dtype(device: str) -> tuple[str, str]:
+    """(dtype, why): bfloat16 only where the device computes it natively; float16 on GPUs without it (T4 and
+    older, Apple silicon); float32 on CPUs without it, where bfloat16 would be emulated."""
+    if device.startswith("cuda"):
+        name = torch.cuda.get_device_name(device)
+        if torch.cuda.is_bf16_supported(including_emulation=False):
+            return "bfloat16", f"{name} computes bfloat16 natively"
+        major, minor = torch.cuda.get_device_capability(device)
+        return "float16", (f"{name} (compute capability {major}.{minor}) has no native bfloat16; float16 keeps "
+                           f"half the memory of float32")
+    if device == "mps":
+        return "float16", "Apple-silicon GPUs compute float16 natively (bfloat16 needs a recent macOS)"
+    if _cpu_has_bf16():
+        return "bfloat16", "this CPU computes bfloat16 natively (avx512_bf16 or AMX)"
+    return "float32", "this CPU has no native bfloat16 (no avx512_bf16 or AMX), where it would be emulated"
 
 
 # --- the packaged pair -----------------------------------------------------------------------------------
@@ -351,6 +376,7 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
             raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
         draft, target = PRESETS[name].draft, PRESETS[name].target
     device = pick_device(device)
+    why = auto_dtype(device)[1] if dtype in (None, "", "auto") else "as asked"
     dtype = pick_dtype(dtype, device)
     int8_draft = use_int8(draft_weights, device, DTYPES[dtype])
     draft_path = resolve_model(draft, _scaled(progress, 0.0, 0.4))
@@ -363,7 +389,8 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     if int8_draft:
         quantize_linears(draft_model)
     return ModelPair(draft_model, load_model(target_path, device, dtype), tok_target,
-                     int8_name(_short(draft)) if int8_draft else _short(draft), _short(target), device, dtype)
+                     int8_name(_short(draft)) if int8_draft else _short(draft), _short(target), device, dtype,
+                     why)
 
 
 def _short(model_id: str) -> str:

@@ -318,10 +318,11 @@ def baseline_report(trace: Trace) -> str:
             f'<b>target alone</b><pre>{text_html(b.output_text)}</pre></div></details></div>')
 
 
-def run_info(device: str, dtype: str, draft: str, target: str, recorded: bool = False) -> str:
-    """'cpu · bfloat16 · draft X · target Y' (prefixed 'recorded on' for an uploaded trace)."""
-    text = " · ".join([escape(device), escape(dtype), f"draft <b>{escape(draft)}</b>",
-                       f"target <b>{escape(target)}</b>"])
+def run_info(device: str, dtype: str, draft: str, target: str, recorded: bool = False, why: str = "") -> str:
+    """'cpu · bfloat16 · draft X · target Y' (prefixed 'recorded on' for an uploaded trace); `why`, the reason
+    for the dtype, follows it in brackets."""
+    dtype_text = escape(dtype) + (f' <span class="sv-muted">({escape(why)})</span>' if why else "")
+    text = " · ".join([escape(device), dtype_text, f"draft <b>{escape(draft)}</b>", f"target <b>{escape(target)}</b>"])
     return f'<div class="sv-info">{"recorded on " if recorded else ""}{text}</div>'
 
 

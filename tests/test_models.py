@@ -75,8 +75,7 @@ def test_corrupted_chunks_are_refused_and_leave_no_cache(tmp_path, monkeypatch):
 
 
 def test_dtype_and_device_choices():
-    assert models.pick_dtype("float32", "cpu") == "float32"
-    assert models.pick_dtype("auto", "cuda") == "bfloat16"
+    assert models.pick_dtype("float32", "cpu") == "float32"  # auto per device: the tests below
     with pytest.raises(ValueError, match="dtype"):
         models.pick_dtype("int3", "cpu")
     with pytest.raises(ValueError, match="device"):
@@ -224,3 +223,40 @@ def test_chunks_that_fail_the_sha256_are_never_converted(fake, monkeypatch):
     with pytest.raises(ValueError, match="corrupted or partial"):
         models.prepare_packaged("Fake")
     assert runs == [] and entries(cache) == []
+
+
+@pytest.mark.parametrize("bf16, capability, name, expected", [
+    (True, (8, 0), "NVIDIA A100", "bfloat16"),  # Ampere and newer compute bfloat16
+    (False, (7, 5), "Tesla T4", "float16"),  # the README's suggested t4-small: no native bfloat16
+    (False, (6, 0), "Tesla P100", "float16"),
+])
+def test_a_gpu_gets_a_dtype_it_computes_natively(monkeypatch, bf16, capability, name, expected):
+    calls = []
+
+    def supported(including_emulation=True):
+        calls.append(including_emulation)
+        return bf16
+
+    monkeypatch.setattr(models.torch.cuda, "is_bf16_supported", supported)
+    monkeypatch.setattr(models.torch.cuda, "get_device_capability", lambda device=None: capability)
+    monkeypatch.setattr(models.torch.cuda, "get_device_name", lambda device=None: name)
+    dtype, why = models.auto_dtype("cuda")
+    assert dtype == expected and name in why and calls == [False]  # emulated bfloat16 does not count
+    assert models.pick_dtype("auto", "cuda") == expected and models.pick_dtype("float32", "cuda") == "float32"
+
+
+@pytest.mark.parametrize("has_bf16, expected", [(True, "bfloat16"), (False, "float32")])
+def test_a_cpu_gets_bfloat16_only_with_native_support(monkeypatch, has_bf16, expected):
+    monkeypatch.setattr(models, "_cpu_has_bf16", lambda: has_bf16)
+    dtype, why = models.auto_dtype("cpu")
+    assert dtype == expected and ("natively" in why if has_bf16 else "no native bfloat16" in why)
+
+
+def test_apple_silicon_comes_after_cuda_and_before_the_cpu(monkeypatch):
+    monkeypatch.setattr(models.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(models, "_mps_available", lambda: True)
+    assert models.pick_device() == "mps" and models.auto_dtype("mps")[0] == "float16"
+    monkeypatch.setattr(models, "_mps_available", lambda: False)
+    assert models.pick_device() == "cpu"
+    with pytest.raises(ValueError, match="no Apple-silicon GPU"):
+        models.pick_device("mps")

@@ -242,3 +242,9 @@ def test_nothing_after_the_end_of_the_text_is_kept(recorded):
     assert "not kept" in str(charts.residual_chart(rnd).to_dict()["layout"])
     bars = [t for t in charts.tokens_per_pass(done).data if t.type == "bar"]
     assert sum(t.y[-1] for t in bars) == rnd.k  # the chart counts what was committed: no bonus
+
+
+def test_the_info_line_says_why_this_dtype():
+    html = render.run_info("cpu", "float32", "d", "t", why="this CPU has no <native> bfloat16")
+    assert "float32 <span class=\"sv-muted\">(this CPU has no &lt;native&gt; bfloat16)</span>" in html
+    assert "sv-muted" not in render.run_info("cpu", "float32", "d", "t")

@@ -255,7 +255,9 @@ def timeline(trace: Trace, font_size: int = 15) -> go.Figure:
     draft, verify, marks = ([], [], []), ([], [], []), ([], [], [])
     for r in trace.rounds:
         for (x, base, text), seconds, what in ((draft, r.draft_time_s, "draft"), (verify, r.verify_time_s, "verify")):
-            x.append(seconds), base.append(starts), text.append(f"round {r.index + 1}: {what} {seconds * 1000:.0f} ms")
+            x.append(seconds)
+            base.append(starts)
+            text.append(f"round {r.index + 1}: {what} {seconds * 1000:.0f} ms")
             starts += seconds
         marks[0].append(starts), marks[1].append(r.tokens_this_pass), marks[2].append(f"+{r.tokens_this_pass}")
     data.append(_segments(draft, LANES[0], f"draft steps ({trace.draft_model})", Q_COLOR, "/"))

@@ -24,9 +24,9 @@ def cache_rows(trace: Trace, index: int) -> str:
         return ('<div class="sv-cache sv-muted">KV caches: not recorded in this trace (format version 1; record it '
                 'again to see them).</div>')
     texts = _sequence(trace, index)
-    rows = [_row("target", texts, rnd.cache.target, rnd, last=2)]
+    rows = [_row("target", texts, rnd.cache.target, last=2)]
     if trace.settings.get("drafter") != "lookup":
-        rows.insert(0, _row("draft", texts, rnd.cache.draft, rnd, last=1))
+        rows.insert(0, _row("draft", texts, rnd.cache.draft, last=1))
     return (f'<div class="sv-cache"><div class="sv-panel-title">KV caches this round</div>{"".join(rows)}'
             f'<div class="sv-cache-note">{cache_sentence(trace, index)}</div></div>')
 
@@ -40,7 +40,7 @@ def _sequence(trace: Trace, index: int) -> list[tuple[str | None, str]]:
     return cells + [(d.text, d.fate) for d in rnd.drafts]
 
 
-def _row(name: str, texts: list[tuple[str | None, str]], lengths: list[int], rnd: Round, last: int) -> str:
+def _row(name: str, texts: list[tuple[str | None, str]], lengths: list[int], last: int) -> str:
     """One model's cells: kept from before, written this round (at moment `last`: 1 drafting, 2 the verify pass),
     struck out past the length after the rollback. Long stretches are counted, not drawn."""
     before, written, after = lengths[0], lengths[last], lengths[3]

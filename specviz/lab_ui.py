@@ -73,9 +73,6 @@ def show_toy_pair(pair: lab.ToyPair, n, sampler, seed, message: str = ""):
             *_sample(pair, n, sampler, seed), exactness_html(pg))
 
 
-JOINT_HINT = warning_html("")  # nothing until the button is pressed
-
-
 def on_two_positions(pair: lab.ToyPair, n, sampler, seed):
     """The first two tokens of N runs against the target's joint distribution."""
     try:
@@ -254,7 +251,7 @@ def _two_positions_section(pair: gr.State, n: gr.Radio, seed: gr.Number) -> None
     readout = gr.HTML(elem_id="lab-joint-text")
     plot = gr.Plot(None, show_label=False, elem_id="lab-joint")
     run.click(on_two_positions, [pair, n, sampler, seed], [readout, plot], **PRIVATE)
-    pair.change(lambda: (JOINT_HINT, None), None, [readout, plot], **PRIVATE)
+    pair.change(lambda: ("", None), None, [readout, plot], **PRIVATE)  # a new pair: nothing until pressed
 
 
 def _explorer_section(trace_state: gr.State | None) -> tuple[gr.State, gr.Slider, gr.Slider, gr.Slider, gr.Slider]:

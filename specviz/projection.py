@@ -13,12 +13,11 @@ It is a projection, and docs/benchmarks.md labels it so.
 from __future__ import annotations
 
 import json
-import statistics
-import time
 from pathlib import Path
 
 import torch
 
+from . import costs
 from .theory import expected_tokens_per_pass
 
 QWEN = dict(vocab_size=151936, rope_theta=1000000.0, max_position_embeddings=32768, rms_norm_eps=1e-6)
@@ -43,25 +42,7 @@ def random_model(arch: str, device: str, dtype: torch.dtype):
 
 def pass_time(model, n_new: int, context: int = 512, repeats: int = 10) -> float:
     """Median seconds of one forward pass over n_new tokens on top of a cached context of `context` tokens."""
-    from transformers import DynamicCache
-
-    device = next(model.parameters()).device
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    times = []
-    with torch.inference_mode():
-        cache = DynamicCache()
-        model(input_ids=torch.randint(0, 1000, (1, context), device=device), cache=cache, use_cache=True,
-              logits_to_keep=1)
-        new = torch.randint(0, 1000, (1, n_new), device=device)
-        for i in range(repeats + 2):
-            sync()
-            t0 = time.perf_counter()
-            model(input_ids=new, cache=cache, use_cache=True, logits_to_keep=n_new)
-            sync()
-            if i >= 2:  # two warm-up passes
-                times.append(time.perf_counter() - t0)
-            cache.crop(-n_new)
-    return statistics.median(times)
+    return costs.pass_time(model, costs.prefill(model, context), n_new, repeats, warm_up=2)
 
 
 def measure(draft_arch: str, target_arch: str, device: str, dtype: torch.dtype, max_new: int = 16) -> dict:

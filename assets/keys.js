@@ -1,13 +1,138 @@
-// Keyboard navigation for specviz, run once when the page loads (Gradio's launch(js=...)).
-// ← / → click "Previous round" / "Next round". Keys typed into a field (prompt, numbers, sliders, dropdowns)
-// are left alone, and so are key chords with Ctrl, Alt or Meta (browser shortcuts) and keys pressed while
-// another tab (the Lab) hides the buttons.
+// The stage in the browser, run once when the page loads (Gradio's launch(js=...)).
+//
+// The server renders every round of a trace once, as <section class="sv-round"> elements inside #stage
+// (specviz/stage.py); this script shows one at a time, so stepping redraws a round without a server call. The
+// page's events call window.svStep / svShow / svPlayFrom in their `js` and send the round they return to the
+// server, which moves the slider and the chart's mark (specviz/views.py).
+//
+// Quiz (specviz/quiz.py): with body.sv-quiz, the elements of a round that carry data-step are hidden until
+// revealed; a section's data-revealed counts the steps shown, data-guess holds the class's answer.
+//
+// Keys: ← / PageUp step back; → / PageDown / space reveal the next step in quiz mode, else step forward (what a
+// presenter's clicker sends); digits answer in quiz mode. Keys typed into a field are left alone, and so are
+// chords with Ctrl, Alt or Meta, and keys pressed while another tab (the Lab) hides the stage.
 () => {
-  const BUTTONS = { ArrowLeft: "prev-round", ArrowRight: "next-round" };
+  const stage = () => document.querySelector("#stage .sv-stage");
+  const sections = () => Array.from(document.querySelectorAll("#stage .sv-round"));
+  const quizOn = () => document.body.classList.contains("sv-quiz");
+
+  function current() {
+    const s = stage();
+    return s ? Number(s.dataset.current) : 1;
+  }
+
+  function section(number) {
+    return document.querySelector(`#stage .sv-round[data-round="${number}"]`);
+  }
+
+  // Show round `number` if the stage holds it (while a run streams it holds only the newest); -> the round shown.
+  window.svShow = (number) => {
+    const s = stage(), target = section(Math.round(Number(number)));
+    if (!s || !target) return current();
+    for (const other of sections()) other.hidden = other !== target;
+    s.dataset.current = target.dataset.round;
+    return Number(target.dataset.round);
+  };
+
+  window.svStep = (delta) => window.svShow(current() + delta);
+
+  // Play: from the last round it starts again at round 1.
+  window.svPlayFrom = (label) => {
+    const s = stage();
+    if (label === "Play" && s && current() >= Number(s.dataset.rounds)) return window.svShow(1);
+    return current();
+  };
+
+  // --- the quiz ---------------------------------------------------------------------------------------------
+
+  function showSteps(sec) {
+    const revealed = Number(sec.dataset.revealed || 0);
+    for (const el of sec.querySelectorAll("[data-step]")) {
+      el.classList.toggle("sv-shown", Number(el.dataset.step) <= revealed);
+    }
+    const guess = sec.dataset.guess;
+    for (const b of sec.querySelectorAll(".sv-guess")) {
+      b.classList.toggle("sv-picked", b.dataset.guess === guess);
+      b.disabled = revealed > 0;  // answers close once the first verdict is out
+    }
+    const said = sec.querySelector(".sv-quiz-said");
+    const done = revealed >= Number(sec.dataset.steps);
+    let text = guess === undefined ? "" : `Your answer: ${guess}.`;
+    if (done && guess !== undefined) {
+      text += guess === sec.dataset.accepted ? " Right!" : ` The target accepted ${sec.dataset.accepted}.`;
+    }
+    if (said && said.textContent !== text) said.textContent = text;  // unchanged text: no mutation, no loop
+    const reveal = sec.querySelector(".sv-reveal");
+    if (reveal) reveal.disabled = done;
+    showScore();
+  }
+
+  function showScore() {
+    let right = 0, answered = 0;
+    for (const sec of sections()) {
+      if (sec.dataset.guess === undefined || Number(sec.dataset.revealed) < Number(sec.dataset.steps)) continue;
+      answered += 1;
+      right += sec.dataset.guess === sec.dataset.accepted ? 1 : 0;
+    }
+    const text = answered ? `Score: ${right} of ${answered}` : "";
+    for (const el of document.querySelectorAll("#stage .sv-score")) {
+      if (el.textContent !== text) el.textContent = text;
+    }
+  }
+
+  // Reveal the next step of the round on screen; -> false when it was all revealed already.
+  function reveal() {
+    const sec = section(current());
+    if (!sec) return false;
+    const revealed = Number(sec.dataset.revealed || 0);
+    if (revealed >= Number(sec.dataset.steps)) return false;
+    sec.dataset.revealed = String(revealed + 1);
+    showSteps(sec);
+    return true;
+  }
+
+  function answer(n) {
+    const sec = section(current());
+    if (!sec || Number(sec.dataset.revealed || 0) > 0 || n > Number(sec.dataset.k)) return false;
+    sec.dataset.guess = String(n);
+    showSteps(sec);
+    return true;
+  }
+
+  window.svQuiz = (on) => {
+    document.body.classList.toggle("sv-quiz", Boolean(on));
+  };
+
+  // The quiz as the lecture pack stores it (specviz/quiz.py: quiz_from_dict).
+  window.svQuizState = () => {
+    const rounds = {};
+    for (const sec of sections()) {
+      const guess = sec.dataset.guess, revealed = Number(sec.dataset.revealed || 0);
+      if (guess !== undefined || revealed > 0) {
+        rounds[sec.dataset.round] = { guess: guess === undefined ? null : Number(guess), revealed };
+      }
+    }
+    return JSON.stringify({ on: quizOn(), current: current(), rounds });
+  };
+
+  // A new trace (or frame) replaces the stage's markup: restore what its data attributes say.
+  // (The observer watches the body: Gradio may re-create #stage's container. It acts only on changes in #stage.)
+  new MutationObserver((records) => {
+    if (records.some((r) => r.target.closest?.("#stage"))) sections().forEach(showSteps);
+  }).observe(document.body, { childList: true, subtree: true });
+
+  document.addEventListener("click", (event) => {
+    const guess = event.target.closest("#stage .sv-guess");
+    if (guess) answer(Number(guess.dataset.guess));
+    if (event.target.closest("#stage .sv-reveal")) reveal();
+  });
+
+  // --- keys -------------------------------------------------------------------------------------------------
 
   function typing(element) {
     if (!element) return false;
     const tag = element.tagName;
+    if (tag === "INPUT" && element.type === "checkbox") return false;  // e.g. just ticked Lecture mode
     return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || element.isContentEditable;
   }
 
@@ -17,13 +142,25 @@
     return host.tagName === "BUTTON" ? host : host.querySelector("button");
   }
 
-  document.addEventListener("keydown", (event) => {
-    const id = BUTTONS[event.key];
-    if (!id || event.ctrlKey || event.altKey || event.metaKey || typing(document.activeElement)) return;
+  function press(id) {
     const target = button(id);
     if (target && !target.disabled && target.offsetParent !== null) {  // only while the rounds view is shown
-      event.preventDefault();
       target.click();
+      return true;
     }
+    return false;
+  }
+
+  const BACK = ["ArrowLeft", "PageUp"], FORWARD = ["ArrowRight", "PageDown", " "];
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.altKey || event.metaKey || typing(document.activeElement)) return;
+    if (event.key === " " && document.activeElement?.matches("button, input")) return;  // space presses/ticks it
+    if (button("next-round")?.offsetParent == null) return;  // the Lab or Costs tab is in front
+    let handled = false;
+    if (BACK.includes(event.key)) handled = press("prev-round");
+    else if (FORWARD.includes(event.key)) handled = (quizOn() && reveal()) || press("next-round");
+    else if (quizOn() && /^[0-9]$/.test(event.key)) handled = answer(Number(event.key));
+    if (handled || event.key === " ") event.preventDefault();  // space would scroll the page
   });
 };

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import json
 import threading
 import time
 from contextlib import closing
@@ -21,7 +22,8 @@ from .inputs import check_preset, check_prompt, settings_from
 from .options import DRAFTERS
 from .serving import EngineLoader, Runs, run_baseline, stream_traces
 from .trace import Trace
-from .trace_io import check_tokenizer, read_trace, trace_file, trace_settings
+from .quiz import check_quiz, quiz_from_dict
+from .trace_io import check_tokenizer, pack_file, read_lecture, trace_file, trace_settings
 from .views import RoundView, round_view
 
 MIN_FRAME_S = 0.25  # while generating, redraw at most this often: a redraw costs the browser ~0.1-0.2 s
@@ -36,10 +38,15 @@ class RunOutputs:
     info: gr.HTML  # device, dtype, draft and target
     download: gr.DownloadButton  # the trace as JSON
     panels: RoundView  # the round view, components
+    quiz: gr.Checkbox  # quiz mode: a lecture pack turns it on or off
 
     def all(self) -> list:
-        """The outputs of Generate and of opening a trace, in order."""
+        """The outputs of Generate, in order."""
         return [self.trace, self.status, self.info, self.download, *self.panels.values()]
+
+    def of_open(self) -> list:
+        """The outputs of opening a trace or a lecture pack."""
+        return [*self.all(), self.quiz]
 
     def of_baseline(self) -> list:
         return [self.trace, self.status, self.panels.summary, self.download, self.panels.timeline]
@@ -128,14 +135,15 @@ class ModelActions:
                     shown, n = time.perf_counter(), len(latest.rounds)
                     busy = render.status(f"Generating… round {n}, {latest.summary.n_new_tokens} of "
                                          f"{settings.max_new_tokens} new tokens", "busy")
-                    yield {out.trace: latest, out.status: busy, out.info: info,
-                           **round_view(latest, n, lecture).updates(out.panels)}
+                    yield {out.trace: latest, out.status: busy, out.info: info,  # the stage: this round only
+                           **round_view(latest, n, lecture, latest_only=True).updates(out.panels)}
             except Exception as e:  # out of memory, a model error: the rounds before it are still good
                 failure = message_of(e)
         if latest is None:
             yield self.problem(f"Generation failed in round 1: {failure}")
             return
-        # The last frame always carries the full view, so a client reading only the result sees the last round.
+        # The last frame always carries the full view (every round on the stage, the last shown), so a client
+        # reading only the result sees the whole run.
         yield {out.trace: latest, out.status: self._end_status(latest, failure, stop, started), out.info: info,
                out.download: download(latest), **round_view(latest, latest.summary.n_rounds, lecture).updates(out.panels)}
 
@@ -174,12 +182,13 @@ class ModelActions:
                 self.out.panels.timeline: charts.timeline(timed)}
 
     def open_trace(self, path, lecture, preset=None):
-        """An uploaded trace file, shown at round 1. Stepping through it needs no model; when its target is the
-        pair in memory, its tokens must be that pair's tokenizer's."""
+        """An uploaded trace file, shown at round 1, or a lecture pack, shown as its quiz left it. Stepping
+        through it needs no model; when its target is the pair in memory, its tokens must be that pair's
+        tokenizer's."""
         if not path:
             return gr.skip()
         try:
-            trace = read_trace(path)
+            trace, quiz = read_lecture(path)
             engine = self.loaded(preset)
             if engine is not None and engine.target_name == trace.target_model:
                 check_tokenizer(trace, engine)
@@ -187,8 +196,26 @@ class ModelActions:
             return self.problem(str(e))
         other = engine is not None and engine.target_name != trace.target_model
         note = f" It was recorded with {trace.target_model}: Baseline needs that pair." if other else ""
-        opened = render.status(f"Opened a trace of {len(trace.rounds)} rounds (no model needed to step through "
+        what = "a lecture pack" if quiz else "a trace"
+        opened = render.status(f"Opened {what} of {len(trace.rounds)} rounds (no model needed to step through "
                                f"it).{note}", "done")
         out = self.out
+        quiz_on = {out.quiz: quiz.on} if quiz else {}
         return {out.trace: trace, out.status: opened, out.info: trace_info(trace), out.download: download(trace),
-                **round_view(trace, 1, lecture).updates(out.panels)}
+                **quiz_on, **round_view(trace, quiz.current if quiz else 1, lecture, quiz).updates(out.panels)}
+
+
+def lecture_pack(trace, quiz_json):
+    """The trace and the quiz state the browser sent (keys.js: svQuizState) as one file. -> pack file, status"""
+    if trace is None or not trace.rounds:
+        return gr.skip(), render.status("Generate (or open a trace) first: a lecture pack holds a trace.", "error")
+    try:
+        state = quiz_from_dict(json.loads(quiz_json or "{}"))
+        check_quiz(state, trace)
+    except (ValueError, RecursionError) as e:
+        return gr.skip(), render.status(f"Could not save the quiz: {message_of(e)}", "error")
+    right, answered = state.score(trace)
+    return pack_file(trace, state), render.status(
+        f"Lecture pack ready: {len(trace.rounds)} rounds, quiz {'on' if state.on else 'off'}, at round "
+        f"{state.current}, score {right} of {answered}. Open it with \"Open a recorded trace\" on any machine, "
+        f"no model needed.", "done")

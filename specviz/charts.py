@@ -1,6 +1,7 @@
-"""Trace records -> plotly Figures: p and q per draft position, the residual (or bonus), tokens per pass.
+"""Trace records -> plotly Figures: tokens per target pass over a run, and the timeline of a run beside the target
+alone. (A round's own p and q bars are HTML: bars.py.)
 
-Pure functions (no gradio, no models): a figure is a function of a Round or a Trace and a font size. Colours
+Pure functions (no gradio, no models): a figure is a function of a Trace and a font size. Colours
 and icons come from style.py's colour language. Token text is shown as the tokenizer produced it (`·` for a
 space, `⏎` for a newline) and escaped, because plotly reads a few HTML tags inside text.
 
@@ -15,14 +16,9 @@ from itertools import accumulate
 
 import plotly.graph_objects as go
 
-from .style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch, num, show, verdict_text
+from .style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch, show
 from .theory import expected_tokens_per_pass
-from .trace import ACCEPTED, BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, TokenProb, Trace
-
-TOP_BARS = 6  # candidate tokens drawn per position: enough to see the shape, few enough to read
-BAR_PX = 26  # height of one token's group of bars
-MAX_TICK = 14  # longest token label on an axis, in characters
-
+from .trace import ACCEPTED, BONUS, REPLACEMENT, Trace
 
 def label(text: str) -> str:
     """Token text for a plotly label: whitespace visible, markup escaped. ' <b>' -> '·&lt;b&gt;'."""
@@ -60,129 +56,6 @@ def _title(text: str, font_size: int) -> dict:
     extra_lines = text.count("<br>")
     return dict(text=text, x=0, xanchor="left", xref="container", y=1, yanchor="top", yref="container",
                 pad=dict(t=12 + int(extra_lines * 1.3 * (font_size + 3)), l=12), font=dict(size=font_size + 3))
-
-
-def _tick(text: str) -> str:
-    """A token as a tick label: visible whitespace, escaped, at most MAX_TICK characters."""
-    shown = show(text)
-    return escape(shown if len(shown) <= MAX_TICK else shown[:MAX_TICK - 1] + "…", quote=False)
-
-
-def _unique(labels: list[str]) -> list[str]:
-    """Two tokens can look alike (byte pieces); plotly merges equal category names, so tell them apart."""
-    seen: dict[str, int] = {}
-    out = []
-    for text in labels:
-        seen[text] = seen.get(text, 0) + 1
-        out.append(text if seen[text] == 1 else f"{text} ({seen[text]})")
-    return out
-
-
-def _with(tokens: list[TokenProb], chosen: TokenProb, limit: int) -> list[TokenProb]:
-    """The first `limit` tokens, making sure `chosen` is among them (in place of the last one)."""
-    top = tokens[:limit]
-    if all(t.token_id != chosen.token_id for t in top):
-        top = top[:limit - 1] + [chosen]
-    return top
-
-
-def _token_bars(tokens: list[TokenProb], chosen_id: int, icon: str, series, font_size: int,
-                axes: tuple[str, str] = ("x", "y"), showlegend: bool = True,
-                opacity: float = 1.0) -> tuple[list[dict], dict]:
-    """Horizontal grouped bars, one group per token, one bar per (name, values, colour, pattern) in series.
-    The chosen token's bars are outlined, numbered, and its label carries `icon`. Returns (traces, y ticks)."""
-    names = _unique([_tick(t.text) for t in tokens])
-    hit = [t.token_id == chosen_id for t in tokens]
-    outline = dict(color=INK, width=[3 if h else 0 for h in hit])
-    traces = [dict(type="bar", orientation="h", y=names, x=values, name=name, legendgroup=name,
-                   showlegend=showlegend, xaxis=axes[0], yaxis=axes[1], opacity=opacity,
-                   marker=dict(color=color, line=outline, pattern=hatch(pattern)),
-                   text=[num(v) if h else None for v, h in zip(values, hit)], textposition="outside",
-                   cliponaxis=False, constraintext="none", textfont=dict(size=font_size),
-                   hovertemplate=f"{name} of %{{y}} = %{{x:.3f}}<extra></extra>")
-              for name, values, color, pattern in series]
-    ticks = dict(type="category", tickmode="array", tickvals=names, autorange="reversed",  # "1" is a token, not 1
-                 ticktext=[f"<b>{icon} {n}</b>" if h else n for n, h in zip(names, hit)])
-    return traces, ticks
-
-
-def _pq_series(tokens: list[TokenProb]) -> list[tuple]:
-    return [("q (draft)", [t.q or 0.0 for t in tokens], Q_COLOR, "/"),
-            ("p (target)", [t.p for t in tokens], P_COLOR, "")]
-
-
-def _prob_axis(**extra) -> dict:
-    return dict(range=[0, 1.2], tickvals=[0, 0.25, 0.5, 0.75, 1], gridcolor=GRID, zeroline=False, **extra)
-
-
-# --- p and q at each draft position -------------------------------------------------------------------------
-
-def pq_bars(rnd: Round, font_size: int = 15, greedy: bool = False) -> go.Figure:
-    """Per draft position, the top candidate tokens under q (draft) and p (target) side by side; the drafted
-    token is outlined and marked ▶; each panel's title writes out its acceptance test."""
-    if not rnd.drafts:
-        return empty_figure("Nothing was drafted this round (see why in the explanation below).", font_size)
-    n = len(rnd.drafts)
-    rows = [_with(d.candidates, TokenProb(d.token_id, d.text, d.p, d.q), TOP_BARS) for d in rnd.drafts]
-    heights = [BAR_PX * len(tokens) + 10 for tokens in rows]
-    gap = 2 * font_size + 30  # room for a panel's two-line title
-    plot_px = sum(heights) + gap * (n - 1)
-    data, layout, notes, top = [], {}, [], plot_px
-    for i, (d, tokens, h) in enumerate(zip(rnd.drafts, rows, heights)):
-        suffix = str(i + 1) if i else ""  # plotly names axes x, x2, x3, ...
-        x, y = "x" + suffix, "y" + suffix
-        traces, ticks = _token_bars(tokens, d.token_id, "▶", _pq_series(tokens), font_size, (x, y), showlegend=i == 0,
-                                    opacity=0.4 if d.fate == DISCARDED else 1.0)
-        data += traces
-        layout["yaxis" + suffix] = dict(domain=[(top - h) / plot_px, top / plot_px], anchor=x, **ticks)
-        layout["xaxis" + suffix] = _prob_axis(anchor=y, showticklabels=i == n - 1)
-        notes.append(dict(text=_position_title(i, d, greedy), x=0, xref="paper", xanchor="left", y=top / plot_px,
-                          yref="paper", yanchor="bottom", showarrow=False, align="left", font=dict(size=font_size)))
-        top -= h + gap
-    layout["xaxis" + suffix]["title"] = dict(text="probability")
-    chars = max(len(show(t.text)) for tokens in rows for t in tokens)
-    layout.update(_frame(plot_px, 4 * font_size + 40, font_size, min(chars, MAX_TICK) + 3), annotations=notes,
-                  title=_title("q (draft) and p (target) at each draft position", font_size))
-    return _figure(data, layout, font_size)
-
-
-def _position_title(i: int, d: DraftPosition, greedy: bool) -> str:
-    s = FATES[d.fate]
-    return f"<b>{i + 1}. “{label(d.text)}”  {s.icon} {s.label}</b><br>{escape(verdict_text(d, greedy), quote=False)}"
-
-
-# --- the residual, or the bonus ----------------------------------------------------------------------------
-
-def residual_chart(rnd: Round, font_size: int = 15) -> go.Figure:
-    """After a rejection: normalised max(0, p − q) beside p and q, the sampled replacement outlined.
-    After a clean sweep: p at the next position, the bonus token drawn from it outlined."""
-    if rnd.next_kind == REPLACEMENT and rnd.residual:
-        tokens = _with(rnd.residual, rnd.next_token, TOP_BARS)
-        series = _pq_series(tokens) + [("norm(max(0, p − q))", [t.residual or 0.0 for t in tokens],
-                                        FATES[REPLACEMENT].color, "x")]
-        title = (f"Position {rnd.n_accepted + 1} rejected: the replacement {FATES[REPLACEMENT].icon}<br>"
-                 f"is sampled from norm(max(0, p − q))")
-        return _chosen_chart(tokens, rnd.next_token, REPLACEMENT, series, title, font_size)
-    if rnd.next_kind == BONUS and rnd.bonus_candidates:
-        tokens = _with(rnd.bonus_candidates, rnd.next_token, TOP_BARS)
-        series = [("p (target)", [t.p for t in tokens], P_COLOR, "")]
-        title = (f"All {rnd.k} drafts accepted: the bonus {FATES[BONUS].icon}<br>is drawn from p at position "
-                 f"{rnd.k + 1}" if rnd.k else
-                 f"Nothing drafted: the target's token {FATES[BONUS].icon}<br>is drawn from p")
-        if not rnd.next_kept:
-            title = f"All {rnd.k} drafts accepted, ending the text:<br>the bonus {FATES[BONUS].icon} is not kept"
-        return _chosen_chart(tokens, rnd.next_token, BONUS, series, title, font_size)
-    return empty_figure("This trace did not record the distribution of the round's last token.", font_size)
-
-
-def _chosen_chart(tokens: list[TokenProb], chosen: TokenProb, fate: str, series, title: str,
-                  font_size: int) -> go.Figure:
-    data, ticks = _token_bars(tokens, chosen.token_id, FATES[fate].icon, series, font_size)
-    bars_px = (BAR_PX // 2 + 6) * len(series) * len(tokens) + 20
-    chars = min(max(len(show(t.text)) for t in tokens), MAX_TICK) + 3
-    layout = dict(_frame(bars_px, 3 * font_size + 40, font_size, chars), title=_title(title, font_size), yaxis=ticks,
-                  xaxis=_prob_axis(title=dict(text="probability")))
-    return _figure(data, layout, font_size)
 
 
 # --- tokens per target pass, over the run ------------------------------------------------------------------

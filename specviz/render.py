@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from html import escape
 
+from .quiz import reveal_steps, step_of_draft
 from .style import CONTROLS, FATES, VISIBLE, num, show, verdict_text
-from .trace import ACCEPTED, BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, Trace, baseline_decode_speed, \
+from .trace import ACCEPTED, BONUS, REPLACEMENT, DraftPosition, Round, Trace, baseline_decode_speed, \
     decode_speed
 
 
@@ -64,30 +65,36 @@ def committed_texts(rnd: Round) -> list[str]:
 
 # --- the token strip ---------------------------------------------------------------------------------------
 
+RECENT = 3  # rounds of earlier text the lecture screen keeps in the strip; older text folds into "…"
+
+
 def token_strip(trace: Trace, index: int) -> str:
-    """The text committed before round `index`, then that round's tokens marked by fate, with a legend."""
+    """The text committed before round `index`, then that round's tokens marked by fate, with a legend. The
+    text older than RECENT rounds is marked, so the lecture screen can fold it away (style.css)."""
     rnd = trace.rounds[index]
-    past = "".join(_past_round(r) for r in trace.rounds[:index])
+    old = index - RECENT
+    past = "".join(_past_round(r, old=r.index < old) for r in trace.rounds[:index])
+    fold = '<span class="sv-fold" title="earlier text, folded in lecture mode">… </span>' if old > 0 else ""
     return (f'<div class="sv-strip">{_round_header(trace, index)}'
             f'<div class="sv-prompt"><span class="sv-tag">prompt</span>{text_html(trace.prompt)}</div>'
-            f'<div class="sv-text">{past}<span class="sv-cut" title="round {index + 1} starts here">▏</span>'
-            f'{_round_tokens(rnd, trace.settings.get("temperature") == 0)}</div>{legend()}</div>')
+            f'<div class="sv-text"><div>{fold}{past}<span class="sv-cut" title="round {index + 1} starts here">▏'
+            f'</span>{_round_tokens(rnd, trace.settings.get("temperature") == 0)}</div></div>{legend()}</div>')
 
 
 def _round_header(trace: Trace, index: int) -> str:
     rnd = trace.rounds[index]
     last = {REPLACEMENT: "1 replacement", BONUS: "1 bonus"}[rnd.next_kind] + ("" if rnd.next_kept else " not kept")
-    parts = [f"<b>Round {index + 1} of {len(trace.rounds)}</b>", f"K = {rnd.k}",
-             f"{rnd.n_accepted} of {rnd.k} drafts accepted + {last} = {rnd.tokens_this_pass} "
-             f"token{'s' * (rnd.tokens_this_pass != 1)} for 1 target pass"]
-    if rnd.stop:
-        parts.append({"eos": "the run ended: end of text"}.get(rnd.stop, "the run ended: max new tokens"))
-    return f'<div class="sv-round-head">{" · ".join(parts)}</div>'
+    result = (f"{rnd.n_accepted} of {rnd.k} drafts accepted + {last} = {rnd.tokens_this_pass} "
+              f"token{'s' * (rnd.tokens_this_pass != 1)} for 1 target pass")
+    outcome = [result] + ([{"eos": "the run ended: end of text"}.get(rnd.stop, "the run ended: max new tokens")]
+                          if rnd.stop else [])
+    return (f'<div class="sv-round-head"><b>Round {index + 1} of {len(trace.rounds)}</b> · K = {rnd.k}'
+            f'<span class="sv-answer" data-step="{reveal_steps(rnd)}"> · {" · ".join(outcome)}</span></div>')
 
 
-def _past_round(rnd: Round) -> str:
-    title = f"round {rnd.index + 1}"
-    return "".join(f'<span class="sv-past" title="{title}">{token_html(t, breaks=True)}</span>'
+def _past_round(rnd: Round, old: bool = False) -> str:
+    title, classes = f"round {rnd.index + 1}", "sv-past sv-old" if old else "sv-past"
+    return "".join(f'<span class="{classes}" title="{title}">{token_html(t, breaks=True)}</span>'
                    for t in committed_texts(rnd))
 
 
@@ -96,17 +103,21 @@ def _round_tokens(rnd: Round, greedy: bool) -> str:
     # because the run ended (EOS or max new tokens) before it.
     order = [i for i, d in enumerate(rnd.drafts) if d.fate == ACCEPTED] + [len(rnd.drafts)]
     cut = set(order[len(rnd.committed_ids):])
-    chips = [_chip(d.text, d.fate, _draft_title(i, d, greedy), i in cut) for i, d in enumerate(rnd.drafts)]
+    chips = [_chip(d.text, d.fate, _draft_title(i, d, greedy), step_of_draft(rnd, i), i in cut)
+             for i, d in enumerate(rnd.drafts)]
     last = f"{FATES[rnd.next_kind].label}: {next_text(rnd)}"
-    chips.append(_chip(rnd.next_token.text, rnd.next_kind, last, len(rnd.drafts) in cut))
+    chips.append(_chip(rnd.next_token.text, rnd.next_kind, last, reveal_steps(rnd), len(rnd.drafts) in cut,
+                       last=True))
     return "".join(chips)
 
 
-def _chip(text: str, fate: str, title: str, cut: bool = False) -> str:
+def _chip(text: str, fate: str, title: str, step: int, cut: bool = False, last: bool = False) -> str:
+    """A token of the round on screen; `step`: the quiz step that reveals its fate (the last token's, itself)."""
     s = FATES[fate]
     if cut:
         title += "\n(not committed: the run ended before it)"
-    return (f'<span class="sv-tok sv-{fate}{" sv-cut-off" * cut}" title="{escape(title)}">{token_html(text)}'
+    classes = f"sv-tok sv-{fate}" + " sv-cut-off" * cut + " sv-next" * last
+    return (f'<span class="{classes}" data-step="{step}" title="{escape(title)}">{token_html(text)}'
             f'<sup class="sv-icon" aria-label="{s.label}">{s.icon}</sup></span>')
 
 
@@ -123,23 +134,6 @@ def legend() -> str:
 
 
 # --- verdicts, explanation, summary ------------------------------------------------------------------------
-
-def decision_row(rnd: Round, greedy: bool = False) -> str:
-    """One verdict per draft position (discarded ones faded), then how the round's last token was chosen."""
-    items = [_decision(str(i + 1), d.text, d.fate, verdict_text(d, greedy)) for i, d in enumerate(rnd.drafts)]
-    items.append(_decision("→", rnd.next_token.text, rnd.next_kind, next_text(rnd)))
-    rule = ("accept draft x when it is the target's top token (temperature 0)" if greedy
-            else "accept draft x when r &lt; min(1, p(x)/q(x))")
-    return (f'<div class="sv-decisions"><div class="sv-panel-title">Verdicts: {rule}</div>'
-            f'<ol>{"".join(items)}</ol></div>')
-
-
-def _decision(position: str, text: str, fate: str, why: str) -> str:
-    s = FATES[fate]
-    return (f'<li class="sv-dec sv-dec-{fate}"><span class="sv-dec-icon">{s.icon}</span>'
-            f'<span class="sv-dec-pos">{position}</span>{quoted(text)}'
-            f'<span class="sv-dec-fate">{s.label}</span><span class="sv-dec-why">{escape(why)}</span></li>')
-
 
 def explanation(trace: Trace, index: int) -> str:
     """What happened in round `index`, in plain language, quoting the record's numbers."""

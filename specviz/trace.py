@@ -219,16 +219,22 @@ def step_times(rounds: list[Round]) -> tuple[float | None, float]:
     return draft, sum(r.verify_time_s for r in later) / len(later)
 
 
-def load_trace(raw: bytes | str) -> Trace:
-    """Parse an uploaded trace file, refusing anything oversized or malformed with a ValueError."""
+def read_json(raw: bytes | str, what: str = "trace"):
+    """The JSON value of an uploaded file, refusing anything oversized or not JSON with a ValueError."""
     if isinstance(raw, str):
         raw = raw.encode("utf-8", errors="replace")
     if len(raw) > MAX_TRACE_BYTES:
-        raise ValueError(f"trace file is over {MAX_TRACE_BYTES >> 20} MB, the limit")
+        raise ValueError(f"{what} file is over {MAX_TRACE_BYTES >> 20} MB, the limit")
     try:
-        data = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as e:  # bad UTF-8, bad JSON, a 5000-digit number, nesting past the stack
-        raise ValueError(f"not a specviz trace: the file is not valid JSON ({type(e).__name__})") from None
+        raise ValueError(f"not a specviz {what}: the file is not valid JSON ({type(e).__name__})") from None
+
+
+def load_trace(raw) -> Trace:
+    """Parse an uploaded trace file (bytes or text), or its JSON value already parsed, refusing anything oversized
+    or malformed with a ValueError."""
+    data = read_json(raw) if isinstance(raw, (bytes, str)) else raw
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"not a specviz trace: expected a JSON object with \"format\": \"{FORMAT}\"")
     if data.get("format_version") not in READABLE_VERSIONS:

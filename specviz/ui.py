@@ -15,14 +15,14 @@ from dataclasses import dataclass
 import gradio as gr
 
 from . import render
-from .actions import ModelActions, RunOutputs
+from .actions import ModelActions, RunOutputs, lecture_pack
 from .inputs import limits
 from .costs_ui import build_costs
 from .lab_ui import build_lab
 from .options import DRAFTERS, EXAMPLES
 from .serving import (DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, default_engine_loader,
                       limit_model_runs, preset_labels)
-from .views import Player, RoundView, empty_view, lecture_mode, step
+from .views import PLAY_JS, SHOW_JS, STEP_JS, Player, RoundView, empty_view, lecture_mode, show_round
 
 
 @dataclass
@@ -46,6 +46,7 @@ class Page:
 
     trace: gr.State
     lecture: gr.Checkbox
+    quiz: gr.Checkbox  # predict, then reveal: the stage hides verdicts until revealed (keys.js)
     controls: gr.Accordion
     prompt: gr.Textbox
     preset: gr.Dropdown
@@ -57,6 +58,9 @@ class Page:
     info: gr.HTML
     status: gr.HTML
     download: gr.DownloadButton
+    pack: gr.Button  # makes a lecture pack: the trace and the browser's quiz state
+    pack_file: gr.File  # the lecture pack, to download
+    quiz_state: gr.Textbox  # not shown: carries the browser's quiz state to `lecture_pack` (see _wire)
     upload: gr.File
     previous: gr.Button
     next: gr.Button
@@ -67,7 +71,7 @@ class Page:
 
     @property
     def outputs(self) -> RunOutputs:
-        return RunOutputs(self.trace, self.status, self.info, self.download, self.panels)
+        return RunOutputs(self.trace, self.status, self.info, self.download, self.panels, self.quiz)
 
 
 def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[str, str] | None = None,
@@ -79,10 +83,10 @@ def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[s
     default_preset = default_preset or next(iter(presets))
     with gr.Blocks(title="specviz: speculative decoding, round by round", fill_width=True,
                    delete_cache=(3600, 3600)) as demo:
-        lecture = _header()
+        lecture, quiz = _header()
         with gr.Tabs():
             with gr.Tab("Rounds", elem_id="rounds-tab"):
-                page = _layout(presets, default_preset, lecture)
+                page = _layout(presets, default_preset, lecture, quiz)
             with gr.Tab("Lab", elem_id="lab-tab"):
                 build_lab(page.trace, page.preset, get_engine)  # fed the session's trace and the app's models
             with gr.Tab("Costs", elem_id="costs-tab"):
@@ -94,10 +98,13 @@ def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[s
 
 # --- layout ------------------------------------------------------------------------------------------------
 
-def _header() -> gr.Checkbox:
+def _header() -> tuple[gr.Checkbox, gr.Checkbox]:
+    """The title and the two switches for a lecture. -> lecture mode, quiz"""
     with gr.Row(elem_id="sv-header", equal_height=True):
         gr.HTML('<h1>specviz <span>speculative decoding, one round at a time</span></h1>', elem_id="sv-title")
-        return gr.Checkbox(label="Lecture mode", value=False, elem_id="lecture-mode", scale=0, min_width=180)
+        lecture = gr.Checkbox(label="Lecture mode", value=False, elem_id="lecture-mode", scale=0, min_width=190)
+        quiz = gr.Checkbox(label="Quiz mode", value=False, elem_id="quiz-mode", scale=0, min_width=150)
+    return lecture, quiz
 
 
 def _settings_row(presets: dict[str, str], default_preset: str):
@@ -124,23 +131,14 @@ def _settings_row(presets: dict[str, str], default_preset: str):
 def _panels() -> RoundView:
     """The round view's components, placed top to bottom (their values come from views.round_view)."""
     empty = empty_view()
-    strip = gr.HTML(empty.strip, label="Token strip", elem_id="token-strip")
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=3):
-            bars = gr.Plot(empty.bars, label="p and q per draft position", show_label=False, elem_id="pq-bars")
-        with gr.Column(scale=2):
-            decisions = gr.HTML(empty.decisions, label="Verdicts", elem_id="decisions")
-            cache = gr.HTML(empty.cache, label="KV caches", elem_id="kv-caches")
-            residual = gr.Plot(empty.residual, label="Residual or bonus", show_label=False, elem_id="residual")
-    explanation = gr.HTML(empty.explanation, label="Explanation", elem_id="round-explanation")
+    stage = gr.HTML(empty.stage, label="The round", elem_id="stage")
     per_pass = gr.Plot(empty.per_pass, label="Tokens per target pass", show_label=False, elem_id="tokens-per-pass")
     summary = gr.HTML(empty.summary, label="Summary", elem_id="summary")
     timeline = gr.Plot(empty.timeline, label="Timeline", show_label=False, elem_id="timeline")
-    return RoundView(None, strip, bars, decisions, residual, explanation, per_pass, summary, cache,
-                     timeline)  # the slider: _layout places it with the navigation
+    return RoundView(None, stage, per_pass, summary, timeline)  # the slider: _layout places it with the navigation
 
 
-def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) -> Page:
+def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, quiz: gr.Checkbox) -> Page:
     trace = gr.State(None)
     with gr.Accordion("Prompt and settings", open=True, elem_id="controls") as controls:
         with gr.Row(equal_height=False):
@@ -153,6 +151,10 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) 
                 baseline = gr.Button("Baseline", elem_id="baseline")
                 download = gr.DownloadButton("Download trace (JSON)", value=None, interactive=False,
                                              elem_id="download-trace", size="md")
+                pack = gr.Button("Make a lecture pack", elem_id="make-pack", size="md")
+                pack_file = gr.File(label="Lecture pack (trace + quiz)", interactive=False, elem_id="pack-file",
+                                    height=70)
+                quiz_state = gr.Textbox(visible=False)
         with gr.Row():
             preset, settings, drafter, adaptive = _settings_row(presets, default_preset)
         with gr.Row(equal_height=True):
@@ -171,19 +173,20 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) 
     timer = gr.Timer(1.5, active=False)
     panels = _panels()
     panels.slider = slider
-    return Page(trace, lecture, controls, prompt, preset, settings, drafter, adaptive, generate, baseline, info,
-                status, download, upload, previous, next_, play, pace, timer, panels)
+    return Page(trace, lecture, quiz, controls, prompt, preset, settings, drafter, adaptive, generate, baseline,
+                info, status, download, pack, pack_file, quiz_state, upload, previous, next_, play, pace, timer,
+                panels)
 
 
 # --- events: all the wiring, in one place -------------------------------------------------------------------
 
 def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
-    nav, view = [p.trace, p.panels.slider, p.lecture], p.panels.values()
+    nav, step_view = [p.trace, p.panels.slider, p.lecture], p.panels.step_outputs()
     # Re-rendering records needs no model and no queue. Navigation and Generate take their inputs as sent
     # (preprocess=False) and check them themselves, so a bad value from an API client gets a message, not a
     # traceback from a component's preprocessing.
     quick = dict(show_progress="hidden", concurrency_limit=None)
-    steps = dict(quick, preprocess=False)
+    steps = dict(quick, preprocess=False, queue=False)
     loads = dict(show_progress_on=[p.info], concurrency_limit=None)  # EngineCache makes loading safe to share
     one_model_run = dict(show_progress_on=[p.status], concurrency_id=MODEL_RUNS)  # limit: serving.limit_model_runs
     private = dict(api_visibility="private")
@@ -200,15 +203,21 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
                      **one_model_run)
     p.baseline.click(models.baseline, [p.trace, p.preset], p.outputs.of_baseline(), api_name="baseline",
                      **one_model_run)
-    p.upload.upload(models.open_trace, [p.upload, p.lecture, p.preset], p.outputs.all(), api_name="open_trace",
+    p.upload.upload(models.open_trace, [p.upload, p.lecture, p.preset], p.outputs.of_open(), api_name="open_trace",
                     show_progress="minimal")
-    p.previous.click(step(-1), nav, view, api_name="previous_round", **steps)
-    p.next.click(step(+1), nav, view, api_name="next_round", **steps)
-    p.panels.slider.input(step(0), nav, view, api_name="show_round", trigger_mode="always_last", **steps)
+    # Stepping: the browser shows the round at once (each event's js, keys.js), then tells the server, which
+    # moves the slider and the chart's mark. Only /show_round is public: the buttons' number is the new round.
+    p.previous.click(show_round, nav, step_view, js=STEP_JS[-1], api_name="previous_round", **private, **steps)
+    p.next.click(show_round, nav, step_view, js=STEP_JS[1], api_name="next_round", **private, **steps)
+    p.panels.slider.input(show_round, nav, step_view, js=SHOW_JS, api_name="show_round", trigger_mode="always_last",
+                          **steps)
     player = Player(p.timer, p.play, p.panels)
-    p.play.click(player.toggle, [p.play, *nav], [p.timer, p.play, *view], **private, **quick)
-    p.timer.tick(player.tick, nav, [p.timer, p.play, *view], **private, **quick)
+    p.play.click(player.toggle, [p.play, *nav], player.outputs(), js=PLAY_JS, **private, **quick)
+    p.timer.tick(player.tick, nav, player.outputs(), js=STEP_JS[1], **private, **quick)
     p.pace.change(lambda seconds: gr.Timer(value=seconds), [p.pace], [p.timer], **private, **quick)
     p.lecture.change(None, [p.lecture], None, js="(on) => { document.body.classList.toggle('sv-lecture', on); }")
     p.lecture.change(lecture_mode(p.controls, p.panels), [p.lecture, p.trace, p.panels.slider],
-                     [p.controls, *view], **private, **quick)
+                     [p.controls, p.panels.per_pass, p.panels.timeline], **private, **quick)
+    p.quiz.change(None, [p.quiz], None, js="(on) => { window.svQuiz(on); }")
+    p.pack.click(lecture_pack, [p.trace, p.quiz_state], [p.pack_file, p.status], api_name="lecture_pack",
+                 js="(trace, state) => [trace, window.svQuizState()]", **quick)

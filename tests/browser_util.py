@@ -170,14 +170,14 @@ class AppPage(Page):
         self.page.click("#generate")
         done = self.wait_match("#status", r"Done: \d+ rounds")
         n = int(done.split("Done: ")[1].split()[0])
-        self.wait_text("#token-strip .sv-round-head", f"Round {n} of {n}")
+        self.wait_text("#stage .sv-round:not([hidden]) .sv-round-head", f"Round {n} of {n}")
         return n
 
     def round_shown(self) -> int:
-        return int(self.text("#token-strip .sv-round-head").split()[1])
+        return int(self.text("#stage .sv-round:not([hidden]) .sv-round-head").split()[1])
 
     def wait_round(self, number: int) -> str:
-        return self.wait_text("#token-strip .sv-round-head", f"Round {number} of")
+        return self.wait_text("#stage .sv-round:not([hidden]) .sv-round-head", f"Round {number} of")
 
     def nav_clicks(self) -> int:
         """How many clicks Previous/Next round got so far (from the page, from a test, or from the ← → keys)."""

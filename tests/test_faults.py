@@ -31,7 +31,7 @@ from browser_util import CHROMIUM, free_port  # noqa: E402
 from test_ui import value  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
-STATUS, INFO, DOWNLOAD, SLIDER, STRIP = range(5)  # outputs of /generate (after the hidden trace state)
+STATUS, INFO, DOWNLOAD, SLIDER, STAGE = range(5)  # outputs of /generate (after the hidden trace state)
 RECORD_STATUS = """() => {  // every text the status line shows, however briefly
     window.statuses = [];
     const status = document.querySelector('#status');
@@ -109,10 +109,10 @@ def test_a_failure_midway_keeps_the_rounds_so_far(app, client, error, said):
     app["faulty"].arm(error, on=3)  # the target's 3rd pass is round 3's verify: rounds 1 and 2 are done
     final = generate(client)
     assert f"Generation stopped after round 2: {said}" in text(final[STATUS]) and "error" in final[STATUS]
-    assert value(final[SLIDER]) == 2 and "Round 2 of 2" in final[STRIP]
+    assert value(final[SLIDER]) == 2 and "Round 2 of 2" in final[STAGE]
     assert len(load_trace(Path(value(final[DOWNLOAD])).read_bytes()).rounds) == 2  # the partial trace, as a file
-    view = client.predict(2, False, api_name="/previous_round")  # the trace state holds the two rounds
-    assert "Round 1 of 2" in view[1]
+    assert "Round 1 of 2" in final[STAGE]  # the stage holds both rounds ...
+    assert value(client.predict(99, False, api_name="/show_round")[0]) == 2  # ... and so does the trace state
     assert_done(generate(client))  # the same pair works again
 
 
@@ -121,8 +121,7 @@ def test_a_failure_in_round_1_keeps_the_previous_trace(app, client):
     app["faulty"].arm(torch.OutOfMemoryError("CUDA out of memory"), on=1)
     final = generate(client)
     assert "Generation failed in round 1: out of memory" in text(final[STATUS])
-    view = client.predict(1, False, api_name="/show_round")
-    assert f"Round 1 of {n}" in view[1]
+    assert value(client.predict(10**6, False, api_name="/show_round")[0]) == n  # the state keeps the previous n rounds
     assert_done(generate(client))
 
 
@@ -145,7 +144,8 @@ def test_closing_the_handler_generator_frees_the_run(app):
     import gradio as gr
 
     with gr.Blocks():  # the components Generate writes to, outside a page
-        out = RunOutputs(gr.State(), gr.HTML(), gr.HTML(), gr.DownloadButton(), RoundView(*(gr.HTML() for _ in fields(RoundView))))
+        out = RunOutputs(gr.State(), gr.HTML(), gr.HTML(), gr.DownloadButton(), RoundView(*(gr.HTML() for _ in fields(RoundView))),
+                         gr.Checkbox())
     actions = ModelActions(lambda preset, progress: app["engines"][preset], ["slow"], out)
     frames = actions.generate("def fib(n):", "slow", 4, 0.0, 1.0, 0, 0, 200, False)
     next(frames)
@@ -165,8 +165,9 @@ def test_generate_pressed_again_stops_the_run_after_its_round(app, client):
     said = text(final[STATUS])
     assert re.search(r"Stopped after round \d+ \(\d+ new tokens\): Generate was pressed again", said), said
     n = value(final[SLIDER])
-    assert f"Round {n} of {n}" in final[STRIP]
-    assert f"Round 1 of {n}" in client.predict(1, False, api_name="/show_round")[1]  # the partial trace, viewable
+    assert f"Round {n} of {n}" in final[STAGE]
+    assert f"Round 1 of {n}" in final[STAGE]  # the partial trace, viewable
+    assert value(client.predict(10**6, False, api_name="/show_round")[0]) == n
     assert_done(generate(client))
 
 

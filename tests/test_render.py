@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from specviz import render, style
+from specviz import bars, render, style
 from specviz.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, DraftPosition
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -26,7 +26,7 @@ def first_round(trace, predicate) -> int:
 def test_strip_marks_each_fate_with_class_and_icon(trace, fate):
     i = first_round(trace, lambda r: fate in [d.fate for d in r.drafts] + [r.next_kind])
     html = render.token_strip(trace, i)
-    chips = re.findall(rf'<span class="sv-tok sv-{fate}[^"]*" title="[^"]*">.*?<sup class="sv-icon"[^>]*>(.)</sup>',
+    chips = re.findall(rf'<span class="sv-tok sv-{fate}[^"]*"[^>]*>.*?<sup class="sv-icon"[^>]*>(.)</sup>',
                        html.split('<div class="sv-legend">')[0])
     assert chips and set(chips) == {style.FATES[fate].icon}
 
@@ -35,7 +35,11 @@ def test_strip_shows_the_committed_text_before_the_round(trace):
     last = len(trace.rounds) - 1
     html = render.token_strip(trace, last)
     past = "".join(t for r in trace.rounds[:last] for t in render.committed_texts(r))
-    assert html.count('class="sv-past"') == len(past)  # one span per token (one character each here)
+    assert len(re.findall(r'class="sv-past( sv-old)?"', html)) == len(past)  # a span per token (a character each)
+    # the lecture screen folds all but the last RECENT rounds' text: those are marked, the rest not
+    old = "".join(t for r in trace.rounds[:last - render.RECENT] for t in render.committed_texts(r))
+    assert html.count('class="sv-past sv-old"') == len(old) > 0 and 'class="sv-fold"' in html
+    assert 'class="sv-fold"' not in render.token_strip(trace, render.RECENT)
     assert f"Round {last + 1} of {len(trace.rounds)}" in html
 
 
@@ -46,7 +50,7 @@ def test_committed_texts_rebuild_the_output(trace):
 def test_hover_title_shows_p_q_ratio_and_draw(trace):
     i = first_round(trace, lambda r: r.n_accepted > 0)
     d = trace.rounds[i].drafts[0]
-    title = re.search(r'class="sv-tok sv-accepted" title="([^"]*)"', render.token_strip(trace, i)).group(1)
+    title = re.search(r'class="sv-tok sv-accepted"[^>]* title="([^"]*)"', render.token_strip(trace, i)).group(1)
     assert f"p (target) = {style.num(d.p)}" in title and f"q (draft) = {style.num(d.q)}" in title
     assert f"min(1, {style.num(d.p)}/{style.num(d.q)}) = {style.num(d.accept_prob)}" in title
     assert f"r = {style.num(d.uniform)}" in title
@@ -78,20 +82,12 @@ def test_prompt_and_token_text_are_escaped_everywhere(trace):
         for d in r.drafts:
             d.text = SCRIPT
         r.next_token.text = SCRIPT
-    html = "".join(render.token_strip(evil, i) + render.decision_row(r) + render.explanation(evil, i)
+    html = "".join(render.token_strip(evil, i) + bars.last_token_card(r) + render.explanation(evil, i)
+                   + "".join(bars.position_card(r, j, False) for j in range(len(r.drafts)))
                    for i, r in enumerate(evil.rounds))
     html += render.summary_html(evil) + render.run_info(evil.device, evil.dtype, "<i>d</i>", "<i>t</i>")
     assert "<script" not in html and "<img" not in html and "<i>" not in html and "<b>bf16" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html
-
-
-def test_decision_row_has_one_verdict_per_position_then_the_last_token(trace):
-    for r in trace.rounds:
-        html = render.decision_row(r)
-        fates = re.findall(r'class="sv-dec sv-dec-(\w+)"', html)
-        assert fates == [d.fate for d in r.drafts] + [r.next_kind]
-        for d in r.drafts:
-            assert style.verdict_text(d).replace("<", "&lt;") in html
 
 
 def test_explanation_tells_what_happened(trace):
@@ -149,7 +145,7 @@ def test_baseline_report_in_greedy_mode(trace):
 def test_recorded_trace_renders_every_round(recorded):
     for i, r in enumerate(recorded.rounds):
         assert f"Round {i + 1} of {len(recorded.rounds)}" in render.token_strip(recorded, i)
-        assert render.decision_row(r) and render.explanation(recorded, i)
+        assert render.explanation(recorded, i)
     assert "Qwen2.5-Coder-1.5B-Instruct" in render.run_info(recorded.device, recorded.dtype, recorded.draft_model,
                                                             recorded.target_model)
 
@@ -169,7 +165,7 @@ def test_a_prompt_lookup_run_is_explained_as_copying(lookup_trace):
     assert "q = 1.00" in text  # the rejected copy: its q is 1, so it was kept only with probability p
     assert "Prompt lookup found no earlier occurrence" in render.explanation(lookup_trace, 0)  # ":" is new
     for i in range(len(lookup_trace.rounds)):
-        render.token_strip(lookup_trace, i), render.decision_row(lookup_trace.rounds[i])
+        assert render.token_strip(lookup_trace, i)
 
 
 def test_nothing_drafted_because_one_token_was_left(lookup_trace):
@@ -200,7 +196,7 @@ def test_greedy_rounds_speak_of_top_tokens_not_draws(engine):
     trace = engine.run("def fib(n):", RunSettings(k=4, temperature=0, max_new_tokens=24))
     i = first_round(trace, lambda r: r.next_kind == REPLACEMENT and r.n_accepted >= 1)
     rnd = trace.rounds[i]
-    decisions = render.decision_row(rnd, greedy=True)
+    decisions = "".join(bars.position_card(rnd, j, greedy=True) for j in range(len(rnd.drafts)))
     assert "same top token as the target → accept" in decisions and "top token differs → reject" in decisions
     assert "r = " not in decisions and "r &lt;" not in decisions
     explained = render.explanation(trace, i)
@@ -238,10 +234,9 @@ def test_nothing_after_the_end_of_the_text_is_kept(recorded):
     assert not rnd.next_kept and all(r.next_kept for r in done.rounds[:-1])
     assert "Nothing after the end is kept" in render.explanation(done, rnd.index)
     assert "bonus not kept" in render.token_strip(done, rnd.index)
-    assert "not kept" in render.decision_row(rnd) and "not kept" in cli.round_line(rnd)
-    assert "not kept" in str(charts.residual_chart(rnd).to_dict()["layout"])
-    bars = [t for t in charts.tokens_per_pass(done).data if t.type == "bar"]
-    assert sum(t.y[-1] for t in bars) == rnd.k  # the chart counts what was committed: no bonus
+    assert "not kept" in bars.last_token_card(rnd) and "not kept" in cli.round_line(rnd)
+    stacks = [t for t in charts.tokens_per_pass(done).data if t.type == "bar"]
+    assert sum(t.y[-1] for t in stacks) == rnd.k  # the chart counts what was committed: no bonus
 
 
 def test_the_info_line_says_why_this_dtype():

@@ -23,9 +23,9 @@ from specviz.trace import load_trace  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 FIXTURE = Path(__file__).parent / "fixtures" / "qwen_coder_fib.json"
 PRESETS = {"tiny": "Tiny random pair", "broken": "A pair that fails to load"}
-# outputs of /generate and /open_trace: status, info, download, then the round view
-STATUS, INFO, DOWNLOAD, SLIDER, STRIP, BARS, DECISIONS, RESIDUAL, EXPLANATION, PER_PASS, SUMMARY = range(11)
-VIEW = slice(SLIDER, None)
+# outputs of /generate and /open_trace: status, info, download, then the round view (and /open_trace: the quiz)
+STATUS, INFO, DOWNLOAD, SLIDER, STAGE, PER_PASS, SUMMARY, TIMELINE, QUIZ = range(9)
+VIEW = slice(SLIDER, QUIZ)
 
 
 class ModelCalls:
@@ -88,28 +88,25 @@ def test_generate_streams_rounds_then_offers_the_trace(client):
     final, frames = generate(client)
     assert "Done" in final[STATUS] and "tiny-target" in final[INFO]
     n = value(final[SLIDER])
-    assert n >= 2 and f"Round {n} of {n}" in final[STRIP]
-    assert final[BARS]["type"] == "plotly" and "expected" in final[PER_PASS]["plot"]
+    assert n >= 2 and f"Round {n} of {n}" in final[STAGE] and "expected" in final[PER_PASS]["plot"]
+    assert final[STAGE].count('<section class="sv-round"') == n  # the finished run: every round on the stage
     assert len(frames) >= 2  # at least one frame while generating, then the finished one
+    assert all(f[STAGE].count('<section class="sv-round"') == 1 for f in frames[:-1] if f[STAGE])  # the newest only
     downloaded = load_trace(Path(value(final[DOWNLOAD])).read_bytes())
     assert len(downloaded.rounds) == n and downloaded.prompt == "def fib(n):"
 
 
-def test_stepping_shows_recorded_rounds_without_calling_a_model(client, models):
+def test_stepping_moves_the_slider_and_the_mark_without_calling_a_model(client, models):
     final, _ = generate(client, temperature=0.0, max_new_tokens=20)
     n = value(final[SLIDER])
     _, calls = models
     before = calls.n
-    view = client.predict(n, False, api_name="/previous_round")
-    assert value(view[0]) == n - 1 and f"Round {n - 1} of {n}" in view[1]
-    view = client.predict(1, False, api_name="/previous_round")  # clamped at the first round
-    assert value(view[0]) == 1 and "Round 1 of" in view[1]
-    view = client.predict(1, False, api_name="/next_round")
-    assert value(view[0]) == 2 and "Round 2 of" in view[1] and re.search("→ (accept|reject)", view[3])
-    view = client.predict(n, False, api_name="/next_round")  # clamped at the last
-    assert value(view[0]) == n
-    view = client.predict(3, True, api_name="/show_round")
-    assert "Round 3 of" in view[1] and f'"size":{views.CHART_FONT[True]}' in view[2]["plot"].replace(" ", "")  # lecture
+    assert re.search("→ (accept|reject)", final[STAGE])  # the verdicts are on the stage, every round's
+    for asked, shown in [(n - 1, n - 1), (0, 1), (2, 2), (10**6, n)]:  # clamped at both ends
+        slider, per_pass = client.predict(asked, False, api_name="/show_round")
+        assert value(slider) == shown and f'"x0":{shown - 0.5}' in per_pass["plot"].replace(" ", "")  # the mark
+    _, per_pass = client.predict(3, True, api_name="/show_round")
+    assert f'"size":{views.CHART_FONT[True]}' in per_pass["plot"].replace(" ", "")  # lecture mode: large type
     assert calls.n == before
 
 
@@ -143,9 +140,10 @@ def test_a_pair_that_fails_to_load_gives_a_message(client):
 def test_open_a_recorded_trace_and_step_it(client):
     opened = client.predict(handle_file(str(FIXTURE)), False, api_name="/open_trace")
     assert "Opened a trace of 7 rounds" in opened[STATUS] and "recorded on" in opened[INFO]
-    assert "Qwen2.5-Coder-1.5B-Instruct" in opened[INFO] and "Round 1 of 7" in opened[STRIP]
-    view = client.predict(1, False, api_name="/next_round")
-    assert "Round 2 of 7" in view[1] and "bonus" in view[5]
+    assert "Qwen2.5-Coder-1.5B-Instruct" in opened[INFO] and "Round 1 of 7" in opened[STAGE]
+    assert "Round 7 of 7" in opened[STAGE] and re.search(r'data-round="1"[^>]*>', opened[STAGE])
+    assert 'data-round="2"' in re.search(r'<section[^>]*hidden>', opened[STAGE]).group(0)  # round 1 shown
+    assert value(client.predict(2, False, api_name="/show_round")[0]) == 2
 
 
 def test_a_malformed_upload_gives_a_message(client, tmp_path):
@@ -177,10 +175,9 @@ def test_sessions_do_not_see_each_others_rounds(url):
     alice, bob = Client(url, verbose=False), Client(url, verbose=False)
     final, _ = generate(alice)
     assert "Done" in final[STATUS]
-    view = bob.predict(2, False, api_name="/next_round")
-    assert "Press Generate" in view[1]  # bob has no trace of his own
-    view = alice.predict(1, False, api_name="/next_round")
-    assert "Round 2 of" in view[1]
+    assert all(out == {"__type__": "update"} for out in bob.predict(2, False, api_name="/show_round"))  # bob has
+    # no trace of his own: nothing changes
+    assert value(alice.predict(2, False, api_name="/show_round")[0]) == 2
 
 
 def test_engine_cache_loads_a_pair_once_and_keeps_it_when_another_fails(tiny_pair, tokenizer):
@@ -205,8 +202,8 @@ def test_engine_cache_loads_a_pair_once_and_keeps_it_when_another_fails(tiny_pai
 
 
 def test_measure_a_step(client, capsys):
-    """Not an assertion: prints what Previous/Next cost, on the server (the handler and the JSON of its outputs)
-    and through the API (server, queue and client)."""
+    """Not an assertion: prints what a step costs the server (the handler and the JSON of its outputs: the slider
+    and the chart's mark; the browser shows the round itself) and through the API (server and client)."""
     import gradio as gr
 
     trace = load_trace(FIXTURE.read_bytes())
@@ -214,7 +211,7 @@ def test_measure_a_step(client, capsys):
     server = []
     for number in [2, 3, 4, 5, 6, 7, 1] * 3:
         started = time.perf_counter()
-        for out in views.round_view(trace, number).values()[1:]:
+        for out in views.show_round(trace, number, False)[1:]:
             (plot if hasattr(out, "to_json") else html).postprocess(out)
         server.append(time.perf_counter() - started)
     final, _ = generate(client, max_new_tokens=32)
@@ -222,10 +219,10 @@ def test_measure_a_step(client, capsys):
     api = []
     for i in range(10):
         started = time.perf_counter()
-        client.predict(1 + i % (n - 1), False, api_name="/next_round")
+        client.predict(1 + i % (n - 1), False, api_name="/show_round")
         api.append(time.perf_counter() - started)
     with capsys.disabled():
-        print(f"\n[measure] Previous/Next: server {sorted(server)[len(server) // 2] * 1000:.0f} ms median "
+        print(f"\n[measure] a step: server {sorted(server)[len(server) // 2] * 1000:.0f} ms median "
               f"(max {max(server[1:]) * 1000:.0f} ms); via gradio_client {sorted(api)[5] * 1000:.0f} ms median")
 
 
@@ -273,7 +270,7 @@ def test_adaptive_k_reaches_the_engine(client):
 def test_every_output_of_every_endpoint_has_a_name(client):
     """An API user reads what each output is from view_api(): no `value_NN` left."""
     api = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
-    assert {"/generate", "/open_trace", "/next_round", "/baseline", "/compare_drafters"} <= set(api)
+    assert {"/generate", "/open_trace", "/show_round", "/baseline", "/compare_drafters", "/lecture_pack"} <= set(api)
     for endpoint, info in api.items():
         for output in info["returns"]:
             assert not re.fullmatch(r"value_\d+", output["label"]), (endpoint, output)

@@ -5,8 +5,8 @@
     python tools/load_test.py --real --sessions 16 --tokens 32 --concurrency 1
 
 Each session is a thread with its own Client (so its own Gradio session and trace state). All of them press
-Generate at once, each with its own prompt and seed, then step through every recorded round (show_round 1, then
-next_round to the last). The script checks that every session got exactly the trace its prompt and seed give
+Generate at once, each with its own prompt and seed, then step through every recorded round (show_round 1 to the
+last: the slider and the tokens-per-pass chart; the page's browser shows the round itself). The script checks that every session got exactly the trace its prompt and seed give
 when run alone on the engine directly, that no request failed, that no more generations overlapped than the
 queue allows, and it reports p50/p95 latency of a round step and of a generation (queue wait + run, at the
 client), and how many steps were served while a generation was running. The clients share the server's process
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import os
 import sys
@@ -44,7 +45,7 @@ from specviz import options, render, serving  # noqa: E402
 from specviz.engine import Engine, RunSettings  # noqa: E402
 from specviz.trace import load_trace  # noqa: E402
 
-STATUS, INFO, DOWNLOAD, SLIDER, STRIP = range(5)  # outputs of /generate (after the hidden trace state)
+STATUS, INFO, DOWNLOAD, SLIDER, STAGE = range(5)  # outputs of /generate (after the hidden trace state)
 REAL_PROMPTS = list(options.EXAMPLES.values())
 
 
@@ -130,9 +131,9 @@ def run_session(url: str, session: Session, settings: RunSettings, preset: str, 
         session.tokens = trace.output_token_ids
         n = value(final[SLIDER])
         assert n == len(trace.rounds), f"slider at {n}, trace has {len(trace.rounds)} rounds"
-        step(client, session, overlap, 1, "/show_round", 1, n, timeout)
-        for r in range(1, n):
-            step(client, session, overlap, r, "/next_round", r + 1, n, timeout)
+        assert render.text_html(session.prompt) in final[STAGE], "another session's prompt on the stage"
+        for r in range(1, n + 1):
+            step(client, session, overlap, r, trace, timeout)
     except Exception as e:  # noqa: BLE001 - the report says which session failed and how
         session.error = f"{type(e).__name__}: {e}"
         go.abort()  # a session that never got to the barrier must not hold the others there
@@ -141,16 +142,17 @@ def run_session(url: str, session: Session, settings: RunSettings, preset: str, 
             client.close()  # ends its heartbeat: the server then treats the session as a closed tab
 
 
-def step(client: Client, session: Session, overlap: Overlap, number: int, api: str, expect: int, n: int,
-         timeout: float) -> None:
-    """One round step, timed; the view must be this session's trace at round `expect`."""
+def step(client: Client, session: Session, overlap: Overlap, number: int, trace, timeout: float) -> None:
+    """One round step (/show_round: the slider and the chart's mark; the browser shows the round itself), timed;
+    the chart must be this session's trace's, marked at round `number`."""
     busy = overlap.now > 0
     t0 = time.perf_counter()
-    view = client.submit(number, False, api_name=api).result(timeout=timeout)
+    slider, per_pass = client.submit(number, False, api_name="/show_round").result(timeout=timeout)
     session.steps.append((time.perf_counter() - t0, busy and overlap.now > 0))
-    strip = view[1]
-    assert f"Round {expect} of {n}" in strip, f"{api}({number}) showed {strip[:200]}"
-    assert render.text_html(session.prompt) in strip, f"{api}({number}) showed another session's prompt"
+    assert value(slider) == number, f"/show_round({number}) moved the slider to {value(slider)}"
+    figure = json.loads(per_pass["plot"])
+    stacked = [sum(t["y"][i] for t in figure["data"] if t["type"] == "bar") for i in range(len(trace.rounds))]
+    assert stacked == [r.tokens_this_pass for r in trace.rounds], f"/show_round({number}): another session's chart"
 
 
 # --- the whole run --------------------------------------------------------------------------------------------

@@ -266,5 +266,6 @@ def test_the_card_reveals_step_by_step_from_the_keyboard(lab):
     wait_card(lab, 0, "Work it out first")
     lab.wait_text("#lab-explorer-readout", "covered")  # still at the question: covered again
     page.keyboard.press("Shift+Tab")
-    page.keyboard.press("Space")
-    wait_card(lab, 1, "1 of 6 steps shown")  # and it can be asked again
+    for _ in range(3):  # asked again, with three quick presses, as a clicker sends them: none is dropped
+        page.keyboard.press("Space")
+    wait_card(lab, 3, "3 of 6 steps shown")

@@ -1,8 +1,9 @@
-"""The α / K / c / v explorer, and what a recorded trace measured in its terms.
+"""The α / K / c / v explorer, its "test yourself" question, and what a recorded trace measured in its terms.
 
-The explorer draws the cost model of theory.py against K for one α, c and v; `measured_point` reads a trace's
-α, K, c and v (c and v against one target-only step of its baseline), and `steady_state` is the one place that
-turns a run into the model's terms, for the Lab's readout and for the benchmark's prediction alike.
+The explorer draws the cost model of theory.py against K for one α, c and v; `Question` is the Lab's card that asks
+for one point of it; `measured_point` reads a trace's α, K, c and v (c and v against one target-only step of its
+baseline), and `steady_state` is the one place that turns a run into the model's terms, for the Lab's readout and
+for the benchmark's prediction alike.
 """
 
 from __future__ import annotations
@@ -56,6 +57,29 @@ def explore(alpha: float, k: int, c: float, v: float = 1.0, k_max: int = MAX_K) 
     best = ks[max(range(len(ks)), key=lambda i: (speedups[i], -i))]
     return Explorer(alpha, k, c, v, ks, [expected_tokens_per_pass(alpha, j) for j in ks], speedups, best,
                     round_size_probs(alpha, k))
+
+
+@dataclass(frozen=True)
+class Question:
+    """The Lab's "test yourself" card: a pair's α, K and c, verified at v = 1 (the memory-bound ideal), and the
+    target's speed alone, a figure the question assumes (nothing on the page measures it)."""
+
+    alpha: float
+    k: int
+    c: float
+    target_tokens_per_s: float
+
+    def __post_init__(self):
+        if not (0 <= self.alpha < 1 and 1 <= self.k <= MAX_K and self.c >= 0 and self.target_tokens_per_s > 0):
+            raise ValueError(f"not a question the card can work: {self!r}")
+
+    def asks(self, ex: Explorer) -> bool:
+        """Whether the explorer sits at this question's α, K, c and v = 1, where it would show the answer."""
+        return (ex.k == self.k and abs(ex.alpha - self.alpha) < 1e-9 and abs(ex.c - self.c) < 1e-9
+                and abs(ex.v - 1) < 1e-9)
+
+
+QUESTION = Question(alpha=0.7, k=4, c=0.05, target_tokens_per_s=30)  # the project brief's closing question (issue 13)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ import html
 
 from . import compare, explorer, joint, lab
 from .render import token_html
-from .style import FATES, Q_COLOR
-from .theory import expected_tokens_per_pass, speedup
+from .style import FATES, INK, Q_COLOR
+from .theory import expected_tokens_per_pass, round_cost, round_size_probs, speedup
 from .trace import ACCEPTED, REPLACEMENT, Trace
 
 TEXT = "font-size:20px;line-height:1.5"
@@ -107,6 +107,66 @@ def explorer_html(ex: explorer.Explorer) -> str:
             f'speedup = E / (K·c + v) = {ex.expected_at_k:.2f} / ({k} × {c:.2f} + {v:.2f}) = '
             f'<b id="lab-speedup" style="font-size:30px">{ex.speedup_at_k:.2f}×</b> · '
             f'▲ best K for this α, c and v: <b>{ex.best_k}</b> ({ex.best_speedup:.2f}×)</div>')
+
+
+# --- the "test yourself" card: one step per press of REVEAL ---------------------------------------------------
+
+REVEAL, RESTART = "Reveal next step", "Start over"  # the card's two buttons, named in its own text
+
+
+def card_steps(q: explorer.Question) -> list[tuple[str, str]]:
+    """The card's steps, each (what it works out, its formula with q's numbers), every number from theory.py."""
+    a, k, c = q.alpha, q.k, q.c
+    probs, e, cost, gain = round_size_probs(a, k), expected_tokens_per_pass(a, k), round_cost(k, c), speedup(a, k, c)
+    sizes = " / ".join(f"<b>{pr:.3f}</b>" for pr in probs)
+    return [
+        ("How many tokens one round yields", f"P(n) = (1 − α)·α<sup>n−1</sup> for n = 1 … K (n − 1 drafts kept, "
+         f"then the target's replacement) and α<sup>K</sup> for n = K + 1 (all kept, plus the bonus); for n = 1 … "
+         f"{k + 1}: {sizes}"),
+        ("Expected tokens per target pass", f"E = Σ n·P(n) = (1 − α<sup>K+1</sup>) / (1 − α) = (1 − {a:.2f}"
+         f"<sup>{k + 1}</sup>) / (1 − {a:.2f}) = <b>{e:.2f}</b> tokens per pass"),
+        ("Drafts kept per round", f"every round ends with one token of the target's own (a replacement or the "
+         f"bonus), so E − 1 = {e:.2f} − 1 = <b>{e - 1:.2f}</b> drafts kept"),
+        ("What a round costs", f"K draft steps of c each, then one verify pass (v = 1 target pass): K·c + v = "
+         f"{k} × {c:.2f} + 1 = <b>{cost:.2f}</b> target passes"),
+        ("The speedup", f"E / (K·c + v) = {e:.2f} / {cost:.2f} = <b>{gain:.2f}×</b>"),
+        ("Tokens per second", f"{q.target_tokens_per_s:g} tokens/s × {gain:.2f} = "
+         f"<b>{q.target_tokens_per_s * gain:.0f} tokens/s</b>"),
+    ]
+
+
+def card_html(q: explorer.Question, shown: int) -> str:
+    """The question, its first `shown` steps and a line saying where the card stands (read out by screen readers);
+    a count past the last step shows every step and says there is nothing more to reveal."""
+    steps = card_steps(q)
+    n, shown = len(steps), max(0, shown)
+    items = "".join(f'<li id="lab-card-step-{i + 1}" style="margin:6px 0"><b>{title}</b>: {text}</li>'
+                    for i, (title, text) in enumerate(steps[:shown]))
+    if shown == 0:
+        status = f"Work it out first, then press “{REVEAL}”: {n} steps, one at a time."
+    elif shown < n:
+        status = f"{shown} of {n} steps shown; “{REVEAL}” shows the next."
+    else:
+        status = (f"All {n} steps shown. The explorer below, at α = {q.alpha:.2f}, K = {q.k}, c = {q.c:.2f} and "
+                  f"v = 1, shows E, the speedup and the round sizes on its curves.")
+        if shown > n:
+            status = f"The card is fully revealed: there is no further step. “{RESTART}” asks it again."
+    question = (f"A draft model's tokens are each accepted with probability α = {q.alpha:.2f}; a round drafts K = "
+                f"{q.k} tokens; a draft step costs c = {q.c:.2f} target passes, and verifying the K drafts costs "
+                f"one target pass (v = 1). The target alone generates {q.target_tokens_per_s:g} tokens/s (a figure "
+                f"assumed for the question, not measured here). How many tokens/s does speculative decoding give?")
+    return (f'<div id="lab-card" style="{TEXT};border:3px solid {INK};border-radius:8px;padding:8px 16px">'
+            f'<div style="font-size:26px;font-weight:bold">Test yourself</div><p>{question}</p>'
+            f'<ol style="margin:0">{items}</ol>'
+            f'<p id="lab-card-status" role="status" aria-live="polite">{status}</p></div>')
+
+
+def covered_html(q: explorer.Question) -> str:
+    """The explorer's readout while it sits at the card's question and the card is not fully revealed."""
+    return (f'<div id="lab-explorer-covered" style="{TEXT}">'
+            f"The sliders sit at the card's question (α = {q.alpha:.2f}, K = {q.k}, c = {q.c:.2f}, v = 1), so the "
+            f"explorer keeps its numbers and curves covered until the card above is fully revealed. Move any slider "
+            f"to explore now.</div>")
 
 
 def trace_html(trace: Trace | None, point: explorer.MeasuredPoint | None) -> str:

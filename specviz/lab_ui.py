@@ -20,8 +20,9 @@ from . import compare, explorer, joint, lab, lab_charts
 from .charts import empty_figure
 from .engine import RunSettings
 from .errors import message_of
-from .lab_render import (comparison_status, exactness_html, explorer_html, heading_html, histogram_html, joint_html,
-                         playground_html, trace_html, warning_html)
+from .lab_render import (RESTART, REVEAL, card_html, card_steps, comparison_status, covered_html, exactness_html,
+                         explorer_html, heading_html, histogram_html, joint_html, playground_html, trace_html,
+                         warning_html)
 from .options import COMPARE_EXAMPLES, MAX_K, REWRITE_PROMPT
 from .serving import MODEL_RUNS, EngineLoader, stream_comparison
 from .trace import Trace, load_trace
@@ -30,6 +31,8 @@ DECIMALS = 4  # the editable table shows probabilities to this many places
 SAMPLE_SIZES = [100, 1_000, 10_000, 100_000]
 COLUMNS = ("token", "q", "p")  # the editable table, left to right
 PRIVATE = dict(api_visibility="private")  # the Lab's events, but the comparison, are page-internal
+CARD_STEPS = len(card_steps(explorer.QUESTION))
+COVERED = "Covered until the card above is fully revealed, or a slider moves"
 
 
 # --- handlers (plain functions of component values) -------------------------------------------------------
@@ -111,14 +114,29 @@ def on_sample(pair: lab.ToyPair, n, sampler, seed):
     return (*_sample(pair, n, sampler, seed), int(seed or 0) + 1)
 
 
-def on_explore(alpha, k, c, v, trace: Trace | None):
+def on_explore(alpha, k, c, v, trace: Trace | None, revealed: bool):
+    """The readout, both charts and the trace's readout; the first three covered while the sliders sit at the
+    card's question and the card is not fully revealed (they would give its answer away)."""
     try:
         ex = explorer.explore(_number(alpha, "α"), int(_number(k, "K")), _number(c, "c"), _number(v, "v"))
     except ValueError as e:  # a value no slider offers (an API client, a typed number): say so, keep the rest
         return warning_html(str(e)), gr.skip(), gr.skip(), gr.skip()
     point = explorer.measured_point(trace)
+    if explorer.QUESTION.asks(ex) and not revealed:
+        cover = empty_figure(COVERED, lab_charts.FONT_SIZE)
+        return covered_html(explorer.QUESTION), cover, cover, trace_html(trace, point)
     return (explorer_html(ex), lab_charts.explorer_figure(ex, point), lab_charts.rounds_figure(ex, point),
             trace_html(trace, point))
+
+
+def on_reveal(shown):
+    """One more step of the card; past the last, the card says it is fully revealed. -> shown, card, revealed"""
+    shown = min(int(shown or 0) + 1, CARD_STEPS + 1)
+    return shown, card_html(explorer.QUESTION, shown), shown >= CARD_STEPS
+
+
+def on_restart():
+    return 0, card_html(explorer.QUESTION, 0), False
 
 
 def on_upload(raw: bytes | None):
@@ -254,17 +272,34 @@ def _two_positions_section(pair: gr.State, n: gr.Radio, seed: gr.Number) -> None
     pair.change(lambda: ("", None), None, [readout, plot], **PRIVATE)  # a new pair: nothing until pressed
 
 
+def _card_section() -> gr.State:
+    """The "test yourself" card, one step per press. Its buttons are real buttons, so Tab reaches them and Enter or
+    space presses them; a clicker's → / PageDown need the page's keys.js. -> revealed (every step shown)"""
+    card = gr.HTML(card_html(explorer.QUESTION, 0), elem_id="lab-card-box")
+    with gr.Row():
+        reveal = gr.Button(REVEAL, variant="primary", scale=0, min_width=240, elem_id="lab-card-reveal")
+        restart = gr.Button(RESTART, scale=0, min_width=160, elem_id="lab-card-restart")
+    shown, revealed = gr.State(0), gr.State(False)
+    # "multiple": every press counts, however quickly a clicker sends them (the default drops presses while busy)
+    reveal.click(on_reveal, shown, [shown, card, revealed], trigger_mode="multiple", **PRIVATE)
+    restart.click(on_restart, None, [shown, card, revealed], **PRIVATE)
+    return revealed
+
+
 def _explorer_section(trace_state: gr.State | None) -> tuple[gr.State, gr.Slider, gr.Slider, gr.Slider, gr.Slider]:
-    """2: α, K, c and v against tokens per pass and speedup, with a trace's measured point. -> trace, α, K, c, v"""
+    """2: the card, then α, K, c and v against tokens per pass and speedup, with a trace's measured point.
+    -> trace, α, K, c, v"""
     trace0 = trace_state.value if trace_state is not None else None
-    alpha0, k0, c0, v0 = 0.7, 4, 0.05, 1.0  # the worked quiz: 2.77 tokens per pass, 2.31x
-    ex_readout0, curves0, rounds0, trace_readout0 = on_explore(alpha0, k0, c0, v0, trace0)
+    q = explorer.QUESTION  # the sliders open at the card's question, covered until it is revealed
+    alpha0, k0, c0, v0 = q.alpha, q.k, q.c, 1.0
+    ex_readout0, curves0, rounds0, trace_readout0 = on_explore(alpha0, k0, c0, v0, trace0, False)
     gr.HTML(heading_html(
         "2 · The α / K / c / v explorer",
         "α: the chance a draft token is accepted. K: draft tokens per round. c: one draft step, and v: the target's "
         "verify pass over K + 1 tokens, each measured in one-token target steps. A round costs K·c + v steps and "
         "yields 1 … K+1 tokens, so the speedup is E / (K·c + v). v = 1 is the memory-bound ideal, where reading "
         "the weights dominates and checking K tokens costs one step; the curves take one v for every K."))
+    revealed = _card_section()
     with gr.Row():
         alpha = gr.Slider(0, 1, alpha0, step=0.01, label="α (acceptance rate)", elem_id="lab-alpha")
         k = gr.Slider(1, MAX_K, k0, step=1, label="K (draft tokens per round)", elem_id="lab-k")
@@ -283,8 +318,9 @@ def _explorer_section(trace_state: gr.State | None) -> tuple[gr.State, gr.Slider
     trace_readout = gr.HTML(trace_readout0, elem_id="lab-trace")
     trace = gr.State(trace0)
 
-    gr.on([alpha.change, k.change, c.change, v.change, trace.change], on_explore, [alpha, k, c, v, trace],
-          [ex_readout, curves, rounds, trace_readout], trigger_mode="always_last", **PRIVATE)
+    gr.on([alpha.change, k.change, c.change, v.change, trace.change, revealed.change], on_explore,
+          [alpha, k, c, v, trace, revealed], [ex_readout, curves, rounds, trace_readout], trigger_mode="always_last",
+          **PRIVATE)
     upload.upload(on_upload, upload, [trace, trace_message], **PRIVATE)
     if trace_state is not None:  # the app's latest trace, until a file is uploaded here
         trace_state.change(lambda t: t, trace_state, trace, trigger_mode="always_last", **PRIVATE)

@@ -24,13 +24,22 @@ def expected_tokens_per_pass(alpha: float, k: float) -> float:
     return (1 - alpha ** (k + 1)) / (1 - alpha)
 
 
+def round_cost(k: float, c: float, v: float = 1.0) -> float:
+    """K·c + v: what a round costs in one-token target steps (K draft steps, then the verify pass).
+
+    >>> round_cost(4, 0.05)
+    1.2
+    """
+    return k * c + v
+
+
 def speedup(alpha: float, k: float, c: float, v: float = 1.0) -> float:
     """Wall-time speedup over target-only decoding: E / (K·c + v).
 
     >>> round(speedup(0.7, 4, 0.05), 2)
     2.31
     """
-    return expected_tokens_per_pass(alpha, k) / (k * c + v)
+    return expected_tokens_per_pass(alpha, k) / round_cost(k, c, v)
 
 
 def round_size_probs(alpha: float, k: int) -> list[float]:

@@ -5,9 +5,9 @@ import random
 import pytest
 import torch
 
-from specviz import explorer, lab, lab_charts
+from specviz import explorer, lab, lab_charts, lab_render
 from specviz.sampling import residual_distribution, verify
-from specviz.theory import round_size_probs, speedup
+from specviz.theory import expected_tokens_per_pass, round_cost, round_size_probs, speedup
 from specviz.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
                            TokenProb, Trace, load_trace, summarize)
 
@@ -346,3 +346,100 @@ def test_the_explorer_takes_v():
     for bad in (0, -1, float("nan")):
         with pytest.raises(ValueError, match="v must be"):
             explorer.explore(0.8, 4, 0.1, v=bad)
+
+
+# --- the "test yourself" card -------------------------------------------------------------------------------
+
+
+def in_order(text: str, parts: list[str]) -> bool:
+    """Whether every part occurs in text, each after the one before."""
+    at = 0
+    for part in parts:
+        at = text.find(part, at)
+        if at < 0:
+            return False
+        at += len(part)
+    return True
+
+
+def card_numbers(q: explorer.Question) -> list[list[str]]:
+    """What each step must show, from theory.py: P(n) for each n; E; E − 1; K·c + v; the speedup; tokens/s."""
+    e, gain = expected_tokens_per_pass(q.alpha, q.k), speedup(q.alpha, q.k, q.c)
+    return [[f"{pr:.3f}" for pr in round_size_probs(q.alpha, q.k)], [f"{e:.2f}"], [f"{e - 1:.2f}"],
+            [f"{round_cost(q.k, q.c):.2f}"], [f"{gain:.2f}×"], [f"{q.target_tokens_per_s * gain:.0f} tokens/s"]]
+
+
+def test_the_card_works_the_question_one_step_at_a_time():
+    q = explorer.QUESTION
+    assert (q.alpha, q.k, q.c, q.target_tokens_per_s) == (0.7, 4, 0.05, 30)
+    # worked by hand: 0.3·0.7^j for j < 4 and 0.7^4; (1 − 0.7^5) / 0.3 = 2.7731; 1 + 4 × 0.05; 2.7731 / 1.2 = 2.3109
+    assert card_numbers(q) == [["0.300", "0.210", "0.147", "0.103", "0.240"], ["2.77"], ["1.77"], ["1.20"],
+                               ["2.31×"], ["69 tokens/s"]]
+    steps = lab_render.card_steps(q)
+    assert len(steps) == 6
+    formulas = ["(1 − α)·α<sup>n−1</sup>", "(1 − α<sup>K+1</sup>) / (1 − α)", "E − 1", "K·c + v", "E / (K·c + v)",
+                "tokens/s ×"]
+    for (title, text), formula, numbers in zip(steps, formulas, card_numbers(q)):
+        assert formula in text and in_order(text, numbers), (title, text)
+    for shown in range(7):
+        html = lab_render.card_html(q, shown)
+        assert html.count('<li id="lab-card-step-') == shown
+        assert in_order(html, [n for step in card_numbers(q)[:shown] for n in step])
+        hidden = [n for step in card_numbers(q)[shown:] for n in step]
+        assert not any(n in html for n in hidden), shown  # the steps to come stay off the card
+        assert "30 tokens/s" in html and "assumed" in html  # the question's speed is not a measurement
+    assert "Work it out first" in lab_render.card_html(q, 0) and "2 of 6 steps shown" in lab_render.card_html(q, 2)
+    assert "All 6 steps shown" in lab_render.card_html(q, 6)
+
+
+def test_the_card_follows_its_question():
+    """Another α, K, c and speed: every number moves with it (none is fixed on the card)."""
+    q = explorer.Question(alpha=0.8, k=3, c=0.1, target_tokens_per_s=20)
+    # by hand: 0.2·0.8^j for j < 3 and 0.8^3; (1 − 0.8^4) / 0.2 = 2.952; 1 + 3 × 0.1; 2.952 / 1.3 = 2.2708
+    assert card_numbers(q) == [["0.200", "0.160", "0.128", "0.512"], ["2.95"], ["1.95"], ["1.30"], ["2.27×"],
+                               ["45 tokens/s"]]
+    html = lab_render.card_html(q, 6)
+    assert in_order(html, [n for step in card_numbers(q) for n in step])
+    assert "α = 0.80" in html and "K = 3" in html and "20 tokens/s" in html and "for n = 1 … 4" in html
+    assert not any(old in html for old in ("0.300", "2.77", "2.31×", "69 tokens/s"))
+    for bad in (dict(alpha=1.0), dict(alpha=-0.1), dict(k=0), dict(c=-0.5), dict(target_tokens_per_s=0)):
+        with pytest.raises(ValueError, match="not a question"):
+            explorer.Question(**{**dict(alpha=0.7, k=4, c=0.05, target_tokens_per_s=30), **bad})
+
+
+def test_a_reveal_past_the_last_step_and_start_over():
+    lab_ui = pytest.importorskip("specviz.lab_ui")
+    assert lab_ui.CARD_STEPS == len(lab_render.card_steps(explorer.QUESTION)) == 6
+    shown, seen = 0, []
+    for _ in range(8):  # two presses more than there are steps
+        shown, html, revealed = lab_ui.on_reveal(shown)
+        seen.append((shown, revealed, html.count('<li id="lab-card-step-')))
+    assert seen == [(1, False, 1), (2, False, 2), (3, False, 3), (4, False, 4), (5, False, 5), (6, True, 6),
+                    (7, True, 6), (7, True, 6)]
+    assert "fully revealed" in html and "Start over" in html and "69 tokens/s" in html
+    assert "fully revealed" in lab_render.card_html(explorer.QUESTION, 99)
+    assert lab_render.card_html(explorer.QUESTION, -3) == lab_render.card_html(explorer.QUESTION, 0)
+    shown, html, revealed = lab_ui.on_restart()
+    assert (shown, revealed) == (0, False) and "<li" not in html and "Work it out first" in html
+    assert lab_ui.on_reveal(None)[0] == 1  # a session without the state yet starts at the first step
+
+
+def test_the_explorer_keeps_the_cards_answer_covered():
+    lab_ui = pytest.importorskip("specviz.lab_ui")
+    q = explorer.QUESTION
+    readout, curves, rounds, _ = lab_ui.on_explore(q.alpha, q.k, q.c, 1.0, None, False)
+    assert "covered" in readout and "2.77" not in readout and "2.31" not in readout
+    for fig in (curves, rounds):  # no curve, no bar, no title with a number: only the note
+        assert not fig.data and lab_ui.COVERED in fig.layout.annotations[0].text
+    readout, curves, rounds, _ = lab_ui.on_explore(q.alpha, q.k, q.c, 1.0, None, True)  # the card revealed
+    assert ">2.77<" in readout and ">2.31×<" in readout and rounds.data
+    readout, _, _, _ = lab_ui.on_explore(0.71, q.k, q.c, 1.0, None, False)  # a slider moved
+    assert ">2.83<" in readout  # (1 − 0.71^5) / 0.29 = 2.8261
+    readout, _, _, _ = lab_ui.on_explore(q.alpha, q.k, q.c, 1.5, None, False)  # v moved
+    assert ">1.63×<" in readout
+    assert "α must be" in lab_ui.on_explore(2, q.k, q.c, 1.0, None, False)[0]  # bad input still says so
+
+
+def test_round_cost():
+    assert round_cost(4, 0.05) == pytest.approx(1.2) and round_cost(3, 0.1, v=1.5) == pytest.approx(1.8)
+    assert speedup(0.7, 4, 0.05, 1.3) == pytest.approx(expected_tokens_per_pass(0.7, 4) / round_cost(4, 0.05, 1.3))

@@ -74,16 +74,15 @@ def lab(browser, url):
 def test_every_view_renders_with_the_worked_examples(lab):
     for view in ("#lab-playground", "#lab-histogram", "#lab-explorer"):
         lab.wait_count(f"{view} .js-plotly-plot", 1, at_least=True)
-    lab.wait_count("#lab-explorer .js-plotly-plot", 2)  # curves and tokens per round
+    lab.wait_count("#lab-explorer .js-plotly-plot", 2)  # curves and tokens per round, covered at the card's question
     lab.wait_text("#lab-playground-readout", r"0\.700", r"0\.667")  # α and the acceptance of " Paris"
-    lab.wait_text("#lab-expected", r"^2\.77$")
-    lab.wait_text("#lab-speedup", r"^2\.31×$")
+    lab.wait_text("#lab-explorer-readout", "covered until the card above is fully revealed")
     lab.wait_text("#lab-histogram-text", "✓")
 
 
 def test_moving_alpha_changes_expected_tokens(lab):
     page = lab.page
-    lab.wait_text("#lab-expected", r"^2\.77$")  # the worked example first, so the waits below see a change
+    lab.wait_text("#lab-explorer-readout", "covered")  # the card's question first, so the waits below see a change
     box = page.locator("#lab-alpha input[type=number]")
     box.fill("0.9")
     box.press("Enter")
@@ -204,13 +203,13 @@ def test_compare_drafters_fills_the_table(lab):
 
 def test_v_enters_the_speedup_and_two_positions_are_sampled(lab):
     page = lab.page
-    lab.wait_text("#lab-speedup", r"^2\.31×$")
+    lab.wait_text("#lab-explorer-readout", "covered")  # at the card's question
     lab.wait_text("#lab-exactness-lines", "Why the output is exactly p", r"0\.600 = min\(0\.600, 0\.900\)")
     box = page.locator("#lab-v input[type=number]")
     box.fill("1.5")
     box.press("Enter")
     lab.wait_text("#lab-explorer-readout", r"\(4 × 0\.05 \+ 1\.50\)")
-    lab.wait_text("#lab-speedup", r"^1\.63×$")  # 2.7731 / (4 × 0.05 + 1.5) = 1.631
+    lab.wait_text("#lab-speedup", r"^1\.63×$")  # 2.7731 / (4 × 0.05 + 1.5) = 1.631: v moved, the cover is off
     page.click("#lab-joint-run")
     lab.wait_text("#lab-joint-text", "✓", "first token|joint")
     lab.wait_count("#lab-joint .js-plotly-plot", 1)
@@ -218,3 +217,55 @@ def test_v_enters_the_speedup_and_two_positions_are_sampled(lab):
     page.click("#lab-joint-run")
     lab.wait_text("#lab-joint-text", "✗", r"0\.180 away")
     lab.screenshot("lab-two-positions.png", "#lab-playground")
+
+
+# What each step of the card uncovers, in order (α = 0.7, K = 4, c = 0.05, 30 tokens/s; test_lab.py derives them
+# from theory.py): P(n) for n = 1 … 5, E, E − 1, K·c + v, the speedup, tokens/s.
+CARD = [["0.300", "0.210", "0.147", "0.103", "0.240"], ["2.77"], ["1.77"], ["1.20"], ["2.31×"], ["69 tokens/s"]]
+
+
+def wait_card(lab: LabPage, shown: int, status: str) -> str:
+    """Wait until the card shows exactly `shown` steps, their numbers in order, and a status with `status`."""
+    numbers = [re.escape(n) for step in CARD[:shown] for n in step]
+    return lab.wait_js("([n, order, status]) => { const card = document.querySelector('#lab-card');"
+                       " if (!card || card.querySelectorAll('li').length !== n) return null;"
+                       " const t = card.innerText;"
+                       " return new RegExp(order, 's').test(t) && t.includes(status) ? t : null; }",
+                       [shown, ".*".join(numbers), status])
+
+
+def focused(lab: LabPage, elem_id: str) -> bool:
+    return lab.page.evaluate("(id) => document.activeElement?.id === id", elem_id)
+
+
+def test_the_card_reveals_step_by_step_from_the_keyboard(lab):
+    page = lab.page
+    text = wait_card(lab, 0, "Work it out first")
+    lab.wait_text("#lab-explorer-readout", "covered")
+    explorer_text = page.evaluate("() => document.querySelector('#lab-explorer').innerText")
+    for number in ("0.300", "2.77", "1.77", "1.20", "2.31", "69 tokens/s"):  # the answer is nowhere yet
+        assert number not in text and number not in explorer_text, number
+    assert "30 tokens/s" in text and "assumed" in text
+
+    page.get_by_text("Test yourself", exact=True).click()  # a click on the card's title, then Tab: the next stop
+    page.keyboard.press("Tab")
+    lab.wait_js("() => document.activeElement?.id === 'lab-card-reveal'")
+    for shown in range(1, len(CARD) + 1):  # Enter and space in turn, as a keyboard or a clicker's button would
+        page.keyboard.press("Enter" if shown % 2 else "Space")
+        wait_card(lab, shown, "All 6 steps shown" if shown == len(CARD) else f"{shown} of 6 steps shown")
+        assert focused(lab, "lab-card-reveal")  # the focus stays on the button for the next press
+    lab.wait_text("#lab-expected", r"^2\.77$")  # revealed: the explorer shows the question's point
+    lab.wait_text("#lab-speedup", r"^2\.31×$")
+    page.keyboard.press("Enter")  # one press past the last step
+    wait_card(lab, len(CARD), "fully revealed")
+    lab.screenshot("lab-card.png", "#lab-card-box")
+
+    page.keyboard.press("Tab")  # the next stop: Start over
+    lab.wait_js("() => document.activeElement?.id === 'lab-card-restart'")
+    page.keyboard.press("Enter")
+    wait_card(lab, 0, "Work it out first")
+    lab.wait_text("#lab-explorer-readout", "covered")  # still at the question: covered again
+    page.keyboard.press("Shift+Tab")
+    for _ in range(3):  # asked again, with three quick presses, as a clicker sends them: none is dropped
+        page.keyboard.press("Space")
+    wait_card(lab, 3, "3 of 6 steps shown")

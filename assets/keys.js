@@ -9,7 +9,8 @@
 // revealed; a section's data-revealed counts the steps shown, data-guess holds the class's answer.
 //
 // Keys: ← / PageUp step back; → / PageDown / space reveal the next step in quiz mode, else step forward (what a
-// presenter's clicker sends); digits answer in quiz mode. Keys typed into a field are left alone, and so are
+// presenter's clicker sends); digits answer in quiz mode. On the Lab tab the forward keys reveal the next step of
+// its "test yourself" card while the card is on screen. Keys typed into a field are left alone, and so are
 // chords with Ctrl, Alt or Meta, and keys pressed while another tab (the Lab) hides the stage.
 () => {
   const stage = () => document.querySelector("#stage .sv-stage");
@@ -153,10 +154,20 @@
 
   const BACK = ["ArrowLeft", "PageUp"], FORWARD = ["ArrowRight", "PageDown", " "];
 
+  // The Lab's "test yourself" card, while it is on screen: the forward keys press its "Reveal next step".
+  function revealCard() {
+    const card = document.getElementById("lab-card"), box = card?.getBoundingClientRect();
+    if (!card || card.offsetParent === null || box.bottom <= 0 || box.top >= window.innerHeight) return false;
+    return press("lab-card-reveal");
+  }
+
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.altKey || event.metaKey || typing(document.activeElement)) return;
     if (event.key === " " && document.activeElement?.matches("button, input")) return;  // space presses/ticks it
-    if (button("next-round")?.offsetParent == null) return;  // the Lab or Costs tab is in front
+    if (button("next-round")?.offsetParent == null) {  // the Lab or Costs tab is in front
+      if (FORWARD.includes(event.key) && revealCard()) event.preventDefault();
+      return;
+    }
     let handled = false;
     if (BACK.includes(event.key)) handled = press("prev-round");
     else if (FORWARD.includes(event.key)) handled = (quizOn() && reveal()) || press("next-round");

@@ -269,3 +269,19 @@ def test_the_card_reveals_step_by_step_from_the_keyboard(lab):
     for _ in range(3):  # asked again, with three quick presses, as a clicker sends them: none is dropped
         page.keyboard.press("Space")
     wait_card(lab, 3, "3 of 6 steps shown")
+
+
+def test_a_clickers_keys_reveal_the_card_while_it_is_on_screen(lab):
+    page = lab.page
+    wait_card(lab, 0, "Work it out first")
+    page.get_by_text("Test yourself", exact=True).click()  # focus on the page, not on a button or a field
+    for shown, key in enumerate(["PageDown", "ArrowRight", "Space"], 1):  # what a presenter's clicker sends
+        page.keyboard.press(key)
+        wait_card(lab, shown, f"{shown} of 6 steps shown")
+    page.click("#lab-alpha input[type=number]")  # typing in a field: the keys are the field's
+    page.keyboard.press("ArrowRight")
+    lab.settle(400)
+    wait_card(lab, 3, "3 of 6 steps shown")
+    page.get_by_text("Test yourself", exact=True).click()  # ... and the same key away from it reveals (positive)
+    page.keyboard.press("ArrowRight")
+    wait_card(lab, 4, "4 of 6 steps shown")

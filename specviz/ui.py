@@ -18,6 +18,7 @@ from . import render
 from .actions import ModelActions, RunOutputs
 from .inputs import limits
 from .costs_ui import build_costs
+from .examples import EXAMPLES as RECORDED
 from .lab_ui import build_lab
 from .options import DRAFTERS, EXAMPLES
 from .serving import (DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, default_engine_loader,
@@ -58,6 +59,7 @@ class Page:
     status: gr.HTML
     download: gr.DownloadButton
     upload: gr.File
+    examples: gr.Dataset  # the shipped recorded examples (examples.EXAMPLES), opened by index
     previous: gr.Button
     next: gr.Button
     play: gr.Button
@@ -159,6 +161,10 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) 
             info = gr.HTML(render.placeholder("Loading models…"), label="Run info", elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
                              elem_id="trace-upload", height=90, scale=0, min_width=280)
+        # the shipped recordings, one click each (by index into examples.EXAMPLES); the status says what it shows
+        examples = gr.Dataset(components=["textbox"], samples=[[e.title] for e in RECORDED.values()], type="index",
+                              label="Recorded examples (real runs of the packaged pair: open one, no model needed)",
+                              elem_id="recorded-examples", samples_per_page=len(RECORDED))
     status = gr.HTML("", label="Status", elem_id="status")
     with gr.Row(elem_id="sv-nav", equal_height=True):
         previous = gr.Button("Previous round", elem_id="prev-round", scale=0, min_width=200)
@@ -172,7 +178,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) 
     panels = _panels()
     panels.slider = slider
     return Page(trace, lecture, controls, prompt, preset, settings, drafter, adaptive, generate, baseline, info,
-                status, download, upload, previous, next_, play, pace, timer, panels)
+                status, download, upload, examples, previous, next_, play, pace, timer, panels)
 
 
 # --- events: all the wiring, in one place -------------------------------------------------------------------
@@ -188,7 +194,10 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
     one_model_run = dict(show_progress_on=[p.status], concurrency_id=MODEL_RUNS)  # limit: serving.limit_model_runs
     private = dict(api_visibility="private")
 
-    demo.load(models.show_model_pair, [p.preset], [p.info, p.status], **private, **loads)
+    # The first load opens a recorded example at once, outside the queue (the model's load may take minutes on a
+    # first start), so the page is never empty; the model's load then leaves the status line to it.
+    demo.load(models.open_first_example, [p.lecture], p.outputs.all(), queue=False, **private, **quick)
+    demo.load(models.show_model_pair_first, [p.preset], [p.info, p.status], **private, **loads)
     p.preset.change(models.show_model_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)
     # Generate pressed during a run: the first listener stops the running one after its round; the second
     # queues the new run, which starts when the model is free. ("multiple": the page sends every press at once.
@@ -202,6 +211,8 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
                      **one_model_run)
     p.upload.upload(models.open_trace, [p.upload, p.lecture, p.preset], p.outputs.all(), api_name="open_trace",
                     show_progress="minimal")
+    p.examples.click(models.open_example, [p.examples, p.lecture], p.outputs.all(), api_name="open_example",
+                     **quick)
     p.previous.click(step(-1), nav, view, api_name="previous_round", **steps)
     p.next.click(step(+1), nav, view, api_name="next_round", **steps)
     p.panels.slider.input(step(0), nav, view, api_name="show_round", trigger_mode="always_last", **steps)

@@ -167,16 +167,23 @@ def record_command(a: argparse.Namespace) -> int:
     print(f"{engine.draft_name} → {engine.target_name} · {engine.device} · {engine.dtype}", flush=True)
     recorded = examples.record_examples(engine, a.only, Path(a.folder) if a.folder else None, _print_progress)
     for r in recorded:
-        s, b = r.trace.summary, r.trace.baseline
-        print(f"{r.example.name:<9} {examples.shown(r.path)}: {r.size / 1024:.0f} KiB · {s.n_rounds} rounds · "
-              f"{s.n_new_tokens} tokens · acceptance {s.acceptance_rate:.2f} · {s.tokens_per_pass:.2f} tokens/pass · "
-              f"{examples.rejections(r.trace)} rejections · K {sorted({x.k for x in r.trace.rounds})} · "
-              + (f"speedup {s.tokens_per_s / b.tokens_per_s:.2f}x" if b.tokens_per_s else "baseline: no tokens"))
+        print(recorded_line(r))
         if r.size > examples.MAX_EXAMPLE_BYTES:
             print(f"  WARNING: over {examples.MAX_EXAMPLE_BYTES // 1024} KiB; lower its max_new_tokens")
         if not r.shows:
             print(f"  WARNING: it does not show what its description says: {r.example.description}")
     return 0 if all(r.shows for r in recorded) else 1
+
+
+def recorded_line(r) -> str:
+    """One recorded example in numbers: where, how big, what its rounds did."""
+    from .examples import rejections, shown
+
+    s, b = r.trace.summary, r.trace.baseline
+    speedup = f"speedup {s.tokens_per_s / b.tokens_per_s:.2f}x" if b.tokens_per_s else "baseline: no tokens"
+    return (f"{r.example.name:<9} {shown(r.path)}: {r.size / 1024:.0f} KiB · {s.n_rounds} rounds · {s.n_new_tokens} "
+            f"tokens · acceptance {s.acceptance_rate:.2f} · {s.tokens_per_pass:.2f} tokens/pass · "
+            f"{rejections(r.trace)} rejections · K {sorted({x.k for x in r.trace.rounds})} · {speedup}")
 
 
 def _print_progress(fraction: float, message: str) -> None:

@@ -150,6 +150,11 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) 
                 prompt = gr.Textbox(label="Prompt", value=EXAMPLES["code"], lines=2, max_lines=6, elem_id="prompt")
                 gr.Examples([[text] for text in EXAMPLES.values()], inputs=[prompt], label="Example prompts",
                             example_labels=[f"{name}: {text}" for name, text in EXAMPLES.items()])
+                # the shipped recordings (examples.EXAMPLES), opened by index; the status says what each shows
+                examples = gr.Dataset(
+                    components=["textbox"], samples=[[e.title] for e in RECORDED.values()], type="index",
+                    label="Recorded examples (real runs of the packaged pair: open one, no model needed)",
+                    elem_id="recorded-examples", samples_per_page=len(RECORDED))
             with gr.Column(scale=1, min_width=200):
                 generate = gr.Button("Generate", variant="primary", elem_id="generate")
                 baseline = gr.Button("Baseline", elem_id="baseline")
@@ -161,10 +166,6 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox) 
             info = gr.HTML(render.placeholder("Loading models…"), label="Run info", elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
                              elem_id="trace-upload", height=90, scale=0, min_width=280)
-        # the shipped recordings, one click each (by index into examples.EXAMPLES); the status says what it shows
-        examples = gr.Dataset(components=["textbox"], samples=[[e.title] for e in RECORDED.values()], type="index",
-                              label="Recorded examples (real runs of the packaged pair: open one, no model needed)",
-                              elem_id="recorded-examples", samples_per_page=len(RECORDED))
     status = gr.HTML("", label="Status", elem_id="status")
     with gr.Row(elem_id="sv-nav", equal_height=True):
         previous = gr.Button("Previous round", elem_id="prev-round", scale=0, min_width=200)

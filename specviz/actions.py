@@ -1,6 +1,6 @@
 """The page's handlers that need a model: load a pair, Generate, Baseline, and open a trace (checked against the
-pair in memory). Each returns updates by component: an error says what went wrong in the status line (and a
-toast) and leaves every other output as it was.
+pair in memory) or a shipped example (examples.py; no model consulted). Each returns updates by component: an error
+says what went wrong in the status line (and a toast) and leaves every other output as it was.
 """
 
 from __future__ import annotations

@@ -47,8 +47,9 @@ except ImportError:
         return lambda fn: fn
 
 # The GPU time a call asks ZeroGPU for, in seconds: a start (the worker moves the weights to the GPU on its first
-# call) plus a bound per generated token. The bound is the packaged 1.5B target's one-token step on this
-# project's 2-core CPU (120 ms, bfloat16; float32 is slower but a GPU never is), so any GPU stays under it.
+# call) plus an allowance per generated token. The allowance is a chosen bound, not a measurement: 0.12 s, an
+# 8 tokens/s floor, where the GPU check's side by side (tools/gpu_check.sh) gives the tokens/s to check it
+# against. ZeroGPU charges the time used, not the time asked; a lower ask queues sooner.
 GPU_START_S = 20
 GPU_S_PER_TOKEN = 0.12
 COSTS_S = 90  # the cost measurement: 27–30 s on this 2-core CPU (README, "Why it pays"), a third of this

@@ -47,8 +47,8 @@ except ImportError:
         return lambda fn: fn
 
 # The GPU time a call asks ZeroGPU for, in seconds: a start (the worker moves the weights to the GPU on its first
-# call) plus an allowance per generated token. The allowance is a chosen bound, not a measurement: 0.12 s, an
-# 8 tokens/s floor, where the GPU check's side by side (tools/gpu_check.sh) gives the tokens/s to check it
+# call) plus an allowance per generated token. The allowance is a chosen bound, not a measurement: 0.12 s (a floor
+# of 8.3 tokens/s), where the GPU check's side by side (tools/gpu_check.sh) gives the tokens/s to check it
 # against. ZeroGPU charges the time used, not the time asked; a lower ask queues sooner.
 GPU_START_S = 20
 GPU_S_PER_TOKEN = 0.12

@@ -127,7 +127,7 @@ class EngineRef:
     preset: str
 
     def engine(self) -> Engine:
-        return LOADERS[self.loader](self.preset, None)  # loaded already: a loader returns its cached pair
+        return LOADERS[self.loader](self.preset, lambda *_: None)  # loaded already: its cached pair comes back
 
 
 def engine_ref(get_engine: EngineLoader, preset: str) -> EngineRef:

@@ -21,7 +21,7 @@ from .errors import message_of
 from .examples import EXAMPLES, FIRST, ExampleError, load_example
 from .inputs import check_preset, check_prompt, settings_from
 from .options import DRAFTERS, short_repr
-from .serving import EngineLoader, Runs, run_baseline, stream_traces
+from .serving import EngineLoader, EngineRef, Runs, engine_ref, run_baseline, stream_traces
 from .trace import Trace
 from .quiz import QuizState, check_quiz, quiz_from_dict
 from .trace_io import check_tokenizer, pack_file, read_lecture, trace_file, trace_settings
@@ -121,18 +121,20 @@ class ModelActions:
             yield self.problem(message_of(e))
             return
         with self.runs.running(request.session_hash if request else None) as stop:
-            yield from self._stream(engine, prompt, settings, bool(lecture), stop)
+            yield from self._stream(engine, engine_ref(self.get_engine, preset), prompt, settings, bool(lecture),
+                                    stop)
 
     def stop(self, request: gr.Request = None):
         """Pressing Generate during a run: the running one stops after its current round (see Runs)."""
         self.runs.stop(request.session_hash if request else None)
 
-    def _stream(self, engine: Engine, prompt: str, settings: RunSettings, lecture: bool, stop: threading.Event):
+    def _stream(self, engine: Engine, ref: EngineRef, prompt: str, settings: RunSettings, lecture: bool,
+                stop: threading.Event):
         """Generate's frames. A failure or a stop mid-run keeps the rounds so far: the last frame puts them in
         the trace state (viewable, downloadable) and says what happened."""
         out, info, started, shown = self.out, engine_info(engine, settings.drafter), time.perf_counter(), 0.0
         latest = failure = None
-        with closing(stream_traces(engine, prompt, settings)) as traces:  # closed at once, also when the tab is
+        with closing(stream_traces(ref, prompt, settings)) as traces:  # closed at once, also when the tab is
             try:
                 for latest in traces:
                     if stop.is_set():
@@ -178,7 +180,7 @@ class ModelActions:
                                  f"pair's target is {engine.target_name}; pick the pair it was recorded with")
             check_tokenizer(trace, engine)
             progress(0.5, desc="running the target alone")
-            result = run_baseline(engine, trace.prompt, trace_settings(trace))
+            result = run_baseline(engine_ref(self.get_engine, preset), trace.prompt, trace_settings(trace))
         except Exception as e:
             return self.problem(message_of(e))
         timed = dataclasses.replace(trace, baseline=result)

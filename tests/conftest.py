@@ -27,6 +27,10 @@ from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 from specviz.engine import Engine, RunSettings
 from specviz.trace import load_trace
 
+# The device the device-aware tests run on: cpu unless told (tools/gpu_check.py runs them with cuda). The real-pair
+# tests take it too, where unset meaning auto (cuda → mps → cpu), as the app does.
+TEST_DEVICE = os.environ.get("SPECVIZ_TEST_DEVICE", "")
+
 CHARS = string.ascii_letters + string.digits + " .,:;()=+-*/\n'\"_<>"
 EOS = "<eos>"
 

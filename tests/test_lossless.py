@@ -15,6 +15,9 @@ from specviz.engine import RunSettings
 from specviz.quant import quantize_linears
 from specviz.sampling import SamplingSettings, sample, verify, warp
 
+from conftest import TEST_DEVICE
+
+DEVICE = TEST_DEVICE or "cpu"
 PROMPT = "def f"
 N_RUNS = 600  # seeds 0..599: deterministic; right-sampler TV ~0.04, wrong-sampler TV ~0.17 here
 
@@ -22,10 +25,10 @@ N_RUNS = 600  # seeds 0..599: deterministic; right-sampler TV ~0.04, wrong-sampl
 def exact_second_token(engine, ids, sampling):
     """p(y2) = sum over x of p(x | prompt) * p(y | prompt, x), from the target alone."""
     with torch.inference_mode():
-        p1 = warp(engine.target(torch.tensor([ids])).logits[0, -1:], sampling)[0]
-        batch = torch.tensor([ids + [x] for x in range(p1.shape[0])])
+        p1 = warp(engine.target(torch.tensor([ids], device=DEVICE)).logits[0, -1:], sampling)[0]
+        batch = torch.tensor([ids + [x] for x in range(p1.shape[0])], device=DEVICE)
         p2_given = warp(engine.target(batch).logits[:, -1], sampling)
-    return p1, p1 @ p2_given
+    return p1.cpu(), (p1 @ p2_given).cpu()
 
 
 def empirical(engine, settings, n):
@@ -67,12 +70,18 @@ def make_setup(draft, target, tokenizer):
 
 @pytest.fixture(scope="module")
 def setup(tiny_pair, tokenizer):
-    return make_setup(*tiny_pair, tokenizer)
+    """On DEVICE (SPECVIZ_TEST_DEVICE): the same models, copied there."""
+    draft, target = tiny_pair
+    if DEVICE != "cpu":
+        draft, target = copy.deepcopy(draft).to(DEVICE), copy.deepcopy(target).to(DEVICE)
+    return make_setup(draft, target, tokenizer)
 
 
 @pytest.fixture(scope="module")
 def setup_int8(tiny_pair, tokenizer):
     """Any draft must give the target's output: also the int8 draft the app uses on CPU."""
+    if DEVICE != "cpu":
+        pytest.skip("int8 draft weights are CPU-only")
     draft, target = tiny_pair
     return make_setup(quantize_linears(copy.deepcopy(draft)), target, tokenizer)
 

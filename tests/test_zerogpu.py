@@ -170,7 +170,7 @@ def _page_outputs(zero):
 
     with gr.Blocks():
         return zero.actions.RunOutputs(gr.State(), gr.HTML(), gr.HTML(), gr.DownloadButton(),
-                                       RoundView(*(gr.HTML() for _ in fields(RoundView))))
+                                       RoundView(*(gr.HTML() for _ in fields(RoundView))), gr.Checkbox())
 
 
 def test_streaming_generate_and_baseline_cross_as_plain_data(zero, loader):

@@ -7,9 +7,10 @@
 
 Invariant between rounds: `ids` holds prompt + committed tokens; each model's KV cache holds every token of
 `ids` but the last, at most. A model's next forward pass feeds exactly the tokens its cache lacks, so no round
-re-encodes the prefix, and rollback is one crop to the accepted length. The caches start empty, so round 1's
-passes are the prefill: the draft's first step and the target's verify pass each encode the prompt once
-(as transformers' assisted generation does), which saves a separate prefill pass per model.
+re-encodes the prefix, and rollback is one crop to the accepted length. The caches start empty: round 1 is the
+target's own prefill (no drafts; its one token is sampled from the target's prompt logits, exactly as target-only
+decoding's first step), so the first token comes as fast as the target alone gives it, and the draft encodes the
+prompt in round 2's first draft step. Each model encodes the prompt once, with no pass of its own for it.
 """
 
 from __future__ import annotations
@@ -216,7 +217,9 @@ class SpeculativeRun:
     def _round(self) -> Round:
         e, s = self.e, self.s
         left = self.s.max_new_tokens - self.n_new
-        k = min(s.k, left - 1)  # a round yields at most k+1 tokens: never draft past max_new_tokens
+        # A round yields at most k+1 tokens: never draft past max_new_tokens. Round 1 drafts nothing: it is the
+        # target's prefill, whose token needs no draft (the first token waits for no draft pass).
+        k = min(s.k, left - 1) if self.rounds else 0
 
         # 1. Draft: k tokens one at a time, each sampled from q, the warped draft distribution.
         before = self._cache_lengths()
@@ -253,8 +256,8 @@ class SpeculativeRun:
             return self._lookup_draft(k)
         drafts, qs, alive = [], [], 1.0
         for _ in range(k):
-            # The draft cache lacks the whole prompt in round 1, later 1 token (usual) or 2 (after a clean sweep:
-            # the last draft and the bonus).
+            # The draft cache lacks the prompt and the first token in round 2, later 1 token (usual) or 2 (after a
+            # clean sweep: the last draft and the bonus).
             feed = (self.ids + drafts)[self.draft_cache.get_seq_length():]
             logits = forward(self.e.draft, feed, self.draft_cache, 1)[:, :self.e.vocab]
             row = warp(logits, self.s.sampling)[0]

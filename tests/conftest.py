@@ -94,7 +94,7 @@ def trace(tiny_pair, tokenizer):
 @pytest.fixture(scope="module")
 def lookup_trace(tiny_pair, tokenizer):
     """A sampled prompt-lookup run on tiny models: copied drafts accepted, rejected and discarded, bonus tokens,
-    and rounds that draft nothing because the last token has no earlier match (round 1: ":" is new)."""
+    and rounds after the first that draft nothing because the last token has no earlier match."""
     draft, target = tiny_pair
     engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
     return engine.run("def fib(n):", RunSettings(k=4, temperature=1.0, seed=0, max_new_tokens=24, drafter="lookup"))

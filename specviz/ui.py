@@ -110,23 +110,29 @@ def _header() -> tuple[gr.Checkbox, gr.Checkbox]:
 
 
 def _settings_row(presets: dict[str, str], default_preset: str):
-    """The pair and every setting of a run. -> preset, Settings, drafter, adaptive"""
-    preset = gr.Dropdown([(label, name) for name, label in presets.items()], value=default_preset,
-                         label="Draft → target pair", elem_id="preset", scale=3, min_width=260)
-    settings = Settings(
-        k=gr.Slider(**limits("k"), value=4, step=1, label="K (draft tokens per round)", elem_id="k", min_width=160),
-        temperature=gr.Slider(**limits("temperature"), value=0.7, step=0.05, label="Temperature (0 = greedy)",
-                              elem_id="temperature", min_width=160),
-        top_p=gr.Slider(**limits("top_p"), value=1.0, step=0.05, label="top-p", elem_id="top-p", min_width=120),
-        top_k=gr.Number(0, **limits("top_k"), precision=0, label="top-k (0 = off)", elem_id="top-k", min_width=100),
-        seed=gr.Number(0, **limits("seed"), precision=0, label="Seed", elem_id="seed", min_width=100),
-        max_new_tokens=gr.Slider(**limits("max_new_tokens"), value=64, step=1, label="Max new tokens",
-                                 elem_id="max-new-tokens", min_width=160))
-    drafter = gr.Radio([(label, name) for name, label in DRAFTERS.items()], value="model", label="Drafter",
-                       elem_id="drafter", min_width=200)
-    adaptive = gr.Checkbox(False, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
-                           info="stop drafting once the product of the draft's own probabilities of its "
-                                "drafts falls below 0.25", min_width=200)
+    """The pair and every setting of a run, in two rows: in one row, below 1920 px wide the last columns were
+    squeezed to a word per line and the pair's name was cut off. The minimum widths of each row fit a 1024 px
+    window (tests/test_lecture_browser.py checks 1024 to 1920). -> preset, Settings, drafter, adaptive"""
+    with gr.Row(equal_height=True):
+        preset = gr.Dropdown([(label, name) for name, label in presets.items()], value=default_preset,
+                             label="Draft → target pair", elem_id="preset", scale=3, min_width=420)
+        drafter = gr.Radio([(label, name) for name, label in DRAFTERS.items()], value="model", label="Drafter",
+                           elem_id="drafter", scale=1, min_width=200)
+        adaptive = gr.Checkbox(False, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
+                               info="stop drafting once the product of the draft's own probabilities of its "
+                                    "drafts falls below 0.25", scale=2, min_width=260)
+    with gr.Row():
+        settings = Settings(
+            k=gr.Slider(**limits("k"), value=4, step=1, label="K (draft tokens per round)", elem_id="k",
+                        min_width=160),
+            temperature=gr.Slider(**limits("temperature"), value=0.7, step=0.05, label="Temperature (0 = greedy)",
+                                  elem_id="temperature", min_width=170),
+            top_p=gr.Slider(**limits("top_p"), value=1.0, step=0.05, label="top-p", elem_id="top-p", min_width=120),
+            top_k=gr.Number(0, **limits("top_k"), precision=0, label="top-k (0 = off)", elem_id="top-k",
+                            min_width=120),
+            seed=gr.Number(0, **limits("seed"), precision=0, label="Seed", elem_id="seed", min_width=100),
+            max_new_tokens=gr.Slider(**limits("max_new_tokens"), value=64, step=1, label="Max new tokens",
+                                     elem_id="max-new-tokens", min_width=160))
     return preset, settings, drafter, adaptive
 
 
@@ -153,7 +159,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
                     components=["textbox"], samples=[[e.title] for e in RECORDED.values()], type="index",
                     label="Recorded examples (real runs of the packaged pair: open one, no model needed)",
                     elem_id="recorded-examples", samples_per_page=len(RECORDED))
-            with gr.Column(scale=1, min_width=200):
+            with gr.Column(scale=1, min_width=250):  # "Download trace (JSON)" on one line
                 generate = gr.Button("Generate", variant="primary", elem_id="generate")
                 baseline = gr.Button("Baseline", elem_id="baseline")
                 download = gr.DownloadButton("Download trace (JSON)", value=None, interactive=False,
@@ -162,8 +168,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
                 pack_file = gr.File(label="Lecture pack (trace + quiz)", interactive=False, elem_id="pack-file",
                                     height=70)
                 quiz_state = gr.Textbox(visible=False)
-        with gr.Row():
-            preset, settings, drafter, adaptive = _settings_row(presets, default_preset)
+        preset, settings, drafter, adaptive = _settings_row(presets, default_preset)
         with gr.Row(equal_height=True):
             info = gr.HTML(render.placeholder("Loading models…"), label="Run info", elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
@@ -176,7 +181,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
         next_ = gr.Button("Next round", elem_id="next-round", scale=0, min_width=200)
         play = gr.Button("Play", elem_id="play", scale=0, min_width=110)
         pace = gr.Slider(0.3, 5, value=1.5, step=0.1, label="Seconds per round", elem_id="pace", scale=1,
-                         min_width=150)
+                         min_width=190)
     timer = gr.Timer(1.5, active=False)
     panels = _panels()
     panels.slider = slider
@@ -219,8 +224,11 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
                      **quick)
     # Stepping: the browser shows the round at once (each event's js, keys.js), then tells the server, which
     # moves the slider and the chart's mark. Only /show_round is public: the buttons' number is the new round.
-    p.previous.click(show_round, nav, step_view, js=STEP_JS[-1], api_name="previous_round", **private, **steps)
-    p.next.click(show_round, nav, step_view, js=STEP_JS[1], api_name="next_round", **private, **steps)
+    # "multiple": every press steps (Gradio's default drops a press while the one before awaits the server).
+    p.previous.click(show_round, nav, step_view, js=STEP_JS[-1], api_name="previous_round", trigger_mode="multiple",
+                     **private, **steps)
+    p.next.click(show_round, nav, step_view, js=STEP_JS[1], api_name="next_round", trigger_mode="multiple",
+                 **private, **steps)
     p.panels.slider.input(show_round, nav, step_view, js=SHOW_JS, api_name="show_round", trigger_mode="always_last",
                           **steps)
     player = Player(p.timer, p.play, p.panels)

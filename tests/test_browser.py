@@ -20,7 +20,8 @@ from browser_util import CHROMIUM, AppPage, launch_browser, serve  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qwen_coder_fib.json"
 XSS = "<img src=x onerror=alert(1)>"
-PANELS = ["#token-strip", "#pq-bars", "#residual", "#tokens-per-pass", "#round-explanation"]
+SHOWN = "#stage .sv-round:not([hidden])"  # the round on the stage
+PANELS = [f"{SHOWN} .sv-strip", f"{SHOWN} .sv-cards", f"{SHOWN} .sv-last", "#tokens-per-pass", f"{SHOWN} .sv-explain"]
 
 pytestmark = [
     pytest.mark.browser,
@@ -66,19 +67,21 @@ def page(browser, url, dialogs):
 def test_generate_then_step_with_buttons_and_keys(page, capsys):
     # The page opened the first recorded example by itself (AppPage waited for it): its charts draw with no Generate.
     page.wait_plotly_loaded()
-    page.wait_count("#pq-bars .js-plotly-plot", 1)
+    page.wait_count("#tokens-per-pass .js-plotly-plot", 1)
     n = page.generate("def fib(n):")
     page.wait_plotly_loaded()
     assert n >= 4 and page.round_shown() == n  # generate() waited for "Round n of n", n from the status line
+    page.wait_count("#stage .sv-round", n)  # every round is on the stage, one shown
+    page.wait_count("#stage .sv-round:not([hidden])", 1)
     for panel in PANELS:  # every panel drew something
         page.wait_nonempty(panel)
-    page.wait_text("#pq-bars", "q (draft)", "min(1,")
+    page.wait_text(f"{SHOWN} .sv-cards", "q (draft)", "p (target)", "min(1,")
     page.wait_text("#tokens-per-pass", "expected", "running mean")
-    page.wait_count("#pq-bars .js-plotly-plot", 1)
+    page.wait_count("#tokens-per-pass .js-plotly-plot", 1)
 
     page.page.click("#prev-round")
     page.wait_round(n - 1)
-    page.page.click("#token-strip")  # focus out of any field: arrows now step rounds
+    page.page.click(f"{SHOWN} .sv-strip")  # focus out of any field: arrows now step rounds
     clicks = page.nav_clicks()
     started = time.perf_counter()
     page.page.keyboard.press("ArrowLeft")
@@ -100,9 +103,9 @@ def test_generate_then_step_with_buttons_and_keys(page, capsys):
 
     page.page.click("#prev-round")
     page.wait_round(n - 1)
-    page.wait_text("#round-explanation", f"Round {n - 1}.", "target pass")
-    page.wait_match("#decisions", "→ accept|→ reject|nothing drafted")
-    page.wait_text("#residual", "p (target)")
+    page.wait_text(f"{SHOWN} .sv-explain", f"Round {n - 1}.", "target pass")
+    page.wait_match(f"{SHOWN} .sv-cards", "→ accept|→ reject|Nothing was drafted")
+    page.wait_text(f"{SHOWN} .sv-last", "p (target)")
     page.wait_text("#summary", "acceptance α")
     page.screenshot("specviz-rounds.png")
 
@@ -120,20 +123,20 @@ def test_the_strip_marks_fates_with_icons(page):
 
     page.generate("def fib(n):")  # waited for the last round's strip
     chips = page.page.eval_on_selector_all(
-        "#token-strip .sv-text .sv-tok", "els => els.map(e => [e.className, e.querySelector('.sv-icon').textContent])")
+        f"{SHOWN} .sv-text .sv-tok", "els => els.map(e => [e.className, e.querySelector('.sv-icon').textContent])")
     assert len(chips) >= 2
     for classes, icon in chips:  # "sv-tok sv-accepted" carries ✓, and so on
         assert icon == FATES[classes.split()[1].removeprefix("sv-")].icon
-    legend = page.page.locator("#token-strip .sv-legend .sv-icon").all_inner_texts()
+    legend = page.page.locator(f"{SHOWN} .sv-legend .sv-icon").all_inner_texts()
     assert legend == [style.icon for style in FATES.values()]
 
 
 def test_a_script_in_the_prompt_renders_as_text(page, dialogs):
     page.generate(XSS, max_new_tokens=8)
-    page.wait_text("#token-strip .sv-prompt", XSS)
+    page.wait_text(f"{SHOWN} .sv-prompt", XSS)
     for panel in PANELS:  # every view of the run has drawn before looking for the payload's markup
         page.wait_nonempty(panel)
-    assert page.page.locator("#token-strip img").count() == 0
+    assert page.page.locator("#stage img").count() == 0
     assert page.page.locator('img[src="x"]').count() == 0  # nowhere on the page
     page.settle(300)
     assert dialogs == []  # no alert() ran
@@ -148,12 +151,12 @@ def test_open_a_recorded_trace_and_step_it(page):
     page.wait_text("#run-info", "recorded on", "Qwen2.5-Coder-1.5B-Instruct")
     page.page.click("#next-round")
     page.wait_round(2)  # all four drafts accepted, then a bonus
-    page.wait_text("#residual", "bonus")
-    page.wait_text("#token-strip", "★")
-    page.page.click("#token-strip")
+    page.wait_text(f"{SHOWN} .sv-last", "bonus")
+    page.wait_text(f"{SHOWN} .sv-strip", "★")
+    page.page.click(f"{SHOWN} .sv-strip")
     page.page.keyboard.press("ArrowRight")
     page.wait_round(3)
-    page.wait_text("#token-strip .sv-text", "⏎", "·fibonacci")  # a newline token, a leading-space token
+    page.wait_text(f"{SHOWN} .sv-text", "⏎", "·fibonacci")  # a newline token, a leading-space token
     page.page.click("#lab-tab-button")  # on the Lab tab the arrow keys leave the rounds alone
     page.page.wait_for_selector("#next-round", state="hidden")
     clicks = page.nav_clicks()
@@ -181,9 +184,9 @@ def test_lecture_mode_enlarges_and_collapses(page):
     page.page.click("#lecture-mode input[type=checkbox]")
     page.wait_js("() => document.body.classList.contains('sv-lecture')")
     font = "(s) => parseFloat(getComputedStyle(document.querySelector(s)).fontSize)"
-    page.wait_js(f"() => ({font})('#token-strip .sv-text') >= 28 && ({font})('body') >= 20")
+    page.wait_js(f"() => ({font})('{SHOWN} .sv-text') >= 28 && ({font})('body') >= 20")
     page.wait_js("() => !document.querySelector('#prompt')?.checkVisibility()")
-    page.page.click("#token-strip")
+    page.page.click(f"{SHOWN} .sv-strip")
     page.page.keyboard.press("ArrowRight")  # keyboard-only navigation still works
     page.wait_round(2)
     page.settle(300)  # let the charts finish redrawing for the screenshot
@@ -202,13 +205,13 @@ def test_play_advances_by_itself(page):
 
 def test_the_round_view_shows_the_caches_and_the_timeline(page):
     n = page.generate("def fib(n):")
-    page.wait_text("#kv-caches", "KV caches this round", "draft", "target", "kept", "cropped")
-    page.wait_count("#kv-caches .sv-cell-new", 2, at_least=True)
+    page.wait_text(f"{SHOWN} .sv-cache", "KV caches this round", "draft", "target", "kept", "cropped")
+    page.wait_count(f"{SHOWN} .sv-cache .sv-cell-new", 2, at_least=True)
     page.wait_text("#summary", "time to first token", "decode speed")
     page.wait_text("#timeline", "Where the time goes", "press Baseline")
     page.page.click("#prev-round")
     page.wait_round(n - 1)
-    page.wait_text("#kv-caches", "The target's pass wrote")
+    page.wait_text(f"{SHOWN} .sv-cache", "The target's pass wrote")
     page.page.click("#baseline")
     page.wait_text("#timeline", "the target alone:", "target step")
     page.wait_text("#summary", " vs ", "decode speed")

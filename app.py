@@ -67,12 +67,31 @@ def load_in_background(loader, preset: str) -> threading.Thread:
     return thread
 
 
+def on_zerogpu() -> bool:
+    """Hugging Face's ZeroGPU sets SPACES_ZERO_GPU (spaces/config.py reads it the same way)."""
+    return os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true")
+
+
+def load_for_zerogpu(loader, args: argparse.Namespace) -> None:
+    """ZeroGPU's stand-in for CUDA works in the main thread only, and its GPU calls run in workers forked from
+    this process: so the pair loads here, before launch, and is the only one the page offers (a pair loaded
+    later, in a handler's thread, could not be moved to the GPU). A failure stops the start: it says why."""
+    if args.presets != [args.preset]:
+        print(f"specviz: on ZeroGPU the page offers only the pair loaded at start ({args.preset}), not "
+              f"{', '.join(name for name in args.presets if name != args.preset)}")
+    args.presets = [args.preset]
+    loader(args.preset, None)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if on_zerogpu():
+        load_for_zerogpu(default_engine_loader, args)
+    else:
+        load_in_background(default_engine_loader, args.preset)  # EngineCache: a page asking meanwhile waits for it
     labels = preset_labels()
     demo = build_demo(default_engine_loader, {name: labels[name] for name in args.presets}, args.preset,
                       concurrency=args.concurrency)
-    load_in_background(default_engine_loader, args.preset)  # EngineCache: a page asking meanwhile waits for it
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, **launch_kwargs())
 
 

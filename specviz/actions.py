@@ -1,6 +1,6 @@
 """The page's handlers that need a model: load a pair, Generate, Baseline, and open a trace (checked against the
-pair in memory). Each returns updates by component: an error says what went wrong in the status line (and a
-toast) and leaves every other output as it was.
+pair in memory) or a shipped example (examples.py; no model consulted). Each returns updates by component: an error
+says what went wrong in the status line (and a toast) and leaves every other output as it was.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ import gradio as gr
 from . import charts, render
 from .engine import Engine, RunSettings
 from .errors import message_of
+from .examples import EXAMPLES, FIRST, ExampleError, load_example
 from .inputs import check_preset, check_prompt, settings_from
-from .options import DRAFTERS
-from .serving import EngineLoader, Runs, run_baseline, stream_traces
+from .options import DRAFTERS, short_repr
+from .serving import EngineLoader, EngineRef, Runs, engine_ref, run_baseline, stream_traces
 from .trace import Trace
-from .quiz import check_quiz, quiz_from_dict
+from .quiz import QuizState, check_quiz, quiz_from_dict
 from .trace_io import check_tokenizer, pack_file, read_lecture, trace_file, trace_settings
 from .views import RoundView, round_view
 
@@ -101,6 +102,12 @@ class ModelActions:
             gr.Warning(html.escape(message_of(e)))
             return render.placeholder("No model pair loaded."), render.status(message_of(e), "error")
 
+    def show_model_pair_first(self, preset, progress=gr.Progress()):
+        """The page's first load: as show_model_pair, but a success leaves the status line alone, since it
+        describes the recorded example the page opened meanwhile. -> info, status"""
+        info, status = self.show_model_pair(preset, progress)
+        return info, status or gr.skip()
+
     def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture,
                  drafter="model", adaptive=False, progress=gr.Progress(), request: gr.Request = None):
         """The trace and the round view after each round (at most every MIN_FRAME_S), then once more. The
@@ -114,18 +121,20 @@ class ModelActions:
             yield self.problem(message_of(e))
             return
         with self.runs.running(request.session_hash if request else None) as stop:
-            yield from self._stream(engine, prompt, settings, bool(lecture), stop)
+            yield from self._stream(engine, engine_ref(self.get_engine, preset), prompt, settings, bool(lecture),
+                                    stop)
 
     def stop(self, request: gr.Request = None):
         """Pressing Generate during a run: the running one stops after its current round (see Runs)."""
         self.runs.stop(request.session_hash if request else None)
 
-    def _stream(self, engine: Engine, prompt: str, settings: RunSettings, lecture: bool, stop: threading.Event):
+    def _stream(self, engine: Engine, ref: EngineRef, prompt: str, settings: RunSettings, lecture: bool,
+                stop: threading.Event):
         """Generate's frames. A failure or a stop mid-run keeps the rounds so far: the last frame puts them in
         the trace state (viewable, downloadable) and says what happened."""
         out, info, started, shown = self.out, engine_info(engine, settings.drafter), time.perf_counter(), 0.0
         latest = failure = None
-        with closing(stream_traces(engine, prompt, settings)) as traces:  # closed at once, also when the tab is
+        with closing(stream_traces(ref, prompt, settings)) as traces:  # closed at once, also when the tab is
             try:
                 for latest in traces:
                     if stop.is_set():
@@ -171,7 +180,7 @@ class ModelActions:
                                  f"pair's target is {engine.target_name}; pick the pair it was recorded with")
             check_tokenizer(trace, engine)
             progress(0.5, desc="running the target alone")
-            result = run_baseline(engine, trace.prompt, trace_settings(trace))
+            result = run_baseline(engine_ref(self.get_engine, preset), trace.prompt, trace_settings(trace))
         except Exception as e:
             return self.problem(message_of(e))
         timed = dataclasses.replace(trace, baseline=result)
@@ -197,12 +206,37 @@ class ModelActions:
         other = engine is not None and engine.target_name != trace.target_model
         note = f" It was recorded with {trace.target_model}: Baseline needs that pair." if other else ""
         what = "a lecture pack" if quiz else "a trace"
-        opened = render.status(f"Opened {what} of {len(trace.rounds)} rounds (no model needed to step through "
-                               f"it).{note}", "done")
+        return self.show_trace(trace, lecture, f"Opened {what} of {len(trace.rounds)} rounds (no model needed to "
+                                               f"step through it).{note}", quiz)
+
+    def open_example(self, index, lecture):
+        """The gallery's example number `index` (0-based, in examples.EXAMPLES' order), shown as an uploaded trace
+        is. It consults no model: the page opens one while the models are still preparing."""
+        names = list(EXAMPLES)
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(names):
+            return self.problem(f"there is no recorded example number {short_repr(index)}; the gallery has "
+                                f"{len(names)} (0 to {len(names) - 1})")
+        try:
+            trace = load_example(names[index])
+        except ExampleError as e:
+            return self.problem(f"Could not open the example: {e}")
+        example, baseline = EXAMPLES[names[index]], "with" if trace.baseline else "without"
+        return self.show_trace(trace, lecture, f"Recorded example “{example.title}” ({len(trace.rounds)} rounds, "
+                                               f"{baseline} its target-only baseline; no model needed to step "
+                                               f"through it): {example.description}")
+
+    def open_first_example(self, lecture):
+        """The page's first load opens examples.FIRST at once, so the page is never empty while models prepare."""
+        return self.open_example(list(EXAMPLES).index(FIRST), lecture)
+
+    def show_trace(self, trace: Trace, lecture, message: str, quiz: QuizState | None = None) -> dict:
+        """A recorded trace (an upload or a shipped example) shown at round 1, `message` in the status line; a
+        lecture pack's trace as its quiz left it (the round, the answers and reveals, quiz mode on or off)."""
         out = self.out
         quiz_on = {out.quiz: quiz.on} if quiz else {}
-        return {out.trace: trace, out.status: opened, out.info: trace_info(trace), out.download: download(trace),
-                **quiz_on, **round_view(trace, quiz.current if quiz else 1, lecture, quiz).updates(out.panels)}
+        return {out.trace: trace, out.status: render.status(message, "done"), out.info: trace_info(trace),
+                out.download: download(trace), **quiz_on,
+                **round_view(trace, quiz.current if quiz else 1, lecture, quiz).updates(out.panels)}
 
 
 def lecture_pack(trace, quiz_json):

@@ -1,10 +1,13 @@
 """`python -m specviz bench`: measured speedups side by side, in one run, on one machine.
 
-For each prompt type (code, factual, story, rewrite) it times, after one warm-up, with repeats, reporting medians:
-target-only decoding; specviz with the draft model for each K (greedy and sampled); specviz with prompt lookup;
-transformers' own assisted generation (and its prompt lookup) as the peer. Per configuration: tokens/s, speedup
-over target-only from the same run, acceptance α, tokens per target pass, cost ratio c, and the predicted
-speedup E/(K·c+v) beside the measured one. Writes results.json, report.md and chart.html to --out.
+For each prompt type (code, factual, story, rewrite) it times, after one warm-up, with repeats: target-only
+decoding; specviz with the draft model for each K (greedy and sampled); specviz with prompt lookup; transformers'
+own assisted generation (and its prompt lookup) as the peer, also with specviz's draft at specviz's K (like for
+like). The configurations take turns per prompt and repeat (A B C A B C …), so a slow minute on a shared machine
+hits all of them; each median is shown with its min–max, and a speedup is the median of run-by-run ratios to the
+target-only run of the same turn. Per configuration: tokens/s, speedup, acceptance α, tokens per target pass, cost
+ratio c, and the predicted speedup E/(K·c+v) beside the measured one. Writes results.json, report.md and
+chart.html to --out.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import json
 import platform
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -24,7 +27,7 @@ from .engine import Engine, RunSettings
 from .quant import int8_name, quantize_linears, use_int8
 from .options import CODE_PROMPT, DRAFT_WEIGHTS, DTYPE_CHOICES, STORY_PROMPT
 from .explorer import SteadyState, steady_state
-from .trace import acceptance_rate, decode_speed, step_times
+from .trace import acceptance_rate, baseline_decode_speed, decode_speed, step_times, target_step_time
 
 PROMPTS = {
     "code": [CODE_PROMPT,
@@ -60,6 +63,8 @@ class Row:
     # is latency (TTFT), not throughput, and the prediction models only the steady state it is compared with.
     decode_speedup: float | None = None
     v: float | None = None  # the verify pass over one target-only step (1: memory-bound ideal)
+    spreads: dict[str, list[float]] = field(default_factory=dict)  # figure -> [min, max] over the runs (tps,
+    #                                                                 speedup, ttft, …) whose median the row holds
 
 
 def add_bench_args(p: argparse.ArgumentParser) -> None:
@@ -132,76 +137,97 @@ def _tiny_engine() -> Engine:
                   Qwen2ForCausalLM(Qwen2Config(num_hidden_layers=2, **cfg)).eval(), tok, "tiny-1L", "tiny-2L")
 
 
-def _repeated(fn, repeats: int) -> list:
-    """The results of `repeats` calls of fn (callers take the median); the engine was warmed up once at the start."""
-    return [fn() for _ in range(repeats)]
+def interleaved(configs: dict, prompts: list[str], repeats: int) -> dict[str, list]:
+    """Each configuration once per prompt and repeat, in turn (A B C A B C …), so a slow minute on a shared
+    machine hits every configuration alike and the ratios hold; {name: results in call order}."""
+    results = {name: [] for name in configs}
+    for prompt in prompts:
+        for _ in range(repeats):
+            for name, run in configs.items():
+                results[name].append(run(prompt))
+    return results
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """(median, min, max): the spread beside every median the report shows."""
+    return statistics.median(values), min(values), max(values)
 
 
 def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature, peer=True,
               peer_draft=None) -> list[Row]:
-    """peer_draft: the draft transformers is given (default: the engine's); when it differs from the
-    engine's (specviz runs an int8 draft), a row of transformers with the engine's draft shows how much of
-    the difference is the lighter draft and how much the loop."""
+    """peer_draft: the draft transformers is given as its users would run it (default: the engine's); transformers
+    also runs with the engine's own draft at K = 4, like for like with specviz K=4 (and, when peer_draft differs,
+    at its default K too, which splits the gain between the lighter draft and the loop)."""
     peer_draft = engine.draft if peer_draft is None else peer_draft
-    peers = [("transformers assisted (default K)", "heuristic", peer_draft),
-             ("transformers assisted K=4", "constant", peer_draft),
-             ("transformers prompt lookup", "lookup", None)]
-    if peer_draft is not engine.draft:
-        peers.append(("transformers assisted (default K), int8 draft", "heuristic", engine.draft))
+    peers = {"transformers assisted (default K)": ("heuristic", peer_draft),
+             "transformers assisted K=4": ("constant", peer_draft),
+             "transformers prompt lookup": ("lookup", None)} if peer else {}
+    if peer and peer_draft is not engine.draft:
+        peers["transformers assisted (default K), specviz's draft"] = ("heuristic", engine.draft)
+        peers[SAME_DRAFT_PEER] = ("constant", engine.draft)
     rows = []
     for ptype in types:
-        prompts = PROMPTS[ptype][:per_type]
         for mode in modes:
             temp = 0.0 if mode == "greedy" else temperature
-            base = _target_only_figures(engine, prompts, repeats, max_new, temp)
-            rows.append(Row(ptype, "target-only", mode, None, base["tps"], 1.0, ttft_s=base["ttft"]))
-            for drafter in ("model", "lookup"):
-                for k in ks[drafter]:
-                    r = _speculative_figures(engine, prompts, repeats, max_new, temp, k, drafter, base["step"])
-                    name = f"specviz K={k}" if drafter == "model" else f"specviz lookup K={k}"
-                    rows.append(Row(ptype, name, mode, k, r["tps"], r["tps"] / base["tps"], r["alpha"], r["tpp"],
-                                    r["c"], r["predicted"], r["ttft"], r["decode_tps"] * base["step"], r["v"]))
-                    print(f"{ptype:8} {mode:7} {name:22} {r['tps']:6.2f} tok/s  x{r['tps'] / base['tps']:.2f}",
-                          flush=True)
-                if drafter == "model":
-                    kmax = ks.get("adaptive", max(ks["model"]))
-                    adaptive = _speculative_figures(engine, prompts, repeats, max_new, temp, kmax, "model", base["step"],
-                                        adaptive=True)
-                    rows.append(Row(ptype, f"specviz adaptive K≤{kmax}", mode, adaptive["mean_k"],
-                                    adaptive["tps"], adaptive["tps"] / base["tps"], adaptive["alpha"],
-                                    adaptive["tpp"], adaptive["c"], adaptive["predicted"], adaptive["ttft"],
-                                    adaptive["decode_tps"] * base["step"], adaptive["v"]))
-            if peer:
-                hf_base = _transformers_tokens_per_s(engine, prompts, repeats, max_new, temp, None)
-                for label, kind, assistant in peers:
-                    tps = _transformers_tokens_per_s(engine, prompts, repeats, max_new, temp, kind, assistant)
-                    rows.append(Row(ptype, label, mode, None, tps, tps / base["tps"]))
-                    print(f"{ptype:8} {mode:7} {label:22} {tps:6.2f} tok/s  x{tps / base['tps']:.2f}", flush=True)
-                rows.append(Row(ptype, "transformers target-only", mode, None, hf_base, hf_base / base["tps"]))
+            configs = _configs(engine, ks, peers, max_new, temp)
+            results = interleaved(configs, PROMPTS[ptype][:per_type], repeats)
+            rows += _rows(ptype, mode, ks, results)
+            for r in rows[-len(configs):]:
+                print(f"{ptype:8} {mode:7} {r.config:40} {r.tokens_per_s:6.2f} tok/s  x{r.speedup:.2f}", flush=True)
     return rows
 
 
-def _target_only_figures(engine, prompts, repeats, max_new, temp):
-    """Target-only: tokens/s, time to first token, and the time of one decoding step after the prompt."""
-    tps, ttft, step = [], [], []
-    for prompt in prompts:
-        s = RunSettings(k=1, temperature=temp, max_new_tokens=max_new)
-        for b in _repeated(lambda: engine.baseline(prompt, s), repeats):
-            tps.append(b.tokens_per_s)
-            ttft.append(b.first_token_time_s)
-            step.append((b.total_time_s - b.first_token_time_s) / max(1, len(b.output_token_ids) - 1))
-    return {"tps": statistics.median(tps), "ttft": statistics.median(ttft), "step": statistics.median(step)}
+SAME_DRAFT_PEER = "transformers assisted K=4, specviz's draft"
 
 
-def _speculative_figures(engine, prompts, repeats, max_new, temp, k, drafter, target_step, adaptive=False, details=True):
-    """Median figures of specviz runs (see trace_figures)."""
-    out = {}
-    for prompt in prompts:
-        s = RunSettings(k=k, temperature=temp, max_new_tokens=max_new, drafter=drafter, adaptive=adaptive)
-        for t in _repeated(lambda: engine.run(prompt, s, details=details), repeats):
-            for key, value in trace_figures(t, target_step).items():
-                out.setdefault(key, []).append(value)
-    return {key: statistics.median(v) for key, v in out.items()}
+def _configs(engine, ks, peers, max_new, temp) -> dict:
+    """{name: prompt -> one run's result}: a Baseline (target-only), a Trace (specviz) or tokens/s (transformers)."""
+    def specviz(k, drafter="model", adaptive=False):
+        return lambda prompt: engine.run(prompt, RunSettings(k=k, temperature=temp, max_new_tokens=max_new,
+                                                             drafter=drafter, adaptive=adaptive))
+
+    configs = {"target-only": lambda prompt: engine.baseline(prompt, RunSettings(k=1, temperature=temp,
+                                                                                  max_new_tokens=max_new))}
+    configs.update({f"specviz K={k}": specviz(k) for k in ks["model"]})
+    kmax = ks.get("adaptive", max(ks["model"]))
+    configs[f"specviz adaptive K≤{kmax}"] = specviz(kmax, adaptive=True)
+    configs.update({f"specviz lookup K={k}": specviz(k, "lookup") for k in ks["lookup"]})
+    for name, (kind, assistant) in peers.items():
+        configs[name] = lambda prompt, kind=kind, assistant=assistant: _transformers_tokens_per_s(
+            engine, prompt, max_new, temp, kind, assistant)
+    if peers:
+        configs["transformers target-only"] = lambda prompt: _transformers_tokens_per_s(engine, prompt, max_new, temp,
+                                                                                         None)
+    return configs
+
+
+def _rows(ptype, mode, ks, results: dict) -> list[Row]:
+    """One row per configuration: medians with their min–max; speedups are run-by-run ratios to the target-only
+    run of the same prompt and turn, so both timings share their minute."""
+    bases = results.pop("target-only")
+    step = statistics.median(target_step_time(b) or b.total_time_s for b in bases)  # the Lab's step time
+    base_tps = [b.tokens_per_s for b in bases]
+    base_decode = [baseline_decode_speed(b) or b.tokens_per_s for b in bases]
+    rows = [_row(ptype, mode, "target-only", None, {"tps": base_tps, "ttft": [b.first_token_time_s for b in bases]},
+                 base_tps)]
+    for name, runs in results.items():
+        if not name.startswith("specviz"):
+            rows.append(_row(ptype, mode, name, None, {"tps": runs}, base_tps))
+            continue
+        figures = [trace_figures(t, step) for t in runs]
+        values = {key: [f[key] for f in figures] for key in figures[0]}
+        values["decode_speedup"] = [f["decode_tps"] / b for f, b in zip(figures, base_decode)]
+        k = statistics.median(values["mean_k"]) if "adaptive" in name else int(name.rsplit("=", 1)[1])
+        rows.append(_row(ptype, mode, name, k, values, base_tps))
+    return rows
+
+
+def _row(ptype, mode, name, k, values: dict, base_tps: list[float]) -> Row:
+    values = {**values, "speedup": [t / b for t, b in zip(values["tps"], base_tps)]}
+    med = {key: statistics.median(v) for key, v in values.items()}
+    return Row(ptype, name, mode, k, med["tps"], med["speedup"], med.get("alpha"), med.get("tpp"), med.get("c"),
+               med.get("predicted"), med.get("ttft"), med.get("decode_speedup"), med.get("v"),
+               spreads={key: [min(v), max(v)] for key, v in values.items() if key != "mean_k"})
 
 
 def trace_figures(t, target_step: float) -> dict:
@@ -217,41 +243,42 @@ def trace_figures(t, target_step: float) -> dict:
             "decode_tps": decode_speed(t) or m.tokens_per_s}
 
 
-def _transformers_tokens_per_s(engine, prompts, repeats, max_new, temp, kind, assistant=None) -> float:
-    """transformers' generate: target-only (kind None), assisted by `assistant`, or prompt lookup."""
-    tps = []
-    for prompt in prompts:
-        ids = torch.tensor([engine.encode(prompt, RunSettings(max_new_tokens=max_new))], device=engine.device)
-        kwargs = dict(max_new_tokens=max_new, do_sample=temp > 0, pad_token_id=next(iter(engine.eos_ids)))
-        if temp > 0:
-            kwargs.update(temperature=temp, top_k=0, top_p=1.0)
-        if kind in ("heuristic", "constant"):
-            kwargs["assistant_model"] = assistant
-        if kind == "lookup":
-            kwargs["prompt_lookup_num_tokens"] = 4
-        gc = (assistant or engine.draft).generation_config
-        saved = (getattr(gc, "num_assistant_tokens", 20), getattr(gc, "num_assistant_tokens_schedule", "constant"))
-        if kind == "constant":
-            gc.num_assistant_tokens, gc.num_assistant_tokens_schedule = 4, "constant"
-
-        def once():
-            torch.manual_seed(0)
-            t0 = time.perf_counter()
-            with torch.inference_mode():
-                out = engine.target.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
-            return (out.shape[1] - ids.shape[1]) / (time.perf_counter() - t0)
-        try:
-            tps.extend(_repeated(once, repeats))
-        finally:
-            gc.num_assistant_tokens, gc.num_assistant_tokens_schedule = saved
-    return statistics.median(tps)
+def _transformers_tokens_per_s(engine, prompt, max_new, temp, kind, assistant=None) -> float:
+    """One call of transformers' generate: target-only (kind None), assisted by `assistant` (its heuristic K, or a
+    constant K = 4), or prompt lookup. Tokens/s."""
+    ids = torch.tensor([engine.encode(prompt, RunSettings(max_new_tokens=max_new))], device=engine.device)
+    kwargs = dict(max_new_tokens=max_new, min_new_tokens=max_new, do_sample=temp > 0,
+                  pad_token_id=next(iter(engine.eos_ids)))
+    if temp > 0:
+        kwargs.update(temperature=temp, top_k=0, top_p=1.0)
+    if kind in ("heuristic", "constant"):
+        kwargs["assistant_model"] = assistant
+    if kind == "lookup":
+        kwargs["prompt_lookup_num_tokens"] = 4
+    gc = (assistant or engine.draft).generation_config
+    saved = (getattr(gc, "num_assistant_tokens", 20), getattr(gc, "num_assistant_tokens_schedule", "constant"))
+    if kind == "constant":
+        gc.num_assistant_tokens, gc.num_assistant_tokens_schedule = 4, "constant"
+    try:  # restored after every call: transformers writes its adjusted K back, and each call starts afresh
+        torch.manual_seed(0)
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            out = engine.target.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
+        return (out.shape[1] - ids.shape[1]) / (time.perf_counter() - t0)
+    finally:
+        gc.num_assistant_tokens, gc.num_assistant_tokens_schedule = saved
 
 
 def measure_tracing_overhead(engine, max_new, repeats) -> dict:
-    prompt = PROMPTS["code"][0]
-    traced = _speculative_figures(engine, [prompt], repeats, max_new, 0.0, 4, "model", 1.0, details=True)["tps"]
-    lean = _speculative_figures(engine, [prompt], repeats, max_new, 0.0, 4, "model", 1.0, details=False)["tps"]
-    return {"traced_tokens_per_s": traced, "untraced_tokens_per_s": lean, "overhead": 1 - traced / lean}
+    """Tokens/s with the full trace (the default) and with the minimal one (details=False), interleaved."""
+    s = RunSettings(k=4, temperature=0.0, max_new_tokens=max_new)
+    runs = interleaved({"traced": lambda p: engine.run(p, s).summary.tokens_per_s,
+                        "untraced": lambda p: engine.run(p, s, details=False).summary.tokens_per_s},
+                       [PROMPTS["code"][0]], repeats)
+    traced, lean = statistics.median(runs["traced"]), statistics.median(runs["untraced"])
+    return {"traced_tokens_per_s": traced, "untraced_tokens_per_s": lean, "overhead": 1 - traced / lean,
+            "traced_spread": [min(runs["traced"]), max(runs["traced"])],
+            "untraced_spread": [min(runs["untraced"]), max(runs["untraced"])]}
 
 
 def write_report(out: Path, rows: list[Row], extra: dict, engine, a) -> None:
@@ -272,28 +299,42 @@ def _f(x, fmt="{:.2f}"):
     return "" if x is None else fmt.format(x)
 
 
+def _m(r: Row | None, key: str, value: float | None, fmt: str = "{:.2f}") -> str:
+    """A median with its min–max over the runs: '4.10 (3.90–4.30)'."""
+    if r is None or value is None:
+        return ""
+    low, high = r.spreads.get(key, (value, value))
+    return f"{fmt.format(value)} ({fmt.format(low)}–{fmt.format(high)})"
+
+
 def markdown_report(rows: list[Row], extra: dict, env: dict) -> str:
     lines = [f"{env['draft']} → {env['target']} · {env['device']} · {env['dtype']} · torch {env['torch']} · "
              f"transformers {env['transformers']} · {env['threads']} threads · {env['max_new_tokens']} new tokens · "
-             f"median of {env['repeats']} runs after a warm-up · {env['date']}", ""]
+             f"median (min–max) of {env['repeats']} runs per prompt after a warm-up, configurations interleaved · "
+             f"{env['date']}", ""]
     lines += peer_table(rows) + [""]
     lines += ["| prompt | mode | config | tok/s | speedup | decode speedup | α | tok/pass | c | v | predicted | "
               "measured/predicted | TTFT s |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ratio = r.decode_speedup / r.predicted if r.predicted and r.decode_speedup else None
-        lines.append(f"| {r.prompt_type} | {r.mode} | {r.config} | {_f(r.tokens_per_s)} | {_f(r.speedup)}× | "
-                     f"{_f(r.decode_speedup, '{:.2f}×')} | {_f(r.alpha)} | {_f(r.tokens_per_pass)} | {_f(r.c)} | {_f(r.v)} | "
-                     f"{_f(r.predicted)} | {_f(ratio)} | {_f(r.ttft_s)} |")
-    lines += ["", f"Tracing overhead (code prompt, greedy, K=4): traced {extra['traced_tokens_per_s']:.2f} tok/s, "
-                  f"untraced {extra['untraced_tokens_per_s']:.2f} tok/s → {extra['overhead'] * 100:.1f} %", ""]
+        lines.append(f"| {r.prompt_type} | {r.mode} | {r.config} | {_m(r, 'tps', r.tokens_per_s)} | "
+                     f"{_m(r, 'speedup', r.speedup)} | {_m(r, 'decode_speedup', r.decode_speedup)} | "
+                     f"{_m(r, 'alpha', r.alpha)} | {_f(r.tokens_per_pass)} | {_m(r, 'c', r.c)} | {_m(r, 'v', r.v)} | "
+                     f"{_f(r.predicted)} | {_f(ratio)} | {_m(r, 'ttft', r.ttft_s)} |")
+    t = extra
+    lines += ["", f"Tracing overhead (code prompt, greedy, K=4, interleaved): traced {t['traced_tokens_per_s']:.2f} "
+                  f"tok/s ({t['traced_spread'][0]:.2f}–{t['traced_spread'][1]:.2f}), minimal trace "
+                  f"{t['untraced_tokens_per_s']:.2f} tok/s ({t['untraced_spread'][0]:.2f}–{t['untraced_spread'][1]:.2f})"
+                  f" → {t['overhead'] * 100:.1f} %", ""]
     return "\n".join(lines)
 
 
 def peer_table(rows: list[Row]) -> list[str]:
-    """One line per prompt type and mode: specviz adaptive and its best fixed K against transformers' settings."""
+    """One line per prompt type and mode: specviz adaptive and its best fixed K against transformers' settings,
+    and the loop like for like: specviz K=4 over transformers K=4 with the same draft."""
     lines = ["| prompt | mode | target-only tok/s | specviz adaptive | best fixed K | transformers default | "
-             "transformers K=4 | transformers, specviz's draft | adaptive ÷ best transformers |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "transformers K=4 | adaptive ÷ best transformers | like for like: specviz K=4 ÷ transformers K=4, "
+             "same draft |", "|---|---|---|---|---|---|---|---|---|"]
     for ptype, mode in dict.fromkeys((r.prompt_type, r.mode) for r in rows):
         group = {r.config: r for r in rows if (r.prompt_type, r.mode) == (ptype, mode)}
         adaptive = next((r for c, r in group.items() if c.startswith("specviz adaptive")), None)
@@ -302,14 +343,25 @@ def peer_table(rows: list[Row]) -> list[str]:
         peers = [group.get(c) for c in ("transformers assisted (default K)", "transformers assisted K=4")]
         best_peer = max((r.tokens_per_s for r in peers if r), default=None)
         ratio = f"**{adaptive.tokens_per_s / best_peer:.2f}×**" if adaptive and best_peer else ""
-        lines.append(f"| {ptype} | {mode} | {group['target-only'].tokens_per_s:.2f} | {_cell(adaptive)} | "
-                     f"{_cell(best)}{f' at K={best.k:g}' if best else ''} | {_cell(peers[0])} | {_cell(peers[1])} | "
-                     f"{_cell(group.get('transformers assisted (default K), int8 draft'))} | {ratio} |")
+        lines.append(f"| {ptype} | {mode} | {_m(group['target-only'], 'tps', group['target-only'].tokens_per_s)} | "
+                     f"{_cell(adaptive)} | {_cell(best)}{f' at K={best.k:g}' if best else ''} | {_cell(peers[0])} | "
+                     f"{_cell(peers[1])} | {ratio} | {like_for_like(group)} |")
     return lines
 
 
+def like_for_like(group: dict[str, Row]) -> str:
+    """specviz K=4 over transformers K=4 given the same draft object: the loops compared, nothing else."""
+    ours, theirs = group.get("specviz K=4"), group.get(SAME_DRAFT_PEER) or group.get("transformers assisted K=4")
+    if not (ours and theirs):
+        return ""
+    return f"**{ours.speedup / theirs.speedup:.2f}×** ({ours.tokens_per_s:.2f} vs {theirs.tokens_per_s:.2f} tok/s)"
+
+
 def _cell(r: Row | None) -> str:
-    return "" if r is None else f"{r.tokens_per_s:.2f} ({r.speedup:.2f}×)"
+    if r is None:
+        return ""
+    low, high = r.spreads.get("speedup", (r.speedup, r.speedup))
+    return f"{r.tokens_per_s:.2f} ({r.speedup:.2f}×, {low:.2f}–{high:.2f})"
 
 
 def chart_figure(rows: list[Row]):

@@ -1,4 +1,5 @@
-"""Command line: `python -m specviz run ...` (one traced run), `... bench ...` and `... costs ...`.
+"""Command line: `python -m specviz run ...` (one traced run), `... bench ...`, `... costs ...` and
+`... record-examples` (the recorded examples that ship in assets/examples/).
 
 Errors in settings, prompts or models print one line and exit with status 2.
 """
@@ -144,6 +145,47 @@ def costs_command(a: argparse.Namespace) -> int:
     return 0
 
 
+def add_record_args(p: argparse.ArgumentParser) -> None:
+    from .examples import EXAMPLES
+
+    p.add_argument("--only", nargs="+", choices=list(EXAMPLES), default=None, metavar="NAME",
+                   help=f"record only these (default: all of {', '.join(EXAMPLES)})")
+    p.add_argument("--folder", default=None, help="write the files here (default: assets/examples/)")
+
+
+def record_command(a: argparse.Namespace) -> int:
+    """Record the shipped examples on the packaged pair, each with its baseline; exit 1 if one no longer shows
+    what its description says (then change its seed or its description)."""
+    from pathlib import Path
+
+    from . import examples
+    from .engine import Engine
+    from .models import load_pair
+
+    engine = Engine.from_pair(load_pair(progress=_print_progress))
+    engine.warm_up()
+    print(f"{engine.draft_name} → {engine.target_name} · {engine.device} · {engine.dtype}", flush=True)
+    recorded = examples.record_examples(engine, a.only, Path(a.folder) if a.folder else None, _print_progress)
+    for r in recorded:
+        print(recorded_line(r))
+        if r.size > examples.MAX_EXAMPLE_BYTES:
+            print(f"  WARNING: over {examples.MAX_EXAMPLE_BYTES // 1024} KiB; lower its max_new_tokens")
+        if not r.shows:
+            print(f"  WARNING: it does not show what its description says: {r.example.description}")
+    return 0 if all(r.shows for r in recorded) else 1
+
+
+def recorded_line(r) -> str:
+    """One recorded example in numbers: where, how big, what its rounds did."""
+    from .examples import rejections, shown
+
+    s, b = r.trace.summary, r.trace.baseline
+    speedup = f"speedup {s.tokens_per_s / b.tokens_per_s:.2f}x" if b.tokens_per_s else "baseline: no tokens"
+    return (f"{r.example.name:<9} {shown(r.path)}: {r.size / 1024:.0f} KiB · {s.n_rounds} rounds · {s.n_new_tokens} "
+            f"tokens · acceptance {s.acceptance_rate:.2f} · {s.tokens_per_pass:.2f} tokens/pass · "
+            f"{rejections(r.trace)} rejections · K {sorted({x.k for x in r.trace.rounds})} · {speedup}")
+
+
 def _print_progress(fraction: float, message: str) -> None:
     print(f"[{fraction * 100:3.0f}%] {message}", file=sys.stderr, flush=True)
 
@@ -158,12 +200,15 @@ def main(argv: list[str] | None = None) -> int:
     from .bench import add_bench_args
     add_bench_args(sub.add_parser("bench", help="measure speedups (see docs/benchmarks.md)"))
     add_costs_args(sub.add_parser("costs", help="time the pair's passes against tokens and batch (the Costs tab)"))
+    add_record_args(sub.add_parser("record-examples", help="record the examples the page ships (assets/examples/)"))
     a = parser.parse_args(argv)
     try:
         if a.command == "run":
             return run_command(a)
         if a.command == "costs":
             return costs_command(a)
+        if a.command == "record-examples":
+            return record_command(a)
         from .bench import bench_command
         return bench_command(a)
     except ValueError as e:

@@ -11,7 +11,7 @@ from . import cost_charts
 from .errors import message_of
 from .lab_render import heading_html, warning_html
 from .options import MAX_K, Bound
-from .serving import MODEL_RUNS, CostCache, EngineLoader, measure_pair_costs
+from .serving import MODEL_RUNS, CostCache, EngineLoader, Step, engine_ref, measure_pair_costs
 
 EXPLAIN = (
     "To produce one token, a decoding step reads every weight of the model from memory. When few tokens go through "
@@ -34,8 +34,7 @@ def measure_handler(get_engine: EngineLoader | None, cache: CostCache):
                 raise ValueError("this page has no models to measure")
             profile = None if again else cache.get(preset)
             if profile is None:
-                engine = get_engine(preset, lambda fraction, text: progress(fraction, desc=text))
-                profile = measure_pair_costs(engine, lambda fraction, text: progress(fraction, desc=text))
+                profile = _measure(get_engine, preset, progress)
                 cache.put(preset, profile)
                 said = f"Measured {profile.target} in {profile.seconds:.0f} s."
             else:
@@ -44,6 +43,17 @@ def measure_handler(get_engine: EngineLoader | None, cache: CostCache):
             return gr.skip(), warning_html(message_of(e))
         return profile, f'<div style="font-size:18px">✓ {said}</div>'
     return measure
+
+
+def _measure(get_engine: EngineLoader, preset: str, progress):
+    """Load the pair here, outside any GPU call (on ZeroGPU a load belongs to the start), then measure it in one,
+    passing its steps on to the progress bar."""
+    get_engine(preset, lambda fraction, text: progress(fraction, desc=text))
+    for item in measure_pair_costs(engine_ref(get_engine, preset)):
+        if not isinstance(item, Step):
+            return item
+        progress(item.fraction, desc=item.text)
+    raise RuntimeError("the measurement ended without a result")
 
 
 def show_costs(profile, alpha, k):

@@ -7,9 +7,10 @@
 
 Invariant between rounds: `ids` holds prompt + committed tokens; each model's KV cache holds every token of
 `ids` but the last, at most. A model's next forward pass feeds exactly the tokens its cache lacks, so no round
-re-encodes the prefix, and rollback is one crop to the accepted length. The caches start empty, so round 1's
-passes are the prefill: the draft's first step and the target's verify pass each encode the prompt once
-(as transformers' assisted generation does), which saves a separate prefill pass per model.
+re-encodes the prefix, and rollback is one crop to the accepted length. The caches start empty: round 1 is the
+target's own prefill (no drafts; its one token is sampled from the target's prompt logits, exactly as target-only
+decoding's first step), so the first token comes as fast as the target alone gives it, and the draft encodes the
+prompt in round 2's first draft step. Each model encodes the prompt once, with no pass of its own for it.
 """
 
 from __future__ import annotations
@@ -216,7 +217,9 @@ class SpeculativeRun:
     def _round(self) -> Round:
         e, s = self.e, self.s
         left = self.s.max_new_tokens - self.n_new
-        k = min(s.k, left - 1)  # a round yields at most k+1 tokens: never draft past max_new_tokens
+        # A round yields at most k+1 tokens: never draft past max_new_tokens. Round 1 drafts nothing: it is the
+        # target's prefill, whose token needs no draft (the first token waits for no draft pass).
+        k = min(s.k, left - 1) if self.rounds else 0
 
         # 1. Draft: k tokens one at a time, each sampled from q, the warped draft distribution.
         before = self._cache_lengths()
@@ -253,12 +256,13 @@ class SpeculativeRun:
             return self._lookup_draft(k)
         drafts, qs, alive = [], [], 1.0
         for _ in range(k):
-            # The draft cache lacks the whole prompt in round 1, later 1 token (usual) or 2 (after a clean sweep:
-            # the last draft and the bonus).
+            # The draft cache lacks the prompt and the first token in round 2, later 1 token (usual) or 2 (after a
+            # clean sweep: the last draft and the bonus).
             feed = (self.ids + drafts)[self.draft_cache.get_seq_length():]
             logits = forward(self.e.draft, feed, self.draft_cache, 1)[:, :self.e.vocab]
             row = warp(logits, self.s.sampling)[0]
-            x = int(sample(row[None], self.gen)[0])
+            # A one-hot row's only sample is its argmax: greedy skips the float64 CDF over the vocabulary
+            x = int(row.argmax()) if self.s.sampling.greedy else int(sample(row[None], self.gen)[0])
             drafts.append(x)
             qs.append(row)
             if x in self.e.eos_ids:
@@ -296,26 +300,31 @@ class SpeculativeRun:
 
     def _record(self, drafts, p, q, verdict, committed, draft_time, verify_time, cache) -> Round:
         """Turn one round's tensors into a Round record (the only place that decides what is kept)."""
-        e, n = self.e, verdict.n_accepted
+        e, n, k = self.e, verdict.n_accepted, len(drafts)
+        # Every number read from the (K, V) rows in one call each, then to Python once: per-position tensor
+        # calls and float() round trips cost more than the arithmetic over the vocabulary.
+        index = torch.tensor(drafts, dtype=torch.long)
+        q_x, p_x = q[torch.arange(k), index].tolist(), p[torch.arange(k), index].tolist()
+        overlaps = torch.minimum(p[:k], q).sum(-1).tolist() if self.details and k else []
+        tops = self._tops(p[:k], q) if self.details and k else []
         positions = []
         for i, x in enumerate(drafts):
             examined = i <= n and i < len(verdict.accept_probs)
             fate = ACCEPTED if i < n else REJECTED if examined else DISCARDED
             positions.append(DraftPosition(
-                token_id=x, text=e.text(x), q=float(q[i, x]), p=float(p[i, x]), fate=fate,
+                token_id=x, text=e.text(x), q=q_x[i], p=p_x[i], fate=fate,
                 accept_prob=verdict.accept_probs[i] if examined else None,
                 uniform=verdict.uniforms[i] if examined else None,
-                overlap=float(torch.minimum(p[i], q[i]).sum()) if examined and self.details else None,
-                candidates=self._candidates(p[i], q[i]) if self.details else []))
+                overlap=overlaps[i] if examined and self.details else None,
+                candidates=self._candidates(tops[i], p[i], q[i]) if self.details else []))
         nxt = verdict.next_token
         rejected = verdict.rejected
         residual = bonus = None
         if self.details and rejected:
-            top = torch.topk(verdict.residual, min(TOP_N, e.vocab)).indices.tolist()
-            residual = [TokenProb(t, e.text(t), float(p[n, t]), float(q[n, t]), float(verdict.residual[t]))
-                        for t in top if verdict.residual[t] > 0 or t == nxt]
+            residual = self._residual_top(p[n], q[n], verdict.residual, nxt)
         if self.details and not rejected:
-            bonus = [TokenProb(t, e.text(t), float(p[n, t])) for t in torch.topk(p[n], min(TOP_N, e.vocab)).indices.tolist()]
+            top = torch.topk(p[n], min(TOP_N, e.vocab))
+            bonus = [TokenProb(t, e.text(t), pt) for t, pt in zip(top.indices.tolist(), top.values.tolist())]
         next_prob = TokenProb(nxt, e.text(nxt), float(p[n, nxt]), float(q[n, nxt]) if rejected else None,
                               float(verdict.residual[nxt]) if rejected else None)
         return Round(index=len(self.rounds), k=len(drafts), drafts=positions, n_accepted=n, next_token=next_prob,
@@ -323,11 +332,25 @@ class SpeculativeRun:
                      committed_ids=committed, draft_time_s=draft_time, verify_time_s=verify_time, stop=self.stop,
                      cache=cache)
 
-    def _candidates(self, p_row: torch.Tensor, q_row: torch.Tensor) -> list[TokenProb]:
-        """Top tokens of p and of q at one position, each with both probabilities, most likely first."""
+    def _residual_top(self, p_row, q_row, residual, chosen: int) -> list[TokenProb]:
+        """The top tokens of the residual at a rejection (those with mass, and the chosen one), with p and q."""
+        top = torch.topk(residual, min(TOP_N, self.e.vocab)).indices
+        rows = torch.stack([p_row[top], q_row[top], residual[top]]).tolist()
+        return [TokenProb(t, self.e.text(t), pt, qt, rt) for t, pt, qt, rt in zip(top.tolist(), *rows)
+                if rt > 0 or t == chosen]
+
+    def _tops(self, p: torch.Tensor, q: torch.Tensor) -> list[list[int]]:
+        """Per draft position, the ids of the top tokens of p and of q (p's first), from one topk over the rows."""
         n = min(TOP_N, self.e.vocab)
-        ids = dict.fromkeys(torch.topk(p_row, n).indices.tolist() + torch.topk(q_row, n).indices.tolist())
-        tokens = [TokenProb(t, self.e.text(t), float(p_row[t]), float(q_row[t])) for t in ids]
+        top = torch.topk(torch.cat([p, q]), n).indices.tolist()  # (2K, n): p's rows, then q's
+        return [top[i] + top[len(q) + i] for i in range(len(q))]
+
+    def _candidates(self, ids: list[int], p_row: torch.Tensor, q_row: torch.Tensor) -> list[TokenProb]:
+        """The top tokens of p and of q at one position, each with both probabilities, most likely first."""
+        ids = list(dict.fromkeys(ids))
+        index = torch.tensor(ids, dtype=torch.long)
+        tokens = [TokenProb(t, self.e.text(t), pt, qt)
+                  for t, pt, qt in zip(ids, p_row[index].tolist(), q_row[index].tolist())]
         tokens = [t for t in tokens if t.p > 0 or t.q > 0]
         return sorted(tokens, key=lambda t: -max(t.p, t.q))
 

@@ -14,7 +14,7 @@ from .render import committed_texts, token_html
 from .trace import Round, Trace
 
 EARLIER = 6  # cells shown from before the round; older ones are counted, not drawn
-WRITTEN = 24  # cells shown of what one round wrote (round 1 writes the whole prompt): the rest are counted
+WRITTEN = 24  # cells shown of what one round wrote (the round that reads the prompt): the rest are counted
 
 
 def cache_rows(trace: Trace, index: int) -> str:
@@ -48,7 +48,7 @@ def _row(name: str, texts: list[tuple[str | None, str]], lengths: list[int], las
     new = list(range(before, written))
     cells = [_more(before - len(old))] if before > len(old) else []
     cells += [_cell(texts[pos], new=False, cropped=pos >= after) for pos in old]
-    if len(new) > WRITTEN:  # round 1 writes the whole prompt: its start, a count, then its end and the drafts
+    if len(new) > WRITTEN:  # the prompt's round: its start, a count, then its end and the drafts
         cells += [_cell(texts[pos], True, pos >= after) for pos in new[:2]] + [_more(len(new) - WRITTEN)]
         new = new[len(new) - WRITTEN + 2:]
     cells += [_cell(texts[pos], new=True, cropped=pos >= after) for pos in new]
@@ -78,10 +78,16 @@ def cache_sentence(trace: Trace, index: int) -> str:
              f"committed token but the round's last, which the next round feeds first."]
     if trace.settings.get("drafter") == "lookup":
         return parts[0] + " Prompt lookup has no draft model, so there is no draft cache."
-    if rnd.k:
-        parts.append(f"The draft wrote {d[1] - d[0]} and kept {d[3]}: it never ran on its own last draft"
-                     + (", so after this bonus it is one behind: the next round feeds it two tokens, the last draft "
-                        "and the bonus." if rnd.next_kind == "bonus" and rnd.next_kept else "."))
+    if not rnd.k:
+        return parts[0] + (" The draft did not run: round 1 is the target's own prefill, and the draft reads the "
+                           "prompt in round 2." if rnd.index == 0 and trace.format_version >= 3 else "")
+    if d[0] == 0:  # the round that brings the draft in: round 2 since format version 3, round 1 before
+        read = "the prompt and round 1's token" if rnd.index else "the prompt"
+        parts.append(f"The draft's cache was empty, so its first step read {read} ({d[1] - d[0] - rnd.k + 1} "
+                     f"positions).")
+    parts.append(f"The draft wrote {d[1] - d[0]} and kept {d[3]}: it never ran on its own last draft"
+                 + (", so after this bonus it is one behind: the next round feeds it two tokens, the last draft "
+                    "and the bonus." if rnd.next_kind == "bonus" and rnd.next_kept else "."))
     return " ".join(parts)
 
 

@@ -24,7 +24,7 @@ from .lab_render import (RESTART, REVEAL, card_html, card_steps, comparison_stat
                          explorer_html, heading_html, histogram_html, joint_html, playground_html, trace_html,
                          warning_html)
 from .options import COMPARE_EXAMPLES, MAX_K, REWRITE_PROMPT
-from .serving import MODEL_RUNS, EngineLoader, stream_comparison
+from .serving import MODEL_RUNS, EngineLoader, engine_ref, stream_comparison
 from .trace import Trace, load_trace
 
 DECIMALS = 4  # the editable table shows probabilities to this many places
@@ -188,7 +188,7 @@ def compare_handler(get_engine: EngineLoader | None):
             return
         rows, started = [], time.perf_counter()
         try:
-            for row in stream_comparison(engine, prompt, settings, ks):
+            for row in stream_comparison(engine_ref(get_engine, preset), prompt, settings, ks):
                 rows.append(row)
                 yield (comparison_status(rows, ks, time.perf_counter() - started),
                        [compare.cells(r) for r in rows], lab_charts.compare_figure(rows))

@@ -1,9 +1,9 @@
 """GPU projection: what speculative decoding would give on a CUDA machine, with no downloaded weights.
 
-Random-weight models of real architectures (Qwen2.5-0.5B as draft, Qwen2.5-7B as target, bf16) cost what the
-real ones cost per forward pass, since a pass's time does not depend on the weights' values. We time the
-target pass over 1..16 new tokens on a warm cache and the draft step, then combine them with acceptance rates α
-measured on real models (a `bench` results.json):
+Random-weight models of real architectures (Qwen2.5-0.5B as draft, Qwen2.5-7B as target, in the dtype the app
+picks on that GPU) cost what the real ones cost per forward pass, since a pass's time does not depend on the
+weights' values. We time the target pass over 1..16 new tokens on a warm cache and the draft step, then combine
+them with acceptance rates α measured on real models (a `bench` results.json):
 
     speedup(K) = E(α, K) · t_target(1) / (K · t_draft + t_target(K + 1)),   E = (1 − α^(K+1)) / (1 − α)
 
@@ -36,8 +36,8 @@ ARCHS = {  # the published configs' shapes
 def random_model(arch: str, device: str, dtype: torch.dtype):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    with torch.device(device):
-        return Qwen2ForCausalLM(Qwen2Config(**ARCHS[arch])).to(dtype).eval()
+    with torch.device(device):  # built in dtype: a 7B built in float32 first would need 30 GB, more than a 24 GB GPU
+        return Qwen2ForCausalLM._from_config(Qwen2Config(**ARCHS[arch]), dtype=dtype).eval()
 
 
 def pass_time(model, n_new: int, context: int = 512, repeats: int = 10) -> float:
@@ -89,8 +89,11 @@ def _device_name(device: str) -> str:
 
 
 def run_projection(out: Path, results: str | None, tiny: bool) -> str:
+    """On the GPU if there is one, in the dtype the app would pick there (a T4 gets float16, not bfloat16)."""
+    from .models import DTYPES, auto_dtype
+
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    dtype = DTYPES[auto_dtype(device)[0]]
     draft, target = ("tiny-draft", "tiny-target") if tiny else ("Qwen2.5-0.5B", "Qwen2.5-7B")
     m = measure(draft, target, device, dtype)
     report = projection_report(m, alphas_from_results(results))

@@ -144,8 +144,8 @@ def explanation(trace: Trace, index: int) -> str:
                      f"{quoted(rnd.next_token.text)} directly.")
     else:
         parts += _explain_drafts(trace, rnd)
-    if index == 0:
-        parts.append(_first_round_note(trace))
+    if index <= 1:
+        parts.append(_first_round_note(trace, index))
     n = rnd.tokens_this_pass
     parts.append(f"Result: <b>{n} token{'s' * (n != 1)} for one target pass</b>"
                  + (f" (decoding alone would have needed {n} passes)." if n > 1 else "."))
@@ -155,17 +155,32 @@ def explanation(trace: Trace, index: int) -> str:
     return f'<div class="sv-explain">{" ".join(parts)}</div>'
 
 
-def _first_round_note(trace: Trace) -> str:
-    """Round 1 is also the prefill: the caches start empty, so its passes read the whole prompt."""
-    n = len(trace.prompt_token_ids)
-    models = ("the target's pass read all of it" if trace.settings.get("drafter") == "lookup"
-              else "both models read all of it, the draft in its first step and the target in its pass")
-    return (f"Round 1 also encoded the prompt ({n} tokens): {models}, so it took longer than the rounds after it "
-            f"(the summary's time to first token).")
+def _first_round_note(trace: Trace, index: int) -> str:
+    """Who read the prompt, and when. Since format version 3 round 1 is the target's prefill alone and the draft
+    reads the prompt in round 2's first step; before, round 1's passes read it in both models."""
+    n, lookup = len(trace.prompt_token_ids), trace.settings.get("drafter") == "lookup"
+    if trace.format_version < 3:
+        if index:
+            return ""
+        models = ("the target's pass read all of it" if lookup
+                  else "both models read all of it, the draft in its first step and the target in its pass")
+        return (f"Round 1 also encoded the prompt ({n} tokens): {models}, so it took longer than the rounds after "
+                f"it (the summary's time to first token).")
+    if index == 0:
+        return (f"That pass read the whole prompt ({n} tokens) and took the first token from p at its end, exactly "
+                f"as the target alone starts, so the first token waited for no draft (the summary's time to first "
+                f"token)." + ("" if lookup else " The draft reads the prompt in round 2."))
+    if lookup or not trace.rounds[index].k:
+        return ""
+    return (f"The draft's first step this round also read the prompt ({n} tokens) and round 1's token, so its "
+            f"drafting took longer than in the rounds after it.")
 
 
 def _why_nothing_drafted(trace: Trace, index: int) -> str:
-    """A round drafts nothing when one token is left, or when prompt lookup finds no earlier match to copy."""
+    """A round drafts nothing when it is round 1 (the target's prefill, format version 3), when one token is
+    left, or when prompt lookup finds no earlier match to copy."""
+    if index == 0 and trace.format_version >= 3:
+        return "Round 1 is the target's own prefill"
     made = sum(r.tokens_this_pass for r in trace.rounds[:index])
     if trace.settings.get("drafter") == "lookup" and trace.settings.get("max_new_tokens", 0) - made > 1:
         return "Prompt lookup found no earlier occurrence of the text's last tokens to copy from"

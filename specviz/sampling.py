@@ -64,8 +64,8 @@ def warp(logits: torch.Tensor, s: SamplingSettings) -> torch.Tensor:
     tensor([[0., 1., 0.]])
     """
     logits = logits.float()
-    if s.greedy:
-        return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()
+    if s.greedy:  # scattered into zeros: one_hot builds int64 rows first, ~10x slower over a 150k vocabulary
+        return torch.zeros_like(logits).scatter_(-1, logits.argmax(-1, keepdim=True), 1.0)
     scores = _warpers(s)(None, logits)  # these warpers ignore input_ids
     return torch.softmax(scores, dim=-1)
 

@@ -1,16 +1,21 @@
 """What the server holds for everyone: the models, the GPU wrapper, the runs in progress, the launch settings.
 
 Models are process-wide (`EngineCache`, behind a lock); each browser session's trace lives in `gr.State` in the
-page. Only the functions here marked `@gpu` run a model; on ZeroGPU a GPU exists only inside them, so each
-returns or yields plain CPU data (traces, rows), never tensors.
+page. Only the functions here marked `@gpu` run a model. On ZeroGPU (Hugging Face's shared GPUs) each call of
+one is pickled to a worker process forked from this one, where the GPU exists, and what it returns or yields is
+pickled back. So their arguments are plain values (an `EngineRef` names the pair: the worker finds the models
+it inherited from this process), they return or yield plain CPU data (traces, rows, numbers), never tensors or
+callables, and each asks for a `duration` bounded by a named formula (`run_seconds`).
 
 Tests inject tiny models with a loader of their own: any callable `(preset, progress) -> Engine`.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -38,8 +43,21 @@ try:  # On ZeroGPU a GPU exists only inside functions decorated with spaces.GPU;
 
     gpu = spaces.GPU
 except ImportError:
-    def gpu(fn):
-        return fn
+    def gpu(duration=None):
+        return lambda fn: fn
+
+# The GPU time a call asks ZeroGPU for, in seconds: a start (the worker moves the weights to the GPU on its first
+# call) plus an allowance per generated token. The allowance is a chosen bound, not a measurement: 0.12 s (a floor
+# of 8.3 tokens/s), where the GPU check's side by side (tools/gpu_check.sh) gives the tokens/s to check it
+# against. ZeroGPU charges the time used, not the time asked; a lower ask queues sooner.
+GPU_START_S = 20
+GPU_S_PER_TOKEN = 0.12
+COSTS_S = 90  # the cost measurement: 27–30 s on this 2-core CPU (README, "Why it pays"), a third of this
+
+
+def run_seconds(max_new_tokens: int, runs: int = 1) -> int:
+    """The duration asked for `runs` runs of up to max_new_tokens each: run_seconds(64) -> 28."""
+    return round(GPU_START_S + runs * max_new_tokens * GPU_S_PER_TOKEN)
 
 
 # --- the models, shared by every session ---------------------------------------------------------------------
@@ -96,23 +114,53 @@ def preset_labels() -> dict[str, str]:
 
 # --- the calls that run a model --------------------------------------------------------------------------------
 
-@gpu
-def stream_traces(engine: Engine, prompt: str, settings: RunSettings):
+LOADERS: dict[str, EngineLoader] = {}  # every loader a page runs models with, by EngineRef.loader
+
+
+@dataclass(frozen=True)
+class EngineRef:
+    """A loaded pair by name, for the calls that cross the GPU boundary (two strings pickle in microseconds;
+    an Engine would pickle gigabytes of weights). On ZeroGPU the worker resolves it in the LOADERS it inherited
+    when it was forked, with the models in them."""
+
+    loader: str
+    preset: str
+
+    def engine(self) -> Engine:
+        return LOADERS[self.loader](self.preset, lambda *_: None)  # loaded already: its cached pair comes back
+
+
+def engine_ref(get_engine: EngineLoader, preset: str) -> EngineRef:
+    key = f"{type(get_engine).__name__}-{id(get_engine)}"  # kept in LOADERS for good, so the id is never reused
+    LOADERS.setdefault(key, get_engine)
+    return EngineRef(key, preset)
+
+
+def _run_duration(ref, prompt, settings) -> int:
+    return run_seconds(settings.max_new_tokens)
+
+
+def _compare_duration(ref, prompt, settings, ks) -> int:
+    return run_seconds(settings.max_new_tokens, runs=len(compare.plan(tuple(ks))))
+
+
+@gpu(duration=_run_duration)
+def stream_traces(ref: EngineRef, prompt: str, settings: RunSettings):
     """The model-bound part of Generate: the trace so far after each round (plain CPU data, safe for State)."""
-    run = engine.start(prompt, settings)
+    run = ref.engine().start(prompt, settings)
     for _ in run:
         yield run.trace()
 
 
-@gpu
-def run_baseline(engine: Engine, prompt: str, settings: RunSettings):
-    return engine.baseline(prompt, settings)
+@gpu(duration=_run_duration)
+def run_baseline(ref: EngineRef, prompt: str, settings: RunSettings):
+    return ref.engine().baseline(prompt, settings)
 
 
-@gpu
-def stream_comparison(engine: Engine, prompt: str, settings: RunSettings, ks: tuple[int, ...]):
+@gpu(duration=_compare_duration)
+def stream_comparison(ref: EngineRef, prompt: str, settings: RunSettings, ks: tuple[int, ...]):
     """The model-bound part of the Lab's comparison: one CompareRow per finished run (plain data)."""
-    yield from compare.compare_drafters(engine, prompt, settings, ks)
+    yield from compare.compare_drafters(ref.engine(), prompt, settings, ks)
 
 
 class CostCache:
@@ -132,10 +180,34 @@ class CostCache:
             self._profiles[preset] = profile
 
 
-@gpu
-def measure_pair_costs(engine: Engine, progress: Progress | None = None) -> costs.CostProfile:
-    """The model-bound part of the cost panel (plain numbers out)."""
-    return costs.measure_costs(engine, progress=progress)
+@dataclass(frozen=True)
+class Step:
+    """How far a measurement is (a callback cannot cross the GPU boundary; this travels back as data)."""
+
+    fraction: float
+    text: str
+
+
+@gpu(duration=COSTS_S)
+def measure_pair_costs(ref: EngineRef):
+    """The model-bound part of the cost panel: a Step now and then, and last the CostProfile (plain numbers).
+    The measurement runs in a thread of the decorated call, handing its steps over a queue."""
+    steps: queue.SimpleQueue = queue.SimpleQueue()
+    result: dict = {}
+
+    def measure():
+        try:
+            result["profile"] = costs.measure_costs(ref.engine(), progress=lambda f, text: steps.put(Step(f, text)))
+        except BaseException as e:  # re-raised below, in the caller's thread
+            result["error"] = e
+        steps.put(None)
+
+    threading.Thread(target=measure, name="specviz-costs", daemon=True).start()
+    while (step := steps.get()) is not None:
+        yield step
+    if "error" in result:
+        raise result["error"]
+    yield result["profile"]
 
 
 class Runs:

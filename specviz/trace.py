@@ -18,8 +18,9 @@ from typing import Any
 from .options import MAX_K, RUN_BOUNDS, short_repr
 
 FORMAT = "specviz-trace"
-FORMAT_VERSION = 2  # 2 added Round.cache and Baseline.step_times_s
-READABLE_VERSIONS = (1, 2)  # a version-1 file opens; what it did not record shows as "not recorded"
+FORMAT_VERSION = 3  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
+#                    (no drafts), and the draft reads the prompt in round 2 (before, round 1 drafted too)
+READABLE_VERSIONS = (1, 2, 3)  # a version-1 file opens; what it did not record shows as "not recorded"
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
 MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); each step of a 10k-round trace costs ~0.5 s
@@ -103,7 +104,8 @@ class Summary:
     acceptance_rate: float  # accepted / examined draft tokens (bonus and replacements never count)
     mean_overlap: float  # mean of sum(min(p, q)) over examined positions: alpha estimated from distributions
     tokens_per_pass: float  # new tokens / target passes (round 1's pass also encodes the prompt)
-    first_token_time_s: float  # time to the first committed tokens: round 1, which also encodes the prompt
+    first_token_time_s: float  # time to the first committed token(s): round 1, the target's prefill (in version
+    #                            1-2 traces round 1 drafted too, so both models encoded the prompt before it)
     draft_time_s: float
     verify_time_s: float
     total_time_s: float
@@ -212,11 +214,18 @@ def target_step_time(b: Baseline) -> float | None:
 
 def step_times(rounds: list[Round]) -> tuple[float | None, float]:
     """(seconds per drafted token, seconds per verify pass) of a run, from the rounds after the first, whose
-    passes also encode the prompt (a one-round run has only that one). None when nothing was drafted."""
+    target pass encodes the prompt (a one-round run has only that one); draft steps also leave out the round
+    whose first step encoded the prompt (round 2 since format version 3). None when nothing was drafted."""
     later = rounds[1:] or rounds
-    drafted = sum(r.k for r in later)
-    draft = sum(r.draft_time_s for r in later) / drafted if drafted else None
+    drafting = [r for r in later if not _draft_read_prompt(r)] or later
+    drafted = sum(r.k for r in drafting)
+    draft = sum(r.draft_time_s for r in drafting) / drafted if drafted else None
     return draft, sum(r.verify_time_s for r in later) / len(later)
+
+
+def _draft_read_prompt(rnd: Round) -> bool:
+    """Whether the round's first draft step fed the prompt: the draft model's cache was empty before it."""
+    return rnd.cache is not None and rnd.k > 0 and rnd.cache.draft[0] == 0
 
 
 def read_json(raw: bytes | str, what: str = "trace"):

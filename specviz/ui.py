@@ -18,6 +18,7 @@ from . import render
 from .actions import ModelActions, RunOutputs, lecture_pack
 from .inputs import limits
 from .costs_ui import build_costs
+from .examples import EXAMPLES as RECORDED
 from .lab_ui import build_lab
 from .options import DRAFTERS, EXAMPLES
 from .serving import (DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, default_engine_loader,
@@ -62,6 +63,7 @@ class Page:
     pack_file: gr.File  # the lecture pack, to download
     quiz_state: gr.Textbox  # not shown: carries the browser's quiz state to `lecture_pack` (see _wire)
     upload: gr.File
+    examples: gr.Dataset  # the shipped recorded examples (examples.EXAMPLES), opened by index
     previous: gr.Button
     next: gr.Button
     play: gr.Button
@@ -146,6 +148,11 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
                 prompt = gr.Textbox(label="Prompt", value=EXAMPLES["code"], lines=2, max_lines=6, elem_id="prompt")
                 gr.Examples([[text] for text in EXAMPLES.values()], inputs=[prompt], label="Example prompts",
                             example_labels=[f"{name}: {text}" for name, text in EXAMPLES.items()])
+                # the shipped recordings (examples.EXAMPLES), opened by index; the status says what each shows
+                examples = gr.Dataset(
+                    components=["textbox"], samples=[[e.title] for e in RECORDED.values()], type="index",
+                    label="Recorded examples (real runs of the packaged pair: open one, no model needed)",
+                    elem_id="recorded-examples", samples_per_page=len(RECORDED))
             with gr.Column(scale=1, min_width=200):
                 generate = gr.Button("Generate", variant="primary", elem_id="generate")
                 baseline = gr.Button("Baseline", elem_id="baseline")
@@ -174,8 +181,8 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
     panels = _panels()
     panels.slider = slider
     return Page(trace, lecture, quiz, controls, prompt, preset, settings, drafter, adaptive, generate, baseline,
-                info, status, download, pack, pack_file, quiz_state, upload, previous, next_, play, pace, timer,
-                panels)
+                info, status, download, pack, pack_file, quiz_state, upload, examples, previous, next_, play, pace,
+                timer, panels)
 
 
 # --- events: all the wiring, in one place -------------------------------------------------------------------
@@ -191,7 +198,10 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
     one_model_run = dict(show_progress_on=[p.status], concurrency_id=MODEL_RUNS)  # limit: serving.limit_model_runs
     private = dict(api_visibility="private")
 
-    demo.load(models.show_model_pair, [p.preset], [p.info, p.status], **private, **loads)
+    # The first load opens a recorded example at once, outside the queue (the model's load may take minutes on a
+    # first start), so the page is never empty; the model's load then leaves the status line to it.
+    demo.load(models.open_first_example, [p.lecture], p.outputs.all(), queue=False, **private, **quick)
+    demo.load(models.show_model_pair_first, [p.preset], [p.info, p.status], **private, **loads)
     p.preset.change(models.show_model_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)
     # Generate pressed during a run: the first listener stops the running one after its round; the second
     # queues the new run, which starts when the model is free. ("multiple": the page sends every press at once.
@@ -205,6 +215,8 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
                      **one_model_run)
     p.upload.upload(models.open_trace, [p.upload, p.lecture, p.preset], p.outputs.of_open(), api_name="open_trace",
                     show_progress="minimal")
+    p.examples.click(models.open_example, [p.examples, p.lecture], p.outputs.all(), api_name="open_example",
+                     **quick)
     # Stepping: the browser shows the round at once (each event's js, keys.js), then tells the server, which
     # moves the slider and the chart's mark. Only /show_round is public: the buttons' number is the new round.
     p.previous.click(show_round, nav, step_view, js=STEP_JS[-1], api_name="previous_round", **private, **steps)

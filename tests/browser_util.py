@@ -147,7 +147,8 @@ class Page:
 
 
 class AppPage(Page):
-    """A tab on the specviz app: interactive once Generate is enabled and the info line names the loaded pair."""
+    """A tab on the specviz app: interactive once Generate is enabled, the info line names the loaded pair and the
+    first recorded example is open."""
 
     def __init__(self, browser, url: str, dialogs: list | None = None, *, info: str = "draft", **kwargs):
         self.info = info
@@ -156,6 +157,7 @@ class AppPage(Page):
     def wait_ready(self) -> None:
         self.page.wait_for_selector("#generate:not([disabled])")
         self.wait_text("#run-info", self.info)
+        self.wait_text("#status", "Recorded example")  # the page's first load opened one: it lands before a Generate
 
     def set_number(self, elem_id: str, value) -> None:
         box = self.page.locator(f"#{elem_id} input[type=number]")

@@ -27,6 +27,10 @@ from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 from specviz.engine import Engine, RunSettings
 from specviz.trace import load_trace
 
+# The device the device-aware tests run on: cpu unless told (tools/gpu_check.py runs them with cuda). The real-pair
+# tests take it too, where unset meaning auto (cuda → mps → cpu), as the app does.
+TEST_DEVICE = os.environ.get("SPECVIZ_TEST_DEVICE", "")
+
 CHARS = string.ascii_letters + string.digits + " .,:;()=+-*/\n'\"_<>"
 EOS = "<eos>"
 
@@ -90,7 +94,7 @@ def trace(tiny_pair, tokenizer):
 @pytest.fixture(scope="module")
 def lookup_trace(tiny_pair, tokenizer):
     """A sampled prompt-lookup run on tiny models: copied drafts accepted, rejected and discarded, bonus tokens,
-    and rounds that draft nothing because the last token has no earlier match (round 1: ":" is new)."""
+    and rounds after the first that draft nothing because the last token has no earlier match."""
     draft, target = tiny_pair
     engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
     return engine.run("def fib(n):", RunSettings(k=4, temperature=1.0, seed=0, max_new_tokens=24, drafter="lookup"))

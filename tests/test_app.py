@@ -17,3 +17,19 @@ def test_a_failed_background_load_is_reported_not_raised(capsys):
     thread.join(timeout=10)
     assert not thread.is_alive()
     assert "cannot reach the hub for qwen2.5-0.5b-7b" in capsys.readouterr().out
+
+
+def test_on_zerogpu_the_pair_loads_in_the_main_thread_and_is_the_only_one_offered(monkeypatch, capsys):
+    """ZeroGPU's CUDA stand-in works in the main thread only: a load in another thread could not reach the GPU."""
+    import threading
+
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
+    assert app.on_zerogpu()
+    calls = []
+    args = app.parse_args(["--preset", "smollm2-135m-1.7b"])
+    app.load_for_zerogpu(lambda preset, progress: calls.append((preset, threading.current_thread())), args)
+    assert calls == [("smollm2-135m-1.7b", threading.main_thread())]
+    assert args.presets == ["smollm2-135m-1.7b"]
+    assert "offers only the pair loaded at start" in capsys.readouterr().out
+    monkeypatch.setenv("SPACES_ZERO_GPU", "false")
+    assert not app.on_zerogpu()

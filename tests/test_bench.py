@@ -37,3 +37,26 @@ def test_gpu_projection_runs_on_tiny_architectures(tmp_path):
     flat = {**m, "t_draft_s": 0.0, "t_target_s": {n: 1.0 for n in range(1, 10)}}
     assert projected_speedup(0.7, 4, flat) == pytest.approx(2.77, abs=0.01)
     assert "| code | 0.90 |" in projection_report(m, {"code": 0.9})
+
+
+def test_configurations_take_turns_per_prompt_and_repeat():
+    """A B C A B C …: every configuration runs once before any runs again, prompt by prompt."""
+    from specviz.bench import interleaved
+
+    calls = []
+    configs = {name: (lambda prompt, name=name: calls.append((prompt, name)) or len(calls)) for name in "ABC"}
+    results = interleaved(configs, ["p1", "p2"], repeats=2)
+    assert calls == [(p, c) for p in ("p1", "p2") for _ in range(2) for c in "ABC"]
+    assert results == {"A": [1, 4, 7, 10], "B": [2, 5, 8, 11], "C": [3, 6, 9, 12]}  # each in its call order
+
+
+def test_every_median_has_its_spread_and_speedups_pair_runs_of_one_turn():
+    from specviz.bench import Row, _m, _row, spread
+
+    assert spread([3.0, 1.0, 2.0, 10.0]) == (2.5, 1.0, 10.0)
+    # target-only ran at 2 then 4 tok/s (a slow minute, then a fast one); the config at 3 then 6 in the same turns
+    row = _row("code", "greedy", "specviz K=4", 4, {"tps": [3.0, 6.0], "ttft": [0.5, 0.7]}, [2.0, 4.0])
+    assert row.speedup == 1.5 and row.spreads["speedup"] == [1.5, 1.5]  # paired: the slow minute cancels
+    assert row.tokens_per_s == 4.5 and row.spreads["tps"] == [3.0, 6.0] and row.spreads["ttft"] == [0.5, 0.7]
+    assert _m(row, "tps", row.tokens_per_s) == "4.50 (3.00–6.00)"
+    assert _m(Row("code", "x", "greedy", None, 1.0, 1.0), "alpha", None) == ""

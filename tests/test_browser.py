@@ -64,10 +64,9 @@ def page(browser, url, dialogs):
 
 
 def test_generate_then_step_with_buttons_and_keys(page, capsys):
-    # Interactive without plotly: the charts stay empty until a trace exists. The same check turns true below.
-    page.wait_count("#pq-bars", 1)
-    page.settle(300)
-    assert not page.plotly_loaded() and page.page.locator("#pq-bars .js-plotly-plot").count() == 0
+    # The page opened the first recorded example by itself (AppPage waited for it): its charts draw with no Generate.
+    page.wait_plotly_loaded()
+    page.wait_count("#pq-bars .js-plotly-plot", 1)
     n = page.generate("def fib(n):")
     page.wait_plotly_loaded()
     assert n >= 4 and page.round_shown() == n  # generate() waited for "Round n of n", n from the status line

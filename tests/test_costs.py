@@ -77,15 +77,18 @@ def test_the_costs_tab_measures_once_per_pair_and_answers_bad_input(engine, monk
     pytest.importorskip("gradio")
     from specviz import costs_ui, serving
 
-    calls, quiet = [], (lambda *args, **kwargs: None)
+    calls, quiet = [], (lambda *args, **kwargs: None)  # calls: the pair each measurement measured
 
     def get_engine(preset, progress):
-        calls.append(preset)
         return engine
 
     real_measure = costs.measure_costs
-    monkeypatch.setattr(costs, "measure_costs", lambda e, progress=None: real_measure(
-        e, context=16, tokens=(1, 2, 3, 5, 8), batches=(1, 2), repeats=1, progress=progress))
+
+    def measure_costs(e, progress=None):
+        calls.append(e.target_name.removesuffix("-target"))
+        return real_measure(e, context=16, tokens=(1, 2, 3, 5, 8), batches=(1, 2), repeats=1, progress=progress)
+
+    monkeypatch.setattr(costs, "measure_costs", measure_costs)
     measure = costs_ui.measure_handler(get_engine, serving.CostCache())
     first, _ = measure("tiny", False, progress=quiet)
     again, said_again = measure("tiny", False, progress=quiet)

@@ -6,7 +6,7 @@ import torch
 from transformers import DynamicCache
 
 from specviz.engine import Engine, RunSettings, forward, rollback
-from specviz.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Trace
+from specviz.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Trace, step_times
 
 PROMPT = "def fib(n):"
 
@@ -45,7 +45,8 @@ def test_draft_equal_to_target_accepts_everything(tiny_pair, tokenizer):
     engine = Engine(target, target, tokenizer)
     trace = engine.run(PROMPT, RunSettings(k=4, temperature=1.0, seed=0, max_new_tokens=30))
     assert all(d.fate == ACCEPTED for r in trace.rounds for d in r.drafts)
-    assert [r.tokens_this_pass for r in trace.rounds[:-1]] == [5] * (len(trace.rounds) - 1)
+    # round 1 is the target's prefill (one token, no drafts); every later round but the last makes K + 1
+    assert [r.tokens_this_pass for r in trace.rounds[:-1]] == [1] + [5] * (len(trace.rounds) - 2)
 
 
 def test_sampled_runs_repeat_with_a_seed_and_differ_across_seeds(engine):
@@ -114,7 +115,7 @@ def test_untraced_run_gives_the_same_tokens(engine):
     s = RunSettings(k=4, temperature=0.9, seed=5, max_new_tokens=30)
     full, lean = engine.run(PROMPT, s), engine.run(PROMPT, s, details=False)
     assert full.output_token_ids == lean.output_token_ids
-    assert lean.rounds[0].drafts[0].candidates == [] and full.rounds[0].drafts[0].candidates
+    assert lean.rounds[1].drafts[0].candidates == [] and full.rounds[1].drafts[0].candidates  # round 1 drafts none
 
 
 def test_adaptive_k_is_still_exact_in_greedy(engine):
@@ -142,7 +143,7 @@ def test_bad_prompts(engine):
 
 
 def test_prompt_lookup_drafter_is_exact_and_copies(engine):
-    prompt = "abc abc abc abc abc abc"
+    prompt = "ab ab ab ab ab ab"  # the tiny target's first token is not EOS, and its text repeats
     s = RunSettings(k=4, temperature=0, max_new_tokens=30, drafter="lookup", chat=False)
     trace = engine.run(prompt, s, baseline=True)
     assert trace.output_token_ids == trace.baseline.output_token_ids
@@ -213,3 +214,19 @@ def test_the_baseline_times_every_step(engine):
     b = engine.baseline(PROMPT, RunSettings(k=4, temperature=0, max_new_tokens=12))
     assert len(b.step_times_s) == len(b.output_token_ids) and b.step_times_s[0] == b.first_token_time_s
     assert sum(b.step_times_s) == pytest.approx(b.total_time_s, rel=0.05)
+
+
+def test_round_one_is_the_targets_prefill_and_the_draft_reads_the_prompt_in_round_two(engine):
+    """The first token comes from the target's prompt logits alone (what target-only decoding's first step gives),
+    and the draft's prompt encoding is left out of the draft's step time."""
+    s = RunSettings(k=3, temperature=0, max_new_tokens=20)
+    trace = engine.run(PROMPT, s, baseline=True)
+    first, second = trace.rounds[0], trace.rounds[1]
+    n = len(trace.prompt_token_ids)
+    assert first.k == 0 and first.next_kind == BONUS and first.committed_ids == trace.baseline.output_token_ids[:1]
+    assert first.cache.draft == [0, 0, 0, 0] and first.cache.target == [0, 0, n, n]
+    assert second.cache.draft[:2] == [0, n + 1 + second.k - 1]  # prompt + token 1, then k - 1 more steps
+    assert trace.summary.first_token_time_s == first.draft_time_s + first.verify_time_s
+    later = trace.rounds[2:]
+    draft, _ = step_times(trace.rounds)
+    assert draft == pytest.approx(sum(r.draft_time_s for r in later) / sum(r.k for r in later))

@@ -22,7 +22,12 @@ def test_rows_show_what_each_round_wrote_and_cropped(trace):
         assert sum("sv-cell-cropped" in c for c in target) == t[2] - t[3]  # struck out: what the rollback dropped
         assert f"the rollback cropped {t[2] - t[3]}" in html and f"{t[3]} kept" in html
         assert sum(f"sv-{f}" in c for c in target for f in ("accepted", "rejected", "discarded")) == rnd.k
-        assert f"The draft wrote {d[1] - d[0]} and kept {d[3]}" in html
+        if rnd.k:
+            assert f"The draft wrote {d[1] - d[0]} and kept {d[3]}" in html
+        elif i == 0:  # round 1: the target's prefill alone
+            assert d == [0, 0, 0, 0] and "The draft did not run" in html
+    second = kvcache.cache_rows(trace, 1)  # the draft's cache starts empty: its first step reads the prompt
+    assert f"its first step read the prompt and round 1's token ({len(trace.prompt_token_ids) + 1} positions)" in second
 
 
 def test_a_bonus_leaves_the_draft_one_behind_and_says_why(trace, tiny_pair, tokenizer):
@@ -31,9 +36,9 @@ def test_a_bonus_leaves_the_draft_one_behind_and_says_why(trace, tiny_pair, toke
     target = tiny_pair[1]
     same = Engine(target, target, tokenizer, "target as draft", "target").run(  # every draft accepted
         "def fib(n):", RunSettings(k=3, temperature=0, max_new_tokens=16))
-    sweep = same.rounds[0]
-    assert sweep.next_kind == BONUS and "one behind" in kvcache.cache_rows(same, 0)
-    nxt = same.rounds[1]
+    sweep = same.rounds[1]  # round 1 drafts nothing: the first round with drafts
+    assert sweep.next_kind == BONUS and "one behind" in kvcache.cache_rows(same, 1)
+    nxt = same.rounds[2]
     assert nxt.cache.draft[1] - nxt.cache.draft[0] == nxt.k + 1  # fed two tokens, then drafted the rest
     rejected = next(i for i, r in enumerate(trace.rounds) if r.next_kind == REPLACEMENT)
     assert "one behind" not in kvcache.cache_rows(trace, rejected)

@@ -1,8 +1,9 @@
 """Losslessness through the whole engine (caches, warping, rollback), not only the sampler.
 
-With tiny models the exact target distribution of the first two generated tokens is computable, so the
+With tiny models the exact target distribution of the first three generated tokens is computable, so the
 empirical distribution of many seeded speculative runs can be compared with it; a wrong sampler patched into
-the same engine must fail the same bound (negative control).
+the same engine must fail the same bound (negative control). Round 1 is the target's prefill alone (token 1),
+so the drafts and their verification decide tokens 2 and 3, in round 2.
 """
 
 import copy
@@ -15,17 +16,25 @@ from specviz.engine import RunSettings
 from specviz.quant import quantize_linears
 from specviz.sampling import SamplingSettings, sample, verify, warp
 
+from conftest import TEST_DEVICE
+
+DEVICE = TEST_DEVICE or "cpu"
 PROMPT = "def f"
 N_RUNS = 600  # seeds 0..599: deterministic; right-sampler TV ~0.04, wrong-sampler TV ~0.17 here
 
 
-def exact_second_token(engine, ids, sampling):
-    """p(y2) = sum over x of p(x | prompt) * p(y | prompt, x), from the target alone."""
+def exact_marginals(engine, ids, sampling):
+    """p(y1), p(y2) = Σ_x p(x | prompt) p(y | prompt, x) and p(y3) = Σ_{x, x'} p(x, x') p(y | prompt, x, x'),
+    from the target alone (V² continuations of a tiny model: a few thousand short rows)."""
     with torch.inference_mode():
-        p1 = warp(engine.target(torch.tensor([ids])).logits[0, -1:], sampling)[0]
-        batch = torch.tensor([ids + [x] for x in range(p1.shape[0])])
+        p1 = warp(engine.target(torch.tensor([ids], device=DEVICE)).logits[0, -1:], sampling)[0]
+        v = p1.shape[0]
+        batch = torch.tensor([ids + [x] for x in range(v)], device=DEVICE)
         p2_given = warp(engine.target(batch).logits[:, -1], sampling)
-    return p1, p1 @ p2_given
+        pairs = torch.tensor([ids + [x, y] for x in range(v) for y in range(v)], device=DEVICE)
+        p3_given = warp(engine.target(pairs).logits[:, -1], sampling)
+    joint12 = p1[:, None] * p2_given  # (V, V): p(x, x')
+    return p1.cpu(), (p1 @ p2_given).cpu(), (joint12.reshape(-1) @ p3_given).cpu()
 
 
 def empirical(engine, settings, n):
@@ -36,9 +45,9 @@ def empirical(engine, settings, n):
             pass
         out = run.ids[len(run.prompt_ids):]
         if counts is None:
-            counts = torch.zeros(2, engine.vocab)
-        counts[0, out[0]] += 1
-        counts[1, out[1]] += 1
+            counts = torch.zeros(3, engine.vocab)
+        for i in range(3):
+            counts[i, out[i]] += 1
     return counts / n
 
 
@@ -58,34 +67,40 @@ def make_setup(draft, target, tokenizer):
     from specviz.engine import Engine
 
     eng = Engine(draft, target, tokenizer)
-    eng.eos_ids = set()  # the test counts exactly two tokens per run
-    settings = RunSettings(k=2, temperature=1.0, max_new_tokens=2, chat=False)
+    eng.eos_ids = set()  # the test counts exactly three tokens per run
+    # 4 tokens: round 1 makes one, so round 2 drafts K = 2 (never past max_new_tokens) for tokens 2 and 3
+    settings = RunSettings(k=2, temperature=1.0, max_new_tokens=4, chat=False)
     ids = eng.encode(PROMPT, settings)
-    p1, p2 = exact_second_token(eng, ids, SamplingSettings(temperature=1.0))
-    return eng, settings, p1, p2
+    return eng, settings, exact_marginals(eng, ids, SamplingSettings(temperature=1.0))
 
 
 @pytest.fixture(scope="module")
 def setup(tiny_pair, tokenizer):
-    return make_setup(*tiny_pair, tokenizer)
+    """On DEVICE (SPECVIZ_TEST_DEVICE): the same models, copied there."""
+    draft, target = tiny_pair
+    if DEVICE != "cpu":
+        draft, target = copy.deepcopy(draft).to(DEVICE), copy.deepcopy(target).to(DEVICE)
+    return make_setup(draft, target, tokenizer)
 
 
 @pytest.fixture(scope="module")
 def setup_int8(tiny_pair, tokenizer):
     """Any draft must give the target's output: also the int8 draft the app uses on CPU."""
+    if DEVICE != "cpu":
+        pytest.skip("int8 draft weights are CPU-only")
     draft, target = tiny_pair
     return make_setup(quantize_linears(copy.deepcopy(draft)), target, tokenizer)
 
 
 @pytest.mark.parametrize("which", ["setup", "setup_int8"])
 def test_engine_output_follows_the_target(which, request):
-    eng, settings, p1, p2 = request.getfixturevalue(which)
+    eng, settings, exact = request.getfixturevalue(which)
     freq = empirical(eng, settings, N_RUNS)
-    assert tv(freq[0], p1) < 0.08 and tv(freq[1], p2) < 0.08
+    assert max(tv(f, p) for f, p in zip(freq, exact)) < 0.08
 
 
 def test_negative_control_wrong_sampler_in_the_engine(setup, monkeypatch):
-    eng, settings, p1, p2 = setup
+    eng, settings, exact = setup
     monkeypatch.setattr(engine_module, "verify", _wrong_verify)
     freq = empirical(eng, settings, N_RUNS)
-    assert max(tv(freq[0], p1), tv(freq[1], p2)) > 0.12  # the bound that passes the real engine fails this
+    assert max(tv(f, p) for f, p in zip(freq, exact)) > 0.12  # the bound that passes the real engine fails this

@@ -163,7 +163,9 @@ def test_a_prompt_lookup_run_is_explained_as_copying(lookup_trace):
     text = render.explanation(lookup_trace, i)
     assert "Prompt lookup copied" in text and "point mass" in text and "draft model" not in text
     assert "q = 1.00" in text  # the rejected copy: its q is 1, so it was kept only with probability p
-    assert "Prompt lookup found no earlier occurrence" in render.explanation(lookup_trace, 0)  # ":" is new
+    unmatched = first_round(lookup_trace, lambda r: r.index > 0 and r.k == 0 and not r.stop)
+    assert "Prompt lookup found no earlier occurrence" in render.explanation(lookup_trace, unmatched)
+    assert "Round 1 is the target's own prefill" in render.explanation(lookup_trace, 0)
     for i in range(len(lookup_trace.rounds)):
         assert render.token_strip(lookup_trace, i)
 
@@ -210,11 +212,25 @@ def test_sampled_rejections_say_where_the_residual_mass_comes_from(trace):
     assert "spent more probability than the target (q &gt; p)" in said and "under-proposed" not in said
 
 
-def test_round_one_says_it_also_encoded_the_prompt(trace, lookup_trace):
+def test_round_one_is_the_targets_prefill_and_round_two_brings_the_draft_in(trace, lookup_trace):
     n = len(trace.prompt_token_ids)
-    assert f"Round 1 also encoded the prompt ({n} tokens): both models read all of it" in render.explanation(trace, 0)
-    assert "also encoded the prompt" not in render.explanation(trace, 1)
-    assert "the target's pass read all of it" in render.explanation(lookup_trace, 0)
+    first = render.explanation(trace, 0)
+    assert "Round 1 is the target's own prefill, so nothing was drafted" in first
+    assert f"That pass read the whole prompt ({n} tokens)" in first and "The draft reads the prompt in round 2" in first
+    assert f"The draft's first step this round also read the prompt ({n} tokens)" in render.explanation(trace, 1)
+    assert "read the prompt" not in render.explanation(trace, 2)
+    assert "The draft reads" not in render.explanation(lookup_trace, 0)  # prompt lookup has no draft model
+    assert "also read the prompt" not in render.explanation(lookup_trace, 1)
+
+
+def test_an_older_trace_says_round_one_encoded_the_prompt_in_both_models(trace, lookup_trace):
+    """Before format version 3 round 1 drafted too: both models read the prompt in it."""
+    old, old_lookup = copy.deepcopy(trace), copy.deepcopy(lookup_trace)
+    old.format_version = old_lookup.format_version = 2
+    n = len(trace.prompt_token_ids)
+    assert f"Round 1 also encoded the prompt ({n} tokens): both models read all of it" in render.explanation(old, 0)
+    assert "read the prompt" not in render.explanation(old, 1)
+    assert "the target's pass read all of it" in render.explanation(old_lookup, 0)
 
 
 def eos_sweep(trace):

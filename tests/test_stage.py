@@ -156,7 +156,6 @@ def test_the_score_counts_rounds_answered_and_fully_revealed(trace):
 
 
 def test_a_lecture_pack_round_trips_and_restores_the_stage(trace):
-    rnd = trace.rounds[1]
     state = QuizState(True, 2, {2: RoundQuiz(1, 2)})
     opened, restored = quiz.load_lecture(quiz.pack_json(trace, state))
     assert restored == state and opened.to_json() == trace.to_json()

@@ -20,7 +20,7 @@ from .engine import Engine, RunSettings
 from .errors import message_of
 from .examples import EXAMPLES, FIRST, ExampleError, load_example
 from .inputs import check_preset, check_prompt, settings_from
-from .options import DRAFTERS, short_repr
+from .options import short_repr
 from .serving import EngineLoader, EngineRef, Runs, engine_ref, run_baseline, stream_traces
 from .trace import Trace
 from .quiz import QuizState, check_quiz, quiz_from_dict
@@ -57,8 +57,8 @@ def trace_info(trace: Trace) -> str:
     return render.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model, recorded=True)
 
 
-def engine_info(engine: Engine, drafter: str = "model") -> str:
-    draft = engine.draft_name if drafter == "model" else DRAFTERS[drafter]  # the name a trace records, too
+def engine_info(engine: Engine, settings: RunSettings | None = None) -> str:
+    draft = engine.draft_for(settings)[1] if settings else engine.draft_name  # the name a trace records, too
     return render.run_info(engine.device, engine.dtype, draft, engine.target_name,
                            why=engine.dtype_why)
 
@@ -109,11 +109,13 @@ class ModelActions:
         return info, status or gr.skip()
 
     def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture,
-                 drafter="model", adaptive=False, progress=gr.Progress(), request: gr.Request = None):
+                 drafter="model", adaptive=False, draft_layers=0, progress=gr.Progress(),
+                 request: gr.Request = None):
         """The trace and the round view after each round (at most every MIN_FRAME_S), then once more. The
         inputs arrive as sent (the event skips Gradio's preprocessing), so every one is checked here."""
         try:
-            settings = settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter, adaptive)
+            settings = settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter, adaptive,
+                                     draft_layers)
             prompt = check_prompt(prompt)
             engine = self.engine(preset, progress)
             engine.encode(prompt, settings)  # a prompt too long for the context fails here, before any model runs
@@ -132,7 +134,7 @@ class ModelActions:
                 stop: threading.Event):
         """Generate's frames. A failure or a stop mid-run keeps the rounds so far: the last frame puts them in
         the trace state (viewable, downloadable) and says what happened."""
-        out, info, started, shown = self.out, engine_info(engine, settings.drafter), time.perf_counter(), 0.0
+        out, info, started, shown = self.out, engine_info(engine, settings), time.perf_counter(), 0.0
         latest = failure = None
         with closing(stream_traces(ref, prompt, settings)) as traces:  # closed at once, also when the tab is
             try:

@@ -68,6 +68,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--confidence", type=float, default=0.25, help="threshold of --adaptive (default 0.25)")
     p.add_argument("--drafter", choices=list(DRAFTERS), default="model",
                    help="; ".join(f"{name} = {label}" for name, label in DRAFTERS.items()))
+    p.add_argument("--draft-layers", type=int, default=0,
+                   help="with --drafter layers: the target's first N layers draft (0 = half of them)")
     p.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
     p.add_argument("--device", default="auto")
@@ -84,7 +86,7 @@ def run_command(a: argparse.Namespace) -> int:
 
     settings = RunSettings(k=a.k, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
                            max_new_tokens=a.max_new_tokens, adaptive=a.adaptive, confidence=a.confidence,
-                           chat=not a.no_chat, drafter=a.drafter)
+                           chat=not a.no_chat, drafter=a.drafter, draft_layers=a.draft_layers)
     if not a.prompt.strip():
         raise ValueError("prompt is empty")
     if a.preset and a.preset not in PRESETS:

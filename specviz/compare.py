@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, Iterator
 
+from . import early_exit
 from .engine import Engine, RunSettings
 from .options import DRAFTERS, MAX_K, TARGET_ONLY, TARGET_ONLY_LABEL
 from .trace import Baseline, Trace
@@ -26,7 +27,7 @@ DEFAULT_KS = (1, 2, 4, 8)  # a subset: each run of the real pair takes ~10 s on 
 class CompareRow:
     """One run of the comparison, in the terms of the summary line."""
 
-    drafter: str  # TARGET_ONLY, "model" or "lookup" (RunSettings.drafter)
+    drafter: str  # TARGET_ONLY, "model", "lookup" or "layers" (RunSettings.drafter)
     k: int | None  # draft tokens per round; None for the baseline
     acceptance_rate: float | None  # accepted / examined drafts; None for the baseline (nothing is drafted)
     tokens_per_pass: float  # new tokens / target passes (1.0 for the baseline)
@@ -34,10 +35,12 @@ class CompareRow:
     speedup: float  # tokens/s over the baseline's tokens/s from the same call
     n_new_tokens: int
     seconds: float  # wall time of the run
+    draft_layers: int | None = None  # self-speculation's N; None for the other drafters
 
     @property
     def label(self) -> str:
-        return LABELS[self.drafter]
+        n = self.draft_layers
+        return f"the target's first {n} layer{'s' * (n != 1)}" if n else LABELS[self.drafter]
 
 
 def check_ks(ks: Iterable | None) -> tuple[int, ...]:
@@ -61,11 +64,21 @@ def _whole(value) -> int:
     return int(number)
 
 
-def plan(ks: tuple[int, ...], drafters: tuple[str, ...] = tuple(DRAFTERS)) -> list[tuple[str, int | None]]:
-    """The runs in the order they are made: the baseline, then the drafters alternating within each K, so slow
-    drift in the machine's speed (another process, heat) touches both alike.
-    plan((1, 2)) -> [("target", None), ("model", 1), ("lookup", 1), ("model", 2), ("lookup", 2)]."""
-    return [(TARGET_ONLY, None)] + [(drafter, k) for k in ks for drafter in drafters]
+def plan(ks: tuple[int, ...], drafters: tuple[str, ...] = tuple(DRAFTERS),
+         layers: tuple[int, ...] = (0,)) -> list[tuple[str, int | None, int]]:
+    """The runs in the order they are made, as (drafter, K, N): the baseline, then the drafters alternating within
+    each K, so slow drift in the machine's speed (another process, heat) touches all alike; self-speculation runs
+    once per N in `layers` (0: half the target's layers; N is 0 for the other drafters).
+    plan((1, 2), ("model", "lookup")) -> [("target", None, 0), ("model", 1, 0), ("lookup", 1, 0), ("model", 2, 0),
+    ("lookup", 2, 0)]."""
+    runs = [(drafter, k, n) for k in ks for drafter in drafters for n in (layers if drafter == "layers" else (0,))]
+    return [(TARGET_ONLY, None, 0)] + runs
+
+
+def layer_counts(engine: Engine, fractions: Iterable[float]) -> tuple[int, ...]:
+    """Self-speculation's N for fractions of the target's layers: (0.25, 0.5) of 28 layers -> (7, 14)."""
+    count = early_exit.layer_count(engine.target)
+    return tuple(sorted({max(1, min(count - 1, round(count * f))) for f in fractions}))
 
 
 def baseline_row(baseline: Baseline) -> CompareRow:
@@ -77,26 +90,30 @@ def trace_row(trace: Trace, baseline: Baseline) -> CompareRow:
     """A speculative run's row; its speedup is over `baseline`, which must come from the same call."""
     s = trace.summary
     speedup = s.tokens_per_s / baseline.tokens_per_s if baseline.tokens_per_s > 0 else 0.0
+    n = trace.settings.get("draft_layers") if trace.settings["drafter"] == "layers" else None  # the N it used
     return CompareRow(trace.settings["drafter"], trace.settings["k"], s.acceptance_rate, s.tokens_per_pass,
-                      s.tokens_per_s, speedup, s.n_new_tokens, s.total_time_s)
+                      s.tokens_per_s, speedup, s.n_new_tokens, s.total_time_s, n)
 
 
 def compare_drafters(engine: Engine, prompt: str, settings: RunSettings, ks: Iterable = DEFAULT_KS,
-                     drafters: Iterable[str] = tuple(DRAFTERS)) -> Iterator[CompareRow]:
-    """Yield the target-only row, then one row per K and drafter (in `plan` order) as each run finishes.
+                     drafters: Iterable[str] = tuple(DRAFTERS), layers: tuple[int, ...] = (0,)) -> Iterator[CompareRow]:
+    """Yield the target-only row, then one row per K and drafter (in `plan` order; self-speculation once per N in
+    `layers`) as each run finishes.
 
     `settings` gives everything but K and the drafter (temperature, seed, max new tokens ...). Raises ValueError
-    before any model runs for an empty or too long prompt, no K, or an unknown drafter."""
+    before any model runs for an empty or too long prompt, no K, an unknown drafter or an N the target lacks."""
     ks, drafters = check_ks(ks), tuple(drafters)
+    for n in layers if "layers" in drafters else ():
+        engine.encode(prompt, replace(settings, drafter="layers", draft_layers=n))
     if not drafters or any(d not in DRAFTERS for d in drafters):
         raise ValueError(f"drafters must be some of {', '.join(DRAFTERS)}, got {list(drafters)!r}")
     engine.encode(prompt, replace(settings, k=ks[-1]))  # the largest K needs the most room in the context
     baseline = engine.baseline(prompt, settings)
     yield baseline_row(baseline)
-    for drafter, k in plan(ks, drafters)[1:]:
+    for drafter, k, n in plan(ks, drafters, layers)[1:]:
         # details=False: no top-10 candidates per position, so the time is the algorithm's, as the baseline's
         # is (the table needs only the summary)
-        trace = engine.run(prompt, replace(settings, k=k, drafter=drafter), details=False)
+        trace = engine.run(prompt, replace(settings, k=k, drafter=drafter, draft_layers=n), details=False)
         yield trace_row(trace, baseline)
 
 

@@ -16,12 +16,13 @@ prompt in round 2's first draft step. Each model encodes the prompt once, with n
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Iterator
 
 import torch
 from transformers import DynamicCache
 
+from . import early_exit
 from .lookup import prompt_lookup
 from .options import DRAFTERS, RUN_BOUNDS
 from .sampling import SamplingSettings, sample, verify, warp
@@ -43,7 +44,9 @@ class RunSettings:
     confidence: float = 0.25  # survive (the product of its probabilities of them) falls below this. Exact:
     #                           the rule reads only the draft; see _confidence
     chat: bool = True  # wrap the prompt in the tokenizer's chat template when it has one
-    drafter: str = "model"  # a key of options.DRAFTERS: "model" (the draft model) or "lookup" (n-gram copy)
+    drafter: str = "model"  # a key of options.DRAFTERS: "model" (the draft model), "lookup" (n-gram copy) or
+    #                         "layers" (self-speculation: the target's first draft_layers layers draft)
+    draft_layers: int = 0  # N for drafter "layers"; 0: half the target's layers
 
     def __post_init__(self):
         # options.RUN_BOUNDS is the one statement of what a run accepts; the page offers a subset of it
@@ -73,6 +76,25 @@ class Engine:
         self.max_positions = min(getattr(m.config, "max_position_embeddings", 1 << 30) for m in (draft, target))
         self.eos_ids = _eos_ids(target, tokenizer)
         self._text: dict[int, str] = {}
+        self._early: dict[int, object] = {}  # self-speculation's drafts, one per N (they share the target's weights)
+
+    def draft_for(self, settings: RunSettings) -> tuple[object | None, str]:
+        """(the model that drafts, the name a trace records) for a run: the draft model, the target's first N
+        layers (self-speculation), or no model (prompt lookup). ValueError for an N the target cannot give."""
+        if settings.drafter == "lookup":
+            return None, DRAFTERS["lookup"]
+        if settings.drafter == "model":
+            return self.draft, self.draft_name
+        n = self.layers_for(settings)
+        if n not in self._early:
+            self._early[n] = early_exit.early_exit(self.target, n)
+        return self._early[n], f"{self.target_name}, its first {n} of {early_exit.layer_count(self.target)} layers"
+
+    def layers_for(self, settings: RunSettings) -> int:
+        """Self-speculation's N for a run: as set, or half the target's layers for 0 (0 for other drafters)."""
+        if settings.drafter != "layers":
+            return 0
+        return early_exit.check_layers(self.target, settings.draft_layers or early_exit.layer_count(self.target) // 2)
 
     @classmethod
     def from_pair(cls, pair) -> "Engine":
@@ -96,6 +118,7 @@ class Engine:
         else:
             ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         ids = list(ids)
+        self.draft_for(settings)  # a self-speculation N the target cannot give fails here, before any pass
         needed = len(ids) + settings.max_new_tokens + settings.k + 1
         if needed > self.max_positions:
             raise ValueError(f"prompt ({len(ids)} tokens) + max_new_tokens ({settings.max_new_tokens}) + K "
@@ -190,8 +213,10 @@ class SpeculativeRun:
     """One speculative decoding run. Iterate it to get rounds; `trace()` at any point gives the record so far."""
 
     def __init__(self, engine: Engine, prompt: str, settings: RunSettings, details: bool = True):
+        settings = replace(settings, draft_layers=engine.layers_for(settings))  # the trace records the N used
         self.e, self.prompt, self.s, self.details = engine, prompt, settings, details
         self.prompt_ids = engine.encode(prompt, settings)
+        self.drafter, self.drafter_name = engine.draft_for(settings)  # None for prompt lookup
         self.ids = list(self.prompt_ids)
         self.rounds: list[Round] = []
         self.gen = torch.Generator().manual_seed(settings.seed)
@@ -259,7 +284,7 @@ class SpeculativeRun:
             # The draft cache lacks the prompt and the first token in round 2, later 1 token (usual) or 2 (after a
             # clean sweep: the last draft and the bonus).
             feed = (self.ids + drafts)[self.draft_cache.get_seq_length():]
-            logits = forward(self.e.draft, feed, self.draft_cache, 1)[:, :self.e.vocab]
+            logits = forward(self.drafter, feed, self.draft_cache, 1)[:, :self.e.vocab]
             row = warp(logits, self.s.sampling)[0]
             # A one-hot row's only sample is its argmax: greedy skips the float64 CDF over the vocabulary
             x = int(row.argmax()) if self.s.sampling.greedy else int(sample(row[None], self.gen)[0])
@@ -358,7 +383,7 @@ class SpeculativeRun:
         e = self.e
         new = self.ids[len(self.prompt_ids):]
         return Trace(
-            settings=asdict(self.s), draft_model=e.draft_name if self.s.drafter == "model" else DRAFTERS["lookup"],
+            settings=asdict(self.s), draft_model=self.drafter_name,
             target_model=e.target_name, device=e.device,
             dtype=e.dtype, prompt=self.prompt, prompt_token_ids=list(self.prompt_ids), rounds=list(self.rounds),
             output_token_ids=new, output_text=e.tokenizer.decode(new, skip_special_tokens=True),

@@ -34,6 +34,7 @@ LIMITS = {
     "top_k": Limit("top-k", 0, 1000, True),
     "seed": Limit("seed", 0, 2**31 - 1, True),  # what a page's number field holds exactly
     "max_new_tokens": Limit("max new tokens", 1, 512, True),  # a long run is a slow run for everyone sharing
+    "draft_layers": Limit("draft layers", 0, 1024, True),  # the engine checks N against the target's layers
 }
 MAX_PROMPT_CHARS = 10_000  # about 2,500 tokens: a long prompt is a slow prompt for everyone sharing the server
 
@@ -50,14 +51,14 @@ def setting(value, field: str) -> int | float:
 
 
 def settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter="model",
-                  adaptive=False) -> RunSettings:
+                  adaptive=False, draft_layers=0) -> RunSettings:
     """RunSettings from the page's fields (numbers arrive as floats); ValueError names the first bad one."""
     if adaptive not in (True, False, None):  # raw API input: 1, "yes" or [] would otherwise pass as truthy
         raise ValueError(f"adaptive K must be true or false, got {short_repr(adaptive)}")
     return RunSettings(k=setting(k, "k"), temperature=setting(temperature, "temperature"),
                        top_p=setting(top_p, "top_p"), top_k=setting(top_k, "top_k"), seed=setting(seed, "seed"),
                        max_new_tokens=setting(max_new_tokens, "max_new_tokens"), drafter=drafter or "model",
-                       adaptive=bool(adaptive))
+                       adaptive=bool(adaptive), draft_layers=setting(draft_layers or 0, "draft_layers"))
 
 
 def check_prompt(prompt) -> str:

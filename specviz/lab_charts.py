@@ -11,7 +11,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from .charts import label
-from .compare import LABELS, CompareRow
+from .compare import CompareRow
 from .explorer import Explorer, MeasuredPoint
 from .joint import JointMonteCarlo
 from .lab import SAMPLERS, MonteCarlo, Playground, ToyPair
@@ -186,28 +186,42 @@ def rounds_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_size
 
 # --- drafters compared ----------------------------------------------------------------------------------------
 
-# One line per drafter, each with a colour, a marker and a dash, so the two stay apart on a washed-out projector.
+# One line per drafter, each with a colour, a marker and a dash, so they stay apart on a washed-out projector;
+# self-speculation draws a line per N, its markers told apart by shape.
 DRAFTER_LINES = {"model": dict(color=Q_COLOR, symbol="circle", dash="solid"),
-                 "lookup": dict(color=INK, symbol="square", dash="dash")}
+                 "lookup": dict(color=INK, symbol="square", dash="dash"),
+                 "layers": dict(color=FATES[BONUS].color, symbol="diamond", dash="dot")}
+LAYER_SYMBOLS = ("diamond", "triangle-up", "x", "star", "hexagon")
 
 
-def _drafter_line(rows: list[CompareRow], drafter: str, field: str, axes: str, show: bool, unit: str) -> dict:
+def _lines(runs: list[CompareRow]) -> list[tuple[str, int | None]]:
+    """The (drafter, N) pairs with runs, in DRAFTER_LINES' order, self-speculation's N ascending."""
+    present = {(r.drafter, r.draft_layers) for r in runs}
+    return sorted(present, key=lambda line: (list(DRAFTER_LINES).index(line[0]), line[1] or 0))
+
+
+def _drafter_line(rows: list[CompareRow], line: tuple[str, int | None], field: str, axes: str, show: bool,
+                  unit: str) -> dict:
+    drafter, n = line
     style = DRAFTER_LINES[drafter]
-    mine = [r for r in rows if r.drafter == drafter]
+    mine = [r for r in rows if (r.drafter, r.draft_layers) == line]
+    name = mine[0].label
+    symbol = LAYER_SYMBOLS[sorted({r.draft_layers for r in rows if r.draft_layers}).index(n) % len(LAYER_SYMBOLS)] \
+        if n else style["symbol"]
     return dict(type="scatter", x=[r.k for r in mine], y=[getattr(r, field) for r in mine], mode="lines+markers",
-                name=LABELS[drafter], legendgroup=drafter, showlegend=show, xaxis="x" + axes, yaxis="y" + axes,
+                name=name, legendgroup=name, showlegend=show, xaxis="x" + axes, yaxis="y" + axes,
                 line=dict(color=style["color"], width=4, dash=style["dash"]),
-                marker=dict(symbol=style["symbol"], size=14, color=style["color"], line=dict(color=INK, width=1.5)),
-                hovertemplate=f"{LABELS[drafter]}, K = %{{x}}: %{{y:.2f}}{unit}<extra></extra>")
+                marker=dict(symbol=symbol, size=14, color=style["color"], line=dict(color=INK, width=1.5)),
+                hovertemplate=f"{label(name)}, K = %{{x}}: %{{y:.2f}}{unit}<extra></extra>")
 
 
 def compare_figure(rows: list[CompareRow], font_size: int = FONT_SIZE) -> go.Figure:
     """Measured speedup (left) and tokens per target pass (right) against K, one line per drafter, with the
     target alone at 1 on both (dashed). Rows may be partial: the lines grow as runs finish."""
     runs = [r for r in rows if r.k is not None]
-    drafters = [d for d in DRAFTER_LINES if any(r.drafter == d for r in runs)]
-    data = [_drafter_line(runs, d, "speedup", "", True, "×") for d in drafters]
-    data += [_drafter_line(runs, d, "tokens_per_pass", "2", False, " tokens") for d in drafters]
+    lines = _lines(runs)
+    data = [_drafter_line(runs, line, "speedup", "", True, "×") for line in lines]
+    data += [_drafter_line(runs, line, "tokens_per_pass", "2", False, " tokens") for line in lines]
     ks = sorted({r.k for r in runs}) or [1]
     k_axis = dict(title=dict(text="K (draft tokens per round)"), tickmode="array", tickvals=ks, gridcolor=GRID,
                   range=[0.5, max(ks) + 0.5])

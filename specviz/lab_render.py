@@ -217,14 +217,16 @@ def warning_html(text: str = "") -> str:
     return f'<div style="{TEXT};color:#B00020">⚠ {html.escape(text)}</div>' if text else ""
 
 
-def comparison_status(rows: list[compare.CompareRow], ks: tuple[int, ...], seconds: float) -> str:
+def comparison_status(rows: list[compare.CompareRow], ks: tuple[int, ...], seconds: float,
+                      layers: tuple[int, ...] = (0,)) -> str:
     """Progress while running ("3 of 9 runs … next: prompt lookup at K = 2"), a verdict once done."""
-    planned, done = compare.plan(ks), len(rows)
+    planned, done = compare.plan(ks, layers=layers), len(rows)
     total = len(planned)
     if done < total:
-        drafter, k = planned[done]
+        drafter, k, n = planned[done]
+        name = f"the target's first {n} layers" if n else compare.LABELS[drafter]
         return (f'<div style="{TEXT}">Running… {done} of {total} runs done in {seconds:.0f} s; next: '
-                f"{html.escape(compare.LABELS[drafter])} at K = {k}.</div>")
+                f"{html.escape(name)} at K = {k}.</div>")
     best = max(rows[1:], key=lambda r: r.speedup)  # rows[0] is the target alone
     return (f'<div style="{TEXT}">✓ {total} runs in {seconds:.0f} s. Fastest: '
             f"<b>{html.escape(best.label)} at K = {best.k}, {best.speedup:.2f}×</b> the target alone "

@@ -172,7 +172,7 @@ def sliders_from_trace(trace: Trace | None, c_max: float, v_max: float):
 def compare_handler(get_engine: EngineLoader | None):
     """The Compare button's generator: -> status, table, chart after each finished run."""
 
-    def run(prompt, ks, max_new_tokens, temperature, preset, progress=gr.Progress()):
+    def run(prompt, ks, max_new_tokens, temperature, preset, fractions=(0.5,), progress=gr.Progress()):
         try:
             if not isinstance(prompt, str) or not prompt.strip():
                 raise ValueError("the prompt is empty: type one, or pick an example above")
@@ -183,14 +183,15 @@ def compare_handler(get_engine: EngineLoader | None):
                 raise ValueError("this page has no models: compare drafters in the app (python app.py)")
             engine = get_engine(preset, lambda fraction, text: progress(fraction, desc=text))
             engine.encode(prompt, replace(settings, k=ks[-1]))  # too long for the context: say so before any run
+            layers = compare.layer_counts(engine, [float(f) for f in fractions or ()]) or (0,)
         except Exception as e:  # a bad value, or a pair that failed to load
             yield warning_html(message_of(e)), gr.skip(), gr.skip()
             return
         rows, started = [], time.perf_counter()
         try:
-            for row in stream_comparison(engine_ref(get_engine, preset), prompt, settings, ks):
+            for row in stream_comparison(engine_ref(get_engine, preset), prompt, settings, ks, layers):
                 rows.append(row)
-                yield (comparison_status(rows, ks, time.perf_counter() - started),
+                yield (comparison_status(rows, ks, time.perf_counter() - started, layers),
                        [compare.cells(r) for r in rows], lab_charts.compare_figure(rows))
         except Exception as e:  # a model failure mid-run: the rows so far stay on the page
             done = f"{len(rows)} run{'s' * (len(rows) != 1)}"
@@ -340,15 +341,22 @@ def _compare_section(preset, get_engine: EngineLoader | None) -> None:
         "<b>Draft model</b>: the small model proposes K tokens. <b>Prompt lookup</b>: no second model; it copies the "
         "K tokens that followed the latest earlier occurrence of the text's last few tokens (from the prompt or the "
         "output so far). Its q is a point mass, so a copied token x is accepted with probability p(x): the output "
-        "still follows the target exactly. It shines where the answer repeats the prompt. On a 2-core CPU the "
-        "packaged pair takes 10–15 s a run: the default K = 1, 2, 4, 8 (9 runs with the baseline) took about 1.5 "
-        "minutes at 32 new tokens, 2 to 2.5 at 48."))
+        "still follows the target exactly. It shines where the answer repeats the prompt. <b>The target's first "
+        "layers</b> (self-speculation): the target's own first N layers, its final norm and LM head draft, so one "
+        "model sits in memory; a model not trained to exit early (Qwen2.5 is not) agrees with itself rarely at "
+        "small N, which is why Medusa, EAGLE, multi-token prediction and LayerSkip train their draft heads or "
+        "layers. On a 2-core CPU the "
+        "packaged pair takes 10–15 s a run, so the default (K = 1, 2, 4, 8, three drafters: 13 runs with the "
+        "baseline) takes 13 × 10–15 s, 2 to 3½ minutes, at 32 new tokens."))
     prompt = gr.Textbox(REWRITE_PROMPT, label="Prompt", lines=4, max_lines=16, elem_id="lab-compare-prompt")
     gr.Examples([[text] for text in COMPARE_EXAMPLES.values()], inputs=[prompt], label="Example prompts",
                 example_labels=list(COMPARE_EXAMPLES))
     with gr.Row():
         ks = gr.CheckboxGroup(list(compare.ALL_KS), value=list(compare.DEFAULT_KS), elem_id="lab-compare-ks",
                               label="K values (each adds one run per drafter)")
+        layers = gr.CheckboxGroup([("¼", 0.25), ("½", 0.5), ("¾", 0.75)], value=[0.5], elem_id="lab-compare-layers",
+                                  label="Self-speculation: the target's first layers, this share of them (a run per "
+                                        "share and K)")
         tokens = gr.Slider(4, 128, 32, step=4, label="Max new tokens", elem_id="lab-compare-tokens")
         temperature = gr.Slider(0, 1.5, 0, step=0.05, label="Temperature (0 = greedy; seed 0)",
                                 elem_id="lab-compare-temperature")
@@ -363,7 +371,7 @@ def _compare_section(preset, get_engine: EngineLoader | None) -> None:
                     show_label=False, elem_id="lab-compare-chart")
 
     # public (api_name), and queued with the app's Generate: the model runs share one limit (serving)
-    comparing = run.click(compare_handler(get_engine), [prompt, ks, tokens, temperature, preset],
+    comparing = run.click(compare_handler(get_engine), [prompt, ks, tokens, temperature, preset, layers],
                           [status, table, chart], api_name="compare_drafters", show_progress_on=[status],
                           concurrency_id=MODEL_RUNS, concurrency_limit=1)
     stopped = warning_html("stopped: the runs so far stay in the table (a run in progress finishes first)")

@@ -14,7 +14,7 @@ from typing import Callable
 MAX_K = 16  # the most draft tokens per round anywhere in specviz (engine, page, Lab, trace files)
 
 # How a round gets its drafts (RunSettings.drafter) -> the label people read (page, Lab, CLI help, traces).
-DRAFTERS = {"model": "draft model", "lookup": "prompt lookup"}
+DRAFTERS = {"model": "draft model", "lookup": "prompt lookup", "layers": "the target's first layers"}
 TARGET_ONLY = "target"  # a comparison's baseline row: no drafter, one target pass per token
 TARGET_ONLY_LABEL = "target only"
 
@@ -101,6 +101,8 @@ RUN_BOUNDS = {
     "seed": Bound(0, 2**63 - 1, whole=True),  # what torch.Generator.manual_seed takes
     "max_new_tokens": Bound(1, math.inf, whole=True),
     "confidence": Bound(0, 1, open_high=True),  # adaptive K's threshold on the product of the draft's probabilities
+    "draft_layers": Bound(0, 1024, whole=True),  # self-speculation's N (0: half the target's layers); the engine
+    #                                              checks it against the target's own layer count
 }
 
 

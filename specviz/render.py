@@ -205,6 +205,10 @@ def _proposed(trace: Trace, rnd: Round) -> str:
         return (f"Prompt lookup copied {k} token{'s' * (k != 1)} from earlier text (what followed the latest "
                 f"earlier occurrence of the last few tokens): {drafted}. Its q is a point mass, q = 1 on each "
                 f"copied token, so min(1, p/q) = p: a copied token is kept with the target's own probability.")
+    if trace.settings.get("drafter") == "layers":
+        return (f"The target's own first layers proposed {k} token{'s' * (k != 1)}, one at a time: {drafted} "
+                f"(self-speculation: {escape(trace.draft_model)}, then the target's final norm and LM head; no second "
+                f"model). {_adaptive_note(trace, rnd)}")
     return f"The draft model proposed {k} token{'s' * (k != 1)}, one at a time: {drafted}.{_adaptive_note(trace, rnd)}"
 
 

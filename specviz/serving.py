@@ -140,8 +140,8 @@ def _run_duration(ref, prompt, settings) -> int:
     return run_seconds(settings.max_new_tokens)
 
 
-def _compare_duration(ref, prompt, settings, ks) -> int:
-    return run_seconds(settings.max_new_tokens, runs=len(compare.plan(tuple(ks))))
+def _compare_duration(ref, prompt, settings, ks, layers=(0,)) -> int:
+    return run_seconds(settings.max_new_tokens, runs=len(compare.plan(tuple(ks), layers=tuple(layers))))
 
 
 @gpu(duration=_run_duration)
@@ -158,9 +158,11 @@ def run_baseline(ref: EngineRef, prompt: str, settings: RunSettings):
 
 
 @gpu(duration=_compare_duration)
-def stream_comparison(ref: EngineRef, prompt: str, settings: RunSettings, ks: tuple[int, ...]):
-    """The model-bound part of the Lab's comparison: one CompareRow per finished run (plain data)."""
-    yield from compare.compare_drafters(ref.engine(), prompt, settings, ks)
+def stream_comparison(ref: EngineRef, prompt: str, settings: RunSettings, ks: tuple[int, ...],
+                      layers: tuple[int, ...] = (0,)):
+    """The model-bound part of the Lab's comparison: one CompareRow per finished run (plain data); `layers`:
+    self-speculation's N values."""
+    yield from compare.compare_drafters(ref.engine(), prompt, settings, ks, layers=layers)
 
 
 class CostCache:

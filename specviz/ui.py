@@ -54,6 +54,7 @@ class Page:
     settings: Settings
     drafter: gr.Radio  # RunSettings.drafter, a key of options.DRAFTERS
     adaptive: gr.Checkbox  # RunSettings.adaptive: K per round, the slider's K the most
+    draft_layers: gr.Number  # RunSettings.draft_layers: self-speculation's N (0: half the target's layers)
     generate: gr.Button
     baseline: gr.Button
     info: gr.HTML
@@ -112,15 +113,13 @@ def _header() -> tuple[gr.Checkbox, gr.Checkbox]:
 def _settings_row(presets: dict[str, str], default_preset: str):
     """The pair and every setting of a run, in two rows: in one row, below 1920 px wide the last columns were
     squeezed to a word per line and the pair's name was cut off. The minimum widths of each row fit a 1024 px
-    window (tests/test_lecture_browser.py checks 1024 to 1920). -> preset, Settings, drafter, adaptive"""
+    window (tests/test_lecture_browser.py checks 1024 to 1920); the drafter's own options take a third.
+    -> preset, Settings, drafter, adaptive, draft layers"""
     with gr.Row(equal_height=True):
         preset = gr.Dropdown([(label, name) for name, label in presets.items()], value=default_preset,
                              label="Draft → target pair", elem_id="preset", scale=3, min_width=420)
         drafter = gr.Radio([(label, name) for name, label in DRAFTERS.items()], value="model", label="Drafter",
-                           elem_id="drafter", scale=1, min_width=200)
-        adaptive = gr.Checkbox(False, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
-                               info="stop drafting once the product of the draft's own probabilities of its "
-                                    "drafts falls below 0.25", scale=2, min_width=260)
+                           elem_id="drafter", scale=2, min_width=320)
     with gr.Row():
         settings = Settings(
             k=gr.Slider(**limits("k"), value=4, step=1, label="K (draft tokens per round)", elem_id="k",
@@ -133,7 +132,14 @@ def _settings_row(presets: dict[str, str], default_preset: str):
             seed=gr.Number(0, **limits("seed"), precision=0, label="Seed", elem_id="seed", min_width=100),
             max_new_tokens=gr.Slider(**limits("max_new_tokens"), value=64, step=1, label="Max new tokens",
                                      elem_id="max-new-tokens", min_width=160))
-    return preset, settings, drafter, adaptive
+    with gr.Row(equal_height=True):
+        adaptive = gr.Checkbox(False, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
+                               info="stop drafting once the product of the draft's own probabilities of its "
+                                    "drafts falls below 0.25", scale=2, min_width=260)
+        draft_layers = gr.Number(0, **limits("draft_layers"), precision=0, label="Draft layers N (self-speculation)",
+                                 info="with the drafter “the target's first layers”: its first N layers draft; "
+                                      "0 = half of them", elem_id="draft-layers", scale=1, min_width=260)
+    return preset, settings, drafter, adaptive, draft_layers
 
 
 def _panels() -> RoundView:
@@ -168,7 +174,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
                 pack_file = gr.File(label="Lecture pack (trace + quiz)", interactive=False, elem_id="pack-file",
                                     height=70)
                 quiz_state = gr.Textbox(visible=False)
-        preset, settings, drafter, adaptive = _settings_row(presets, default_preset)
+        preset, settings, drafter, adaptive, draft_layers = _settings_row(presets, default_preset)
         with gr.Row(equal_height=True):
             info = gr.HTML(render.placeholder("Loading models…"), label="Run info", elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
@@ -185,9 +191,9 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
     timer = gr.Timer(1.5, active=False)
     panels = _panels()
     panels.slider = slider
-    return Page(trace, lecture, quiz, controls, prompt, preset, settings, drafter, adaptive, generate, baseline,
-                info, status, download, pack, pack_file, quiz_state, upload, examples, previous, next_, play, pace,
-                timer, panels)
+    return Page(trace, lecture, quiz, controls, prompt, preset, settings, drafter, adaptive, draft_layers, generate,
+                baseline, info, status, download, pack, pack_file, quiz_state, upload, examples, previous, next_,
+                play, pace, timer, panels)
 
 
 # --- events: all the wiring, in one place -------------------------------------------------------------------
@@ -213,7 +219,8 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
     # "always_last" would hold the press back until the old run ended, then send both listeners, and the stop
     # could then hit the new run.)
     p.generate.click(models.stop, None, None, api_name="stop", **quick)
-    p.generate.click(models.generate, [p.prompt, p.preset, *p.settings.all(), p.lecture, p.drafter, p.adaptive],
+    p.generate.click(models.generate, [p.prompt, p.preset, *p.settings.all(), p.lecture, p.drafter, p.adaptive,
+                                      p.draft_layers],
                      p.outputs.all(), api_name="generate", preprocess=False, trigger_mode="multiple",
                      **one_model_run)
     p.baseline.click(models.baseline, [p.trace, p.preset], p.outputs.of_baseline(), api_name="baseline",

@@ -44,8 +44,11 @@ def counted(engine, monkeypatch):
 
 def test_a_row_per_drafter_and_k_against_one_baseline_from_the_same_call(engine, counted):
     rows = list(compare.compare_drafters(engine, "def fib(n):", GREEDY, ks=[4, 1, 2]))
-    assert [(r.drafter, r.k) for r in rows] == [("target", None), ("model", 1), ("lookup", 1), ("model", 2),
-                                                 ("lookup", 2), ("model", 4), ("lookup", 4)]
+    assert [(r.drafter, r.k) for r in rows] == [("target", None), ("model", 1), ("lookup", 1), ("layers", 1),
+                                                 ("model", 2), ("lookup", 2), ("layers", 2), ("model", 4),
+                                                 ("lookup", 4), ("layers", 4)]
+    assert [r.draft_layers for r in rows if r.drafter == "layers"] == [1, 1, 1]  # half of the tiny target's 2
+    assert rows[3].label == "the target's first 1 layer"
     assert len(counted.baselines) == 1  # one target-only run, measured in this call
     base = rows[0]
     assert base.tokens_per_s == counted.baselines[0].tokens_per_s
@@ -97,8 +100,11 @@ def test_lookup_accepts_more_where_the_answer_copies_the_prompt(engine):
 
 def test_check_ks_plan_and_table():
     assert compare.check_ks([8, 1, 4.0, 1]) == (1, 4, 8)
-    assert compare.plan((1, 2)) == [("target", None), ("model", 1), ("lookup", 1), ("model", 2), ("lookup", 2)]
-    assert len(compare.plan(compare.ALL_KS)) == 17  # the baseline + 2 drafters × 8 K values
+    assert compare.plan((1, 2), ("model", "lookup")) == [("target", None, 0), ("model", 1, 0), ("lookup", 1, 0),
+                                                          ("model", 2, 0), ("lookup", 2, 0)]
+    assert len(compare.plan(compare.ALL_KS)) == 25  # the baseline + 3 drafters × 8 K values
+    assert compare.plan((4,), layers=(7, 14)) == [("target", None, 0), ("model", 4, 0), ("lookup", 4, 0),
+                                                  ("layers", 4, 7), ("layers", 4, 14)]  # a run per N
     rows = [compare.CompareRow("target", None, None, 1.0, 2.5, 1.0, 32, 12.8),
             compare.CompareRow("lookup", 4, 0.834, 2.0, 3.75, 1.5, 32, 8.53)]
     assert compare.cells(rows[1]) == ["prompt lookup", "4", "0.83", "2.00", "3.75", "1.50×"]

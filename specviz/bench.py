@@ -137,14 +137,16 @@ def _tiny_engine() -> Engine:
                   Qwen2ForCausalLM(Qwen2Config(num_hidden_layers=2, **cfg)).eval(), tok, "tiny-1L", "tiny-2L")
 
 
-def interleaved(configs: dict, prompts: list[str], repeats: int) -> dict[str, list]:
+def interleaved(configs: dict, prompts: list[str], repeats: int, say=lambda line: None) -> dict[str, list]:
     """Each configuration once per prompt and repeat, in turn (A B C A B C …), so a slow minute on a shared
     machine hits every configuration alike and the ratios hold; {name: results in call order}."""
     results = {name: [] for name in configs}
-    for prompt in prompts:
-        for _ in range(repeats):
+    for p, prompt in enumerate(prompts):
+        for turn in range(repeats):
             for name, run in configs.items():
+                t0 = time.perf_counter()
                 results[name].append(run(prompt))
+                say(f"  prompt {p + 1} turn {turn + 1}: {name} ({time.perf_counter() - t0:.1f} s)")
     return results
 
 
@@ -170,7 +172,7 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
         for mode in modes:
             temp = 0.0 if mode == "greedy" else temperature
             configs = _configs(engine, ks, peers, max_new, temp)
-            results = interleaved(configs, PROMPTS[ptype][:per_type], repeats)
+            results = interleaved(configs, PROMPTS[ptype][:per_type], repeats, lambda line: print(line, flush=True))
             rows += _rows(ptype, mode, ks, results)
             for r in rows[-len(configs):]:
                 print(f"{ptype:8} {mode:7} {r.config:40} {r.tokens_per_s:6.2f} tok/s  x{r.speedup:.2f}", flush=True)

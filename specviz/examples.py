@@ -133,9 +133,10 @@ def load_example(name: str, folder: Path | None = None) -> Trace:
 
 
 def check_recorded_as(example: Example, trace: Trace, path: Path) -> None:
-    """The file must hold the run the catalogue describes: its prompt and settings."""
-    expected = asdict(example.settings)
-    differ = [key for key, value in expected.items() if trace.settings.get(key) != value]
+    """The file must hold the run the catalogue describes: its prompt and settings (a setting added to RunSettings
+    after the recording, absent from the file, counts as its default: the recording did not use it)."""
+    expected, defaults = asdict(example.settings), asdict(RunSettings())
+    differ = [key for key, value in expected.items() if trace.settings.get(key, defaults[key]) != value]
     if trace.prompt != example.prompt:
         differ.insert(0, "prompt")
     if differ:

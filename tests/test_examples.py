@@ -3,6 +3,7 @@ baseline and shows what its description says, its tokens are the packaged tokeni
 file gives a message that names it (on the page too, where everything else keeps working)."""
 
 import html
+import json
 import os
 import shutil
 
@@ -100,6 +101,16 @@ def test_a_corrupt_file_is_named_with_what_is_wrong(folder, content, why):
 def test_a_file_from_another_recording_is_refused(folder):
     shutil.copy(folder / "story.json", folder / "code.json")  # a valid trace, but not the one the catalogue describes
     with pytest.raises(ExampleError, match="code.json does not match its description .*prompt, temperature"):
+        load_example("code", folder)
+
+
+def test_a_setting_newer_than_the_recording_counts_as_its_default(folder):
+    data = json.loads((folder / "code.json").read_text())
+    assert "draft_layers" not in data["settings"]  # recorded before self-speculation existed: it opens
+    assert load_example("code", folder).settings.get("draft_layers") is None
+    data["settings"]["draft_layers"] = 3  # ... but a recording that used another value is not this example
+    (folder / "code.json").write_text(json.dumps(data))
+    with pytest.raises(ExampleError, match="differs in draft_layers"):
         load_example("code", folder)
 
 

@@ -65,6 +65,7 @@ class TreeShape:
     parents: tuple[int, ...] = field(init=False)  # parents[i] < i; -1 for the root
     depth: tuple[int, ...] = field(init=False)  # 0 for the root
     kids: tuple[tuple[int, ...], ...] = field(init=False, repr=False)  # kids[i]: node i's children, in order
+    _ancestry: torch.Tensor = field(init=False, repr=False, compare=False)  # built once: every pass needs it
 
     def __post_init__(self):
         widths = check_widths(self.widths)
@@ -76,6 +77,10 @@ class TreeShape:
         object.__setattr__(self, "depth", tuple(depth))
         object.__setattr__(self, "kids", tuple(tuple(i for i, u in enumerate(parents) if u == v)
                                                for v in range(len(parents))))
+        seen = torch.zeros(len(parents), len(parents), dtype=torch.bool)
+        for i in range(len(parents)):
+            seen[i, self.path_to(i)] = True
+        object.__setattr__(self, "_ancestry", seen)
 
     @property
     def n_nodes(self) -> int:
@@ -103,10 +108,7 @@ class TreeShape:
 
     def ancestry(self) -> torch.Tensor:
         """(n, n) bool: [i, j] is True iff j is i or one of i's ancestors, i.e. what node i may attend to."""
-        seen = torch.zeros(self.n_nodes, self.n_nodes, dtype=torch.bool)
-        for i in range(self.n_nodes):
-            seen[i, self.path_to(i)] = True
-        return seen
+        return self._ancestry.clone()
 
 
 def _add(parents: list[int], depth: list[int], parent: int, d: int) -> int:

@@ -13,6 +13,7 @@ from scipy import stats
 from transformers import DynamicCache
 
 from conftest import noisy_copy, tiny_model
+from test_tree import _test_against_unchanged_p
 from specviz.sampling import SamplingSettings, sample, warp
 from specviz.tree import TreeShape, verify_tree
 from specviz.tree_pass import check_tree_attention, draft_tree, keep_path, score_tree, tree_inputs
@@ -155,7 +156,8 @@ def test_draft_tree_children_come_from_the_drafts_own_distribution(target, sampl
 
 # --- whole rounds: prefill, then tree rounds until n tokens ---------------------------------------------------
 
-def tree_decode(draft, target, prompt, tree, sampling, n, seed=0, vocab=None, stats_out=None):
+def tree_decode(draft, target, prompt, tree, sampling, n, seed=0, vocab=None, stats_out=None,
+                verifier=verify_tree):
     """A test-only loop: the caches start empty (round 1 is the prefill), and after each round both keep root +
     the accepted path, so each next pass feeds exactly what its cache lacks."""
     vocab = vocab or target.config.vocab_size
@@ -166,7 +168,7 @@ def tree_decode(draft, target, prompt, tree, sampling, n, seed=0, vocab=None, st
             start = len(ids) - 1  # the root's slot in both caches
             tokens, q = draft_tree(draft, dcache, ids[dcache.get_seq_length():], tree, sampling, vocab, gen)
             logits = score_tree(target, tcache, ids[tcache.get_seq_length():], tree, tokens)[:, :vocab]
-            v = verify_tree(tree, tokens, warp(logits, sampling), q, gen, greedy=sampling.greedy)
+            v = verifier(tree, tokens, warp(logits, sampling), q, gen, greedy=sampling.greedy)
             keep_path(tcache, start, [0] + v.path)
             keep_path(dcache, start, [0] + v.path)
             ids += [tokens[i] for i in v.path] + [v.next_token]
@@ -192,12 +194,16 @@ def test_greedy_tree_decoding_equals_target_only_greedy(target, widths):
     assert sum(accepted) > 0 and len(accepted) < 30  # the tree did accept drafts: fewer rounds than tokens
 
 
-def test_sampled_tree_decoding_follows_the_target():
+def first_two_chi_square(verifier) -> tuple[float, int, float]:
     """Tiny models over an 8-token vocabulary (so the joint of two tokens has 64 cells): the first two tokens of
-    2 000 seeded runs against the target alone's p(a) p(b|a), by a chi-squared test (cells expected < 5 pooled).
-    """
+    2 000 seeded runs against the target alone's p(a) p(b|a), by a chi-squared test (cells expected < 5 pooled):
+    (statistic, degrees of freedom, p-value).
+    The LM head is scaled to 0.1 of conftest's so the joint spreads over ~58 cells, and the draft is a copy with
+    noise as large as its weights: sum(min(p, q)) is ~0.57 at the first two positions, so rounds reject often."""
     target = tiny_model(seed=3, layers=2, vocab=8)
-    draft, tree, sampling = noisy_copy(target, 0.5, seed=1), TreeShape((2, 2, 1)), SamplingSettings(temperature=1.5)
+    with torch.no_grad():
+        target.lm_head.weight.mul_(0.1)
+    draft, tree, sampling = noisy_copy(target, 1.0, seed=1), TreeShape((2, 2, 1)), SamplingSettings(temperature=1.0)
     prompt = [1, 4, 2, 7]
     with torch.inference_mode():
         p1 = warp(plain_logits(target, prompt)[None], sampling)[0]
@@ -205,11 +211,23 @@ def test_sampled_tree_decoding_follows_the_target():
     exact = (p1[:, None] * p2).flatten().double().numpy()  # cell a * 8 + b
     counts, runs = np.zeros(64), 2000
     for seed in range(runs):
-        a, b = tree_decode(draft, target, prompt, tree, sampling, 2, seed=seed)
+        a, b = tree_decode(draft, target, prompt, tree, sampling, 2, seed=seed, verifier=verifier)
         counts[a * 8 + b] += 1
     exp = exact / exact.sum() * runs
     small = exp < 5
     obs, exp = np.append(counts[~small], counts[small].sum()), np.append(exp[~small], exp[small].sum())
     stat, pval = stats.chisquare(obs, exp)
-    print(f"tiny models, tree (2, 2, 1), first 2 tokens: chi2 = {stat:.1f}, dof = {len(obs) - 1}, p = {pval:.3g}")
-    assert len(obs) - 1 >= 10 and pval > 1e-3
+    print(f"tiny models, tree (2, 2, 1), {verifier.__name__}, first 2 tokens: chi2 = {stat:.1f}, "
+          f"dof = {len(obs) - 1}, p = {pval:.3g}")
+    return float(stat), len(obs) - 1, float(pval)
+
+
+def test_sampled_tree_decoding_follows_the_target():
+    _, dof, pval = first_two_chi_square(verify_tree)
+    assert dof >= 40 and pval > 1e-3
+
+
+def test_sampled_negative_control_fails_the_same_test():
+    """The wrong rule of tests/test_tree.py (every sibling tested against the unchanged p) through the models."""
+    _, _, pval = first_two_chi_square(_test_against_unchanged_p)
+    assert pval < 1e-6

@@ -70,7 +70,7 @@ def generate(client, prompt="def fib(n):", **changes):
 def generate_raw(url, prompt="def fib(n):", **changes) -> list:
     """/generate over plain HTTP with a JSON text that may hold NaN, Infinity or a lone surrogate."""
     values = {**SETTINGS, **changes}
-    body = json.dumps({"data": [prompt, "tiny", *values.values(), False, "model", False]})  # NaN -> NaN, "\ud800" -> "\\ud800"
+    body = json.dumps({"data": [prompt, "tiny", *values.values(), False, "model", False, 0]})  # NaN -> NaN, "\ud800" -> "\\ud800"
     with httpx.Client(base_url=url, timeout=60) as http:
         event_id = http.post("gradio_api/call/generate", content=body,
                              headers={"content-type": "application/json"}).raise_for_status().json()["event_id"]

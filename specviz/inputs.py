@@ -58,7 +58,7 @@ def settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter="m
     return RunSettings(k=setting(k, "k"), temperature=setting(temperature, "temperature"),
                        top_p=setting(top_p, "top_p"), top_k=setting(top_k, "top_k"), seed=setting(seed, "seed"),
                        max_new_tokens=setting(max_new_tokens, "max_new_tokens"), drafter=drafter or "model",
-                       adaptive=bool(adaptive), draft_layers=setting(draft_layers or 0, "draft_layers"))
+                       adaptive=bool(adaptive), draft_layers=setting(draft_layers, "draft_layers"))
 
 
 def check_prompt(prompt) -> str:

@@ -64,13 +64,15 @@ SETTINGS = dict(k=4, temperature=0.7, top_p=1.0, top_k=0, seed=0, max_new_tokens
 
 def generate(client, prompt="def fib(n):", **changes):
     values = {**SETTINGS, **changes}
-    return client.predict(prompt, "tiny", *values.values(), False, api_name="/generate")
+    layers = values.pop("draft_layers", 0)  # after lecture, drafter and adaptive in /generate's inputs
+    return client.predict(prompt, "tiny", *values.values(), False, "model", False, layers, api_name="/generate")
 
 
 def generate_raw(url, prompt="def fib(n):", **changes) -> list:
     """/generate over plain HTTP with a JSON text that may hold NaN, Infinity or a lone surrogate."""
     values = {**SETTINGS, **changes}
-    body = json.dumps({"data": [prompt, "tiny", *values.values(), False, "model", False, 0]})  # NaN -> NaN, "\ud800" -> "\\ud800"
+    layers = values.pop("draft_layers", 0)
+    body = json.dumps({"data": [prompt, "tiny", *values.values(), False, "model", False, layers]})  # NaN -> NaN, "\ud800" -> "\\ud800"
     with httpx.Client(base_url=url, timeout=60) as http:
         event_id = http.post("gradio_api/call/generate", content=body,
                              headers={"content-type": "application/json"}).raise_for_status().json()["event_id"]
@@ -260,14 +262,14 @@ TRACE_ROWS = {  # name -> (the file: bytes, or a function spoiling a valid trace
     "round-a-number": (spoil("rounds.0", 7), "rounds[0] should be an object"),
     "10001-rounds": (many_rounds, "10001 rounds; the limit is 10000"),
     "k-mismatch": (spoil("rounds.0.k", 9), "k, drafts and n_accepted disagree"),
-    "unknown-fate": (spoil("rounds.0.drafts.0.fate", PAYLOADS[1]), "the drafts' fates should be"),
+    "unknown-fate": (spoil("rounds.1.drafts.0.fate", PAYLOADS[1]), "the drafts' fates should be"),
     "unknown-next-kind": (spoil("rounds.0.next_kind", "surprise"), "next_kind should be"),
     "unknown-stop": (spoil("rounds.0.stop", PAYLOADS[0]), "stop should be"),
     "committed-mismatch": (spoil("rounds.0.committed_ids", [3, 3, 3, 3, 3, 3]), "committed_ids should be"),
     "output-mismatch": (spoil("output_token_ids", [5]), "output_token_ids differ"),
-    "nan-probability": (spoil("rounds.0.drafts.0.p", float("nan")), "not a finite number"),
+    "nan-probability": (spoil("rounds.1.drafts.0.p", float("nan")), "not a finite number"),
     "infinite-time": (spoil("rounds.0.draft_time_s", float("inf")), "not a finite number"),
-    "probability-above-1": (spoil("rounds.0.drafts.0.q", 3.5), "q = 3.5 is not a probability"),
+    "probability-above-1": (spoil("rounds.1.drafts.0.q", 3.5), "q = 3.5 is not a probability"),
     "negative-probability": (spoil("rounds.0.next_token.p", -0.1), "is not a probability"),
     "negative-token-id": (spoil("prompt_token_ids.0", -5), "token id -5 is out of range"),
     "huge-token-id": (spoil("prompt_token_ids.0", 2**40), f"token id {2**40} is out of range"),

@@ -39,8 +39,12 @@ class CompareRow:
 
     @property
     def label(self) -> str:
-        n = self.draft_layers
-        return f"the target's first {n} layer{'s' * (n != 1)}" if n else LABELS[self.drafter]
+        return layers_label(self.draft_layers) if self.draft_layers else LABELS[self.drafter]
+
+
+def layers_label(n: int) -> str:
+    """Self-speculation's drafter at N layers, in words: 14 -> "the target's first 14 layers"."""
+    return f"the target's first {n} layer{'s' * (n != 1)}"
 
 
 def check_ks(ks: Iterable | None) -> tuple[int, ...]:

@@ -224,7 +224,7 @@ def comparison_status(rows: list[compare.CompareRow], ks: tuple[int, ...], secon
     total = len(planned)
     if done < total:
         drafter, k, n = planned[done]
-        name = f"the target's first {n} layers" if n else compare.LABELS[drafter]
+        name = compare.layers_label(n) if n else compare.LABELS[drafter]
         return (f'<div style="{TEXT}">Running… {done} of {total} runs done in {seconds:.0f} s; next: '
                 f"{html.escape(name)} at K = {k}.</div>")
     best = max(rows[1:], key=lambda r: r.speedup)  # rows[0] is the target alone

@@ -307,9 +307,10 @@ def test_compare_handler_streams_rows_and_says_what_went_wrong(engine, monkeypat
     assert "prompt is empty" in next(run(" ", [1], 8, 0, "tiny"))[0]
     assert "at least one K" in next(run("def f(x):", [], 8, 0, "tiny"))[0]
     frames = list(run("def f(x):", [1], 8, 0, "tiny"))
-    assert [len(table) for _, table, _ in frames] == [1, 2, 3]  # the baseline, then a row per finished run
-    assert "1 of 3 runs done" in frames[0][0] and "next: draft model at K = 1" in frames[0][0]
-    assert "✓ 3 runs" in frames[-1][0] and frames[-1][2].data  # the chart has its lines
+    assert [len(table) for _, table, _ in frames] == [1, 2, 3, 4]  # the baseline, then a row per finished run
+    assert "1 of 4 runs done" in frames[0][0] and "next: draft model at K = 1" in frames[0][0]
+    assert "next: the target&#x27;s first 1 layer at K = 1" in frames[2][0]  # half of the tiny target's 2 layers
+    assert "✓ 4 runs" in frames[-1][0] and len(frames[-1][2].data) == 6  # a line per drafter, on both charts
 
     def broken(*args, **kwargs):
         raise RuntimeError("<b>out of luck</b>")

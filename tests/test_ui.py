@@ -248,13 +248,15 @@ def test_the_drafter_choice_reaches_the_engine(client, tmp_path):
 def test_compare_drafters_streams_a_row_per_run(client):
     job = client.submit("def fib(n):", [2, 1], 8, 0, "tiny", api_name="/compare_drafters")
     status, table, plot = job.result()
-    assert "✓ 5 runs" in status and plot["type"] == "plotly"
+    assert "✓ 7 runs" in status and plot["type"] == "plotly"
     assert table["headers"] == list(compare.HEADERS)
+    layers = "the target's first 1 layer"  # self-speculation at half of the tiny target's 2 layers
     assert [r[:2] for r in table["data"]] == [["target only", "–"], ["draft model", "1"], ["prompt lookup", "1"],
-                                              ["draft model", "2"], ["prompt lookup", "2"]]
+                                              [layers, "1"], ["draft model", "2"], ["prompt lookup", "2"],
+                                              [layers, "2"]]
     assert table["data"][0][5] == "1.00×"
     tables = [frame[1]["data"] for frame in job.outputs()]
-    assert [len(rows) for rows in tables] == [1, 2, 3, 4, 5]  # the table grows as each run finishes
+    assert [len(rows) for rows in tables] == [1, 2, 3, 4, 5, 6, 7]  # the table grows as each run finishes
 
 
 @pytest.mark.parametrize("prompt, ks, message", [("  ", [1], "prompt is empty"), ("def f():", [], "at least one K")])

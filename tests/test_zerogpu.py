@@ -189,8 +189,8 @@ def test_streaming_generate_and_baseline_cross_as_plain_data(zero, loader):
 def test_the_labs_comparison_crosses_as_plain_data(zero, loader):
     zero.spaces.calls.clear()
     frames = list(zero.lab_ui.compare_handler(loader)("def f(x):", [1, 2], 6, 0, "tiny-a", progress=_quiet))
-    assert [len(table) for _, table, _ in frames] == [1, 2, 3, 4, 5]  # the baseline, then 2 drafters × 2 Ks
-    assert zero.spaces.calls == [("stream_comparison", zero.serving.run_seconds(6, runs=5))]
+    assert [len(table) for _, table, _ in frames] == [1, 2, 3, 4, 5, 6, 7]  # the baseline, then 3 drafters × 2 Ks
+    assert zero.spaces.calls == [("stream_comparison", zero.serving.run_seconds(6, runs=7))]
 
 
 def test_the_cost_measurement_crosses_as_plain_data(zero, loader, monkeypatch):

@@ -66,8 +66,7 @@ def round_view(trace: Trace | None, number: float | None, lecture: bool = False,
     stage holds only the last round (the frames of a run in progress)."""
     if trace is None or not trace.rounds:
         return empty_view()
-    font, n = CHART_FONT[bool(lecture)], len(trace.rounds)
-    i = min(max(round_number(number), 1), n) - 1
+    font, n, i = CHART_FONT[bool(lecture)], len(trace.rounds), _index(trace, number)
     return RoundView(slider=_slider(n, i), stage=stage_html(trace, i + 1, quiz, latest_only),
                      per_pass=charts.tokens_per_pass(trace, i, font), summary=render.summary_html(trace),
                      timeline=charts.timeline(trace, font))
@@ -82,9 +81,13 @@ def show_round(trace, number, lecture) -> list:
     has already put on the stage (keys.js computes it and sends it here). Calls no model."""
     if trace is None or not trace.rounds:
         return [gr.skip(), gr.skip()]
-    n = len(trace.rounds)
-    i = min(max(round_number(number), 1), n) - 1
-    return [_slider(n, i), charts.tokens_per_pass(trace, i, CHART_FONT[bool(lecture)])]
+    i = _index(trace, number)
+    return [_slider(len(trace.rounds), i), charts.tokens_per_pass(trace, i, CHART_FONT[bool(lecture)])]
+
+
+def _index(trace: Trace, number) -> int:
+    """The 0-based index of round `number` (1-based, clamped to the trace's rounds)."""
+    return min(max(round_number(number), 1), len(trace.rounds)) - 1
 
 
 # The browser side of stepping (assets/keys.js defines window.sv*): each returns the round now on the stage,

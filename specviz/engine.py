@@ -16,20 +16,21 @@ prompt in round 2's first draft step. Each model encodes the prompt once, with n
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
-from typing import Iterator
+from dataclasses import dataclass, replace
 
 import torch
 from transformers import DynamicCache
 
 from . import early_exit
+from .decoding import TOP_N, DecodingRun, forward, rollback
 from .lookup import prompt_lookup
-from .options import DRAFTERS, RUN_BOUNDS
+from .options import DEFAULT_TREE, RUN_BOUNDS, RUN_DRAFTERS, TREE, short_repr
 from .sampling import SamplingSettings, sample, verify, warp
 from .trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, CacheLengths, DraftPosition, \
-    Round, TokenProb, Trace, summarize
-
-TOP_N = 10  # candidates recorded per position for the bars
+    Round, TokenProb, Trace
+from .tree import check_widths
+from .tree_pass import check_tree_attention
+from .tree_run import TreeRun
 
 
 @dataclass(frozen=True)
@@ -44,16 +45,32 @@ class RunSettings:
     confidence: float = 0.25  # survive (the product of its probabilities of them) falls below this. Exact:
     #                           the rule reads only the draft; see _confidence
     chat: bool = True  # wrap the prompt in the tokenizer's chat template when it has one
-    drafter: str = "model"  # a key of options.DRAFTERS: "model" (the draft model), "lookup" (n-gram copy) or
-    #                         "layers" (self-speculation: the target's first draft_layers layers draft)
+    drafter: str = "model"  # a key of options.RUN_DRAFTERS: "model" (the draft model), "lookup" (n-gram copy),
+    #                         "layers" (self-speculation: the target's first draft_layers layers draft) or "tree"
+    #                         (the draft model drafts a tree of tree_widths, verified in one target pass)
     draft_layers: int = 0  # N for drafter "layers"; 0: half the target's layers
+    tree_widths: tuple[int, ...] | None = None  # for drafter "tree": children per node at each depth, e.g.
+    #                                             (2, 2, 1, 1); None: options.DEFAULT_TREE. K is unused there
 
     def __post_init__(self):
         # options.RUN_BOUNDS is the one statement of what a run accepts; the page offers a subset of it
         for name, bound in RUN_BOUNDS.items():
             object.__setattr__(self, name, bound.check(getattr(self, name), name))  # 4.0 -> 4: ints where whole
-        if self.drafter not in DRAFTERS:
-            raise ValueError(f"drafter must be one of {', '.join(DRAFTERS)}, got {self.drafter!r}")
+        if self.drafter not in RUN_DRAFTERS:
+            raise ValueError(f"drafter must be one of {', '.join(RUN_DRAFTERS)}, got {short_repr(self.drafter)}")
+        if self.tree_widths is not None:
+            object.__setattr__(self, "tree_widths", check_widths(self.tree_widths))  # [2, 1] -> (2, 1)
+            if self.drafter != TREE:
+                raise ValueError(f"tree widths are for the tree drafter only; {RUN_DRAFTERS[self.drafter]} drafts a "
+                                 f"chain (choose drafter {TREE!r} to draft a tree)")
+        if self.drafter == TREE and self.adaptive:
+            raise ValueError("adaptive K sets a chain's length; a draft tree has a fixed shape (set its widths "
+                             "instead), so the tree drafter cannot be adaptive")
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """The tree's widths a run of the tree drafter uses."""
+        return self.tree_widths or DEFAULT_TREE
 
     @property
     def sampling(self) -> SamplingSettings:
@@ -82,8 +99,8 @@ class Engine:
         """(the model that drafts, the name a trace records) for a run: the draft model, the target's first N
         layers (self-speculation), or no model (prompt lookup). ValueError for an N the target cannot give."""
         if settings.drafter == "lookup":
-            return None, DRAFTERS["lookup"]
-        if settings.drafter == "model":
+            return None, RUN_DRAFTERS["lookup"]
+        if settings.drafter in ("model", TREE):
             return self.draft, self.draft_name
         n = self.layers_for(settings)
         if n not in self._early:
@@ -119,9 +136,13 @@ class Engine:
             ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         ids = list(ids)
         self.draft_for(settings)  # a self-speculation N the target cannot give fails here, before any pass
-        needed = len(ids) + settings.max_new_tokens + settings.k + 1
-        if needed > self.max_positions:
-            raise ValueError(f"prompt ({len(ids)} tokens) + max_new_tokens ({settings.max_new_tokens}) + K "
+        ahead, what = settings.k, "K"  # a round may draft this far past the committed tokens, then one more
+        if settings.drafter == TREE:
+            for model in (self.draft, self.target):
+                check_tree_attention(model)  # a pair whose attention takes no custom mask fails before any pass
+            ahead, what = len(settings.widths), "the tree's depth"
+        if len(ids) + settings.max_new_tokens + ahead + 1 > self.max_positions:
+            raise ValueError(f"prompt ({len(ids)} tokens) + max_new_tokens ({settings.max_new_tokens}) + {what} "
                              f"exceeds the models' context of {self.max_positions} tokens")
         return ids
 
@@ -130,7 +151,10 @@ class Engine:
             self._text[token_id] = self.tokenizer.decode([token_id])
         return self._text[token_id]
 
-    def start(self, prompt: str, settings: RunSettings, details: bool = True) -> "SpeculativeRun":
+    def start(self, prompt: str, settings: RunSettings, details: bool = True) -> DecodingRun:
+        """A run of the chain (SpeculativeRun) or, for the tree drafter, of draft trees (tree_run.TreeRun)."""
+        if settings.drafter == TREE:
+            return TreeRun(self, prompt, settings, details)
         return SpeculativeRun(self, prompt, settings, details)
 
     def run(self, prompt: str, settings: RunSettings, details: bool = True, baseline: bool = False) -> Trace:
@@ -173,22 +197,6 @@ class Engine:
             torch.mps.synchronize()
 
 
-def forward(model, tokens: list[int], cache: DynamicCache, keep: int) -> torch.Tensor:
-    """Feed tokens through model with its cache; logits (keep, V) for the last `keep` positions, on CPU."""
-    if not tokens:
-        raise ValueError("nothing to feed")
-    device = next(model.parameters()).device
-    out = model(input_ids=torch.tensor([tokens], device=device), cache=cache, use_cache=True, logits_to_keep=keep)
-    return out.logits[0].float().cpu()
-
-
-def rollback(cache: DynamicCache, keep: int) -> None:
-    """Crop a cache to its first `keep` positions (transformers 5: crop(-n) removes the last n)."""
-    extra = cache.get_seq_length() - keep
-    if extra > 0:
-        cache.crop(-extra)
-
-
 def _confidence(logits: torch.Tensor, token: int) -> float:
     """The draft's own probability of its token at temperature 1 (greedy q is one-hot, so q itself can't
     tell a sure draft from a guess).
@@ -209,35 +217,13 @@ def _eos_ids(model, tokenizer) -> set[int]:
     return {int(i) for i in ids}
 
 
-class SpeculativeRun:
-    """One speculative decoding run. Iterate it to get rounds; `trace()` at any point gives the record so far."""
+class SpeculativeRun(DecodingRun):
+    """One speculative decoding run with a chain of drafts. Iterate it to get rounds; `trace()` at any point gives
+    the record so far."""
 
     def __init__(self, engine: Engine, prompt: str, settings: RunSettings, details: bool = True):
         settings = replace(settings, draft_layers=engine.layers_for(settings))  # the trace records the N used
-        self.e, self.prompt, self.s, self.details = engine, prompt, settings, details
-        self.prompt_ids = engine.encode(prompt, settings)
-        self.drafter, self.drafter_name = engine.draft_for(settings)  # None for prompt lookup
-        self.ids = list(self.prompt_ids)
-        self.rounds: list[Round] = []
-        self.gen = torch.Generator().manual_seed(settings.seed)
-        self.draft_cache, self.target_cache = DynamicCache(), DynamicCache()
-        self.elapsed = 0.0  # wall time of the rounds, excluding time the consumer spends between rounds
-        self.stop: str | None = None
-
-    @property
-    def n_new(self) -> int:
-        return len(self.ids) - len(self.prompt_ids)
-
-    def __iter__(self) -> Iterator[Round]:
-        # Inference mode is entered per round, never held across a yield: it belongs to one thread, and a
-        # consumer such as Gradio may resume this generator on another.
-        while self.stop is None:
-            t0 = time.perf_counter()
-            with torch.inference_mode():
-                rnd = self._round()
-            self.elapsed += time.perf_counter() - t0
-            self.rounds.append(rnd)
-            yield rnd
+        super().__init__(engine, prompt, settings, details)
 
     def _round(self) -> Round:
         e, s = self.e, self.s
@@ -273,9 +259,6 @@ class SpeculativeRun:
         cache = CacheLengths(draft=[d for d, _ in lengths], target=[t for _, t in lengths])
         return self._record(drafts, p, q, verdict, committed, t1 - t0, t2 - t1, cache)
 
-    def _cache_lengths(self) -> tuple[int, int]:
-        return self.draft_cache.get_seq_length(), self.target_cache.get_seq_length()
-
     def _draft(self, k: int) -> tuple[list[int], torch.Tensor]:
         if self.s.drafter == "lookup":
             return self._lookup_draft(k)
@@ -310,19 +293,6 @@ class SpeculativeRun:
         q[torch.arange(len(drafts)), torch.tensor(drafts, dtype=torch.long)] = 1.0
         return drafts, q
 
-    def _commit(self, new: list[int]) -> list[int]:
-        committed = []
-        for token in new:
-            committed.append(token)
-            if token in self.e.eos_ids:
-                self.stop = "eos"
-                break
-            if self.n_new + len(committed) >= self.s.max_new_tokens:
-                self.stop = "max_new_tokens"
-                break
-        self.ids.extend(committed)
-        return committed
-
     def _record(self, drafts, p, q, verdict, committed, draft_time, verify_time, cache) -> Round:
         """Turn one round's tensors into a Round record (the only place that decides what is kept)."""
         e, n, k = self.e, verdict.n_accepted, len(drafts)
@@ -348,21 +318,13 @@ class SpeculativeRun:
         if self.details and rejected:
             residual = self._residual_top(p[n], q[n], verdict.residual, nxt)
         if self.details and not rejected:
-            top = torch.topk(p[n], min(TOP_N, e.vocab))
-            bonus = [TokenProb(t, e.text(t), pt) for t, pt in zip(top.indices.tolist(), top.values.tolist())]
+            bonus = self._bonus_top(p[n])
         next_prob = TokenProb(nxt, e.text(nxt), float(p[n, nxt]), float(q[n, nxt]) if rejected else None,
                               float(verdict.residual[nxt]) if rejected else None)
         return Round(index=len(self.rounds), k=len(drafts), drafts=positions, n_accepted=n, next_token=next_prob,
                      next_kind=REPLACEMENT if rejected else BONUS, residual=residual, bonus_candidates=bonus,
                      committed_ids=committed, draft_time_s=draft_time, verify_time_s=verify_time, stop=self.stop,
-                     cache=cache)
-
-    def _residual_top(self, p_row, q_row, residual, chosen: int) -> list[TokenProb]:
-        """The top tokens of the residual at a rejection (those with mass, and the chosen one), with p and q."""
-        top = torch.topk(residual, min(TOP_N, self.e.vocab)).indices
-        rows = torch.stack([p_row[top], q_row[top], residual[top]]).tolist()
-        return [TokenProb(t, self.e.text(t), pt, qt, rt) for t, pt, qt, rt in zip(top.tolist(), *rows)
-                if rt > 0 or t == chosen]
+                     cache=cache, drafter=self.s.drafter)
 
     def _tops(self, p: torch.Tensor, q: torch.Tensor) -> list[list[int]]:
         """Per draft position, the ids of the top tokens of p and of q (p's first), from one topk over the rows."""
@@ -378,13 +340,3 @@ class SpeculativeRun:
                   for t, pt, qt in zip(ids, p_row[index].tolist(), q_row[index].tolist())]
         tokens = [t for t in tokens if t.p > 0 or t.q > 0]
         return sorted(tokens, key=lambda t: -max(t.p, t.q))
-
-    def trace(self) -> Trace:
-        e = self.e
-        new = self.ids[len(self.prompt_ids):]
-        return Trace(
-            settings=asdict(self.s), draft_model=self.drafter_name,
-            target_model=e.target_name, device=e.device,
-            dtype=e.dtype, prompt=self.prompt, prompt_token_ids=list(self.prompt_ids), rounds=list(self.rounds),
-            output_token_ids=new, output_text=e.tokenizer.decode(new, skip_special_tokens=True),
-            summary=summarize(self.rounds, self.elapsed), eos_token_ids=sorted(e.eos_ids))

@@ -15,6 +15,11 @@ MAX_K = 16  # the most draft tokens per round anywhere in specviz (engine, page,
 
 # How a round gets its drafts (RunSettings.drafter) -> the label people read (page, Lab, CLI help, traces).
 DRAFTERS = {"model": "draft model", "lookup": "prompt lookup", "layers": "the target's first layers"}
+# The tree drafter: the draft model proposes a tree of continuations (tree.py), verified in one target pass. Kept
+# apart from DRAFTERS, which lists the chain drafters the page and the Lab's comparison offer, until they draw trees.
+TREE = "tree"
+RUN_DRAFTERS = {**DRAFTERS, TREE: "draft tree"}  # what a run, the CLI and a trace file accept
+DEFAULT_TREE = (2, 2, 1, 1)  # the tree drafter's widths when none are set: 12 nodes, 4 deep
 TARGET_ONLY = "target"  # a comparison's baseline row: no drafter, one target pass per token
 TARGET_ONLY_LABEL = "target only"
 
@@ -104,6 +109,16 @@ RUN_BOUNDS = {
     "draft_layers": Bound(0, 1024, whole=True),  # self-speculation's N (0: half the target's layers); the engine
     #                                              checks it against the target's own layer count
 }
+
+
+# A draft tree's bounds (tree.TreeShape checks them). Why these: a node costs one token in the target's verify pass,
+# which is nearly free only while the pass stays memory-bound (NOTES: 9 new tokens cost ~1.1x one on this CPU in
+# bf16, 5 cost ~2x in fp32), and the page draws every node with its token, p and q, which stays legible up to about
+# 32 nodes. Wider than 4 mostly repeats tokens (children are i.i.d. samples from a peaked q), and deeper than 6
+# rarely survives (a path of depth d survives with about alpha^d).
+WIDTH_BOUND = Bound(1, 4, whole=True)  # children per node at one depth
+DEPTH_BOUND = Bound(1, 6, whole=True)  # depths below the root
+MAX_TREE_NODES = 32  # drafted nodes (the root, already committed, not counted)
 
 
 def short_repr(value, limit: int = 40) -> str:

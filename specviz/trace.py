@@ -10,17 +10,18 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import types
-import typing
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .options import MAX_K, RUN_BOUNDS, short_repr
+from .options import DEPTH_BOUND, MAX_K, MAX_TREE_NODES, RUN_BOUNDS, RUN_DRAFTERS, TREE, WIDTH_BOUND, short_repr
+from .strict_json import build
 
 FORMAT = "specviz-trace"
-FORMAT_VERSION = 3  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
-#                    (no drafts), and the draft reads the prompt in round 2 (before, round 1 drafted too)
-READABLE_VERSIONS = (1, 2, 3)  # a version-1 file opens; what it did not record shows as "not recorded"
+FORMAT_VERSION = 4  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
+#                    (no drafts), and the draft reads the prompt in round 2 (before, round 1 drafted too);
+#                    4 added Round.drafter and Round.tree (the tree drafter's rounds), settings.tree_widths
+READABLE_VERSIONS = (1, 2, 3, 4)  # a version-1 file opens; what it did not record shows as "not recorded"
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
 MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); each step of a 10k-round trace costs ~0.5 s
@@ -66,11 +67,29 @@ class CacheLengths:
 
 
 @dataclass
+class TreeRecord:
+    """A tree round's shape and walk (tree.py). Its drafted nodes are the round's drafts in breadth-first order:
+    node i is drafts[i - 1], with its token, its p and q (both read at its parent's position), its fate, accept
+    probability and uniform. Node 0, the root, is the last token committed before the round."""
+
+    widths: list[int]  # children per node at each depth (fewer depths than set when few tokens were left)
+    parents: list[int]  # per node, root first: -1 for the root, else an earlier node
+    depth: list[int]  # per node, root first: 0 for the root
+    root_id: int
+    root_text: str
+    path: list[int]  # the accepted nodes, the root's child first: their tokens are committed before next_token
+    test_p: list[float | None]  # per drafted node: p'(x), what its test compared with q(x): p(x), or after a rejected
+    #                             sibling the residual's value at x; None where never tested
+
+
+@dataclass
 class Round:
-    """One draft-and-verify round: K draft tokens, one target pass, then 1..K+1 committed tokens."""
+    """One draft-and-verify round: K draft tokens (a chain, or the nodes of a tree), one target pass, then
+    1..depth+1 committed tokens."""
 
     index: int  # 0-based
-    k: int  # tokens drafted this round (may be below the setting near EOS, max_new_tokens or adaptive K)
+    k: int  # tokens drafted this round (may be below the setting near EOS, max_new_tokens or adaptive K); a tree's
+    #         drafted nodes
     drafts: list[DraftPosition]
     n_accepted: int
     next_token: TokenProb  # the replacement (after a rejection) or the bonus (after a clean sweep)
@@ -82,6 +101,8 @@ class Round:
     verify_time_s: float
     stop: str | None = None  # "eos", "max_new_tokens" when the run ended in this round
     cache: CacheLengths | None = None  # None: not recorded (traces of format version 1)
+    drafter: str | None = None  # RunSettings.drafter that drafted the round; None: not recorded (versions 1-3)
+    tree: TreeRecord | None = None  # the tree drafter's shape and walk; None for a chain (k drafts in a row)
 
     @property
     def tokens_this_pass(self) -> int:
@@ -151,7 +172,7 @@ class Trace:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Trace":
-        return _build(cls, data, "trace")
+        return build(cls, data, "trace")
 
     @classmethod
     def from_json(cls, text: str) -> "Trace":
@@ -278,6 +299,10 @@ def _check_settings(settings: dict) -> None:
     """Settings are shown and reused (Baseline reruns them): plain values only, numbers where numbers belong,
     K within what any part of specviz draws."""
     for key, value in settings.items():
+        if key == "tree_widths" and value is not None:
+            if not isinstance(value, list) or not all(type(w) is int for w in value):
+                raise ValueError("malformed trace: settings.tree_widths should be a list of whole numbers or null")
+            continue
         if value is not None and not isinstance(value, (str, int, float, bool)):
             raise ValueError(f"malformed trace: settings {short_repr(key)} should be a plain value (a number, "
                              f"text, true/false or null)")
@@ -292,20 +317,14 @@ def _check_round(rnd: Round, i: int) -> None:
     where = f"malformed trace: rounds[{i}]"
     if rnd.index != i:
         raise ValueError(f"{where}.index is {rnd.index}, expected {i}")
-    if not (rnd.k == len(rnd.drafts) <= MAX_K and 0 <= rnd.n_accepted <= rnd.k):
-        raise ValueError(f"{where}: k, drafts and n_accepted disagree (k at most {MAX_K})")
-    n = rnd.n_accepted
-    examined = [ACCEPTED] * n + [REJECTED] * (n < rnd.k)
-    if [d.fate for d in rnd.drafts] != examined + [DISCARDED] * (rnd.k - len(examined)):
-        raise ValueError(f"{where}: the drafts' fates should be {n} accepted, then a rejection and discards "
-                         f"({', '.join(_FATES)})")
-    if rnd.next_kind != (BONUS if n == rnd.k else REPLACEMENT):
-        raise ValueError(f"{where}.next_kind should be {BONUS!r} after a clean sweep, else {REPLACEMENT!r}")
+    if rnd.drafter is not None and rnd.drafter not in RUN_DRAFTERS:
+        raise ValueError(f"{where}.drafter should be one of {', '.join(RUN_DRAFTERS)} or null")
+    if rnd.tree is None:
+        _check_chain(rnd, where)
+    else:
+        _check_tree(rnd, where)
     if rnd.stop not in (None, "eos", "max_new_tokens"):
         raise ValueError(f"{where}.stop should be null, \"eos\" or \"max_new_tokens\"")
-    offered = [d.token_id for d in rnd.drafts[:n]] + [rnd.next_token.token_id]
-    if not rnd.committed_ids or rnd.committed_ids != offered[:len(rnd.committed_ids)]:
-        raise ValueError(f"{where}.committed_ids should be the accepted drafts, then the {rnd.next_kind} token")
     if min(rnd.draft_time_s, rnd.verify_time_s) < 0:
         raise ValueError(f"{where}: negative times")
     if rnd.cache is not None and not all(len(lengths) == 4 and min(lengths) >= 0
@@ -316,6 +335,71 @@ def _check_round(rnd: Round, i: int) -> None:
             raise ValueError(f"{where}: {name} = {value} is not a probability")
 
 
+def _check_chain(rnd: Round, where: str) -> None:
+    """A chain's drafts: n accepted, then one rejection, then discards; the committed tokens follow."""
+    if rnd.drafter == TREE and rnd.k:  # its drafting rounds; its prefill (and last step) draft nothing
+        raise ValueError(f"{where}: a round of the tree drafter that drafts should record its tree")
+    if not (rnd.k == len(rnd.drafts) <= MAX_K and 0 <= rnd.n_accepted <= rnd.k):
+        raise ValueError(f"{where}: k, drafts and n_accepted disagree (k at most {MAX_K})")
+    n = rnd.n_accepted
+    examined = [ACCEPTED] * n + [REJECTED] * (n < rnd.k)
+    if [d.fate for d in rnd.drafts] != examined + [DISCARDED] * (rnd.k - len(examined)):
+        raise ValueError(f"{where}: the drafts' fates should be {n} accepted, then a rejection and discards "
+                         f"({', '.join(_FATES)})")
+    if rnd.next_kind != (BONUS if n == rnd.k else REPLACEMENT):
+        raise ValueError(f"{where}.next_kind should be {BONUS!r} after a clean sweep, else {REPLACEMENT!r}")
+    _check_committed(rnd, [d.token_id for d in rnd.drafts[:n]], where)
+
+
+def _check_committed(rnd: Round, accepted: list[int], where: str) -> None:
+    offered = accepted + [rnd.next_token.token_id]
+    if not rnd.committed_ids or rnd.committed_ids != offered[:len(rnd.committed_ids)]:
+        raise ValueError(f"{where}.committed_ids should be the accepted drafts, then the {rnd.next_kind} token")
+
+
+def _check_tree(rnd: Round, where: str) -> None:
+    """A tree: a shape its widths give, fates that follow one path from the root, the committed tokens along it."""
+    t, k, where = rnd.tree, rnd.k, f"{where}.tree"
+    if rnd.drafter != TREE:
+        raise ValueError(f"{where}: only the tree drafter's rounds record a tree (drafter {TREE!r})")
+    if not DEPTH_BOUND.allows(len(t.widths)) or not all(WIDTH_BOUND.allows(w) for w in t.widths):
+        raise ValueError(f"{where}.widths should be {DEPTH_BOUND.describe()} widths, each "
+                         f"{WIDTH_BOUND.describe()}")
+    if not (k == len(rnd.drafts) == len(t.test_p) == len(t.parents) - 1 == len(t.depth) - 1 <= MAX_TREE_NODES):
+        raise ValueError(f"{where}: k, drafts, parents, depth and test_p disagree on the number of nodes (at most "
+                         f"{MAX_TREE_NODES} drafted)")
+    if t.parents[0] != -1 or t.depth[0] != 0 or any(
+            not 0 <= t.parents[i] < i or t.depth[i] != t.depth[t.parents[i]] + 1 for i in range(1, k + 1)):
+        raise ValueError(f"{where}: each node's parent should be an earlier node, its depth one more than the "
+                         f"parent's (the root, node 0: parent -1, depth 0)")
+    kids = Counter(t.parents[1:])
+    if any(kids[u] != (t.widths[d] if d < len(t.widths) else 0) for u, d in enumerate(t.depth)):
+        raise ValueError(f"{where}: every node at depth d should have widths[d] children")
+    _check_tree_walk(rnd, where)
+
+
+def _check_tree_walk(rnd: Round, where: str) -> None:
+    """Along the path each node's children are tested in order up to the accepted one (all of them at the path's
+    end, unless it is a leaf: then the next token is the bonus); every other node is discarded."""
+    t = rnd.tree
+    kids = [[c for c in range(1, len(t.parents)) if t.parents[c] == u] for u in range(len(t.parents))]
+    expected, node = [DISCARDED] * rnd.k, 0
+    for nxt in [*t.path, None]:
+        if nxt is not None and nxt not in kids[node]:
+            raise ValueError(f"{where}.path should go from the root to a child, then to its child, and so on")
+        tested = kids[node] if nxt is None else kids[node][:kids[node].index(nxt) + 1]
+        for c in tested:
+            expected[c - 1] = ACCEPTED if c == nxt else REJECTED
+        node = nxt if nxt is not None else node
+    if [d.fate for d in rnd.drafts] != expected or [p is None for p in t.test_p] != [f == DISCARDED for f in expected]:
+        raise ValueError(f"{where}: the nodes' fates (and test_p) should follow the path: each node on it accepted, "
+                         f"its tested siblings rejected, the rest discarded (untested: test_p null)")
+    if rnd.n_accepted != len(t.path) or rnd.next_kind != (REPLACEMENT if kids[node] else BONUS):
+        raise ValueError(f"{where}: n_accepted should be the path's length, next_kind {BONUS!r} at a leaf, else "
+                         f"{REPLACEMENT!r}")
+    _check_committed(rnd, [rnd.drafts[c - 1].token_id for c in t.path], where.removesuffix(".tree"))
+
+
 def _probabilities(rnd: Round):
     """(name, value) of every probability a round records (value None where it does not apply)."""
     tokens = [rnd.next_token, *(rnd.residual or []), *(rnd.bonus_candidates or [])]
@@ -323,6 +407,7 @@ def _probabilities(rnd: Round):
         yield from (("p", d.p), ("q", d.q), ("accept_prob", d.accept_prob), ("uniform", d.uniform),
                     ("overlap", d.overlap))
         tokens += d.candidates
+    yield from (("test_p", value) for value in (rnd.tree.test_p if rnd.tree else []))
     for t in tokens:
         yield from (("p", t.p), ("q", t.q), ("residual", t.residual))
 
@@ -354,66 +439,6 @@ def _tokens(trace: Trace):
             yield from ((t.token_id, t.text) for t in d.candidates)
         yield from ((t.token_id, t.text) for t in [rnd.next_token, *(rnd.residual or []),
                                                    *(rnd.bonus_candidates or [])])
+        if rnd.tree:
+            yield rnd.tree.root_id, rnd.tree.root_text
     yield from ((t, None) for t in bare)
-
-
-# --- strict reconstruction of dataclasses from JSON ------------------------------------------------------
-# Each field is checked against its declared type, resolved to real types by typing.get_type_hints (so this
-# does not depend on how the annotations are written): a dataclass, a list of ids or of dataclasses, a dict,
-# a scalar, or any of these or None.
-
-_SCALARS = {int: (int,), float: (int, float), str: (str,), bool: (bool,)}
-
-
-def _build(cls, data: Any, where: str):
-    if not isinstance(data, dict):
-        raise ValueError(f"malformed trace: {where} should be an object, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
-    kwargs = {}
-    for f in fields(cls):
-        if f.name not in data:
-            if f.default is not MISSING or f.default_factory is not MISSING:
-                continue  # optional field, absent from the file
-            raise ValueError(f"malformed trace: {where} lacks \"{f.name}\"")
-        kwargs[f.name] = _value(hints[f.name], data[f.name], f"{where}.{f.name}")
-    return cls(**kwargs)
-
-
-def _value(kind, value, where: str):
-    """value checked against the type `kind` (and rebuilt where kind is a dataclass)."""
-    args = typing.get_args(kind)
-    if typing.get_origin(kind) in (typing.Union, types.UnionType):  # X | None
-        if value is None and type(None) in args:
-            return None
-        kind = next(a for a in args if a is not type(None))
-    if value is None:
-        raise ValueError(f"malformed trace: {where} must not be null")
-    if is_dataclass(kind):
-        return _build(kind, value, where)
-    origin = typing.get_origin(kind)
-    if origin is list:
-        if not isinstance(value, list):
-            raise ValueError(f"malformed trace: {where} should be a list")
-        item = typing.get_args(kind)[0]
-        if is_dataclass(item):
-            return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
-        if item is int and not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            raise ValueError(f"malformed trace: {where} should be a list of whole numbers")
-        if item is float and not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                                     for v in value):
-            raise ValueError(f"malformed trace: {where} should be a list of finite numbers")
-        return value
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ValueError(f"malformed trace: {where} should be an object")
-        return value
-    return _check_scalar(kind, value, where)
-
-
-def _check_scalar(kind: type, value, where: str):
-    allowed = _SCALARS[kind]
-    if isinstance(value, bool) and kind is not bool or not isinstance(value, allowed):
-        raise ValueError(f"malformed trace: {where} should be {kind.__name__}, got {type(value).__name__}")
-    if kind is float and not math.isfinite(value):
-        raise ValueError(f"malformed trace: {where} is not a finite number")
-    return float(value) if kind is float else value

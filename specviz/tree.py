@@ -26,18 +26,9 @@ from typing import Sequence
 
 import torch
 
-from .options import Bound
+from .options import DEPTH_BOUND, MAX_TREE_NODES, WIDTH_BOUND  # the bounds, and why, are in options
 from .sampling import accept_probability, residual_distribution, sample
 from .trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT
-
-# Why these bounds: a node costs one token in the target's verify pass, which is nearly free only while the pass
-# stays memory-bound (NOTES: 9 new tokens cost ~1.1x one on this CPU in bf16, 5 cost ~2x in fp32), and the page
-# draws every node with its token, p and q, which stays legible up to about 32 nodes. Wider than 4 mostly repeats
-# tokens (children are i.i.d. samples from a peaked q), and deeper than 6 rarely survives (a path of depth d
-# survives with about alpha^d).
-WIDTH_BOUND = Bound(1, 4, whole=True)  # children per node at one depth
-DEPTH_BOUND = Bound(1, 6, whole=True)  # depths below the root
-MAX_TREE_NODES = 32  # drafted nodes (the root, already committed, not counted)
 
 
 def parse_widths(text: str) -> tuple[int, ...]:

@@ -11,9 +11,9 @@ import os
 import sys
 
 from .errors import message_of
-from .options import DRAFT_WEIGHTS, DRAFTERS, DTYPE_CHOICES
+from .options import DEFAULT_TREE, DRAFT_WEIGHTS, DTYPE_CHOICES, RUN_DRAFTERS
 from .style import FATES, show
-from .trace import Round, Trace
+from .trace import ACCEPTED, DISCARDED, REJECTED, Round, Trace
 
 
 def mark(fate: str, text: str) -> str:
@@ -22,12 +22,21 @@ def mark(fate: str, text: str) -> str:
 
 
 def round_line(r: Round) -> str:
-    drafts = " ".join(mark(d.fate, d.text) for d in r.drafts) or "(no draft)"
+    drafts = tree_drafts(r) if r.tree else " ".join(mark(d.fate, d.text) for d in r.drafts) or "(no draft)"
     nxt = mark(r.next_kind, r.next_token.text)
     if not r.next_kept:
         nxt = f"({nxt} not kept: the text ended before it)"
     return (f"{r.index + 1:>4}  {r.n_accepted}/{r.k:<2}  {r.tokens_this_pass:>3}  "
             f"{r.draft_time_s * 1000:>7.0f}  {r.verify_time_s * 1000:>7.0f}  {drafts}  → {nxt}")
+
+
+def tree_drafts(r: Round) -> str:
+    """A tree round on one line: its shape, the accepted path, the nodes rejected on the way, the unexamined count."""
+    path = " ".join(mark(ACCEPTED, r.drafts[c - 1].text) for c in r.tree.path) or "(no node accepted)"
+    rejected = " ".join(mark(REJECTED, d.text) for d in r.drafts if d.fate == REJECTED)
+    unexamined = sum(d.fate == DISCARDED for d in r.drafts)
+    return (f"tree {'-'.join(map(str, r.tree.widths))}: {path}" + (f"  rejected {rejected}" if rejected else "")
+            + f"  ({unexamined} not examined)")
 
 
 def summary_lines(trace: Trace) -> list[str]:
@@ -66,8 +75,11 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="K per round: stop drafting once the product of the draft's probabilities of its drafts "
                         "falls below --confidence; --k is then the most per round")
     p.add_argument("--confidence", type=float, default=0.25, help="threshold of --adaptive (default 0.25)")
-    p.add_argument("--drafter", choices=list(DRAFTERS), default="model",
-                   help="; ".join(f"{name} = {label}" for name, label in DRAFTERS.items()))
+    p.add_argument("--drafter", choices=list(RUN_DRAFTERS), default="model",
+                   help="; ".join(f"{name} = {label}" for name, label in RUN_DRAFTERS.items()))
+    p.add_argument("--tree", default=None, metavar="WIDTHS",
+                   help="with --drafter tree: children per node at each depth, e.g. 2-2-1-1 (1-4 wide, 1-6 deep, at "
+                        f"most 32 nodes; default {'-'.join(map(str, DEFAULT_TREE))}); --k is then unused")
     p.add_argument("--draft-layers", type=int, default=0,
                    help="with --drafter layers: the target's first N layers draft (0 = half of them)")
     p.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
@@ -83,10 +95,12 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 def run_command(a: argparse.Namespace) -> int:
     from .engine import Engine, RunSettings
     from .models import PRESETS, load_pair
+    from .tree import parse_widths
 
     settings = RunSettings(k=a.k, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
                            max_new_tokens=a.max_new_tokens, adaptive=a.adaptive, confidence=a.confidence,
-                           chat=not a.no_chat, drafter=a.drafter, draft_layers=a.draft_layers)
+                           chat=not a.no_chat, drafter=a.drafter, draft_layers=a.draft_layers,
+                           tree_widths=parse_widths(a.tree) if a.tree is not None else None)
     if not a.prompt.strip():
         raise ValueError("prompt is empty")
     if a.preset and a.preset not in PRESETS:
@@ -95,7 +109,8 @@ def run_command(a: argparse.Namespace) -> int:
                      draft_weights=a.draft_weights)
     engine = Engine.from_pair(pair)
     engine.warm_up()
-    print(f"{pair.draft_name} → {pair.target_name} · {pair.device} · {pair.dtype} · K={a.k} · "
+    shape = f"tree {'-'.join(map(str, settings.widths))}" if settings.drafter == "tree" else f"K={a.k}"
+    print(f"{pair.draft_name} → {pair.target_name} · {pair.device} · {pair.dtype} · {shape} · "
           f"T={a.temperature} · seed={a.seed}", flush=True)
     run = engine.start(a.prompt, settings)
     if not a.quiet:

@@ -39,6 +39,11 @@ def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
     (["--k", "0"], "k must"), (["--k", "17"], "k must"), (["--temperature", "-1"], "temperature"),
     (["--top-p", "1.5"], "top_p"), (["--top-k", "-1"], "top_k"), (["--max-new-tokens", "100000"], "context"),
     (["--prompt", "  "], "prompt is empty"),
+    (["--drafter", "tree", "--tree", "5-1"], "width at depth 1 must be a whole number from 1 to 4"),
+    (["--drafter", "tree", "--tree", "2-2-2-2-2"], "at most 32"),
+    (["--drafter", "tree", "--tree", "2-x"], "whole numbers separated by '-'"),
+    (["--drafter", "lookup", "--tree", "2-1"], "tree widths are for the tree drafter only"),
+    (["--drafter", "tree", "--adaptive"], "cannot be adaptive"),
 ])
 def test_bad_input_is_one_line_and_nonzero(folders, args, word):
     base = ["run", "--prompt", "hi", "--draft", folders[0], "--target", folders[1], "--dtype", "float32"]
@@ -46,6 +51,17 @@ def test_bad_input_is_one_line_and_nonzero(folders, args, word):
     assert r.returncode == 2
     errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and word in errors[0] and r.stderr.strip().endswith(errors[0]), r.stderr
+
+
+def test_tree_drafter_prints_its_rounds_and_records_its_trees(folders, tmp_path):
+    path = tmp_path / "tree.json"
+    r = cli("run", "--prompt", "def fib(n):", "--draft", folders[0], "--target", folders[1], "--drafter", "tree",
+            "--tree", "3-2-1", "--max-new-tokens", "20", "--dtype", "float32", "--baseline", "--json", str(path))
+    assert r.returncode == 0, r.stderr
+    assert "tree 3-2-1 ·" in r.stdout and "tree 3-2-1: " in r.stdout and "not examined)" in r.stdout
+    assert "greedy output identical to target-only: yes" in r.stdout
+    data = json.loads(path.read_text())
+    assert data["settings"]["tree_widths"] == [3, 2, 1] and data["rounds"][1]["tree"]["widths"] == [3, 2, 1]
 
 
 def test_unknown_preset(folders):

@@ -28,6 +28,7 @@ from .quant import int8_name, quantize_linears, use_int8
 from .options import CODE_PROMPT, DRAFT_WEIGHTS, DTYPE_CHOICES, STORY_PROMPT
 from .explorer import SteadyState, steady_state
 from .trace import acceptance_rate, baseline_decode_speed, decode_speed, step_times, target_step_time
+from .tree import parse_widths
 
 PROMPTS = {
     "code": [CODE_PROMPT,
@@ -77,6 +78,9 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ks", default="1,2,3,4,5,6,7,8", help="K values for specviz with the draft model")
     p.add_argument("--adaptive-k", type=int, default=12, help="the most K of specviz's adaptive rows")
     p.add_argument("--lookup-ks", default="2,4,8", help="K values for specviz with prompt lookup")
+    p.add_argument("--tree", default=None, metavar="WIDTHS",
+                   help="also specviz with the tree drafter of these widths, e.g. 2-2-1-1 (compare it with the "
+                        "chain K = its depth, same draft passes, and K = its node count, same drafted tokens)")
     p.add_argument("--modes", default="greedy,sampled")
     p.add_argument("--temperature", type=float, default=0.7, help="temperature of the sampled mode")
     p.add_argument("--types", default="code,factual,story,rewrite")
@@ -99,6 +103,7 @@ def bench_command(a: argparse.Namespace) -> int:
         return 0
     if a.quick:
         a.ks, a.lookup_ks, a.modes, a.types, a.repeats, a.max_new_tokens = "1,4", "4", "greedy,sampled", "code,rewrite", 1, 12
+        a.tree = a.tree or "2-1"
         a.adaptive_k = 4
         a.prompts_per_type = 1
     engine = _tiny_engine() if a.tiny else _real_engine(a)
@@ -107,7 +112,7 @@ def bench_command(a: argparse.Namespace) -> int:
         engine = Engine(quantize_linears(copy.deepcopy(engine.draft)), engine.target, engine.tokenizer,
                         int8_name(engine.draft_name), engine.target_name, engine.dtype)
     ks = {"model": [int(k) for k in a.ks.split(",")], "lookup": [int(k) for k in a.lookup_ks.split(",")],
-          "adaptive": a.adaptive_k}
+          "adaptive": a.adaptive_k, "tree": parse_widths(a.tree) if a.tree else None}
     engine.run(PROMPTS["code"][0], RunSettings(max_new_tokens=8))  # one throwaway run: allocator, caches
     rows = run_bench(engine, ks, a.modes.split(","), a.types.split(","), a.prompts_per_type, a.repeats,
                      a.max_new_tokens, a.temperature, peer=not a.no_peer, peer_draft=peer_draft)
@@ -180,6 +185,7 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
 
 
 SAME_DRAFT_PEER = "transformers assisted K=4, specviz's draft"
+TREE_CONFIG = "specviz tree"  # + its widths: "specviz tree 2-2-1-1"
 
 
 def _configs(engine, ks, peers, max_new, temp) -> dict:
@@ -194,6 +200,10 @@ def _configs(engine, ks, peers, max_new, temp) -> dict:
     kmax = ks.get("adaptive", max(ks["model"]))
     configs[f"specviz adaptive K≤{kmax}"] = specviz(kmax, adaptive=True)
     configs.update({f"specviz lookup K={k}": specviz(k, "lookup") for k in ks["lookup"]})
+    if ks.get("tree"):
+        widths = ks["tree"]
+        configs[f"{TREE_CONFIG} {'-'.join(map(str, widths))}"] = lambda prompt: engine.run(prompt, RunSettings(
+            temperature=temp, max_new_tokens=max_new, drafter="tree", tree_widths=widths))
     for name, (kind, assistant) in peers.items():
         configs[name] = lambda prompt, kind=kind, assistant=assistant: _transformers_tokens_per_s(
             engine, prompt, max_new, temp, kind, assistant)
@@ -219,7 +229,11 @@ def _rows(ptype, mode, ks, results: dict) -> list[Row]:
         figures = [trace_figures(t, step) for t in runs]
         values = {key: [f[key] for f in figures] for key in figures[0]}
         values["decode_speedup"] = [f["decode_tps"] / b for f, b in zip(figures, base_decode)]
-        k = statistics.median(values["mean_k"]) if "adaptive" in name else int(name.rsplit("=", 1)[1])
+        if name.startswith(TREE_CONFIG):  # the chain's cost model does not fit a tree: a draft pass makes a
+            for key in ("c", "predicted"):  # whole depth of nodes, so c per drafted token and E/(K·c+v) mislead
+                values.pop(key)
+        k = statistics.median(values["mean_k"]) if "adaptive" in name or name.startswith(TREE_CONFIG) \
+            else int(name.rsplit("=", 1)[1])  # a tree's K: its mean drafted nodes per round
         rows.append(_row(ptype, mode, name, k, values, base_tps))
     return rows
 

@@ -16,12 +16,15 @@ def test_quick_bench_writes_report(tmp_path):
     data = json.loads((out / "results.json").read_text())
     configs = {row["config"] for row in data["rows"]}
     assert {"target-only", "specviz K=1", "specviz K=4", "specviz lookup K=4",
-            "transformers assisted K=4", "transformers prompt lookup"} <= configs
+            "transformers assisted K=4", "transformers prompt lookup", "specviz tree 2-1"} <= configs
     for row in data["rows"]:
         assert row["tokens_per_s"] > 0 and row["speedup"] > 0
         if row["config"].startswith("specviz K="):
             assert 0 <= row["alpha"] <= 1 and row["c"] > 0 and row["predicted"] > 0
             assert row["decode_speedup"] > 0
+        if row["config"] == "specviz tree 2-1":  # --quick adds a small tree; the chain's cost model is left out
+            assert 0 <= row["alpha"] <= 1 and row["tokens_per_pass"] >= 1 and 1 <= row["k"] <= 4
+            assert row["c"] is None and row["predicted"] is None
     report = (out / "report.md").read_text()
     assert "| code | greedy |" in report.split("| prompt | mode | config |")[0]  # the peer summary comes first
     assert report.count("\n| ") >= len(data["rows"]) and "Tracing overhead" in report

@@ -31,6 +31,16 @@ def test_fp32_greedy_equals_target_only(fp32_engine, prompt):
     assert trace.summary.n_rounds < len(trace.output_token_ids)  # several tokens per target pass
 
 
+@pytest.mark.parametrize("widths", [(2, 2, 1, 1), (1, 1, 1, 1), (3, 2, 1)])
+def test_fp32_greedy_tree_equals_target_only(fp32_engine, widths):
+    """The tree drafter (one target pass per tree, the accepted path kept in both caches) in float32; width 1 at
+    every depth is the chain."""
+    settings = RunSettings(temperature=0, max_new_tokens=24, drafter="tree", tree_widths=widths)
+    trace = fp32_engine.run(PROMPTS[0], settings, baseline=True)
+    assert trace.output_token_ids == trace.baseline.output_token_ids and len(trace.output_token_ids) == 24
+    assert trace.summary.n_rounds < 24 and all(r.tree for r in trace.rounds[1:])
+
+
 def test_sampled_run_has_sane_acceptance(fp32_engine):
     trace = fp32_engine.run(PROMPTS[0], RunSettings(k=4, temperature=0.7, seed=0, max_new_tokens=24))
     s = trace.summary

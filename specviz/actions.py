@@ -109,13 +109,13 @@ class ModelActions:
         return info, status or gr.skip()
 
     def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture,
-                 drafter="model", adaptive=False, draft_layers=0, progress=gr.Progress(),
+                 drafter="model", adaptive=False, draft_layers=0, tree_widths="2-2-1-1", progress=gr.Progress(),
                  request: gr.Request = None):
         """The trace and the round view after each round (at most every MIN_FRAME_S), then once more. The
         inputs arrive as sent (the event skips Gradio's preprocessing), so every one is checked here."""
         try:
             settings = settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter, adaptive,
-                                     draft_layers)
+                                     draft_layers, tree_widths)
             prompt = check_prompt(prompt)
             engine = self.engine(preset, progress)
             engine.encode(prompt, settings)  # a prompt too long for the context fails here, before any model runs

@@ -74,28 +74,34 @@ def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 
     for kind in (REPLACEMENT, BONUS):
         data.append(_stack(x, [t - a if r.next_kind == kind else 0 for r, t, a in zip(rounds, made, accepted)],
                            kind, FATES[kind].label))
-    # Expected and ceiling from the K each round really drafted (adaptive K, or the last rounds, draft fewer)
-    alpha = trace.summary.acceptance_rate
+    # Expected and ceiling from the K each round really drafted (adaptive K, or the last rounds, draft fewer); a
+    # tree round accepts at most its depth, and the chain's formula does not give a tree's expectation
+    alpha, tree = trace.summary.acceptance_rate, any(r.tree for r in rounds)
+    reach = [len(r.tree.widths) if r.tree else r.k for r in rounds]  # the most drafts each round could accept
     expected = sum(expected_tokens_per_pass(alpha, r.k) for r in rounds) / len(rounds)
-    ceiling = sum(r.k + 1 for r in rounds) / len(rounds)
-    k = max(r.k for r in rounds)
+    ceiling = sum(n + 1 for n in reach) / len(rounds)
+    k = max(reach)
     span = [0.5, len(rounds) + 0.5]
     data += [
         dict(type="scatter", x=x, y=[total / i for i, total in enumerate(accumulate(made), 1)], name="running mean",
              mode="lines+markers", line=dict(color=INK, width=3), marker=dict(size=7, symbol="diamond"),
              hovertemplate="mean after round %{x}: %{y:.2f}<extra></extra>"),
-        dict(type="scatter", x=span, y=[expected, expected], name=f"expected {expected:.2f}", mode="lines",
-             line=dict(color=P_COLOR, width=3, dash="dash"),
-             hovertemplate=f"mean over rounds of (1 − α^(k+1)) / (1 − α), α = {alpha:.2f}: {expected:.2f}"
-                          "<extra></extra>"),
-        dict(type="scatter", x=span, y=[ceiling, ceiling], name=f"ceiling: mean k + 1 = {ceiling:.2f}", mode="lines",
-             line=dict(color="#888", width=2, dash="dot"), hoverinfo="skip"),
+        *([] if tree else [dict(
+            type="scatter", x=span, y=[expected, expected], name=f"expected {expected:.2f}", mode="lines",
+            line=dict(color=P_COLOR, width=3, dash="dash"),
+            hovertemplate=f"mean over rounds of (1 − α^(k+1)) / (1 − α), α = {alpha:.2f}: {expected:.2f}"
+                          "<extra></extra>")]),
+        dict(type="scatter", x=span, y=[ceiling, ceiling], name=f"ceiling: mean {'depth' if tree else 'k'} + 1 = "
+             f"{ceiling:.2f}", mode="lines", line=dict(color="#888", width=2, dash="dot"), hoverinfo="skip"),
     ]
     shade = [] if selected is None else [dict(type="rect", xref="x", yref="paper", x0=selected + 0.5,
                                               x1=selected + 1.5, y0=0, y1=1, fillcolor="#000", opacity=0.09,
                                               line=dict(width=0), layer="below")]
     title = (f"Tokens per target pass · mean {trace.summary.tokens_per_pass:.2f} · expected (1 − α<sup>k+1</sup>)"
              f" / (1 − α) = {expected:.2f} at α = {alpha:.2f}, k = drafts in each round (mean {ceiling - 1:.2f})")
+    if tree:
+        title = (f"Tokens per target pass · mean {trace.summary.tokens_per_pass:.2f} · a draft tree: at most its "
+                 f"depth + 1 per pass (mean {ceiling:.2f}); the chain's formula does not apply")
     layout = dict(_frame(240, 2 * font_size + 40, font_size, 4), title=_title(title, font_size), barmode="stack",
                   bargap=0.15, shapes=shade,
                   xaxis=dict(title=dict(text="round"), range=span, dtick=1 if len(rounds) <= 32 else None,

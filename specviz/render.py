@@ -59,7 +59,7 @@ def next_text(rnd: Round) -> str:
 
 def committed_texts(rnd: Round) -> list[str]:
     """Texts of the tokens a round appended: the accepted drafts, then the replacement or bonus (cut at EOS)."""
-    texts = [d.text for d in rnd.drafts[:rnd.n_accepted]] + [rnd.next_token.text]
+    texts = [d.text for d in rnd.accepted_drafts] + [rnd.next_token.text]
     return texts[:len(rnd.committed_ids)]
 
 
@@ -84,11 +84,13 @@ def token_strip(trace: Trace, index: int) -> str:
 def _round_header(trace: Trace, index: int) -> str:
     rnd = trace.rounds[index]
     last = {REPLACEMENT: "1 replacement", BONUS: "1 bonus"}[rnd.next_kind] + ("" if rnd.next_kept else " not kept")
-    result = (f"{rnd.n_accepted} of {rnd.k} drafts accepted + {last} = {rnd.tokens_this_pass} "
-              f"token{'s' * (rnd.tokens_this_pass != 1)} for 1 target pass")
+    accepted = (f"a path of {rnd.n_accepted} of {len(rnd.tree.widths)} nodes accepted" if rnd.tree
+                else f"{rnd.n_accepted} of {rnd.k} drafts accepted")
+    result = f"{accepted} + {last} = {rnd.tokens_this_pass} token{'s' * (rnd.tokens_this_pass != 1)} for 1 target pass"
+    shape = f"tree {'-'.join(map(str, rnd.tree.widths))} ({rnd.k} nodes)" if rnd.tree else f"K = {rnd.k}"
     outcome = [result] + ([{"eos": "the run ended: end of text"}.get(rnd.stop, "the run ended: max new tokens")]
                           if rnd.stop else [])
-    return (f'<div class="sv-round-head"><b>Round {index + 1} of {len(trace.rounds)}</b> · K = {rnd.k}'
+    return (f'<div class="sv-round-head"><b>Round {index + 1} of {len(trace.rounds)}</b> · {shape}'
             f'<span class="sv-answer" data-step="{reveal_steps(rnd)}"> · {" · ".join(outcome)}</span></div>')
 
 
@@ -103,9 +105,12 @@ def _round_tokens(rnd: Round, greedy: bool) -> str:
     # because the run ended (EOS or max new tokens) before it.
     order = [i for i, d in enumerate(rnd.drafts) if d.fate == ACCEPTED] + [len(rnd.drafts)]
     cut = set(order[len(rnd.committed_ids):])
-    chips = [_chip(d.text, d.fate, _draft_title(i, d, greedy), step_of_draft(rnd, i), i in cut)
-             for i, d in enumerate(rnd.drafts)]
+    shown = order[:-1] if rnd.tree else range(len(rnd.drafts))  # a tree's strip: its path (the tree is drawn)
+    chips = [_chip(rnd.drafts[i].text, rnd.drafts[i].fate, _draft_title(i, rnd.drafts[i], greedy),
+                   step_of_draft(rnd, i), i in cut) for i in shown]
     last = f"{FATES[rnd.next_kind].label}: {next_text(rnd)}"
+    if rnd.tree:  # in the quiz, the path's length is the answer: its chips wait for the reveal (style.css)
+        chips = [f'<span class="sv-tree-path">{"".join(chips)}</span>']
     chips.append(_chip(rnd.next_token.text, rnd.next_kind, last, reveal_steps(rnd), len(rnd.drafts) in cut,
                        last=True))
     return "".join(chips)
@@ -142,6 +147,8 @@ def explanation(trace: Trace, index: int) -> str:
     if rnd.k == 0:
         parts.append(f"{_why_nothing_drafted(trace, index)}, so nothing was drafted: the target's pass gave "
                      f"{quoted(rnd.next_token.text)} directly.")
+    elif rnd.tree:
+        parts.append(_explain_tree(trace, rnd))
     else:
         parts += _explain_drafts(trace, rnd)
     if index <= 1:
@@ -220,6 +227,22 @@ def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
         parts.append("At temperature 0 both distributions are one-hot, so a draft token is accepted exactly "
                      "when it is also the target's top choice; no random draw is involved.")
     return parts + (_clean_sweep(rnd, greedy) if rnd.next_kind == BONUS else _rejection(rnd, greedy))
+
+
+def _explain_tree(trace: Trace, rnd: Round) -> str:
+    """A tree round in words: how it was drafted, scored and walked (the drawing and the verdicts show the rest)."""
+    t, greedy = rnd.tree, trace.settings.get("temperature") == 0
+    rule = ("a child survives when it is the target's top token" if greedy else
+            "each child is tested in turn with min(1, p′/q), where p′ is p for the first child and, after a rejected "
+            "sibling, the residual norm(max(0, p′ − q)) it left")
+    widths = ", ".join(map(str, t.widths))
+    return (f"The draft model proposed a tree, one draft pass per depth: {widths} "
+            f"{'children' if greedy else 'samples from q'} per node at depths 1 to {len(t.widths)} "
+            f"({'its top tokens' if greedy else 'independent draws, so some repeat'}), {rnd.k} nodes in all. The "
+            f"target scored every node in <b>one</b> forward pass: a tree attention mask lets each node see only the "
+            f"prefix and its own ancestors, and its position is the prefix length plus its depth. Walking from the "
+            f"root, {rule}; at most one child per node survives, so the accepted nodes form one path, here "
+            f"{rnd.n_accepted} long. That keeps the output exactly the target's.")
 
 
 def _clean_sweep(rnd: Round, greedy: bool) -> list[str]:

@@ -15,6 +15,7 @@ from .kvcache import cache_rows
 from .quiz import QuizState, reveal_steps
 from .render import explanation, placeholder, token_strip
 from .trace import Trace
+from .tree_view import path_verdicts, tree_against_chain, tree_cache, tree_card
 
 
 def stage_html(trace: Trace | None, current: int, quiz: QuizState | None = None, latest_only: bool = False,
@@ -39,21 +40,29 @@ def round_section(trace: Trace, number: int, shown: bool, quiz: QuizState | None
     state = quiz.of(number) if quiz else None
     guess = "" if state is None or state.guess is None else f' data-guess="{state.guess}"'
     revealed = state.revealed if state else 0
-    cards = "".join(position_card(rnd, j, greedy) for j in range(len(rnd.drafts)))
-    nothing = "" if rnd.drafts else ('<div class="sv-pos sv-muted">Nothing was drafted this round (the '
-                                     'explanation below says why).</div>')
-    return (f'<section class="sv-round" data-round="{number}" data-k="{rnd.k}" data-accepted="{rnd.n_accepted}" '
+    if rnd.tree:  # drawn as a tree, revealed in one step; the most it can accept is its depth
+        most, cards, caches = len(rnd.tree.widths), tree_card(trace, i) + path_verdicts(trace, i), \
+            tree_cache(trace, i) + tree_against_chain(trace, i)
+    else:
+        most, cards, caches = rnd.k, "".join(position_card(rnd, j, greedy) for j in range(len(rnd.drafts))), \
+            cache_rows(trace, i)
+        cards += "" if rnd.drafts else ('<div class="sv-pos sv-muted">Nothing was drafted this round (the '
+                                        'explanation below says why).</div>')
+        cards += last_token_card(rnd)
+    return (f'<section class="sv-round" data-round="{number}" data-k="{most}" data-accepted="{rnd.n_accepted}" '
             f'data-steps="{reveal_steps(rnd)}" data-revealed="{revealed}"{guess}{"" if shown else " hidden"}>'
-            f'{token_strip(trace, i)}{quiz_bar(rnd.k)}'
-            f'<div class="sv-cards">{cards}{nothing}{last_token_card(rnd)}</div>'
-            f'<div class="sv-answer sv-after" data-step="{reveal_steps(rnd)}">{cache_rows(trace, i)}'
+            f'{token_strip(trace, i)}{quiz_bar(most, tree=rnd.tree is not None)}'
+            f'<div class="sv-cards">{cards}</div>'
+            f'<div class="sv-answer sv-after" data-step="{reveal_steps(rnd)}">{caches}'
             f'{explanation(trace, i)}</div></section>')
 
 
-def quiz_bar(k: int) -> str:
-    """The question and its answer buttons 0 … k (shown only in quiz mode), the Reveal button and the score."""
+def quiz_bar(k: int, tree: bool = False) -> str:
+    """The question and its answer buttons 0 … k (shown only in quiz mode), the Reveal button and the score. For a
+    tree, k is its depth: the longest path it can accept."""
     answers = "".join(f'<button type="button" class="sv-guess" data-guess="{n}">{n}</button>' for n in range(k + 1))
-    question = (f"How many of the {k} drafts will the target accept?" if k else
+    question = (f"How long a path of this {k}-deep tree will the target accept?" if tree else
+                f"How many of the {k} drafts will the target accept?" if k else
                 "Nothing was drafted: Reveal shows the token the target's pass gave.")
     return (f'<div class="sv-quiz-bar"><span class="sv-quiz-q">{question}</span>'
             f'<span class="sv-guesses">{answers if k else ""}</span>'

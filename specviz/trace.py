@@ -109,6 +109,11 @@ class Round:
         return len(self.committed_ids)
 
     @property
+    def accepted_drafts(self) -> list[DraftPosition]:
+        """The accepted drafts in order: a chain's first n_accepted, a tree's path."""
+        return [self.drafts[c - 1] for c in self.tree.path] if self.tree else self.drafts[:self.n_accepted]
+
+    @property
     def next_kept(self) -> bool:
         """Whether the replacement or bonus was committed: not when the accepted drafts ended the run (they end
         with the end-of-sequence token), since nothing after the end is kept."""
@@ -397,7 +402,7 @@ def _check_tree_walk(rnd: Round, where: str) -> None:
     if rnd.n_accepted != len(t.path) or rnd.next_kind != (REPLACEMENT if kids[node] else BONUS):
         raise ValueError(f"{where}: n_accepted should be the path's length, next_kind {BONUS!r} at a leaf, else "
                          f"{REPLACEMENT!r}")
-    _check_committed(rnd, [rnd.drafts[c - 1].token_id for c in t.path], where.removesuffix(".tree"))
+    _check_committed(rnd, [d.token_id for d in rnd.accepted_drafts], where.removesuffix(".tree"))
 
 
 def _probabilities(rnd: Round):

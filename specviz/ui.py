@@ -20,7 +20,7 @@ from .inputs import limits
 from .costs_ui import build_costs
 from .examples import EXAMPLES as RECORDED
 from .lab_ui import build_lab
-from .options import DRAFTERS, EXAMPLES
+from .options import DEFAULT_TREE, EXAMPLES, RUN_DRAFTERS
 from .serving import (DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, default_engine_loader,
                       limit_model_runs, preset_labels)
 from .views import PLAY_JS, SHOW_JS, STEP_JS, Player, RoundView, empty_view, lecture_mode, show_round
@@ -52,9 +52,10 @@ class Page:
     prompt: gr.Textbox
     preset: gr.Dropdown
     settings: Settings
-    drafter: gr.Radio  # RunSettings.drafter, a key of options.DRAFTERS
+    drafter: gr.Radio  # RunSettings.drafter, a key of options.RUN_DRAFTERS
     adaptive: gr.Checkbox  # RunSettings.adaptive: K per round, the slider's K the most
     draft_layers: gr.Number  # RunSettings.draft_layers: self-speculation's N (0: half the target's layers)
+    tree_widths: gr.Textbox  # RunSettings.tree_widths as text, 2-2-1-1 (read with the tree drafter only)
     generate: gr.Button
     baseline: gr.Button
     info: gr.HTML
@@ -114,11 +115,11 @@ def _settings_row(presets: dict[str, str], default_preset: str):
     """The pair and every setting of a run, in two rows: in one row, below 1920 px wide the last columns were
     squeezed to a word per line and the pair's name was cut off. The minimum widths of each row fit a 1024 px
     window (tests/test_lecture_browser.py checks 1024 to 1920); the drafter's own options take a third.
-    -> preset, Settings, drafter, adaptive, draft layers"""
+    -> preset, Settings, drafter, adaptive, draft layers, tree widths"""
     with gr.Row(equal_height=True):
         preset = gr.Dropdown([(label, name) for name, label in presets.items()], value=default_preset,
                              label="Draft → target pair", elem_id="preset", scale=3, min_width=420)
-        drafter = gr.Radio([(label, name) for name, label in DRAFTERS.items()], value="model", label="Drafter",
+        drafter = gr.Radio([(label, name) for name, label in RUN_DRAFTERS.items()], value="model", label="Drafter",
                            elem_id="drafter", scale=2, min_width=320)
     with gr.Row():
         settings = Settings(
@@ -139,7 +140,10 @@ def _settings_row(presets: dict[str, str], default_preset: str):
         draft_layers = gr.Number(0, **limits("draft_layers"), precision=0, label="Draft layers N (self-speculation)",
                                  info="with the drafter “the target's first layers”: its first N layers draft; "
                                       "0 = half of them", elem_id="draft-layers", scale=1, min_width=260)
-    return preset, settings, drafter, adaptive, draft_layers
+        tree_widths = gr.Textbox("-".join(map(str, DEFAULT_TREE)), label="Tree widths (draft tree)",
+                                 info="with the drafter “draft tree”: children per node at each depth, 1–4 wide, "
+                                      "1–6 deep, at most 32 nodes", elem_id="tree-widths", scale=1, min_width=260)
+    return preset, settings, drafter, adaptive, draft_layers, tree_widths
 
 
 def _panels() -> RoundView:
@@ -174,7 +178,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
                 pack_file = gr.File(label="Lecture pack (trace + quiz)", interactive=False, elem_id="pack-file",
                                     height=70)
                 quiz_state = gr.Textbox(visible=False)
-        preset, settings, drafter, adaptive, draft_layers = _settings_row(presets, default_preset)
+        preset, settings, drafter, adaptive, draft_layers, tree_widths = _settings_row(presets, default_preset)
         with gr.Row(equal_height=True):
             info = gr.HTML(render.placeholder("Loading models…"), label="Run info", elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
@@ -191,7 +195,8 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
     timer = gr.Timer(1.5, active=False)
     panels = _panels()
     panels.slider = slider
-    return Page(trace, lecture, quiz, controls, prompt, preset, settings, drafter, adaptive, draft_layers, generate,
+    return Page(trace, lecture, quiz, controls, prompt, preset, settings, drafter, adaptive, draft_layers, tree_widths,
+                generate,
                 baseline, info, status, download, pack, pack_file, quiz_state, upload, examples, previous, next_,
                 play, pace, timer, panels)
 
@@ -220,7 +225,7 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
     # could then hit the new run.)
     p.generate.click(models.stop, None, None, api_name="stop", **quick)
     p.generate.click(models.generate, [p.prompt, p.preset, *p.settings.all(), p.lecture, p.drafter, p.adaptive,
-                                      p.draft_layers],
+                                      p.draft_layers, p.tree_widths],
                      p.outputs.all(), api_name="generate", preprocess=False, trigger_mode="multiple",
                      **one_model_run)
     p.baseline.click(models.baseline, [p.trace, p.preset], p.outputs.of_baseline(), api_name="baseline",

@@ -233,9 +233,17 @@ def test_the_drafter_choice_reaches_the_engine(client, tmp_path):
     recorded = load_trace(Path(value(final[DOWNLOAD])).read_bytes())
     assert recorded.settings["drafter"] == "lookup" and recorded.draft_model == "prompt lookup"
     params = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/generate"]["parameters"]
-    last = [(p["parameter_name"], p["parameter_has_default"], p["parameter_default"]) for p in params[-3:]]
+    last = [(p["parameter_name"], p["parameter_has_default"], p["parameter_default"]) for p in params[-4:]]
     assert last == [("drafter", True, "model"), ("adaptive", True, False),  # older clients get what they got
-                    ("draft_layers", True, 0)]
+                    ("draft_layers", True, 0), ("tree_widths", True, "2-2-1-1")]
+    job = client.submit("def fib(n):", "tiny", 4, 0.0, 1.0, 0, 0, 12, False, "tree", False, 0, "3-1",
+                        api_name="/generate")
+    final = job.result()
+    assert "Done" in final[STATUS] and "The draft tree 3-1" in final[STAGE]
+    assert load_trace(Path(value(final[DOWNLOAD])).read_bytes()).settings["tree_widths"] == [3, 1]
+    job = client.submit("def fib(n):", "tiny", 4, 0.0, 1.0, 0, 0, 12, False, "tree", False, 0, "5-1",
+                        api_name="/generate")
+    assert "width at depth 1 must be a whole number from 1 to 4" in job.result()[STATUS]
     job = client.submit("def fib(n):", "tiny", 4, 0.0, 1.0, 0, 0, 12, False, "layers", False, 1, api_name="/generate")
     final = job.result()
     assert "Done" in final[STATUS] and "tiny-target, its first 1 of 2 layers" in final[INFO]

@@ -19,7 +19,7 @@ DRAFTERS = {"model": "draft model", "lookup": "prompt lookup", "layers": "the ta
 # apart from DRAFTERS, which lists the chain drafters the page and the Lab's comparison offer, until they draw trees.
 TREE = "tree"
 RUN_DRAFTERS = {**DRAFTERS, TREE: "draft tree"}  # what a run, the CLI and a trace file accept
-DEFAULT_TREE = (2, 2, 1, 1)  # the tree drafter's widths when none are set: 12 nodes, 4 deep
+DEFAULT_TREE = (2, 2, 1, 1)  # the tree drafter's widths when none are set: 14 nodes (2 + 4 + 4 + 4), 4 deep
 TARGET_ONLY = "target"  # a comparison's baseline row: no drafter, one target pass per token
 TARGET_ONLY_LABEL = "target only"
 

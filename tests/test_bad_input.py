@@ -64,15 +64,17 @@ SETTINGS = dict(k=4, temperature=0.7, top_p=1.0, top_k=0, seed=0, max_new_tokens
 
 def generate(client, prompt="def fib(n):", **changes):
     values = {**SETTINGS, **changes}
-    layers = values.pop("draft_layers", 0)  # after lecture, drafter and adaptive in /generate's inputs
-    return client.predict(prompt, "tiny", *values.values(), False, "model", False, layers, api_name="/generate")
+    layers = values.pop("draft_layers", 0)  # after lecture, drafter and adaptive (tree widths last) in /generate
+    return client.predict(prompt, "tiny", *values.values(), False, "model", False, layers, "2-2-1-1",
+                          api_name="/generate")
 
 
 def generate_raw(url, prompt="def fib(n):", **changes) -> list:
     """/generate over plain HTTP with a JSON text that may hold NaN, Infinity or a lone surrogate."""
     values = {**SETTINGS, **changes}
     layers = values.pop("draft_layers", 0)
-    body = json.dumps({"data": [prompt, "tiny", *values.values(), False, "model", False, layers]})  # NaN -> NaN, "\ud800" -> "\\ud800"
+    data = [prompt, "tiny", *values.values(), False, "model", False, layers, "2-2-1-1"]  # every input: plain HTTP
+    body = json.dumps({"data": data})  # NaN -> NaN, "\ud800" -> "\\ud800"
     with httpx.Client(base_url=url, timeout=60) as http:
         event_id = http.post("gradio_api/call/generate", content=body,
                              headers={"content-type": "application/json"}).raise_for_status().json()["event_id"]

@@ -233,8 +233,8 @@ def _explain_tree(trace: Trace, rnd: Round) -> str:
     """A tree round in words: how it was drafted, scored and walked (the drawing and the verdicts show the rest)."""
     t, greedy = rnd.tree, trace.settings.get("temperature") == 0
     rule = ("a child survives when it is the target's top token" if greedy else
-            "each child is tested in turn with min(1, p′/q), where p′ is p for the first child and, after a rejected "
-            "sibling, the residual norm(max(0, p′ − q)) it left")
+            "each child is tested in turn with min(1, p′/q), where p′ is p for the first child and, after a "
+            "rejected sibling, the residual norm(max(0, p′ − q)) it left")
     widths = ", ".join(map(str, t.widths))
     return (f"The draft model proposed a tree, one draft pass per depth: {widths} "
             f"{'children' if greedy else 'samples from q'} per node at depths 1 to {len(t.widths)} "

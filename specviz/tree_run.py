@@ -97,10 +97,10 @@ class TreeRun(DecodingRun):
         after = self._cache_lengths()
         committed = self._commit([x])
         cache = CacheLengths(draft=[before[0]] * 4, target=[before[1], before[1], after[1], after[1]])
-        return Round(index=len(self.rounds), k=0, drafts=[], n_accepted=0, next_token=TokenProb(x, e.text(x), float(p[x])),
-                     next_kind=BONUS, residual=None, bonus_candidates=self._bonus_top(p) if self.details else None,
-                     committed_ids=committed, draft_time_s=0.0, verify_time_s=t1 - t0, stop=self.stop, cache=cache,
-                     drafter=TREE)
+        return Round(index=len(self.rounds), k=0, drafts=[], n_accepted=0,
+                     next_token=TokenProb(x, e.text(x), float(p[x])), next_kind=BONUS, residual=None,
+                     bonus_candidates=self._bonus_top(p) if self.details else None, committed_ids=committed,
+                     draft_time_s=0.0, verify_time_s=t1 - t0, stop=self.stop, cache=cache, drafter=TREE)
 
     def _record(self, tree: TreeShape, tokens: list[int], p: torch.Tensor, q: torch.Tensor, v: TreeVerdict,
                 committed: list[int], draft_time: float, verify_time: float, cache: CacheLengths) -> Round:

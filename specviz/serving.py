@@ -90,6 +90,11 @@ class EngineCache:
                 self._engines = {preset: engine}
             return engine
 
+    def clear(self) -> None:
+        """Forget every loaded engine, so its memory can go back (a test that is done with a real pair)."""
+        with self._lock:
+            self._engines = {}
+
     def loaded(self, preset: str) -> Engine | None:
         """The engine for preset if it is in memory now; never loads one."""
         with self._lock:

@@ -8,6 +8,7 @@ Only negative checks (a key press that must not step) use a short fixed pause, e
 the same kind that proves it could fail.
 """
 
+import gc
 import os
 import time
 from pathlib import Path
@@ -246,7 +247,8 @@ def test_real_pair_generates_in_the_browser(browser, dialogs, capsys):
     from specviz.serving import EngineCache
 
     started = time.perf_counter()
-    demo, url = serve(EngineCache(), {"qwen2.5-coder-0.5b-1.5b-offline": "Qwen2.5-Coder 0.5B → 1.5B"},
+    cache = EngineCache()
+    demo, url = serve(cache, {"qwen2.5-coder-0.5b-1.5b-offline": "Qwen2.5-Coder 0.5B → 1.5B"},
                       "qwen2.5-coder-0.5b-1.5b-offline")
     try:
         page = AppPage(browser, url, dialogs)  # waits until the pair is loaded (the info line names it)
@@ -264,3 +266,5 @@ def test_real_pair_generates_in_the_browser(browser, dialogs, capsys):
             print(f"\n[measure] real pair: page ready with models loaded {loaded_s:.1f} s after start")
     finally:
         demo.close()
+        cache.clear()  # the pair's ~8 GB: the closed demo's handlers would keep it alive for the rest of the run
+        gc.collect()

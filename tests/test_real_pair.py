@@ -18,41 +18,6 @@ PROMPTS = ["Write a Python function that returns the n-th Fibonacci number.",
            "Write the opening of a short story about a lighthouse keeper."]
 
 
-@pytest.fixture(scope="module")
-def fp32_engine():
-    return Engine.from_pair(load_pair(dtype="float32", device=TEST_DEVICE or None))
-
-
-@pytest.mark.parametrize("prompt", PROMPTS)
-def test_fp32_greedy_equals_target_only(fp32_engine, prompt):
-    trace = fp32_engine.run(prompt, RunSettings(k=4, temperature=0, max_new_tokens=16), baseline=True)
-    assert trace.output_token_ids == trace.baseline.output_token_ids
-    assert len(trace.output_token_ids) >= 8
-    assert trace.summary.n_rounds < len(trace.output_token_ids)  # several tokens per target pass
-
-
-@pytest.mark.parametrize("widths", [(2, 2, 1, 1), (1, 1, 1, 1), (3, 2, 1)])
-def test_fp32_greedy_tree_equals_target_only(fp32_engine, widths):
-    """The tree drafter (one target pass per tree, the accepted path kept in both caches) in float32; width 1 at
-    every depth is the chain."""
-    settings = RunSettings(temperature=0, max_new_tokens=24, drafter="tree", tree_widths=widths)
-    trace = fp32_engine.run(PROMPTS[0], settings, baseline=True)
-    assert trace.output_token_ids == trace.baseline.output_token_ids and len(trace.output_token_ids) == 24
-    assert trace.summary.n_rounds < 24 and all(r.tree for r in trace.rounds[1:])
-
-
-def test_sampled_run_has_sane_acceptance(fp32_engine):
-    trace = fp32_engine.run(PROMPTS[0], RunSettings(k=4, temperature=0.7, seed=0, max_new_tokens=24))
-    s = trace.summary
-    assert 0.3 <= s.acceptance_rate <= 1.0 and s.tokens_per_pass > 1.5
-    assert 0.3 <= s.mean_overlap <= 1.0
-    for r in trace.rounds:
-        for d in r.drafts:
-            assert 0 <= d.p <= 1 and 0 < d.q <= 1
-            assert d.candidates and any(c.token_id == d.token_id for c in d.candidates)
-    assert trace.output_text.strip()
-
-
 # --- half precision: the greedy identity within its caveat -------------------------------------------------
 
 TIE = 0.5  # logits this close count as a tie that half-precision rounding may break either way
@@ -97,3 +62,40 @@ def test_auto_dtype_greedy_holds_within_the_caveat():
     engine = Engine.from_pair(load_pair(device=device))
     for prompt in PROMPTS:
         assert len(assert_greedy_within_caveat(engine, prompt, RunSettings(k=4, temperature=0, max_new_tokens=16))) >= 4
+
+
+# --- float32: the exact identity (after the half-precision tests: their pair and this one never share memory) ---
+
+@pytest.fixture(scope="module")
+def fp32_engine():
+    return Engine.from_pair(load_pair(dtype="float32", device=TEST_DEVICE or None))
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_fp32_greedy_equals_target_only(fp32_engine, prompt):
+    trace = fp32_engine.run(prompt, RunSettings(k=4, temperature=0, max_new_tokens=16), baseline=True)
+    assert trace.output_token_ids == trace.baseline.output_token_ids
+    assert len(trace.output_token_ids) >= 8
+    assert trace.summary.n_rounds < len(trace.output_token_ids)  # several tokens per target pass
+
+
+@pytest.mark.parametrize("widths", [(2, 2, 1, 1), (1, 1, 1, 1), (3, 2, 1)])
+def test_fp32_greedy_tree_equals_target_only(fp32_engine, widths):
+    """The tree drafter (one target pass per tree, the accepted path kept in both caches) in float32; width 1 at
+    every depth is the chain."""
+    settings = RunSettings(temperature=0, max_new_tokens=24, drafter="tree", tree_widths=widths)
+    trace = fp32_engine.run(PROMPTS[0], settings, baseline=True)
+    assert trace.output_token_ids == trace.baseline.output_token_ids and len(trace.output_token_ids) == 24
+    assert trace.summary.n_rounds < 24 and all(r.tree for r in trace.rounds[1:])
+
+
+def test_sampled_run_has_sane_acceptance(fp32_engine):
+    trace = fp32_engine.run(PROMPTS[0], RunSettings(k=4, temperature=0.7, seed=0, max_new_tokens=24))
+    s = trace.summary
+    assert 0.3 <= s.acceptance_rate <= 1.0 and s.tokens_per_pass > 1.5
+    assert 0.3 <= s.mean_overlap <= 1.0
+    for r in trace.rounds:
+        for d in r.drafts:
+            assert 0 <= d.p <= 1 and 0 < d.q <= 1
+            assert d.candidates and any(c.token_id == d.token_id for c in d.candidates)
+    assert trace.output_text.strip()

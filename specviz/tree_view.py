@@ -15,7 +15,7 @@ from .quiz import reveal_steps
 from .render import quoted, token_html
 from .style import FATES, num
 from .theory import expected_tokens_per_pass
-from .trace import ACCEPTED, DISCARDED, REJECTED, REPLACEMENT, Round, Trace
+from .trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Round, Trace
 
 
 def _kids(rnd: Round) -> list[list[int]]:
@@ -114,9 +114,11 @@ def tree_cache(trace: Trace, index: int) -> str:
     if rnd.cache is None:
         return ""
     d, t = rnd.cache.draft, rnd.cache.target
-    kept = len(rnd.committed_ids) - 1
+    kept = len(rnd.committed_ids) - 1  # the committed path nodes a cache holds: all but the last committed token
+    leaf = rnd.next_kind == BONUS and kept == rnd.n_accepted  # the path's last node, a leaf, was never fed the draft
     return (f'<div class="sv-cache sv-cache-note">KV caches: the target\'s pass wrote {t[2] - t[0]} positions (every '
-            f'node and what its cache lacked), the draft\'s passes {d[1] - d[0]} (every node but the leaves). Both '
-            f'then kept the root and the {kept} committed path node{"s" * (kept != 1)}: not a crop from the end, '
-            f'since the path\'s nodes are scattered among their siblings, but an index-select that moves them next '
-            f'to the prefix (target {t[2]} → {t[3]} positions, draft {d[1]} → {d[3]}).</div>')
+            f'node and what its cache lacked), the draft\'s passes {d[1] - d[0]} (what its cache lacked and every node '
+            f'but the leaves). Each then kept its prefix, the root and the committed path nodes it held ({kept} in '
+            f'the target{"; the draft never fed the leaf that ends the path" if leaf and kept else ""}): not a crop '
+            f'from the end, since the path\'s nodes are scattered among their siblings, but an index-select that '
+            f'moves them next to the prefix (target {t[2]} → {t[3]} positions, draft {d[1]} → {d[3]}).</div>')

@@ -40,6 +40,9 @@ def test_every_node_is_drawn_with_its_fate_and_numbers(tree_trace):
         assert verdicts.count("<li>") == tested + 1  # each tested node, then the last token
         shape = "-".join(map(str, rnd.tree.widths))  # 2-2-1, or shallower near max_new_tokens
         assert f"tree {shape} ({rnd.k} nodes)" in html and "index-select" in html
+        t, d = rnd.cache.target, rnd.cache.draft
+        assert t[3] == t[0] + len(rnd.committed_ids) and d[3] <= t[3]  # the root and the committed path nodes
+        assert f"(target {t[2]} → {t[3]} positions, draft {d[1]} → {d[3]})" in html
 
 
 def test_the_quiz_asks_for_the_path_length_and_reveals_once(tree_trace):

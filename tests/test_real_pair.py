@@ -79,14 +79,13 @@ def test_fp32_greedy_equals_target_only(fp32_engine, prompt):
     assert trace.summary.n_rounds < len(trace.output_token_ids)  # several tokens per target pass
 
 
-@pytest.mark.parametrize("widths", [(2, 2, 1, 1), (1, 1, 1, 1), (3, 2, 1)])
+@pytest.mark.parametrize("widths", [(2, 2, 1, 1), (3, 2, 1)])  # more shapes, and width 1 = the chain: tiny models
 def test_fp32_greedy_tree_equals_target_only(fp32_engine, widths):
-    """The tree drafter (one target pass per tree, the accepted path kept in both caches) in float32; width 1 at
-    every depth is the chain."""
-    settings = RunSettings(temperature=0, max_new_tokens=24, drafter="tree", tree_widths=widths)
+    """The tree drafter (one target pass per tree, the accepted path kept in both caches) in float32."""
+    settings = RunSettings(temperature=0, max_new_tokens=16, drafter="tree", tree_widths=widths)
     trace = fp32_engine.run(PROMPTS[0], settings, baseline=True)
-    assert trace.output_token_ids == trace.baseline.output_token_ids and len(trace.output_token_ids) == 24
-    assert trace.summary.n_rounds < 24 and all(r.tree for r in trace.rounds[1:])
+    assert trace.output_token_ids == trace.baseline.output_token_ids and len(trace.output_token_ids) == 16
+    assert trace.summary.n_rounds < 16 and all(r.tree for r in trace.rounds[1:])
 
 
 def test_sampled_run_has_sane_acceptance(fp32_engine):
@@ -99,3 +98,11 @@ def test_sampled_run_has_sane_acceptance(fp32_engine):
             assert 0 <= d.p <= 1 and 0 < d.q <= 1
             assert d.candidates and any(c.token_id == d.token_id for c in d.candidates)
     assert trace.output_text.strip()
+
+
+def test_fp32_greedy_self_speculation_equals_target_only(fp32_engine):
+    """The target's first 21 of 28 layers draft (its own cache for them); the full target verifies."""
+    settings = RunSettings(k=4, temperature=0, max_new_tokens=16, drafter="layers", draft_layers=21)
+    trace = fp32_engine.run(PROMPTS[0], settings, baseline=True)
+    assert trace.output_token_ids == trace.baseline.output_token_ids and len(trace.output_token_ids) == 16
+    assert trace.settings["draft_layers"] == 21

@@ -81,6 +81,9 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tree", default=None, metavar="WIDTHS",
                    help="also specviz with the tree drafter of these widths, e.g. 2-2-1-1 (compare it with the "
                         "chain K = its depth, same draft passes, and K = its node count, same drafted tokens)")
+    p.add_argument("--draft-layers", default="", metavar="NS",
+                   help="also specviz with self-speculation: the target's first N layers draft, e.g. 14,21")
+    p.add_argument("--layers-k", type=int, default=4, help="K of the --draft-layers rows")
     p.add_argument("--modes", default="greedy,sampled")
     p.add_argument("--temperature", type=float, default=0.7, help="temperature of the sampled mode")
     p.add_argument("--types", default="code,factual,story,rewrite")
@@ -104,6 +107,7 @@ def bench_command(a: argparse.Namespace) -> int:
     if a.quick:
         a.ks, a.lookup_ks, a.modes, a.types, a.repeats, a.max_new_tokens = "1,4", "4", "greedy,sampled", "code,rewrite", 1, 12
         a.tree = a.tree or "2-1"
+        a.draft_layers = a.draft_layers or "1"
         a.adaptive_k = 4
         a.prompts_per_type = 1
     engine = _tiny_engine() if a.tiny else _real_engine(a)
@@ -112,7 +116,10 @@ def bench_command(a: argparse.Namespace) -> int:
         engine = Engine(quantize_linears(copy.deepcopy(engine.draft)), engine.target, engine.tokenizer,
                         int8_name(engine.draft_name), engine.target_name, engine.dtype)
     ks = {"model": [int(k) for k in a.ks.split(",")], "lookup": [int(k) for k in a.lookup_ks.split(",")],
-          "adaptive": a.adaptive_k, "tree": parse_widths(a.tree) if a.tree else None}
+          "adaptive": a.adaptive_k, "tree": parse_widths(a.tree) if a.tree else None,
+          "layers": [int(n) for n in a.draft_layers.split(",") if n.strip()], "layers_k": a.layers_k}
+    for n in ks["layers"]:
+        engine.layers_for(RunSettings(drafter="layers", draft_layers=n))  # a bad N stops here, before any run
     engine.run(PROMPTS["code"][0], RunSettings(max_new_tokens=8))  # one throwaway run: allocator, caches
     rows = run_bench(engine, ks, a.modes.split(","), a.types.split(","), a.prompts_per_type, a.repeats,
                      a.max_new_tokens, a.temperature, peer=not a.no_peer, peer_draft=peer_draft)
@@ -190,9 +197,9 @@ TREE_CONFIG = "specviz tree"  # + its widths: "specviz tree 2-2-1-1"
 
 def _configs(engine, ks, peers, max_new, temp) -> dict:
     """{name: prompt -> one run's result}: a Baseline (target-only), a Trace (specviz) or tokens/s (transformers)."""
-    def specviz(k, drafter="model", adaptive=False):
+    def specviz(k, drafter="model", adaptive=False, layers=0):
         return lambda prompt: engine.run(prompt, RunSettings(k=k, temperature=temp, max_new_tokens=max_new,
-                                                             drafter=drafter, adaptive=adaptive))
+                                                             drafter=drafter, adaptive=adaptive, draft_layers=layers))
 
     configs = {"target-only": lambda prompt: engine.baseline(prompt, RunSettings(k=1, temperature=temp,
                                                                                   max_new_tokens=max_new))}
@@ -200,6 +207,8 @@ def _configs(engine, ks, peers, max_new, temp) -> dict:
     kmax = ks.get("adaptive", max(ks["model"]))
     configs[f"specviz adaptive K≤{kmax}"] = specviz(kmax, adaptive=True)
     configs.update({f"specviz lookup K={k}": specviz(k, "lookup") for k in ks["lookup"]})
+    configs.update({f"specviz layers N={n} K={ks['layers_k']}": specviz(ks["layers_k"], "layers", layers=n)
+                    for n in ks.get("layers", [])})
     if ks.get("tree"):
         widths = ks["tree"]
         configs[f"{TREE_CONFIG} {'-'.join(map(str, widths))}"] = lambda prompt: engine.run(prompt, RunSettings(

@@ -16,10 +16,10 @@ def test_quick_bench_writes_report(tmp_path):
     data = json.loads((out / "results.json").read_text())
     configs = {row["config"] for row in data["rows"]}
     assert {"target-only", "specviz K=1", "specviz K=4", "specviz lookup K=4",
-            "transformers assisted K=4", "transformers prompt lookup", "specviz tree 2-1"} <= configs
+            "transformers assisted K=4", "transformers prompt lookup", "specviz tree 2-1", "specviz layers N=1 K=4"} <= configs
     for row in data["rows"]:
         assert row["tokens_per_s"] > 0 and row["speedup"] > 0
-        if row["config"].startswith("specviz K="):
+        if row["config"].startswith(("specviz K=", "specviz layers")):  # the draft model, and the target's layers
             assert 0 <= row["alpha"] <= 1 and row["c"] > 0 and row["predicted"] > 0
             assert row["decode_speedup"] > 0
         if row["config"] == "specviz tree 2-1":  # --quick adds a small tree; the chain's cost model is left out

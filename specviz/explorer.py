@@ -138,9 +138,14 @@ class MeasuredPoint:
         return self.steady.v if self.steady is not None else None
 
 
+def drafted_a_tree(trace: Trace) -> bool:
+    return any(r.tree for r in trace.rounds)
+
+
 def measured_point(trace: Trace | None) -> MeasuredPoint | None:
-    """The trace's α, K, c, v and speedup, or None for no trace or one without rounds."""
-    if trace is None or not trace.rounds:
+    """The trace's α, K, c, v and speedup, or None for no trace, one without rounds, or a tree's (the chain's E(α, K)
+    does not describe a round whose K drafts are branches, not one row)."""
+    if trace is None or not trace.rounds or drafted_a_tree(trace):
         return None
     rounds = trace.rounds
     summary = trace.summary or summarize(rounds, 0.0)

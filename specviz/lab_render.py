@@ -169,10 +169,15 @@ def covered_html(q: explorer.Question) -> str:
             f"to explore now.</div>")
 
 
+TREE_NOTE = ("This trace drafted trees: the explorer's formulas describe a chain of K drafts, so its point is not "
+             "drawn here. The round view compares each tree with the chain.")
+
+
 def trace_html(trace: Trace | None, point: explorer.MeasuredPoint | None) -> str:
     if point is None:
         msg = ("No trace yet: generate one in the main view, or upload a trace JSON, to put its measured point "
-               "(■) on these charts." if trace is None else "This trace has no rounds to measure.")
+               "(■) on these charts." if trace is None else TREE_NOTE if trace.rounds and explorer.drafted_a_tree(
+                   trace) else "This trace has no rounds to measure.")
         return f'<div style="{TEXT}">{msg}</div>'
     pair = f"{html.escape(trace.draft_model)} → {html.escape(trace.target_model)}"
     measured = (f"{point.speedup:.2f}× over its baseline" if point.speedup is not None

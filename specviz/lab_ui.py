@@ -20,9 +20,9 @@ from . import compare, explorer, joint, lab, lab_charts
 from .charts import empty_figure
 from .engine import RunSettings
 from .errors import message_of
-from .lab_render import (RESTART, REVEAL, card_html, card_steps, comparison_status, covered_html, exactness_html,
-                         explorer_html, heading_html, histogram_html, joint_html, playground_html, trace_html,
-                         warning_html)
+from .lab_render import (RESTART, REVEAL, TREE_NOTE, card_html, card_steps, comparison_status, covered_html,
+                         exactness_html, explorer_html, heading_html, histogram_html, joint_html, playground_html,
+                         trace_html, warning_html)
 from .options import COMPARE_EXAMPLES, MAX_K, REWRITE_PROMPT
 from .serving import MODEL_RUNS, EngineLoader, engine_ref, stream_comparison
 from .trace import Trace, load_trace
@@ -152,7 +152,9 @@ def sliders_from_trace(trace: Trace | None, c_max: float, v_max: float):
     """(α, K, c, v, message): the explorer's sliders set to what the trace measured, to the sliders' step."""
     point = explorer.measured_point(trace)
     if point is None:
-        return *[gr.skip()] * 4, warning_html("no trace with rounds to take α, K, c and v from")
+        return *[gr.skip()] * 4, warning_html(TREE_NOTE if trace and trace.rounds and
+                                              explorer.drafted_a_tree(trace) else
+                                              "no trace with rounds to take α, K, c and v from")
     alpha, k = round(point.alpha, 2), min(point.k, MAX_K)
     if point.c is None:
         return alpha, k, gr.skip(), gr.skip(), warning_html("this trace drafted nothing")

@@ -247,3 +247,13 @@ def test_negative_control_the_wrong_sibling_rule_fails(monkeypatch):
     """Every sibling tested against the unchanged p (no residual between them), patched into the same engine."""
     _, _, pval = two_token_chi_square(monkeypatch, _test_against_unchanged_p)
     assert pval < 1e-6
+
+
+def test_the_labs_explorer_does_not_measure_a_tree_as_a_chain(tree_trace):
+    """The explorer's E(α, K) and cost model describe a chain: a tree trace gets a note, not a misleading point."""
+    from specviz import explorer, lab_render, lab_ui
+
+    assert explorer.measured_point(tree_trace) is None
+    assert "drafted trees" in lab_render.trace_html(tree_trace, None)
+    *sliders, note = lab_ui.sliders_from_trace(tree_trace, 2.0, 6.0)
+    assert "drafted trees" in note and all(s is not None for s in sliders)

@@ -25,7 +25,7 @@ import torch
 
 from .engine import Engine, RunSettings
 from .quant import int8_name, quantize_linears, use_int8
-from .options import CODE_PROMPT, DRAFT_WEIGHTS, DTYPE_CHOICES, STORY_PROMPT
+from .options import CODE_PROMPT, DRAFT_WEIGHTS, DTYPE_CHOICES, STORY_PROMPT, widths_text
 from .explorer import SteadyState, steady_state
 from .trace import acceptance_rate, baseline_decode_speed, decode_speed, step_times, target_step_time
 from .tree import parse_widths
@@ -211,7 +211,7 @@ def _configs(engine, ks, peers, max_new, temp) -> dict:
                     for n in ks.get("layers", [])})
     if ks.get("tree"):
         widths = ks["tree"]
-        configs[f"{TREE_CONFIG} {'-'.join(map(str, widths))}"] = lambda prompt: engine.run(prompt, RunSettings(
+        configs[f"{TREE_CONFIG} {widths_text(widths)}"] = lambda prompt: engine.run(prompt, RunSettings(
             temperature=temp, max_new_tokens=max_new, drafter="tree", tree_widths=widths))
     for name, (kind, assistant) in peers.items():
         configs[name] = lambda prompt, kind=kind, assistant=assistant: _transformers_tokens_per_s(

@@ -11,7 +11,7 @@ import os
 import sys
 
 from .errors import message_of
-from .options import DEFAULT_TREE, DRAFT_WEIGHTS, DTYPE_CHOICES, RUN_DRAFTERS
+from .options import DEFAULT_TREE, DRAFT_WEIGHTS, DTYPE_CHOICES, RUN_DRAFTERS, widths_text
 from .style import FATES, show
 from .trace import ACCEPTED, DISCARDED, REJECTED, Round, Trace
 
@@ -35,7 +35,7 @@ def tree_drafts(r: Round) -> str:
     path = " ".join(mark(ACCEPTED, r.drafts[c - 1].text) for c in r.tree.path) or "(no node accepted)"
     rejected = " ".join(mark(REJECTED, d.text) for d in r.drafts if d.fate == REJECTED)
     unexamined = sum(d.fate == DISCARDED for d in r.drafts)
-    return (f"tree {'-'.join(map(str, r.tree.widths))}: {path}" + (f"  rejected {rejected}" if rejected else "")
+    return (f"tree {widths_text(r.tree.widths)}: {path}" + (f"  rejected {rejected}" if rejected else "")
             + f"  ({unexamined} not examined)")
 
 
@@ -79,7 +79,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="; ".join(f"{name} = {label}" for name, label in RUN_DRAFTERS.items()))
     p.add_argument("--tree", default=None, metavar="WIDTHS",
                    help="with --drafter tree: children per node at each depth, e.g. 2-2-1-1 (1-4 wide, 1-6 deep, at "
-                        f"most 32 nodes; default {'-'.join(map(str, DEFAULT_TREE))}); --k is then unused")
+                        f"most 32 nodes; default {widths_text(DEFAULT_TREE)}); --k is then unused")
     p.add_argument("--draft-layers", type=int, default=0,
                    help="with --drafter layers: the target's first N layers draft (0 = half of them)")
     p.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
@@ -109,7 +109,7 @@ def run_command(a: argparse.Namespace) -> int:
                      draft_weights=a.draft_weights)
     engine = Engine.from_pair(pair)
     engine.warm_up()
-    shape = f"tree {'-'.join(map(str, settings.widths))}" if settings.drafter == "tree" else f"K={a.k}"
+    shape = f"tree {widths_text(settings.widths)}" if settings.drafter == "tree" else f"K={a.k}"
     print(f"{pair.draft_name} → {pair.target_name} · {pair.device} · {pair.dtype} · {shape} · "
           f"T={a.temperature} · seed={a.seed}", flush=True)
     run = engine.start(a.prompt, settings)

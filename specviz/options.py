@@ -129,3 +129,8 @@ def short_repr(value, limit: int = 40) -> str:
 
 def _plain(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def widths_text(widths) -> str:
+    """(2, 2, 1, 1) -> '2-2-1-1': how a tree's shape is written everywhere (tree.parse_widths reads it back)."""
+    return "-".join(map(str, widths))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from html import escape
 
+from .options import widths_text
 from .quiz import reveal_steps, step_of_draft
 from .style import CONTROLS, FATES, VISIBLE, num, show, verdict_text
 from .trace import ACCEPTED, BONUS, REPLACEMENT, DraftPosition, Round, Trace, baseline_decode_speed, \
@@ -87,7 +88,7 @@ def _round_header(trace: Trace, index: int) -> str:
     accepted = (f"a path of {rnd.n_accepted} of {len(rnd.tree.widths)} nodes accepted" if rnd.tree
                 else f"{rnd.n_accepted} of {rnd.k} drafts accepted")
     result = f"{accepted} + {last} = {rnd.tokens_this_pass} token{'s' * (rnd.tokens_this_pass != 1)} for 1 target pass"
-    shape = f"tree {'-'.join(map(str, rnd.tree.widths))} ({rnd.k} nodes)" if rnd.tree else f"K = {rnd.k}"
+    shape = f"tree {widths_text(rnd.tree.widths)} ({rnd.k} nodes)" if rnd.tree else f"K = {rnd.k}"
     outcome = [result] + ([{"eos": "the run ended: end of text"}.get(rnd.stop, "the run ended: max new tokens")]
                           if rnd.stop else [])
     return (f'<div class="sv-round-head"><b>Round {index + 1} of {len(trace.rounds)}</b> · {shape}'

@@ -26,7 +26,7 @@ from typing import Sequence
 
 import torch
 
-from .options import DEPTH_BOUND, MAX_TREE_NODES, WIDTH_BOUND  # the bounds, and why, are in options
+from .options import DEPTH_BOUND, MAX_TREE_NODES, WIDTH_BOUND, widths_text  # the bounds, and why, are in options
 from .sampling import accept_probability, residual_distribution, sample
 from .trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT
 
@@ -119,7 +119,7 @@ def check_widths(widths: Sequence[int]) -> tuple[int, ...]:
         level *= w
         n += level
     if n > MAX_TREE_NODES:
-        raise ValueError(f"a tree of widths {'-'.join(map(str, out))} drafts {n} nodes; at most "
+        raise ValueError(f"a tree of widths {widths_text(out)} drafts {n} nodes; at most "
                          f"{MAX_TREE_NODES} are allowed (narrow a depth or drop one)")
     return out
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from html import escape
 
+from .options import widths_text
 from .quiz import reveal_steps
 from .render import quoted, token_html
 from .style import FATES, num
@@ -29,7 +30,7 @@ def tree_card(trace: Trace, index: int) -> str:
     t, kids, step = rnd.tree, _kids(rnd), reveal_steps(rnd)
     root = (f'<span class="sv-tree-node sv-tree-root" title="the root: the last committed token">'
             f'{token_html(t.root_text)}</span>')
-    shape = "-".join(map(str, t.widths))
+    shape = widths_text(t.widths)
     return (f'<div class="sv-tree" data-step="{step}"><div class="sv-panel-title">The draft tree {shape}: '
             f'{rnd.k} nodes, {len(t.widths)} deep, scored in one target pass</div>'
             f'<ul class="sv-tree-list"><li>{root}{_subtree(rnd, 0, kids, step)}</li></ul>'

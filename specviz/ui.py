@@ -20,7 +20,7 @@ from .inputs import limits
 from .costs_ui import build_costs
 from .examples import EXAMPLES as RECORDED
 from .lab_ui import build_lab
-from .options import DEFAULT_TREE, EXAMPLES, RUN_DRAFTERS
+from .options import DEFAULT_TREE, EXAMPLES, RUN_DRAFTERS, widths_text
 from .serving import (DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, default_engine_loader,
                       limit_model_runs, preset_labels)
 from .views import PLAY_JS, SHOW_JS, STEP_JS, Player, RoundView, empty_view, lecture_mode, show_round
@@ -140,7 +140,7 @@ def _settings_row(presets: dict[str, str], default_preset: str):
         draft_layers = gr.Number(0, **limits("draft_layers"), precision=0, label="Draft layers N (self-speculation)",
                                  info="with the drafter “the target's first layers”: its first N layers draft; "
                                       "0 = half of them", elem_id="draft-layers", scale=1, min_width=260)
-        tree_widths = gr.Textbox("-".join(map(str, DEFAULT_TREE)), label="Tree widths (draft tree)",
+        tree_widths = gr.Textbox(widths_text(DEFAULT_TREE), label="Tree widths (draft tree)",
                                  info="with the drafter “draft tree”: children per node at each depth, 1–4 wide, "
                                       "1–6 deep, at most 32 nodes", elem_id="tree-widths", scale=1, min_width=260)
     return preset, settings, drafter, adaptive, draft_layers, tree_widths

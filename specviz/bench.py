@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from .engine import Engine, RunSettings
-from .quant import int8_name, quantize_linears, use_int8
+from .quant import FULL, pick_weights, quantize_linears, weights_name
 from .options import CODE_PROMPT, DRAFT_WEIGHTS, DTYPE_CHOICES, STORY_PROMPT, widths_text
 from .explorer import SteadyState, steady_state
 from .trace import acceptance_rate, baseline_decode_speed, decode_speed, step_times, target_step_time
@@ -73,8 +73,8 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default=None)
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
     p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS,
-                   help="specviz's draft: int8 weights (auto on CPU) or as loaded; the peer always gets the "
-                        "draft as loaded, and with int8 also a row with specviz's int8 draft")
+                   help="specviz's draft: int4 or int8 weights, or as loaded (auto: the fastest on this CPU); the "
+                        "peer always gets the draft as loaded, and then also rows with specviz's draft")
     p.add_argument("--ks", default="1,2,3,4,5,6,7,8", help="K values for specviz with the draft model")
     p.add_argument("--adaptive-k", type=int, default=12, help="the most K of specviz's adaptive rows")
     p.add_argument("--lookup-ks", default="2,4,8", help="K values for specviz with prompt lookup")
@@ -112,9 +112,10 @@ def bench_command(a: argparse.Namespace) -> int:
         a.prompts_per_type = 1
     engine = _tiny_engine() if a.tiny else _real_engine(a)
     peer_draft = engine.draft  # transformers gets the draft as loaded: the setup its users would run
-    if use_int8(a.draft_weights, engine.device, next(engine.target.parameters()).dtype):
-        engine = Engine(quantize_linears(copy.deepcopy(engine.draft)), engine.target, engine.tokenizer,
-                        int8_name(engine.draft_name), engine.target_name, engine.dtype)
+    weights = pick_weights(a.draft_weights, engine.device, next(engine.target.parameters()).dtype)
+    if weights != FULL:
+        engine = Engine(quantize_linears(copy.deepcopy(engine.draft), weights), engine.target, engine.tokenizer,
+                        weights_name(engine.draft_name, weights), engine.target_name, engine.dtype)
     ks = {"model": [int(k) for k in a.ks.split(",")], "lookup": [int(k) for k in a.lookup_ks.split(",")],
           "adaptive": a.adaptive_k, "tree": parse_widths(a.tree) if a.tree else None,
           "layers": [int(n) for n in a.draft_layers.split(",") if n.strip()], "layers_k": a.layers_k}
@@ -151,13 +152,15 @@ def _tiny_engine() -> Engine:
 
 def interleaved(configs: dict, prompts: list[str], repeats: int, say=lambda line: None) -> dict[str, list]:
     """Each configuration once per prompt and repeat, in turn (A B C A B C …), so a slow minute on a shared
-    machine hits every configuration alike and the ratios hold; {name: results in call order}."""
+    machine hits every configuration alike and the ratios hold; {name: results in call order}. A configuration is
+    called with the prompt and the turn's seed (0, 1, …): sampled runs of one turn share a seed, and the turns
+    sample different continuations, so a median is not one lucky or unlucky draw."""
     results = {name: [] for name in configs}
     for p, prompt in enumerate(prompts):
         for turn in range(repeats):
             for name, run in configs.items():
                 t0 = time.perf_counter()
-                results[name].append(run(prompt))
+                results[name].append(run(prompt, turn))
                 say(f"  prompt {p + 1} turn {turn + 1}: {name} ({time.perf_counter() - t0:.1f} s)")
     return results
 
@@ -169,16 +172,16 @@ def spread(values: list[float]) -> tuple[float, float, float]:
 
 def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature, peer=True,
               peer_draft=None) -> list[Row]:
-    """peer_draft: the draft transformers is given as its users would run it (default: the engine's); transformers
-    also runs with the engine's own draft at K = 4, like for like with specviz K=4 (and, when peer_draft differs,
-    at its default K too, which splits the gain between the lighter draft and the loop)."""
+    """peer_draft: the draft transformers is given as its users would run it (default: the engine's). transformers
+    also runs with the engine's own draft and exactly K = 4 drafts a round, like for like with specviz K=4 (and,
+    when peer_draft differs, at its default K too, which splits the gain between the lighter draft and the loop)."""
     peer_draft = engine.draft if peer_draft is None else peer_draft
     peers = {"transformers assisted (default K)": ("heuristic", peer_draft),
              "transformers assisted K=4": ("constant", peer_draft),
-             "transformers prompt lookup": ("lookup", None)} if peer else {}
+             "transformers prompt lookup": ("lookup", None),
+             SAME_DRAFT_PEER: ("exact", engine.draft)} if peer else {}
     if peer and peer_draft is not engine.draft:
         peers["transformers assisted (default K), specviz's draft"] = ("heuristic", engine.draft)
-        peers[SAME_DRAFT_PEER] = ("constant", engine.draft)
     rows = []
     for ptype in types:
         for mode in modes:
@@ -191,18 +194,21 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
     return rows
 
 
-SAME_DRAFT_PEER = "transformers assisted K=4, specviz's draft"
+SAME_DRAFT_PEER = "transformers exactly K=4, specviz's draft"  # the like-for-like peer: same draft object, same K
 TREE_CONFIG = "specviz tree"  # + its widths: "specviz tree 2-2-1-1"
 
 
 def _configs(engine, ks, peers, max_new, temp) -> dict:
-    """{name: prompt -> one run's result}: a Baseline (target-only), a Trace (specviz) or tokens/s (transformers)."""
-    def specviz(k, drafter="model", adaptive=False, layers=0):
-        return lambda prompt: engine.run(prompt, RunSettings(k=k, temperature=temp, max_new_tokens=max_new,
-                                                             drafter=drafter, adaptive=adaptive, draft_layers=layers))
+    """{name: (prompt, seed) -> one run's result}: a Baseline (target-only), a Trace (specviz) or tokens/s
+    (transformers)."""
+    def settings(seed, **changes):
+        return RunSettings(**{"k": 1, "temperature": temp, "max_new_tokens": max_new, "seed": seed, **changes})
 
-    configs = {"target-only": lambda prompt: engine.baseline(prompt, RunSettings(k=1, temperature=temp,
-                                                                                  max_new_tokens=max_new))}
+    def specviz(k, drafter="model", adaptive=False, layers=0):
+        return lambda prompt, seed: engine.run(prompt, settings(seed, k=k, drafter=drafter, adaptive=adaptive,
+                                                                draft_layers=layers))
+
+    configs = {"target-only": lambda prompt, seed: engine.baseline(prompt, settings(seed))}
     configs.update({f"specviz K={k}": specviz(k) for k in ks["model"]})
     kmax = ks.get("adaptive", max(ks["model"]))
     configs[f"specviz adaptive K≤{kmax}"] = specviz(kmax, adaptive=True)
@@ -211,14 +217,14 @@ def _configs(engine, ks, peers, max_new, temp) -> dict:
                     for n in ks.get("layers", [])})
     if ks.get("tree"):
         widths = ks["tree"]
-        configs[f"{TREE_CONFIG} {widths_text(widths)}"] = lambda prompt: engine.run(prompt, RunSettings(
-            temperature=temp, max_new_tokens=max_new, drafter="tree", tree_widths=widths))
+        configs[f"{TREE_CONFIG} {widths_text(widths)}"] = lambda prompt, seed: engine.run(
+            prompt, settings(seed, drafter="tree", tree_widths=widths))
     for name, (kind, assistant) in peers.items():
-        configs[name] = lambda prompt, kind=kind, assistant=assistant: _transformers_tokens_per_s(
-            engine, prompt, max_new, temp, kind, assistant)
+        configs[name] = lambda prompt, seed, kind=kind, assistant=assistant: _transformers_tokens_per_s(
+            engine, prompt, max_new, temp, kind, assistant, seed)
     if peers:
-        configs["transformers target-only"] = lambda prompt: _transformers_tokens_per_s(engine, prompt, max_new, temp,
-                                                                                         None)
+        configs["transformers target-only"] = lambda prompt, seed: _transformers_tokens_per_s(
+            engine, prompt, max_new, temp, None, seed=seed)
     return configs
 
 
@@ -268,37 +274,43 @@ def trace_figures(t, target_step: float) -> dict:
             "decode_tps": decode_speed(t) or m.tokens_per_s}
 
 
-def _transformers_tokens_per_s(engine, prompt, max_new, temp, kind, assistant=None) -> float:
-    """One call of transformers' generate: target-only (kind None), assisted by `assistant` (its heuristic K, or a
-    constant K = 4), or prompt lookup. Tokens/s."""
+def _transformers_tokens_per_s(engine, prompt, max_new, temp, kind, assistant=None, seed=0) -> float:
+    """One call of transformers' generate, tokens/s: target-only (kind None); assisted by `assistant` with its
+    heuristic K ("heuristic"), with a constant K = 4 ("constant"; its confidence stop, 0.4 by default, still ends a
+    round early), or with exactly K = 4 drafts a round ("exact": the stop off, as specviz K=4 drafts); or prompt
+    lookup."""
     ids = torch.tensor([engine.encode(prompt, RunSettings(max_new_tokens=max_new))], device=engine.device)
     kwargs = dict(max_new_tokens=max_new, min_new_tokens=max_new, do_sample=temp > 0,
                   pad_token_id=next(iter(engine.eos_ids)))
     if temp > 0:
         kwargs.update(temperature=temp, top_k=0, top_p=1.0)
-    if kind in ("heuristic", "constant"):
+    if kind in ("heuristic", "constant", "exact"):
         kwargs["assistant_model"] = assistant
     if kind == "lookup":
         kwargs["prompt_lookup_num_tokens"] = 4
     gc = (assistant or engine.draft).generation_config
-    saved = (getattr(gc, "num_assistant_tokens", 20), getattr(gc, "num_assistant_tokens_schedule", "constant"))
-    if kind == "constant":
+    names = ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
+    saved = {name: getattr(gc, name, None) for name in names}
+    if kind in ("constant", "exact"):
         gc.num_assistant_tokens, gc.num_assistant_tokens_schedule = 4, "constant"
+    if kind == "exact":
+        gc.assistant_confidence_threshold = 0.0  # no early stop: every round drafts K, as specviz K=4 does
     try:  # restored after every call: transformers writes its adjusted K back, and each call starts afresh
-        torch.manual_seed(0)
+        torch.manual_seed(seed)
         t0 = time.perf_counter()
         with torch.inference_mode():
             out = engine.target.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
         return (out.shape[1] - ids.shape[1]) / (time.perf_counter() - t0)
     finally:
-        gc.num_assistant_tokens, gc.num_assistant_tokens_schedule = saved
+        for name, value in saved.items():
+            setattr(gc, name, value)
 
 
 def measure_tracing_overhead(engine, max_new, repeats) -> dict:
     """Tokens/s with the full trace (the default) and with the minimal one (details=False), interleaved."""
     s = RunSettings(k=4, temperature=0.0, max_new_tokens=max_new)
-    runs = interleaved({"traced": lambda p: engine.run(p, s).summary.tokens_per_s,
-                        "untraced": lambda p: engine.run(p, s, details=False).summary.tokens_per_s},
+    runs = interleaved({"traced": lambda p, seed: engine.run(p, s).summary.tokens_per_s,
+                        "untraced": lambda p, seed: engine.run(p, s, details=False).summary.tokens_per_s},
                        [PROMPTS["code"][0]], repeats)
     traced, lean = statistics.median(runs["traced"]), statistics.median(runs["untraced"])
     return {"traced_tokens_per_s": traced, "untraced_tokens_per_s": lean, "overhead": 1 - traced / lean,
@@ -356,9 +368,9 @@ def markdown_report(rows: list[Row], extra: dict, env: dict) -> str:
 
 def peer_table(rows: list[Row]) -> list[str]:
     """One line per prompt type and mode: specviz adaptive and its best fixed K against transformers' settings,
-    and the loop like for like: specviz K=4 over transformers K=4 with the same draft."""
+    and the loop like for like: specviz K=4 over transformers with the same draft and exactly K = 4."""
     lines = ["| prompt | mode | target-only tok/s | specviz adaptive | best fixed K | transformers default | "
-             "transformers K=4 | adaptive ÷ best transformers | like for like: specviz K=4 ÷ transformers K=4, "
+             "transformers K=4 | adaptive ÷ best transformers | like for like: specviz K=4 ÷ transformers exactly K=4, "
              "same draft |", "|---|---|---|---|---|---|---|---|---|"]
     for ptype, mode in dict.fromkeys((r.prompt_type, r.mode) for r in rows):
         group = {r.config: r for r in rows if (r.prompt_type, r.mode) == (ptype, mode)}
@@ -376,7 +388,7 @@ def peer_table(rows: list[Row]) -> list[str]:
 
 def like_for_like(group: dict[str, Row]) -> str:
     """specviz K=4 over transformers K=4 given the same draft object: the loops compared, nothing else."""
-    ours, theirs = group.get("specviz K=4"), group.get(SAME_DRAFT_PEER) or group.get("transformers assisted K=4")
+    ours, theirs = group.get("specviz K=4"), group.get(SAME_DRAFT_PEER)
     if not (ours and theirs):
         return ""
     return f"**{ours.speedup / theirs.speedup:.2f}×** ({ours.tokens_per_s:.2f} vs {theirs.tokens_per_s:.2f} tok/s)"

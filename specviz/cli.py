@@ -86,7 +86,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
     p.add_argument("--device", default="auto")
     p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS,
-                   help="int8: a lighter draft with int8 weights (default on CPU; still exact); full: as loaded")
+                   help="int4 / int8: a lighter draft with 4- or 8-bit weights (still exact); full: as loaded; "
+                        "auto (default): on CPU whichever of the three this CPU runs fastest")
     p.add_argument("--baseline", action="store_true", help="also run target-only and report the speedup")
     p.add_argument("--json", default=None, metavar="FILE", help="write the trace JSON here")
     p.add_argument("--quiet", action="store_true", help="no per-round table")

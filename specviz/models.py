@@ -30,7 +30,7 @@ except ImportError:  # Windows
     fcntl = None
 
 from .options import DTYPE_CHOICES, Progress
-from .quant import int8_name, quantize_linears, use_int8
+from .quant import FULL, pick_weights, quantize_linears, weights_name
 
 
 
@@ -365,8 +365,9 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     """Load a draft/target pair by preset name, or by two model ids (hub ids, local folders or
     "packaged:<name>"). Raises ValueError with a readable message for anything that cannot work.
 
-    draft_weights: "int8" gives the draft int8 weights (quant.py: a lighter draft, still exact), "full"
-    keeps them as loaded, "auto" is int8 on CPU. The target is never quantized."""
+    draft_weights: "int8" or "int4" gives the draft int8 or int4 weights (quant.py: a lighter draft, still exact),
+    "full" keeps them as loaded, "auto" takes on CPU whichever of the three this CPU runs fastest, full weights
+    elsewhere. The target is never quantized."""
     if draft or target:
         if not (draft and target):
             raise ValueError("give both draft and target, or a preset")
@@ -378,7 +379,7 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     device = pick_device(device)
     why = auto_dtype(device)[1] if dtype in (None, "", "auto") else "as asked"
     dtype = pick_dtype(dtype, device)
-    int8_draft = use_int8(draft_weights, device, DTYPES[dtype])
+    weights = pick_weights(draft_weights, device, DTYPES[dtype])
     draft_path = resolve_model(draft, _scaled(progress, 0.0, 0.4))
     target_path = resolve_model(target, _scaled(progress, 0.4, 0.85))
     tok_draft, tok_target = load_tokenizer(draft_path), load_tokenizer(target_path)
@@ -386,11 +387,10 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     if progress:
         progress(0.9, "loading weights")
     draft_model = load_model(draft_path, device, dtype)
-    if int8_draft:
-        quantize_linears(draft_model)
+    if weights != FULL:
+        quantize_linears(draft_model, weights)
     return ModelPair(draft_model, load_model(target_path, device, dtype), tok_target,
-                     int8_name(_short(draft)) if int8_draft else _short(draft), _short(target), device, dtype,
-                     why)
+                     weights_name(_short(draft), weights), _short(target), device, dtype, why)
 
 
 def _short(model_id: str) -> str:

@@ -24,7 +24,8 @@ TARGET_ONLY = "target"  # a comparison's baseline row: no drafter, one target pa
 TARGET_ONLY_LABEL = "target only"
 
 DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")  # auto: bfloat16 where the CPU has it, else float32
-DRAFT_WEIGHTS = ("auto", "int8", "full")  # auto: int8 on CPU, full weights on CUDA (where a step is latency-bound)
+DRAFT_WEIGHTS = ("auto", "int4", "int8", "full")  # auto: on CPU the fastest of the three there (quant.fastest_weights),
+#                                                    full weights elsewhere
 
 Progress = Callable[[float, str], None]  # (fraction done 0..1, message): how loading reports what it is doing
 

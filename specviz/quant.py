@@ -1,13 +1,15 @@
-"""A lighter draft: its linear layers with int8 weights (one scale per output row).
+"""A lighter draft: its linear layers with int8 weights (one scale per output row) or int4 weights (a scale and a
+zero per group of 32 inputs), on CPU.
 
 Why only the draft, and why this is still exact: speculative decoding is lossless for ANY draft distribution
 q, as long as verification uses the q the draft really sampled from, which the engine always does. A
 quantized draft is simply another draft model; the target, whose distribution the output follows, keeps
 its full weights. On a CPU a draft step is bound by reading its weights from memory, most of them in the
-linear layers, so int8 weights make a step cheaper while the distribution barely moves (the measured step
-times and acceptance are in docs/benchmarks.md).
+linear layers, so fewer bits per weight make a step cheaper while the distribution moves a little (the
+measured step times and acceptance are in docs/engine.md).
 
-The embedded draft is itself a dequantized GGUF (~6 bits per weight), so 8 bits per weight add little error.
+The embedded draft is itself a dequantized GGUF (~6 bits per weight), so 8 bits per weight add little error and
+4 bits some; `--draft-weights auto` takes whichever this CPU runs fastest (`fastest_weights`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import torch
 from torch import nn
 
 from .options import DRAFT_WEIGHTS
+
+FULL, INT8, INT4 = "full", "int8", "int4"  # the weights a draft can run with (options.DRAFT_WEIGHTS adds "auto")
 
 
 class Int8Linear(nn.Module):
@@ -41,53 +45,110 @@ class Int8Linear(nn.Module):
         return y.reshape(*x.shape[:-1], self.out_features)
 
 
-def use_int8(draft_weights: str, device: str, dtype: torch.dtype = torch.float32) -> bool:
-    """Whether the draft gets int8 weights. "auto": on CPU, only where this CPU's int8 kernel beats the full
-    weights (int8_pays): on AVX2-only CPUs it is the slower one, and much slower for a prompt's many rows."""
+class Int4Linear(nn.Module):
+    """y = x W^T + b with W stored as 4-bit codes: each group of 32 weights along a row keeps its minimum and a step
+    (max − min) / 15, and a weight is code · step + minimum (asymmetric, round to nearest). Packed in the layout of
+    torch's CPU kernel (`_weight_int4pack_mm_for_cpu`), which computes with the dequantized weights in one pass.
+
+    torch stores a group as (scale, zero) with w = (code − 8) · scale + zero, so zero = minimum + 8 · scale."""
+
+    GROUP = 32  # inputs per scale and zero: the smallest group torch's kernel takes, the closest to the weights
+
+    @classmethod
+    def fits(cls, linear: nn.Linear) -> bool:
+        """torch's kernel wants whole groups along the input and outputs in multiples of 16."""
+        return linear.in_features % cls.GROUP == 0 and linear.out_features % 16 == 0
+
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        n, k = linear.out_features, linear.in_features
+        groups = linear.weight.detach().float().reshape(n, k // self.GROUP, self.GROUP)
+        low, high = groups.amin(-1, keepdim=True), groups.amax(-1, keepdim=True)
+        scale = (high - low).clamp(min=1e-12) / 15
+        codes = ((groups - low) / scale).round().clamp(0, 15).to(torch.int32).reshape(n, k)
+        self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1))  # (N, K/2) uint8
+        zero = low + 8 * scale
+        scales_and_zeros = torch.stack([scale.reshape(n, -1), zero.reshape(n, -1)], -1).transpose(0, 1)  # (K/32, N, 2)
+        self.register_buffer("scales_and_zeros", scales_and_zeros.contiguous().to(linear.weight.dtype))
+        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().clone())
+        self.in_features, self.out_features = k, n
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features).to(self.scales_and_zeros.dtype)
+        y = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, self.GROUP, self.scales_and_zeros)
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+
+PACKED = {INT8: Int8Linear, INT4: Int4Linear}
+
+
+def pick_weights(draft_weights: str, device: str, dtype: torch.dtype = torch.float32) -> str:
+    """The weights the draft runs with: FULL, INT8 or INT4. "auto": on CPU, whichever this CPU runs a draft
+    fastest (fastest_weights), full weights elsewhere (int8 and int4 are CPU kernels here)."""
     if draft_weights not in DRAFT_WEIGHTS:
         raise ValueError(f"draft weights must be one of {', '.join(DRAFT_WEIGHTS)}, got {draft_weights!r}")
-    return draft_weights == "int8" or (draft_weights == "auto" and device == "cpu" and int8_pays(dtype))
+    if draft_weights != "auto":
+        return draft_weights
+    return fastest_weights(dtype) if device == "cpu" else FULL
 
 
-_PAYS: dict[torch.dtype, bool] = {}  # measured once per process and dtype
+_FASTEST: dict[torch.dtype, str] = {}  # measured once per process and dtype
+_STEPS_PER_PROMPT = 48  # a run's draft steps for each prompt the draft encodes (a 48-token answer, about K per round)
 
 
-def int8_pays(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864)) -> bool:
-    """Time one draft-sized linear layer (Qwen2.5-0.5B's MLP) both ways, for one row (a decoding step) and 32
-    (a prompt): int8 pays when it is faster for one row and not much slower for many. A few tens of ms."""
-    if dtype not in _PAYS:
-        linear = nn.Linear(*shape, bias=False).to(dtype)
-        packed = Int8Linear(linear)
-        (full_one, int8_one), (full_many, int8_many) = [
-            (_time(linear, x), _time(packed, x)) for x in (torch.randn(rows, shape[0], dtype=dtype) for rows in (1, 32))]
-        _PAYS[dtype] = int8_one < 0.9 * full_one and int8_many < 1.5 * full_many
-    return _PAYS[dtype]
+def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), layers: int = 8) -> str:
+    """Time a stack of draft-sized linear layers (Qwen2.5-0.5B's MLP) with each kind of weights, for one row (a
+    decoding step) and for 32 (a prompt), and return the kind whose typical run costs least: 48 steps and one
+    prompt. The stack is larger than a CPU's caches (8 layers: 70 MB in bfloat16), so it is timed reading from
+    memory as a draft's step does; one layer timed alone stays in cache and misleads. About a second, once.
+
+    Why both row counts: an int8 or int4 kernel that wins a step by 2-4x can lose a prompt's many rows by more
+    (an AVX2-only CPU ran int8 30x slower than float32 on 32 rows)."""
+    if dtype not in _FASTEST:
+        with torch.inference_mode():
+            stack = [nn.Linear(*shape, bias=False).to(dtype) for _ in range(layers)]
+            costs = {}
+            for kind in (FULL, INT8, INT4):
+                try:
+                    packed = stack if kind == FULL else [PACKED[kind](linear) for linear in stack]
+                    one, many = (_time(packed, torch.randn(rows, shape[0], dtype=dtype)) for rows in (1, 32))
+                except RuntimeError:  # a kernel this torch build or CPU lacks (int4 for float16, say)
+                    continue
+                costs[kind] = _STEPS_PER_PROMPT * one + many
+        _FASTEST[dtype] = min(costs, key=costs.get)
+    return _FASTEST[dtype]
 
 
-def _time(layer: nn.Module, x: torch.Tensor, repeats: int = 5) -> float:
-    """Median seconds of layer(x), after one warm-up call."""
-    with torch.inference_mode():
+def _time(stack: list[nn.Module], x: torch.Tensor, repeats: int = 5) -> float:
+    """Median seconds of running x through every layer of the stack in turn, after one warm-up pass."""
+    for layer in stack:
         layer(x)
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for layer in stack:
             layer(x)
-            times.append(time.perf_counter() - t0)
+        times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
 
-def int8_name(draft_name: str) -> str:
-    """The name of a draft running with int8 weights, as the app, the CLI, traces and the bench show it."""
-    return f"{draft_name} (int8)"
+def weights_name(draft_name: str, weights: str) -> str:
+    """The name of a draft as the app, the CLI, traces and the bench show it: "… (int8)", "… (int4)" or as is."""
+    return draft_name if weights == FULL else f"{draft_name} ({weights})"
 
 
-def quantize_linears(model: nn.Module) -> nn.Module:
-    """Replace every nn.Linear of model by an Int8Linear, in place (the full-precision weights are freed,
-    except where shared with an embedding)."""
+def quantize_linears(model: nn.Module, weights: str = INT8) -> nn.Module:
+    """Replace the model's nn.Linear layers by int8 or int4 ones, in place (the full-precision weights are freed,
+    except where shared with an embedding). A layer int4's kernel cannot take (see Int4Linear.fits) gets int8."""
+    if weights not in PACKED:
+        raise ValueError(f"quantize to {' or '.join(PACKED)}, not {weights!r}")
     if next(model.parameters()).device.type != "cpu":
-        raise ValueError("int8 draft weights are implemented for CPU only")
+        raise ValueError(f"{weights} draft weights are implemented for CPU only")
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if isinstance(child, nn.Linear):
-                setattr(module, name, Int8Linear(child))
+                kind = weights if weights == INT8 or Int4Linear.fits(child) else INT8
+                setattr(module, name, PACKED[kind](child))
     return model

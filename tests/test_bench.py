@@ -47,9 +47,10 @@ def test_configurations_take_turns_per_prompt_and_repeat():
     from specviz.bench import interleaved
 
     calls = []
-    configs = {name: (lambda prompt, name=name: calls.append((prompt, name)) or len(calls)) for name in "ABC"}
+    configs = {name: (lambda prompt, seed, name=name: calls.append((prompt, seed, name)) or len(calls))
+               for name in "ABC"}
     results = interleaved(configs, ["p1", "p2"], repeats=2)
-    assert calls == [(p, c) for p in ("p1", "p2") for _ in range(2) for c in "ABC"]
+    assert calls == [(p, seed, c) for p in ("p1", "p2") for seed in range(2) for c in "ABC"]  # a seed per turn
     assert results == {"A": [1, 4, 7, 10], "B": [2, 5, 8, 11], "C": [3, 6, 9, 12]}  # each in its call order
 
 

@@ -83,16 +83,25 @@ def setup(tiny_pair, tokenizer):
     return make_setup(draft, target, tokenizer)
 
 
+def quantized_setup(tiny_pair, tokenizer, weights):
+    """Any draft must give the target's output: also the int8 and int4 drafts the app may use on CPU."""
+    if DEVICE != "cpu":
+        pytest.skip(f"{weights} draft weights are CPU-only")
+    draft, target = tiny_pair
+    return make_setup(quantize_linears(copy.deepcopy(draft), weights), target, tokenizer)
+
+
 @pytest.fixture(scope="module")
 def setup_int8(tiny_pair, tokenizer):
-    """Any draft must give the target's output: also the int8 draft the app uses on CPU."""
-    if DEVICE != "cpu":
-        pytest.skip("int8 draft weights are CPU-only")
-    draft, target = tiny_pair
-    return make_setup(quantize_linears(copy.deepcopy(draft)), target, tokenizer)
+    return quantized_setup(tiny_pair, tokenizer, "int8")
 
 
-@pytest.mark.parametrize("which", ["setup", "setup_int8"])
+@pytest.fixture(scope="module")
+def setup_int4(tiny_pair, tokenizer):
+    return quantized_setup(tiny_pair, tokenizer, "int4")
+
+
+@pytest.mark.parametrize("which", ["setup", "setup_int8", "setup_int4"])
 def test_engine_output_follows_the_target(which, request):
     eng, settings, exact = request.getfixturevalue(which)
     freq = empirical(eng, settings, N_RUNS)

@@ -13,21 +13,25 @@ from typing import Iterator
 import torch
 from transformers import DynamicCache
 
+from .lean import LeanCache
 from .trace import Round, TokenProb, Trace, summarize
 
 TOP_N = 10  # candidates recorded per position for the bars
 
 
-def forward(model, tokens: list[int], cache: DynamicCache, keep: int) -> torch.Tensor:
-    """Feed tokens through model with its cache; logits (keep, V) for the last `keep` positions, on CPU."""
+def forward(model, tokens: list[int], cache: DynamicCache | LeanCache, keep: int) -> torch.Tensor:
+    """Feed tokens through model with its cache; logits (keep, V) for the last `keep` positions, on CPU. A
+    LeanCache (a draft's, see lean.py) runs its decoder's lean pass over the same model instead."""
     if not tokens:
         raise ValueError("nothing to feed")
+    if isinstance(cache, LeanCache):
+        return cache.decoder(tokens, cache, keep)
     device = next(model.parameters()).device
     out = model(input_ids=torch.tensor([tokens], device=device), cache=cache, use_cache=True, logits_to_keep=keep)
     return out.logits[0].float().cpu()
 
 
-def rollback(cache: DynamicCache, keep: int) -> None:
+def rollback(cache: DynamicCache | LeanCache, keep: int) -> None:
     """Crop a cache to its first `keep` positions (transformers 5: crop(-n) removes the last n)."""
     extra = cache.get_seq_length() - keep
     if extra > 0:
@@ -45,7 +49,7 @@ class DecodingRun:
         self.ids = list(self.prompt_ids)
         self.rounds: list[Round] = []
         self.gen = torch.Generator().manual_seed(settings.seed)
-        self.draft_cache, self.target_cache = DynamicCache(), DynamicCache()
+        self.draft_cache, self.target_cache = self._new_draft_cache(), DynamicCache()
         self.elapsed = 0.0  # wall time of the rounds, excluding time the consumer spends between rounds
         self.stop: str | None = None
 
@@ -66,6 +70,10 @@ class DecodingRun:
 
     def _round(self) -> Round:
         raise NotImplementedError
+
+    def _new_draft_cache(self):
+        """The drafter's cache: a LeanCache where the engine drafts with the lean pass (lean.py), else transformers'."""
+        return self.e.new_draft_cache(self.drafter)
 
     def _cache_lengths(self) -> tuple[int, int]:
         return self.draft_cache.get_seq_length(), self.target_cache.get_seq_length()

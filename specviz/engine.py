@@ -23,6 +23,7 @@ from transformers import DynamicCache
 
 from . import early_exit
 from .decoding import TOP_N, DecodingRun, forward, rollback
+from .lean import LeanCache, LeanDecoder
 from .lookup import prompt_lookup
 from .options import DEFAULT_TREE, RUN_BOUNDS, RUN_DRAFTERS, TREE, short_repr
 from .sampling import SamplingSettings, sample, verify, warp
@@ -81,7 +82,7 @@ class Engine:
     """Holds a draft/target pair and the tokenizer they share; starts runs."""
 
     def __init__(self, draft, target, tokenizer, draft_name="draft", target_name="target", dtype=None,
-                 dtype_why: str = ""):
+                 dtype_why: str = "", lean_draft: bool = True):
         self.draft, self.target, self.tokenizer = draft, target, tokenizer
         self.draft_name, self.target_name = draft_name, target_name
         self.device = str(next(target.parameters()).device)
@@ -94,6 +95,8 @@ class Engine:
         self.eos_ids = _eos_ids(target, tokenizer)
         self._text: dict[int, str] = {}
         self._early: dict[int, object] = {}  # self-speculation's drafts, one per N (they share the target's weights)
+        self.lean_draft = lean_draft  # draft with lean.py's pass where the draft's architecture allows (same logits)
+        self._lean: dict[object, LeanDecoder | None] = {}  # draft model -> its lean pass, None where unsupported
 
     def draft_for(self, settings: RunSettings) -> tuple[object | None, str]:
         """(the model that drafts, the name a trace records) for a run: the draft model, the target's first N
@@ -106,6 +109,16 @@ class Engine:
         if n not in self._early:
             self._early[n] = early_exit.early_exit(self.target, n)
         return self._early[n], f"{self.target_name}, its first {n} of {early_exit.layer_count(self.target)} layers"
+
+    def new_draft_cache(self, drafter) -> DynamicCache | LeanCache:
+        """An empty cache for a run's drafter: a LeanCache, which runs lean.py's pass, where the drafter's
+        architecture allows it (and lean_draft is on), else transformers' DynamicCache."""
+        if drafter is None or not self.lean_draft:
+            return DynamicCache()
+        if drafter not in self._lean:
+            self._lean[drafter] = LeanDecoder(drafter) if LeanDecoder.supports(drafter) else None
+        decoder = self._lean[drafter]
+        return decoder.new_cache() if decoder else DynamicCache()
 
     def layers_for(self, settings: RunSettings) -> int:
         """Self-speculation's N for a run: as set, or half the target's layers for 0 (0 for other drafters)."""

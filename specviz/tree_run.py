@@ -21,6 +21,7 @@ import time
 from dataclasses import replace
 
 import torch
+from transformers import DynamicCache
 
 from .decoding import DecodingRun, forward
 from .options import TREE
@@ -37,6 +38,11 @@ class TreeRun(DecodingRun):
         settings = replace(settings, tree_widths=settings.widths)  # the trace records the widths used
         super().__init__(engine, prompt, settings, details)
         self._shapes: dict[tuple[int, ...], TreeShape] = {}
+
+    def _new_draft_cache(self) -> DynamicCache:
+        """transformers' cache: a tree is drafted with a 4D mask and its path kept by an index-select (tree_pass.py),
+        which the lean pass does not do."""
+        return DynamicCache()
 
     def _shape(self, depth: int) -> TreeShape:
         """The set tree, cut to its first `depth` depths (near max_new_tokens)."""

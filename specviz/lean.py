@@ -1,0 +1,137 @@
+"""The draft's forward pass without transformers' per-call machinery: the same weights, the same operations in the
+same order, so the same logits bit for bit (tests/test_lean.py), in about 2.4 ms less per draft step here.
+
+Why: a draft step of the int4 packaged draft reads ~0.3 GB of weights in ~12 ms, and transformers adds ~4 ms per
+call on this CPU around that (module calls, mask and cache bookkeeping, output objects: measured on a 24-layer
+model too small to compute anything). A round makes K draft steps, so that overhead was a fifth of the drafting.
+
+Only drafts use it: the target, whose distribution the output follows, always runs transformers' own forward, the
+reference. A draft's q may come from any computation as long as verification uses the q it sampled from, so
+this pass cannot change what a run outputs, only how fast it drafts. It covers the Llama/Qwen2 decoder family with
+full attention and default rotary positions (`LeanDecoder.supports`); other drafts run transformers' forward.
+
+    decoder = LeanDecoder(draft); cache = decoder.new_cache()
+    logits = decoder(prompt_ids, cache, keep=1)   # (1, V) float32, as decoding.forward returns
+    cache.crop(-2)                                 # the rollback, as DynamicCache.crop
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+ARCHITECTURES = ("Qwen2ForCausalLM", "LlamaForCausalLM")
+
+
+class LeanCache:
+    """Keys and values of every layer in one preallocated tensor each, (layers, 1, kv heads, capacity, head dim);
+    positions 0 … length − 1 hold the tokens fed so far. A step writes its tokens in place (transformers'
+    DynamicCache concatenates a new tensor per layer per step); a rollback only moves the length."""
+
+    def __init__(self, decoder: "LeanDecoder", capacity: int = 256):
+        self.decoder = decoder
+        shape = (decoder.n_layers, 1, decoder.kv_heads, capacity, decoder.head_dim)
+        self.keys = torch.zeros(shape, dtype=decoder.dtype, device=decoder.device)
+        self.values = torch.zeros_like(self.keys)
+        self.length = 0
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def crop(self, n: int) -> None:
+        """As DynamicCache.crop: a negative n drops the last −n positions, a non-negative n keeps the first n."""
+        self.length = max(0, self.length + n if n < 0 else min(n, self.length))
+
+    def make_room(self, needed: int) -> None:
+        """Double the capacity until `needed` positions fit (amortised: a run copies its cache a few times)."""
+        capacity = self.keys.shape[3]
+        if needed <= capacity:
+            return
+        while capacity < needed:
+            capacity *= 2
+        for name in ("keys", "values"):
+            old = getattr(self, name)
+            new = old.new_zeros(*old.shape[:3], capacity, old.shape[4])
+            new[:, :, :, :self.length] = old[:, :, :, :self.length]
+            setattr(self, name, new)
+
+
+class LeanDecoder:
+    """A Llama/Qwen2-family causal LM's forward pass over its own modules' weights (nothing is copied)."""
+
+    @staticmethod
+    def supports(model) -> bool:
+        """Full attention, default rotary positions, SiLU MLP: the decoder this pass writes out. Anything else
+        (sliding windows, scaled rotary, another architecture) runs transformers' forward instead."""
+        config = getattr(model, "config", None)
+        if type(model).__name__ not in ARCHITECTURES or config is None:
+            return False
+        rope = getattr(config, "rope_parameters", None) or {}
+        layer_types = getattr(config, "layer_types", None) or ["full_attention"]
+        return (rope.get("rope_type", "default") == "default" and getattr(config, "hidden_act", "") == "silu"
+                and all(t == "full_attention" for t in layer_types)
+                and not getattr(config, "use_sliding_window", False)
+                and getattr(model.model.rotary_emb, "attention_scaling", 1.0) == 1.0)
+
+    def __init__(self, model):
+        if not self.supports(model):
+            raise ValueError(f"the lean forward pass covers {', '.join(ARCHITECTURES)} with full attention and "
+                             f"default rotary positions, not this {type(model).__name__}")
+        config, inner = model.config, model.model
+        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads
+        self.n_layers, self.eps = len(inner.layers), config.rms_norm_eps
+        self.embed, self.norm_weight, self.lm_head = inner.embed_tokens, inner.norm.weight, model.lm_head
+        self.inv_freq = inner.rotary_emb.inv_freq
+        self.dtype, self.device = self.norm_weight.dtype, self.norm_weight.device
+        # Per layer, the weights and the linear layers' own forward functions (an int8/int4 draft's packed layers
+        # too), called directly: nn.Module.__call__'s hook machinery is a good part of the overhead avoided.
+        self.layers = [(layer.input_layernorm.weight, layer.self_attn.q_proj.forward, layer.self_attn.k_proj.forward,
+                        layer.self_attn.v_proj.forward, layer.self_attn.o_proj.forward,
+                        layer.post_attention_layernorm.weight, layer.mlp.gate_proj.forward,
+                        layer.mlp.up_proj.forward, layer.mlp.down_proj.forward) for layer in inner.layers]
+
+    def new_cache(self) -> LeanCache:
+        return LeanCache(self)
+
+    def __call__(self, tokens: list[int], cache: LeanCache, keep: int) -> torch.Tensor:
+        """Feed tokens after the cache's positions; logits (keep, V) for the last `keep`, float32 on CPU."""
+        n, start = len(tokens), cache.length
+        cache.make_room(start + n)
+        x = self.embed.forward(torch.tensor([tokens], device=self.device))  # (1, n, H)
+        cos, sin = self._rotary(start, n)  # (n, head dim)
+        # A single token sees every cached position; several see the cache and, causally, each other.
+        mask = None if n == 1 else torch.ones(n, start + n, dtype=torch.bool, device=self.device).tril(start)
+        for i, (norm1, q_proj, k_proj, v_proj, o_proj, norm2, gate, up, down) in enumerate(self.layers):
+            h = self._norm(x, norm1)
+            q = _rotate(q_proj(h).view(1, n, self.heads, self.head_dim).transpose(1, 2), cos, sin)
+            k = _rotate(k_proj(h).view(1, n, self.kv_heads, self.head_dim).transpose(1, 2), cos, sin)
+            cache.keys[i, :, :, start:start + n] = k
+            cache.values[i, :, :, start:start + n] = v_proj(h).view(1, n, self.kv_heads, self.head_dim).transpose(1, 2)
+            attention = F.scaled_dot_product_attention(
+                q, cache.keys[i, :, :, :start + n], cache.values[i, :, :, :start + n], attn_mask=mask,
+                scale=self.head_dim ** -0.5, enable_gqa=self.heads != self.kv_heads)  # (1, heads, n, head dim)
+            x = x + o_proj(attention.transpose(1, 2).reshape(1, n, -1))
+            h = self._norm(x, norm2)
+            x = x + down(F.silu(gate(h)) * up(h))
+        cache.length = start + n
+        return self.lm_head.forward(self._norm(x[:, -keep:], self.norm_weight))[0].float().cpu()
+
+    def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """RMSNorm as transformers computes it: in float32, then back to the hidden dtype, then the weight."""
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return weight * h.to(x.dtype)
+
+    def _rotary(self, start: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin of positions start … start + n − 1, as transformers' default rotary embedding gives them."""
+        positions = torch.arange(start, start + n, device=self.device, dtype=torch.float32)
+        freqs = positions[:, None] * self.inv_freq.float()[None]
+        angles = torch.cat((freqs, freqs), dim=-1)
+        return angles.cos().to(self.dtype), angles.sin().to(self.dtype)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary positions on (1, heads, n, head dim): x·cos + rotate_half(x)·sin."""
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin

@@ -67,7 +67,7 @@ def _shows_code(trace: Trace) -> bool:
 
 
 def _shows_paris(trace: Trace) -> bool:
-    return accepted_paris(trace) and len(trace.rounds) == 2
+    return accepted_paris(trace) and len(trace.rounds) == 3
 
 
 def _shows_story(trace: Trace) -> bool:
@@ -79,8 +79,9 @@ def _shows_rewrite(trace: Trace) -> bool:
 
 
 def _shows_adaptive(trace: Trace) -> bool:
-    ks = [r.k for r in trace.rounds]
-    return ks[0] <= 2 and max(ks) == trace.settings["k"]
+    # Round 1 is the target's own prefill (it drafts nothing); the last round may be cut short by max_new_tokens.
+    ks = [r.k for r in trace.rounds[1:-1]]
+    return bool(ks) and trace.settings["adaptive"] and min(ks) <= 2 and max(ks) == trace.settings["k"]
 
 
 EXAMPLES = {e.name: e for e in [
@@ -89,21 +90,22 @@ EXAMPLES = {e.name: e for e in [
             "and one target pass commits K + 1 tokens; the text equals the target's own greedy output.",
             CODE_PROMPT, RunSettings(k=4, temperature=0.0, seed=0, max_new_tokens=64), _shows_code),
     Example("paris", "Paris, sampled",
-            "The Lab's Paris example with the real models, sampled at temperature 0.7: the draft proposes “ Paris” "
-            "and the target accepts it; the one-sentence answer takes two target passes.",
-            PARIS_PROMPT, RunSettings(k=4, temperature=0.7, seed=0, max_new_tokens=48), _shows_paris),
+            "The Lab's Paris example with the real models, sampled at temperature 0.7: after the target's own first "
+            "token (round 1), the draft proposes “ capital of France is Paris” and the target accepts all of it in "
+            "one pass; the one-sentence answer takes three target passes.",
+            PARIS_PROMPT, RunSettings(k=5, temperature=0.7, seed=0, max_new_tokens=48), _shows_paris),
     Example("story", "Story, sampled",
             "A story opening at temperature 1: the models disagree on word choice, so most rounds end in a rejection "
             "and a replacement drawn from the residual max(0, p − q).",
-            STORY_PROMPT, RunSettings(k=4, temperature=1.0, seed=0, max_new_tokens=36), _shows_story),
+            STORY_PROMPT, RunSettings(k=4, temperature=1.0, seed=0, max_new_tokens=30), _shows_story),
     Example("rewrite", "Rewrite, prompt lookup",
             "Adding type hints to a function, drafted by prompt lookup (no draft model): once the answer copies the "
             "function's body, copied drafts are accepted K at a time; where nothing matches, a round drafts nothing.",
             REWRITE_PROMPT, RunSettings(k=4, temperature=0.0, seed=0, max_new_tokens=64, drafter="lookup"),
             _shows_rewrite),
     Example("adaptive", "Adaptive K",
-            "Adaptive K (at most 8): the draft stops once its own confidence in its drafts falls below 0.25, so it "
-            "drafts one or two tokens at the uncertain opening and 8 once the answer is predictable.",
+            "Adaptive K (at most 8): the draft stops once its own confidence in its drafts falls below 0.25, so each "
+            "round drafts as far as the draft is sure: all 8 where the code is predictable, one or two where not.",
             CODE_PROMPT, RunSettings(k=8, temperature=0.7, seed=0, max_new_tokens=48, adaptive=True), _shows_adaptive),
 ]}
 FIRST = "code"  # the one the page opens while the models prepare

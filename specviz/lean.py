@@ -8,7 +8,8 @@ model too small to compute anything). A round makes K draft steps, so that overh
 Only drafts use it: the target, whose distribution the output follows, always runs transformers' own forward, the
 reference. A draft's q may come from any computation as long as verification uses the q it sampled from, so
 this pass cannot change what a run outputs, only how fast it drafts. It covers the Llama/Qwen2 decoder family with
-full attention and default rotary positions (`LeanDecoder.supports`); other drafts run transformers' forward.
+full attention and default rotary positions, on CPU or CUDA (`LeanDecoder.supports`); other drafts run
+transformers' forward.
 
     decoder = LeanDecoder(draft); cache = decoder.new_cache()
     logits = decoder(prompt_ids, cache, keep=1)   # (1, V) float32, as decoding.forward returns
@@ -65,6 +66,8 @@ class LeanDecoder:
         (sliding windows, scaled rotary, another architecture) runs transformers' forward instead."""
         config = getattr(model, "config", None)
         if type(model).__name__ not in ARCHITECTURES or config is None:
+            return False
+        if next(model.parameters()).device.type not in ("cpu", "cuda"):  # mps: untested here, left to transformers
             return False
         rope = getattr(config, "rope_parameters", None) or {}
         layer_types = getattr(config, "layer_types", None) or ["full_attention"]

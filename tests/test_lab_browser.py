@@ -33,6 +33,19 @@ class LabPage(Page):
         """Wait until the element's innerText matches every JS regex in `patterns`; -> that text."""
         return self.wait_match(selector, *patterns, inner=True)
 
+    def edit_cell(self, selector: str, text: str) -> None:
+        """Type `text` into a table cell in place of its value: double-click opens the cell's editor; select-all and
+        typing wait until that editor has the focus (pressed earlier, they missed it and the text was appended to
+        the old value), and Enter is pressed once the editor holds exactly `text`."""
+        self.page.locator(selector).dblclick()
+        focused = "() => { const e = document.activeElement; return !!e && ['INPUT', 'TEXTAREA'].includes(e.tagName)" \
+                  " && !!e.closest('#lab-table'); }"
+        self.wait_js(focused)
+        self.page.keyboard.press("Control+A")
+        self.page.keyboard.type(text)
+        self.wait_js("(t) => document.activeElement?.value === t", text)
+        self.page.keyboard.press("Enter")
+
     def wait_rows(self, selector: str, pattern: str) -> list[list[str]]:
         """Wait until the element's text matches the JS regex `pattern`; -> the cells of its table's data rows
         (read from the cells: the component's progress line, "processing | 0.2s", may sit above the table)."""
@@ -97,18 +110,12 @@ def test_moving_alpha_changes_expected_tokens(lab):
 def test_editing_p_renormalises_and_accepts_paris(lab):
     page = lab.page
     lab.wait_text("#lab-playground-readout", r"= 0\.700")  # the seed example
-    page.locator('#lab-table [data-testid="cell-0-2"]').dblclick()  # p(" Paris")
-    page.keyboard.press("Control+A")
-    page.keyboard.type("0.95")
-    page.keyboard.press("Enter")
+    lab.edit_cell('#lab-table [data-testid="cell-0-2"]', "0.95")  # p(" Paris")
     rows = lab.wait_rows("#lab-playground-readout", r"α = Σ min\(p, q\) = 0\.950")  # token, q, p, keep, ...
     paris = next(row for row in rows if "Paris" in row[0])
     assert paris[1:4] == ["0.900", "0.950", "1.000"]  # q, p, and now always accepted
     assert len(rows) == 5 and sum(float(row[2]) for row in rows) == pytest.approx(1, abs=0.005)
-    page.locator('#lab-table [data-testid="cell-1-0"]').dblclick()  # rename " London" to markup
-    page.keyboard.press("Control+A")
-    page.keyboard.type("<b>Lyon")
-    page.keyboard.press("Enter")
+    lab.edit_cell('#lab-table [data-testid="cell-1-0"]', "<b>Lyon")  # rename " London" to markup
     lab.wait_text("#lab-playground-readout", "<b>Lyon")  # shown as typed, never as markup
     lab.wait_js("() => [...document.querySelectorAll('#lab-playground-plot .xtick text')]"
                 ".some(t => t.textContent.startsWith('<b>Lyon'))")

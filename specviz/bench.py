@@ -124,7 +124,7 @@ def bench_command(a: argparse.Namespace) -> int:
     engine.run(PROMPTS["code"][0], RunSettings(max_new_tokens=8))  # one throwaway run: allocator, caches
     rows = run_bench(engine, ks, a.modes.split(","), a.types.split(","), a.prompts_per_type, a.repeats,
                      a.max_new_tokens, a.temperature, peer=not a.no_peer, peer_draft=peer_draft)
-    extra = measure_tracing_overhead(engine, a.max_new_tokens, a.repeats)
+    extra = measure_tracing_overhead(engine, a.max_new_tokens, max(a.repeats, TRACING_REPEATS))
     write_report(Path(a.out), rows, extra, engine, a)
     print((Path(a.out) / "report.md").read_text())
     return 0
@@ -194,6 +194,7 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
     return rows
 
 
+TRACING_REPEATS = 8  # at least this many runs each: the overhead is a few per cent, and 3 runs swung it by ±5 %
 SAME_DRAFT_PEER = "transformers exactly K=4, specviz's draft"  # the like-for-like peer: same draft object, same K
 TREE_CONFIG = "specviz tree"  # + its widths: "specviz tree 2-2-1-1"
 

@@ -4,12 +4,17 @@ The first run on a machine prepares the safetensors cache (~3 minutes); later ru
 loads on SPECVIZ_TEST_DEVICE (unset: auto, as the app does; tools/gpu_check.py sets cuda).
 """
 
+import copy
+import gc
+
 import pytest
 import torch
 from conftest import TEST_DEVICE
 
 from specviz.engine import Engine, RunSettings
+from specviz.lean import LeanCache
 from specviz.models import auto_dtype, load_pair, pick_device
+from specviz.quant import quantize_linears, weights_name
 
 pytestmark = pytest.mark.real
 
@@ -77,6 +82,25 @@ def test_fp32_greedy_equals_target_only(fp32_engine, prompt):
     assert trace.output_token_ids == trace.baseline.output_token_ids
     assert len(trace.output_token_ids) >= 8
     assert trace.summary.n_rounds < len(trace.output_token_ids)  # several tokens per target pass
+
+
+@pytest.mark.parametrize("weights", ["int8", "int4"])
+def test_fp32_greedy_with_a_quantized_draft_equals_target_only(fp32_engine, weights):
+    """The lighter drafts (quant.py) through the lean draft pass, beside the full-precision target."""
+    if fp32_engine.device != "cpu":
+        pytest.skip(f"{weights} draft weights are CPU-only")
+    draft = quantize_linears(copy.deepcopy(fp32_engine.draft), weights)
+    engine = Engine(draft, fp32_engine.target, fp32_engine.tokenizer, weights_name("draft", weights), "target")
+    run = engine.start(PROMPTS[0], RunSettings(k=4, temperature=0, max_new_tokens=16))
+    assert isinstance(run.draft_cache, LeanCache)
+    for _ in run:
+        pass
+    trace = run.trace()
+    trace.baseline = engine.baseline(PROMPTS[0], RunSettings(k=4, temperature=0, max_new_tokens=16))
+    assert trace.output_token_ids == trace.baseline.output_token_ids and len(trace.output_token_ids) == 16
+    assert trace.summary.acceptance_rate > 0.5  # still a useful draft
+    del engine, draft, run
+    gc.collect()
 
 
 @pytest.mark.parametrize("widths", [(2, 2, 1, 1), (3, 2, 1)])  # more shapes, and width 1 = the chain: tiny models

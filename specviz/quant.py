@@ -102,21 +102,25 @@ def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), la
     """Time a stack of draft-sized linear layers (Qwen2.5-0.5B's MLP) with each kind of weights, for one row (a
     decoding step) and for 32 (a prompt), and return the kind whose typical run costs least: 48 steps and one
     prompt. The stack is larger than a CPU's caches (8 layers: 70 MB in bfloat16), so it is timed reading from
-    memory as a draft's step does; one layer timed alone stays in cache and misleads. About a second, once.
+    memory as a draft's step does; one layer timed alone stays in cache and misleads. Under a second here, once.
 
     Why both row counts: an int8 or int4 kernel that wins a step by 2-4x can lose a prompt's many rows by more
-    (an AVX2-only CPU ran int8 30x slower than float32 on 32 rows)."""
+    (an AVX2-only CPU ran int8 20x slower than float32 on 32 rows). A kind no faster than the full weights at one
+    row is not timed on 32: it cannot win, and on such CPUs its prompt timing alone would take seconds."""
     if dtype not in _FASTEST:
         with torch.inference_mode():
+            one, many = (torch.randn(rows, shape[0], dtype=dtype) for rows in (1, 32))
             stack = [nn.Linear(*shape, bias=False).to(dtype) for _ in range(layers)]
-            costs = {}
-            for kind in (FULL, INT8, INT4):
+            full_one = _time(stack, one)
+            costs = {FULL: _STEPS_PER_PROMPT * full_one + _time(stack, many)}
+            for kind in (INT8, INT4):
                 try:
-                    packed = stack if kind == FULL else [PACKED[kind](linear) for linear in stack]
-                    one, many = (_time(packed, torch.randn(rows, shape[0], dtype=dtype)) for rows in (1, 32))
+                    packed = [PACKED[kind](linear) for linear in stack]
+                    packed_one = _time(packed, one, repeats=3)
+                    if packed_one < 0.9 * full_one:
+                        costs[kind] = _STEPS_PER_PROMPT * packed_one + _time(packed, many, repeats=3)
                 except RuntimeError:  # a kernel this torch build or CPU lacks (int4 for float16, say)
                     continue
-                costs[kind] = _STEPS_PER_PROMPT * one + many
         _FASTEST[dtype] = min(costs, key=costs.get)
     return _FASTEST[dtype]
 

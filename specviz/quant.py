@@ -104,9 +104,10 @@ def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), la
     prompt. The stack is larger than a CPU's caches (8 layers: 70 MB in bfloat16), so it is timed reading from
     memory as a draft's step does; one layer timed alone stays in cache and misleads. Under a second here, once.
 
-    Why both row counts: an int8 or int4 kernel that wins a step by 2-4x can lose a prompt's many rows by more
-    (an AVX2-only CPU ran int8 20x slower than float32 on 32 rows). A kind no faster than the full weights at one
-    row is not timed on 32: it cannot win, and on such CPUs its prompt timing alone would take seconds."""
+    Why both row counts: an int8 or int4 kernel that wins a step by 2-4x can lose a prompt's many rows (here int4
+    is 1.5x slower than bfloat16 on 32 rows). A kind no faster than the full weights at one row is not timed on 32:
+    it cannot win, and where its kernel is slow (an AVX2-only CPU ran int8 30x slower than float32 at one row, 7x
+    at 32) that timing alone would take seconds."""
     if dtype not in _FASTEST:
         with torch.inference_mode():
             one, many = (torch.randn(rows, shape[0], dtype=dtype) for rows in (1, 32))

@@ -10,10 +10,10 @@ import argparse
 import os
 import sys
 
-from .errors import message_of
-from .options import DEFAULT_TREE, DRAFT_WEIGHTS, DTYPE_CHOICES, RUN_DRAFTERS, widths_text
-from .style import FATES, show
-from .trace import ACCEPTED, DISCARDED, REJECTED, Round, Trace
+from specviz.settings.errors import message_of
+from specviz.settings.bounds import DEFAULT_TREE, DRAFT_WEIGHTS, DTYPE_CHOICES, RUN_DRAFTERS, widths_text
+from specviz.view.style import FATES, show
+from specviz.record.trace import ACCEPTED, DISCARDED, REJECTED, Round, Trace
 
 
 def mark(fate: str, text: str) -> str:
@@ -94,9 +94,9 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_command(a: argparse.Namespace) -> int:
-    from .engine import Engine, RunSettings
-    from .models import PRESETS, load_pair
-    from .tree import parse_widths
+    from specviz.engine.engine import Engine, RunSettings
+    from specviz.engine.pairs import PRESETS, load_pair
+    from specviz.algorithm.tree import parse_widths
 
     settings = RunSettings(k=a.k, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
                            max_new_tokens=a.max_new_tokens, adaptive=a.adaptive, confidence=a.confidence,
@@ -142,9 +142,9 @@ def add_costs_args(p: argparse.ArgumentParser) -> None:
 
 def costs_command(a: argparse.Namespace) -> int:
     """Print what the Costs tab shows: t(n)/t(1), the batch steps, v, c and the predicted speedup per batch."""
-    from . import costs
-    from .engine import Engine
-    from .models import load_pair
+    from specviz.measure import costs
+    from specviz.engine.engine import Engine
+    from specviz.engine.pairs import load_pair
 
     engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, progress=_print_progress,
                                         draft_weights=a.draft_weights))
@@ -164,7 +164,7 @@ def costs_command(a: argparse.Namespace) -> int:
 
 
 def add_record_args(p: argparse.ArgumentParser) -> None:
-    from .examples import EXAMPLES
+    from specviz.lecture.examples import EXAMPLES
 
     p.add_argument("--only", nargs="+", choices=list(EXAMPLES), default=None, metavar="NAME",
                    help=f"record only these (default: all of {', '.join(EXAMPLES)})")
@@ -176,9 +176,9 @@ def record_command(a: argparse.Namespace) -> int:
     what its description says (then change its seed or its description)."""
     from pathlib import Path
 
-    from . import examples
-    from .engine import Engine
-    from .models import load_pair
+    from specviz.lecture import examples
+    from specviz.engine.engine import Engine
+    from specviz.engine.pairs import load_pair
 
     engine = Engine.from_pair(load_pair(progress=_print_progress))
     engine.warm_up()
@@ -195,7 +195,7 @@ def record_command(a: argparse.Namespace) -> int:
 
 def recorded_line(r) -> str:
     """One recorded example in numbers: where, how big, what its rounds did."""
-    from .examples import rejections, shown
+    from specviz.lecture.examples import rejections, shown
 
     s, b = r.trace.summary, r.trace.baseline
     speedup = f"speedup {s.tokens_per_s / b.tokens_per_s:.2f}x" if b.tokens_per_s else "baseline: no tokens"
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m specviz", description="speculative decoding, round by round")
     sub = parser.add_subparsers(dest="command", required=True)
     add_run_args(sub.add_parser("run", help="one traced speculative decoding run"))
-    from .bench import add_bench_args
+    from specviz.measure.bench import add_bench_args
     add_bench_args(sub.add_parser("bench", help="measure speedups (see docs/benchmarks.md)"))
     add_costs_args(sub.add_parser("costs", help="time the pair's passes against tokens and batch (the Costs tab)"))
     add_record_args(sub.add_parser("record-examples", help="record the examples the page ships (assets/examples/)"))
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             return costs_command(a)
         if a.command == "record-examples":
             return record_command(a)
-        from .bench import bench_command
+        from specviz.measure.bench import bench_command
         return bench_command(a)
     except ValueError as e:
         print(f"error: {message_of(e)}", file=sys.stderr)

@@ -59,7 +59,8 @@ def serve_demo(demo, **launch_kwargs) -> str:
 
 def serve(get_engine, presets: dict[str, str], preset: str, **build_kwargs):
     """The app (`ui.build_demo`) with its theme, CSS and keys, served in this process -> (demo, url)."""
-    from specviz import serving, ui
+    from specviz.app import serving
+    from specviz.app import page as ui
 
     demo = ui.build_demo(get_engine, presets, preset, **build_kwargs)
     return demo, serve_demo(demo, **serving.launch_kwargs())

@@ -21,9 +21,12 @@ import httpx  # noqa: E402
 from gradio_client import Client, handle_file  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from specviz import inputs, serving, trace_io, ui  # noqa: E402
-from specviz.engine import Engine  # noqa: E402
-from specviz.trace import MAX_TRACE_BYTES, Trace  # noqa: E402
+from specviz.app import inputs
+from specviz.app import serving
+from specviz.app import trace_files as trace_io
+from specviz.app import page as ui # noqa: E402
+from specviz.engine.engine import Engine  # noqa: E402
+from specviz.record.trace import MAX_TRACE_BYTES, Trace  # noqa: E402
 from browser_util import free_port  # noqa: E402
 from test_ui import FIXTURE, value  # noqa: E402
 

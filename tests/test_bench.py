@@ -32,7 +32,7 @@ def test_quick_bench_writes_report(tmp_path):
 
 
 def test_gpu_projection_runs_on_tiny_architectures(tmp_path):
-    from specviz.projection import measure, projected_speedup, projection_report
+    from specviz.measure.projection import measure, projected_speedup, projection_report
 
     m = measure("tiny-draft", "tiny-target", "cpu", torch.float32, max_new=9)
     assert m["t_draft_s"] > 0 and len(m["t_target_s"]) == 9 and m["c"] > 0
@@ -44,7 +44,7 @@ def test_gpu_projection_runs_on_tiny_architectures(tmp_path):
 
 def test_configurations_take_turns_per_prompt_and_repeat():
     """A B C A B C …: every configuration runs once before any runs again, prompt by prompt."""
-    from specviz.bench import interleaved
+    from specviz.measure.bench import interleaved
 
     calls = []
     configs = {name: (lambda prompt, seed, name=name: calls.append((prompt, seed, name)) or len(calls))
@@ -55,7 +55,7 @@ def test_configurations_take_turns_per_prompt_and_repeat():
 
 
 def test_every_median_has_its_spread_and_speedups_pair_runs_of_one_turn():
-    from specviz.bench import Row, _m, _row, spread
+    from specviz.measure.bench import Row, _m, _row, spread
 
     assert spread([3.0, 1.0, 2.0, 10.0]) == (2.5, 1.0, 10.0)
     # target-only ran at 2 then 4 tok/s (a slow minute, then a fast one); the config at 3 then 6 in the same turns

@@ -31,7 +31,7 @@ pytestmark = [
 ]
 sync_api = pytest.importorskip("playwright.sync_api")
 
-from specviz.trace import load_trace  # noqa: E402
+from specviz.record.trace import load_trace  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def browser():
 
 @pytest.fixture(scope="module")
 def url(tiny_pair, tokenizer):
-    from specviz.engine import Engine
+    from specviz.engine.engine import Engine
 
     draft, target = tiny_pair
     engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
@@ -120,7 +120,7 @@ def test_generate_then_step_with_buttons_and_keys(page, capsys):
 
 
 def test_the_strip_marks_fates_with_icons(page):
-    from specviz.style import FATES
+    from specviz.view.style import FATES
 
     page.generate("def fib(n):")  # waited for the last round's strip
     chips = page.page.eval_on_selector_all(
@@ -220,7 +220,7 @@ def test_the_round_view_shows_the_caches_and_the_timeline(page):
 
 
 def test_the_costs_tab_measures_the_pair_and_draws_both_charts(page, monkeypatch):
-    from specviz import costs
+    from specviz.measure import costs
 
     real = costs.measure_costs  # the tiny pair on a small grid: seconds, not the packaged pair's half minute
     monkeypatch.setattr(costs, "measure_costs", lambda engine, progress=None: real(
@@ -244,7 +244,7 @@ def test_the_costs_tab_measures_the_pair_and_draws_both_charts(page, monkeypatch
 @pytest.mark.timeout(600)
 def test_real_pair_generates_in_the_browser(browser, dialogs, capsys):
     """The packaged Qwen2.5-Coder 0.5B -> 1.5B pair, 16 new tokens, greedy, then the baseline."""
-    from specviz.serving import EngineCache
+    from specviz.app.serving import EngineCache
 
     started = time.perf_counter()
     cache = EngineCache()

@@ -4,8 +4,8 @@ import copy
 
 import pytest
 
-from specviz import charts
-from specviz.theory import expected_tokens_per_pass
+from specviz.view import charts
+from specviz.algorithm.theory import expected_tokens_per_pass
 
 
 def test_an_empty_trace_gets_a_note_not_an_empty_chart(trace):

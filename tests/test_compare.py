@@ -5,8 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from specviz import compare, lab_charts
-from specviz.engine import RunSettings
+from specviz.lab import compare
+from specviz.lab import charts as lab_charts
+from specviz.engine.engine import RunSettings
 
 from conftest import CHARS
 

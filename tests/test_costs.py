@@ -2,8 +2,8 @@
 
 import pytest
 
-from specviz import costs
-from specviz.theory import expected_tokens_per_pass, speedup
+from specviz.measure import costs
+from specviz.algorithm.theory import expected_tokens_per_pass, speedup
 
 
 def profile(target_batch, draft_batch, per_token=0.0):
@@ -56,7 +56,7 @@ def test_measuring_tiny_models_times_every_point_and_leaves_caches_as_found(engi
 
 
 def test_the_figures_and_readout_quote_the_profile():
-    from specviz import cost_charts
+    from specviz.measure import cost_charts
 
     busy = profile([1, 1.2, 1.6, 2.4, 4.0], [0.1, 0.12, 0.16, 0.24, 0.4], per_token=0.2)
     ratio = cost_charts.ratio_figure(busy)
@@ -75,7 +75,8 @@ def test_the_figures_and_readout_quote_the_profile():
 
 def test_the_costs_tab_measures_once_per_pair_and_answers_bad_input(engine, monkeypatch):
     pytest.importorskip("gradio")
-    from specviz import costs_ui, serving
+    from specviz.app import costs_tab as costs_ui
+    from specviz.app import serving
 
     calls, quiet = [], (lambda *args, **kwargs: None)  # calls: the pair each measurement measured
 

@@ -5,8 +5,8 @@ import torch
 from transformers import DynamicCache
 
 from conftest import tiny_model
-from specviz import early_exit
-from specviz.engine import Engine, RunSettings
+from specviz.engine import self_speculation as early_exit
+from specviz.engine.engine import Engine, RunSettings
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_greedy_self_speculation_equals_the_target_alone(target, tokenizer):
 
 
 def test_the_engine_drafts_with_the_targets_first_layers(tiny_pair, tokenizer):
-    from specviz import render
+    from specviz.view import text as render
 
     draft, target = tiny_pair  # a 2-layer target: N = 1 is the only early exit
     engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")

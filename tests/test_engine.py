@@ -5,8 +5,8 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from specviz.engine import Engine, RunSettings, forward, rollback
-from specviz.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Trace, step_times
+from specviz.engine.engine import Engine, RunSettings, forward, rollback
+from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Trace, step_times
 
 PROMPT = "def fib(n):"
 

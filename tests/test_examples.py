@@ -17,10 +17,11 @@ from gradio_client import Client  # noqa: E402
 from browser_util import free_port  # noqa: E402
 from test_ui import value  # noqa: E402
 
-from specviz import examples, ui  # noqa: E402
-from specviz.engine import Engine  # noqa: E402
-from specviz.examples import EXAMPLES, ExampleError, load_example  # noqa: E402
-from specviz.trace import token_texts  # noqa: E402
+from specviz.lecture import examples
+from specviz.app import page as ui # noqa: E402
+from specviz.engine.engine import Engine  # noqa: E402
+from specviz.lecture.examples import EXAMPLES, ExampleError, load_example  # noqa: E402
+from specviz.record.trace import token_texts  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 PACKAGED_TARGET = "Qwen2.5-Coder-1.5B-Instruct"
@@ -53,7 +54,7 @@ def test_the_claims_can_fail():
 
 @pytest.mark.real
 def test_every_token_decodes_with_the_packaged_tokenizer():
-    from specviz.models import load_tokenizer, prepare_packaged
+    from specviz.engine.pairs import load_tokenizer, prepare_packaged
 
     tokenizer = load_tokenizer(str(prepare_packaged(PACKAGED_TARGET)))
     for name in EXAMPLES:
@@ -176,7 +177,8 @@ def test_a_broken_example_gives_a_message_and_the_page_keeps_working(client, fol
 def test_the_command_records_into_a_folder(tmp_path, tiny_pair, tokenizer, monkeypatch, capsys):
     """`python -m specviz record-examples` end to end, in this process, with the tiny pair standing in for the
     packaged one (a real recording takes minutes)."""
-    from specviz import cli, models
+    from specviz import cli
+    from specviz.engine import pairs as models
 
     draft, target = tiny_pair
     pair = models.ModelPair(draft, target, tokenizer, "tiny-draft", "tiny-target", "cpu", "float32")

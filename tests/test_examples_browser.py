@@ -15,7 +15,7 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: n
 
 from browser_util import CHROMIUM, Page, launch_browser, serve  # noqa: E402
 
-from specviz.examples import EXAMPLES, FIRST, load_example  # noqa: E402
+from specviz.lecture.examples import EXAMPLES, FIRST, load_example  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,
@@ -30,7 +30,7 @@ GENEROUS_S = 30  # the goal is 5 s; on 2 busy cores the page's own scripts alone
 @pytest.fixture
 def preparing(tiny_pair, tokenizer):
     """(url, ready): the app whose models load only once `ready` is set."""
-    from specviz.engine import Engine
+    from specviz.engine.engine import Engine
 
     draft, target = tiny_pair
     engine, ready = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target"), threading.Event()

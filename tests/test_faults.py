@@ -21,11 +21,12 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on
 from gradio_client import Client  # noqa: E402
 
 from conftest import noisy_copy, tiny_model  # noqa: E402
-from specviz import serving, ui  # noqa: E402
-from specviz.actions import ModelActions, RunOutputs  # noqa: E402
-from specviz.views import RoundView  # noqa: E402
-from specviz.engine import Engine  # noqa: E402
-from specviz.trace import load_trace  # noqa: E402
+from specviz.app import serving
+from specviz.app import page as ui # noqa: E402
+from specviz.app.actions import ModelActions, RunOutputs  # noqa: E402
+from specviz.app.round_view import RoundView  # noqa: E402
+from specviz.engine.engine import Engine  # noqa: E402
+from specviz.record.trace import load_trace  # noqa: E402
 from test_bad_input import text  # noqa: E402
 from browser_util import CHROMIUM, free_port  # noqa: E402
 from test_ui import value  # noqa: E402

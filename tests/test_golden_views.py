@@ -7,7 +7,7 @@ import gzip
 
 import pytest
 
-from specviz.examples import EXAMPLES
+from specviz.lecture.examples import EXAMPLES
 from tools.golden_views import golden_file, render_views
 
 

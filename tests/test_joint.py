@@ -6,7 +6,8 @@ import random
 import pytest
 import torch
 
-from specviz import joint, lab
+from specviz.lab import joint
+from specviz.lab import playground as lab
 
 
 def random_pair(seed: int) -> lab.ToyPair:

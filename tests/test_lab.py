@@ -5,10 +5,14 @@ import random
 import pytest
 import torch
 
-from specviz import explorer, lab, lab_charts, lab_render
-from specviz.sampling import residual_distribution, verify
-from specviz.theory import expected_tokens_per_pass, round_cost, round_size_probs, speedup
-from specviz.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
+from specviz.lab import explorer
+from specviz.measure import measured
+from specviz.lab import playground as lab
+from specviz.lab import charts as lab_charts
+from specviz.lab import readouts as lab_render
+from specviz.algorithm.sampling import residual_distribution, verify
+from specviz.algorithm.theory import expected_tokens_per_pass, round_cost, round_size_probs, speedup
+from specviz.record.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
                            TokenProb, Trace, load_trace, summarize)
 
 SEED = lab.SEED_EXAMPLE  # q(" Paris") = 0.9, p(" Paris") = 0.6
@@ -215,7 +219,7 @@ def make_trace(baseline: bool = True) -> Trace:
 
 
 def test_measured_point_from_a_trace():
-    point = explorer.measured_point(make_trace())
+    point = measured.measured_point(make_trace())
     assert point.k == 4 and point.n_rounds == 2
     assert point.alpha == pytest.approx(5 / 6)  # 5 accepted of 6 examined drafts (the bonus never counts)
     # round 1's passes also encode the prompt, so costs come from the later round: 0.12 s over 4 drafts
@@ -227,20 +231,20 @@ def test_measured_point_from_a_trace():
     assert point.tokens_per_pass == pytest.approx(3.5)
     assert point.round_probs == [0, 0.5, 0, 0, 0.5]
     assert point.speedup == pytest.approx(2.0)  # 14 tokens/s against 7
-    assert explorer.measured_point(load_trace(make_trace().to_json())) == point  # the uploaded form measures the same
+    assert measured.measured_point(load_trace(make_trace().to_json())) == point  # the uploaded form measures the same
 
 
 def test_measured_point_without_baseline_rounds_or_trace():
-    alone = explorer.measured_point(make_trace(baseline=False))
+    alone = measured.measured_point(make_trace(baseline=False))
     assert alone.speedup is None and alone.v is None
     assert alone.c == pytest.approx(0.3)  # no one-token step to measure against: a draft step over a verify pass
     unsummarized = make_trace()
     unsummarized.summary = None  # the α then comes from the rounds themselves
-    assert explorer.measured_point(unsummarized).alpha == pytest.approx(5 / 6)
-    assert explorer.measured_point(None) is None
+    assert measured.measured_point(unsummarized).alpha == pytest.approx(5 / 6)
+    assert measured.measured_point(None) is None
     empty = make_trace()
     empty.rounds = []
-    assert explorer.measured_point(empty) is None
+    assert measured.measured_point(empty) is None
 
 
 # --- figures and handlers ------------------------------------------------------------------------------------
@@ -256,7 +260,7 @@ def test_figures_stack_to_p_and_show_the_measured_point():
     mc = lab.monte_carlo(SEED, 1_000, "always_accept")
     assert "✗" in lab_charts.histogram_figure(SEED, mc).layout.title.text
     ex = explorer.explore(0.7, 4, 0.05)
-    names = [t.name for t in lab_charts.explorer_figure(ex, explorer.measured_point(make_trace())).data]
+    names = [t.name for t in lab_charts.explorer_figure(ex, measured.measured_point(make_trace())).data]
     assert lab_charts.MEASURED_NAME in names and "best K" in names
     assert len(lab_charts.rounds_figure(ex).data[0].x) == 4  # 1..K tokens end with a replacement, K+1 is the bonus
     marked_up = lab.edit_pair(SEED, "token", 1, "<b>x")
@@ -264,7 +268,7 @@ def test_figures_stack_to_p_and_show_the_measured_point():
 
 
 def test_ui_handlers_escape_keep_edits_and_report_bad_files():
-    lab_ui = pytest.importorskip("specviz.lab_ui")
+    lab_ui = pytest.importorskip("specviz.app.lab_tab")
     import gradio as gr
 
     out = lab_ui.on_cell_edit(lab_ui._table(SEED), SEED, 1000, "correct", 0,
@@ -280,28 +284,28 @@ def test_ui_handlers_escape_keep_edits_and_report_bad_files():
     assert lab_ui.on_upload(b"{not json")[1].count("not a specviz trace") == 1
     trace, message = lab_ui.on_upload(make_trace().to_json().encode())
     assert message == "" and isinstance(trace, Trace)
-    from specviz.lab_render import trace_html
+    from specviz.lab.readouts import trace_html
 
-    html = trace_html(trace, explorer.measured_point(trace))
-    point = explorer.measured_point(trace)
+    html = trace_html(trace, measured.measured_point(trace))
+    point = measured.measured_point(trace)
     assert "&lt;i&gt;draft&lt;/i&gt;" in html and "2.00×" in html and f"c = <b>{point.c:.3f}</b>" in html
     assert f"v = <b>{point.v:.2f}</b>" in html and f"E / (K̄·c + v) = <b>{point.steady.speedup:.2f}×</b>" in html
 
 
 def test_build_lab_inside_an_app_tab_takes_the_apps_trace():
-    lab_ui = pytest.importorskip("specviz.lab_ui")
+    lab_ui = pytest.importorskip("specviz.app.lab_tab")
     import gradio as gr
 
     with gr.Blocks():
         state = gr.State(make_trace())
         with gr.Tab("Lab"):
             parts = lab_ui.build_lab(state)
-    assert explorer.measured_point(parts.trace.value) == explorer.measured_point(state.value)
+    assert measured.measured_point(parts.trace.value) == measured.measured_point(state.value)
     assert (parts.alpha.value, parts.k.value, parts.c.value) == (0.7, 4, 0.05)  # the worked quiz
 
 
 def test_compare_handler_streams_rows_and_says_what_went_wrong(engine, monkeypatch):
-    lab_ui = pytest.importorskip("specviz.lab_ui")
+    lab_ui = pytest.importorskip("specviz.app.lab_tab")
     assert "no models" in next(lab_ui.compare_handler(None)("def f(x):", [1], 8, 0, None))[0]
     run = lab_ui.compare_handler(lambda preset, progress: engine)
     assert "prompt is empty" in next(run(" ", [1], 8, 0, "tiny"))[0]
@@ -323,14 +327,14 @@ def test_compare_handler_streams_rows_and_says_what_went_wrong(engine, monkeypat
 
 def test_the_labs_theory_is_the_benchmarks_prediction():
     """For a trace with known step times, the explorer's point and the benchmark compute one number."""
-    from specviz import bench
+    from specviz.measure import bench
 
     trace = make_trace()
     trace.rounds.append(make_round(2, 4, 2, 0.08, 0.12))
     trace.output_token_ids += trace.rounds[-1].committed_ids
     trace.summary = summarize(trace.rounds, total_time_s=0.7)
     trace.baseline.step_times_s = [0.3, 0.1, 0.1, 0.12, 0.1, 0.1, 0.1]  # a one-token step: 0.1 s (median)
-    point = explorer.measured_point(trace)
+    point = measured.measured_point(trace)
     figures = bench.trace_figures(trace, target_step=0.1)
     assert figures["predicted"] == pytest.approx(point.steady.speedup)
     assert (figures["c"], figures["v"]) == (pytest.approx(point.c), pytest.approx(point.v))
@@ -409,7 +413,7 @@ def test_the_card_follows_its_question():
 
 
 def test_a_reveal_past_the_last_step_and_start_over():
-    lab_ui = pytest.importorskip("specviz.lab_ui")
+    lab_ui = pytest.importorskip("specviz.app.lab_tab")
     assert lab_ui.CARD_STEPS == len(lab_render.card_steps(explorer.QUESTION)) == 6
     shown, seen = 0, []
     for _ in range(8):  # two presses more than there are steps
@@ -426,7 +430,7 @@ def test_a_reveal_past_the_last_step_and_start_over():
 
 
 def test_the_explorer_keeps_the_cards_answer_covered():
-    lab_ui = pytest.importorskip("specviz.lab_ui")
+    lab_ui = pytest.importorskip("specviz.app.lab_tab")
     q = explorer.QUESTION
     readout, curves, rounds, _ = lab_ui.on_explore(q.alpha, q.k, q.c, 1.0, None, False)
     assert "covered" in readout and "2.77" not in readout and "2.31" not in readout

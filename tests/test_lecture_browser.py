@@ -75,7 +75,7 @@ GUESS_RECORDER = """() => {
 
 @pytest.fixture(scope="module")
 def url(models):
-    from specviz.serving import preset_labels
+    from specviz.app.serving import preset_labels
 
     engine, _ = models
     labels = preset_labels()  # the real pairs' names (the longest text the controls hold), each the tiny pair

@@ -18,8 +18,10 @@ from gradio_client import Client  # noqa: E402
 
 import load_test  # noqa: E402
 from conftest import noisy_copy, tiny_model  # noqa: E402
-from specviz import serving, trace_io, ui  # noqa: E402
-from specviz.engine import Engine, RunSettings  # noqa: E402
+from specviz.app import serving
+from specviz.app import trace_files as trace_io
+from specviz.app import page as ui # noqa: E402
+from specviz.engine.engine import Engine, RunSettings  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 SESSIONS = 16

@@ -11,10 +11,10 @@ import copy
 import pytest
 import torch
 
-from specviz import engine as engine_module
-from specviz.engine import RunSettings
-from specviz.quant import quantize_linears
-from specviz.sampling import SamplingSettings, sample, verify, warp
+from specviz.engine import engine as engine_module
+from specviz.engine.engine import RunSettings
+from specviz.engine.quant import quantize_linears
+from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
 
 from conftest import TEST_DEVICE
 
@@ -64,7 +64,7 @@ def _wrong_verify(p, q, drafts, generator=None):
 
 
 def make_setup(draft, target, tokenizer):
-    from specviz.engine import Engine
+    from specviz.engine.engine import Engine
 
     eng = Engine(draft, target, tokenizer)
     eng.eos_ids = set()  # the test counts exactly three tokens per run

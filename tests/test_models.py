@@ -15,8 +15,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from specviz import models
-from specviz.models import PackagedGGUF, check_same_tokenizer, load_pair, resolve_model
+from specviz.engine import pairs as models
+from specviz.engine.pairs import PackagedGGUF, check_same_tokenizer, load_pair, resolve_model
 
 
 @pytest.fixture
@@ -161,7 +161,7 @@ KILLED_BUILD = """
 import sys, time
 from pathlib import Path
 sys.path[:0] = [{tests!r}, {root!r}]
-from specviz import models
+from specviz.engine import pairs as models
 from test_models import convert, fake_packaged, install
 
 def hang(work, progress):  # half the files written, then killed

@@ -11,10 +11,10 @@ import pytest
 import torch
 from conftest import TEST_DEVICE
 
-from specviz.engine import Engine, RunSettings
-from specviz.lean import LeanCache
-from specviz.models import auto_dtype, load_pair, pick_device
-from specviz.quant import quantize_linears, weights_name
+from specviz.engine.engine import Engine, RunSettings
+from specviz.engine.lean import LeanCache
+from specviz.engine.pairs import auto_dtype, load_pair, pick_device
+from specviz.engine.quant import quantize_linears, weights_name
 
 pytestmark = pytest.mark.real
 

@@ -11,8 +11,10 @@ import re
 
 import pytest
 
-from specviz import bars, render, style
-from specviz.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, DraftPosition
+from specviz.view import cards as bars
+from specviz.view import text as render
+from specviz.view import style
+from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, DraftPosition
 
 XSS = "<img src=x onerror=alert(1)>"
 SCRIPT = "<script>alert(1)</script>"
@@ -117,7 +119,7 @@ def test_summary_quotes_the_record(trace):
 
 
 def test_summary_separates_latency_from_throughput(trace):
-    from specviz.trace import baseline_decode_speed, decode_speed
+    from specviz.record.trace import baseline_decode_speed, decode_speed
 
     s, b = trace.summary, trace.baseline
     html = render.summary_html(trace)
@@ -179,7 +181,7 @@ def test_nothing_drafted_because_one_token_was_left(lookup_trace):
 
 
 def test_explanation_says_why_an_adaptive_round_drafted_fewer_than_k(engine):
-    from specviz.engine import RunSettings
+    from specviz.engine.engine import RunSettings
 
     trace = engine.run("def fib(n):", RunSettings(k=8, temperature=1.0, seed=3, max_new_tokens=40, adaptive=True,
                                                   confidence=0.3))
@@ -193,7 +195,7 @@ def test_explanation_says_why_an_adaptive_round_drafted_fewer_than_k(engine):
 
 
 def test_greedy_rounds_speak_of_top_tokens_not_draws(engine):
-    from specviz.engine import RunSettings
+    from specviz.engine.engine import RunSettings
 
     trace = engine.run("def fib(n):", RunSettings(k=4, temperature=0, max_new_tokens=24))
     i = first_round(trace, lambda r: r.next_kind == REPLACEMENT and r.n_accepted >= 1)
@@ -244,7 +246,8 @@ def eos_sweep(trace):
 
 
 def test_nothing_after_the_end_of_the_text_is_kept(recorded):
-    from specviz import charts, cli
+    from specviz.view import charts
+    from specviz import cli
 
     done, rnd = eos_sweep(recorded)
     assert not rnd.next_kept and all(r.next_kept for r in done.rounds[:-1])

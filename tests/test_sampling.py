@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from specviz.sampling import (SamplingSettings, accept_probability, residual_distribution, sample, verify,
+from specviz.algorithm.sampling import (SamplingSettings, accept_probability, residual_distribution, sample, verify,
                               warp)
 
 
@@ -156,3 +156,23 @@ def test_sample_follows_probs_and_skips_zero_mass():
     counts = torch.bincount(sample(probs, torch.Generator().manual_seed(0)), minlength=5) / 40000
     assert counts[1] == 0 and counts[4] == 0
     assert torch.allclose(counts, probs[0], atol=0.01)
+
+
+@pytest.mark.parametrize("temperature, top_k, top_p", [(0.7, 0, 1.0), (1.0, 5, 1.0), (1.3, 0, 0.9), (0.5, 50, 0.8),
+                                                       (1.0, 0, 0.05), (2.0, 1000, 0.95), (1.0, 1, 0.5)])
+def test_warp_equals_transformers_own_warpers_bit_for_bit(temperature, top_k, top_p):
+    # specviz writes the warpers out so its math imports only torch; they must stay what generate applies
+    from transformers.generation.logits_process import (LogitsProcessorList, TemperatureLogitsWarper,
+                                                        TopKLogitsWarper, TopPLogitsWarper)
+
+    warpers = LogitsProcessorList()
+    if temperature != 1.0:
+        warpers.append(TemperatureLogitsWarper(temperature))
+    if top_k > 0:
+        warpers.append(TopKLogitsWarper(top_k=top_k))
+    if top_p < 1.0:
+        warpers.append(TopPLogitsWarper(top_p=top_p))
+    logits = torch.randn(3, 2000, generator=torch.Generator().manual_seed(top_k + int(100 * top_p))) * 4
+    logits[0, :7] = 3.0  # ties at the k-th score
+    expected = torch.softmax(warpers(None, logits.float()), dim=-1)
+    assert torch.equal(warp(logits, SamplingSettings(temperature, top_k, top_p)), expected)

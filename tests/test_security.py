@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import app
-from specviz import models, serving
-from specviz.trace import MAX_TRACE_BYTES, load_trace
+from specviz.engine import pairs as models
+from specviz.app import serving
+from specviz.record.trace import MAX_TRACE_BYTES, load_trace
 
 SOURCES = sorted((Path(__file__).parent.parent / "specviz").glob("*.py")) + [Path(app.__file__)]
 # Each of these can run code from a file: unpickling (torch.load without weights_only, pickle, joblib, numpy's

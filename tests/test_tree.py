@@ -1,4 +1,4 @@
-"""The tree's shape and its verification rule (specviz/tree.py), on toy distributions: no models.
+"""The tree's shape and its verification rule (specviz/algorithm/tree.py), on toy distributions: no models.
 
 The statistical proof: p(. | prefix) and q(. | prefix) are fixed random tables over a 4-token vocabulary. A
 whole tree round (children sampled i.i.d. from q at every node, p looked up per node, verify_tree) is repeated,
@@ -18,10 +18,10 @@ import pytest
 import torch
 from scipy import stats
 
-from specviz import tree as tree_module
-from specviz.sampling import residual_distribution, sample, verify
-from specviz.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT
-from specviz.tree import MAX_TREE_NODES, TreeShape, check_widths, parse_widths, verify_tree
+from specviz.algorithm import tree as tree_module
+from specviz.algorithm.sampling import residual_distribution, sample, verify
+from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT
+from specviz.algorithm.tree import MAX_TREE_NODES, TreeShape, check_widths, parse_widths, verify_tree
 
 V = 4
 N_RUNS = 20_000

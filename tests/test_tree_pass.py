@@ -14,9 +14,9 @@ from transformers import DynamicCache
 
 from conftest import noisy_copy, tiny_model
 from test_tree import _test_against_unchanged_p
-from specviz.sampling import SamplingSettings, sample, warp
-from specviz.tree import TreeShape, verify_tree
-from specviz.tree_pass import check_tree_attention, draft_tree, keep_path, score_tree, tree_inputs
+from specviz.algorithm.sampling import SamplingSettings, sample, warp
+from specviz.algorithm.tree import TreeShape, verify_tree
+from specviz.engine.tree_pass import check_tree_attention, draft_tree, keep_path, score_tree, tree_inputs
 
 PROMPT = [5, 17, 30, 8, 22, 41]
 ATOL = 1e-4

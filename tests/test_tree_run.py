@@ -17,11 +17,11 @@ from transformers import DynamicCache
 from conftest import noisy_copy, tiny_model
 from test_tree import _test_against_unchanged_p
 from test_tree_pass import one_thread  # noqa: F401 (autouse: tiny models run on one thread)
-from specviz import tree_run
-from specviz.decoding import forward
-from specviz.engine import Engine, RunSettings
-from specviz.sampling import SamplingSettings, warp
-from specviz.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, load_trace
+from specviz.engine import tree_run
+from specviz.engine.decoding import forward
+from specviz.engine.engine import Engine, RunSettings
+from specviz.algorithm.sampling import SamplingSettings, warp
+from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, load_trace
 
 PROMPT = "def fib(n):"
 
@@ -251,9 +251,11 @@ def test_negative_control_the_wrong_sibling_rule_fails(monkeypatch):
 
 def test_the_labs_explorer_does_not_measure_a_tree_as_a_chain(tree_trace):
     """The explorer's E(α, K) and cost model describe a chain: a tree trace gets a note, not a misleading point."""
-    from specviz import explorer, lab_render, lab_ui
+    from specviz.measure import measured
+    from specviz.lab import readouts as lab_render
+    from specviz.app import lab_tab as lab_ui
 
-    assert explorer.measured_point(tree_trace) is None
+    assert measured.measured_point(tree_trace) is None
     assert "drafted trees" in lab_render.trace_html(tree_trace, None)
     *sliders, note = lab_ui.sliders_from_trace(tree_trace, 2.0, 6.0)
     assert "drafted trees" in note and all(s is not None for s in sliders)

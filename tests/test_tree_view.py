@@ -10,11 +10,11 @@ import re
 import pytest
 
 from test_tree_pass import one_thread  # noqa: F401 (autouse: tiny models run on one thread)
-from specviz.engine import Engine, RunSettings
-from specviz.inputs import settings_from
-from specviz.stage import round_section, stage_html
-from specviz.theory import expected_tokens_per_pass
-from specviz.trace import ACCEPTED, DISCARDED, REJECTED, load_trace
+from specviz.engine.engine import Engine, RunSettings
+from specviz.app.inputs import settings_from
+from specviz.view.stage import round_section, stage_html
+from specviz.algorithm.theory import expected_tokens_per_pass
+from specviz.record.trace import ACCEPTED, DISCARDED, REJECTED, load_trace
 
 
 @pytest.fixture(scope="module", params=[0.0, 1.0], ids=["greedy", "sampled"])
@@ -89,7 +89,7 @@ def test_the_pages_fields_make_tree_settings():
 
 
 def test_the_tokens_per_pass_chart_caps_a_tree_at_its_depth(tree_trace):
-    from specviz.charts import tokens_per_pass
+    from specviz.view.charts import tokens_per_pass
 
     figure = tokens_per_pass(tree_trace)
     names = [t.name for t in figure.data]

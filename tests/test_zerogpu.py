@@ -21,10 +21,10 @@ from dataclasses import fields
 import pytest
 import torch
 
-from specviz import costs
-from specviz.engine import Engine, RunSettings
+from specviz.measure import costs
+from specviz.engine.engine import Engine, RunSettings
 
-APP_MODULES = ("specviz.serving", "specviz.actions", "specviz.lab_ui", "specviz.costs_ui", "specviz.ui")
+APP_MODULES = ("specviz.app.serving", "specviz.app.actions", "specviz.app.lab_tab", "specviz.app.costs_tab", "specviz.app.page")
 MAX_DURATION_S = 300  # the most ZeroGPU grants a signed-in user per call (hub discussions; it is not documented)
 
 
@@ -166,7 +166,7 @@ def test_every_model_call_is_decorated_with_a_duration(zero):
 def _page_outputs(zero):
     import gradio as gr
 
-    from specviz.views import RoundView
+    from specviz.app.round_view import RoundView
 
     with gr.Blocks():
         return zero.actions.RunOutputs(gr.State(), gr.HTML(), gr.HTML(), gr.DownloadButton(),

@@ -20,11 +20,11 @@ GOLDEN = ROOT / "tests" / "fixtures" / "golden"
 
 def render_views(name: str) -> str:
     """What the page shows for a shipped example, as one text: each view under a header line."""
-    from specviz.charts import tokens_per_pass
-    from specviz.examples import load_example
-    from specviz.quiz import QuizState
-    from specviz.render import baseline_report, summary_html
-    from specviz.stage import stage_html
+    from specviz.view.charts import tokens_per_pass
+    from specviz.lecture.examples import load_example
+    from specviz.view.quiz import QuizState
+    from specviz.view.text import baseline_report, summary_html
+    from specviz.view.stage import stage_html
 
     trace = load_example(name)
     parts = {
@@ -42,7 +42,7 @@ def golden_file(name: str) -> Path:
 
 
 def main() -> None:
-    from specviz.examples import EXAMPLES
+    from specviz.lecture.examples import EXAMPLES
 
     GOLDEN.mkdir(parents=True, exist_ok=True)
     for name in EXAMPLES:

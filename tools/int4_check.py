@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from specviz.quant import Int4Linear, Int8Linear, fastest_weights  # noqa: E402
+from specviz.engine.quant import Int4Linear, Int8Linear, fastest_weights  # noqa: E402
 
 IN, OUT, LAYERS = 896, 4864, 24
 

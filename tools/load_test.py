@@ -41,9 +41,11 @@ from browser_util import free_port  # noqa: E402,F401 - tests/test_load.py uses 
 from browser_util import serve as serve_app  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
-from specviz import options, render, serving  # noqa: E402
-from specviz.engine import Engine, RunSettings  # noqa: E402
-from specviz.trace import load_trace  # noqa: E402
+from specviz.settings import bounds as options
+from specviz.view import text as render
+from specviz.app import serving # noqa: E402
+from specviz.engine.engine import Engine, RunSettings  # noqa: E402
+from specviz.record.trace import load_trace  # noqa: E402
 
 STATUS, INFO, DOWNLOAD, SLIDER, STAGE = range(5)  # outputs of /generate (after the hidden trace state)
 REAL_PROMPTS = list(options.EXAMPLES.values())
@@ -234,7 +236,7 @@ def table(report: dict) -> str:
 
 def real_pair():
     """The packaged pair through the app's own loader (as app.py serves it) -> preset, loader, engine, prompts."""
-    from specviz.models import DEFAULT_PRESET
+    from specviz.engine.pairs import DEFAULT_PRESET
 
     def prompt(i):
         return f"{REAL_PROMPTS[i % len(REAL_PROMPTS)]} (Variant {i}.)"

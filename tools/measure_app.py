@@ -55,9 +55,10 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     from browser_util import launch_browser, serve_demo
-    from specviz import serving, ui
-    from specviz.engine import RunSettings
-    from specviz.models import DEFAULT_PRESET
+    from specviz.app import serving
+    from specviz.app import page as ui
+    from specviz.engine.engine import RunSettings
+    from specviz.engine.pairs import DEFAULT_PRESET
 
     engine = serving.default_engine_loader(DEFAULT_PRESET)
     engine.warm_up()

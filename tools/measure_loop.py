@@ -3,10 +3,10 @@ precomputed logits (vocabulary 151,936 as the packaged pair; no model work at al
 import statistics, sys, time
 sys.path.insert(0, sys.argv[1] if len(sys.argv) > 1 else ".")
 import torch
-import specviz.engine as em
-from specviz.bench import _tiny_engine
-from specviz.engine import RunSettings
-from specviz.options import CODE_PROMPT
+import specviz.engine.engine as em
+from specviz.measure.bench import _tiny_engine
+from specviz.engine.engine import RunSettings
+from specviz.settings.bounds import CODE_PROMPT
 e = _tiny_engine()
 V = 151936
 gen = torch.Generator().manual_seed(0)

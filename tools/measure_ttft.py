@@ -2,9 +2,9 @@
 import statistics, sys, time
 sys.path.insert(0, ".")
 import torch
-from specviz.models import load_pair
-from specviz.engine import Engine, RunSettings
-from specviz.options import CODE_PROMPT, STORY_PROMPT
+from specviz.engine.pairs import load_pair
+from specviz.engine.engine import Engine, RunSettings
+from specviz.settings.bounds import CODE_PROMPT, STORY_PROMPT
 t0 = time.time()
 pair = load_pair()
 e = Engine.from_pair(pair); e.warm_up()

@@ -1,0 +1,258 @@
+"""The page's handlers that need a model: load a pair, Generate, Baseline, and open a trace (checked against the
+pair in memory) or a shipped example (examples.py; no model consulted). Each returns updates by component: an error
+says what went wrong in the status line (and a toast) and leaves every other output as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import threading
+import time
+from contextlib import closing
+from dataclasses import dataclass
+
+import gradio as gr
+
+from specviz.view import charts
+from specviz.view import text as render
+from specviz.engine.engine import Engine, RunSettings
+from specviz.settings.errors import message_of
+from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
+from specviz.app.inputs import check_preset, check_prompt, settings_from
+from specviz.settings.bounds import short_repr
+from specviz.app.serving import EngineLoader, EngineRef, Runs, engine_ref, run_baseline, stream_traces
+from specviz.record.trace import Trace
+from specviz.view.quiz import QuizState, check_quiz, quiz_from_dict
+from specviz.app.trace_files import check_tokenizer, pack_file, read_lecture, trace_file, trace_settings
+from specviz.app.round_view import RoundView, round_view
+
+MIN_FRAME_S = 0.25  # while generating, redraw at most this often: a redraw costs the browser ~0.1-0.2 s
+
+
+@dataclass
+class RunOutputs:
+    """The components a run writes to."""
+
+    trace: gr.State  # the session's trace
+    status: gr.HTML  # one line: busy, done, or what went wrong
+    info: gr.HTML  # device, dtype, draft and target
+    download: gr.DownloadButton  # the trace as JSON
+    panels: RoundView  # the round view, components
+    quiz: gr.Checkbox  # quiz mode: a lecture pack turns it on or off
+
+    def all(self) -> list:
+        """The outputs of Generate, in order."""
+        return [self.trace, self.status, self.info, self.download, *self.panels.values()]
+
+    def of_open(self) -> list:
+        """The outputs of opening a trace or a lecture pack."""
+        return [*self.all(), self.quiz]
+
+    def of_baseline(self) -> list:
+        return [self.trace, self.status, self.panels.summary, self.download, self.panels.timeline]
+
+
+def trace_info(trace: Trace) -> str:
+    return render.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model, recorded=True)
+
+
+def engine_info(engine: Engine, settings: RunSettings | None = None) -> str:
+    draft = engine.draft_for(settings)[1] if settings else engine.draft_name  # the name a trace records, too
+    return render.run_info(engine.device, engine.dtype, draft, engine.target_name,
+                           why=engine.dtype_why)
+
+
+def download(trace: Trace) -> gr.DownloadButton:
+    return gr.DownloadButton(value=trace_file(trace), interactive=True)
+
+
+class ModelActions:
+    """`presets` are the pairs this page offers; no other may be named."""
+
+    def __init__(self, get_engine: EngineLoader, presets: list[str], out: RunOutputs):
+        self.get_engine, self.presets, self.out = get_engine, presets, out
+        self.runs = Runs()
+
+    def problem(self, message: str) -> dict:
+        """Say what went wrong (a toast and the status line) and leave every other output as it is."""
+        gr.Warning(html.escape(message))  # a toast renders HTML, and a message may quote what a user sent
+        return {self.out.status: render.status(message, "error")}
+
+    def engine(self, preset, progress: gr.Progress) -> Engine:
+        check_preset(preset, self.presets)
+        return self.get_engine(preset, lambda fraction, message: progress(fraction, desc=message))
+
+    def loaded(self, preset) -> Engine | None:
+        """The selected pair if it is in memory, else None: opening a trace never starts a load. (A loader
+        other than EngineCache, as in tests, holds its models already and is simply asked.)"""
+        if preset not in self.presets:
+            return None
+        peek = getattr(self.get_engine, "loaded", None)
+        try:
+            return peek(preset) if peek else self.get_engine(preset, lambda *_: None)
+        except ValueError:
+            return None
+
+    def show_model_pair(self, preset, progress=gr.Progress()):
+        """Load the selected pair (once per process) and say what it is. -> info, status"""
+        try:
+            return engine_info(self.engine(preset, progress)), ""
+        except Exception as e:  # a hub id offline, a full disk while preparing, not enough memory: say which
+            gr.Warning(html.escape(message_of(e)))
+            return render.placeholder("No model pair loaded."), render.status(message_of(e), "error")
+
+    def show_model_pair_first(self, preset, progress=gr.Progress()):
+        """The page's first load: as show_model_pair, but a success leaves the status line alone, since it
+        describes the recorded example the page opened meanwhile. -> info, status"""
+        info, status = self.show_model_pair(preset, progress)
+        return info, status or gr.skip()
+
+    def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture,
+                 drafter="model", adaptive=False, draft_layers=0, tree_widths="2-2-1-1", progress=gr.Progress(),
+                 request: gr.Request = None):
+        """The trace and the round view after each round (at most every MIN_FRAME_S), then once more. The
+        inputs arrive as sent (the event skips Gradio's preprocessing), so every one is checked here."""
+        try:
+            settings = settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter, adaptive,
+                                     draft_layers, tree_widths)
+            prompt = check_prompt(prompt)
+            engine = self.engine(preset, progress)
+            engine.encode(prompt, settings)  # a prompt too long for the context fails here, before any model runs
+        except Exception as e:
+            yield self.problem(message_of(e))
+            return
+        with self.runs.running(request.session_hash if request else None) as stop:
+            yield from self._stream(engine, engine_ref(self.get_engine, preset), prompt, settings, bool(lecture),
+                                    stop)
+
+    def stop(self, request: gr.Request = None):
+        """Pressing Generate during a run: the running one stops after its current round (see Runs)."""
+        self.runs.stop(request.session_hash if request else None)
+
+    def _stream(self, engine: Engine, ref: EngineRef, prompt: str, settings: RunSettings, lecture: bool,
+                stop: threading.Event):
+        """Generate's frames. A failure or a stop mid-run keeps the rounds so far: the last frame puts them in
+        the trace state (viewable, downloadable) and says what happened."""
+        out, info, started, shown = self.out, engine_info(engine, settings), time.perf_counter(), 0.0
+        latest = failure = None
+        with closing(stream_traces(ref, prompt, settings)) as traces:  # closed at once, also when the tab is
+            try:
+                for latest in traces:
+                    if stop.is_set():
+                        break
+                    if time.perf_counter() - shown < MIN_FRAME_S:
+                        continue  # rounds faster than the browser can draw them (tiny models): draw a later one
+                    shown, n = time.perf_counter(), len(latest.rounds)
+                    busy = render.status(f"Generating… round {n}, {latest.summary.n_new_tokens} of "
+                                         f"{settings.max_new_tokens} new tokens", "busy")
+                    yield {out.trace: latest, out.status: busy, out.info: info,  # the stage: this round only
+                           **round_view(latest, n, lecture, latest_only=True).updates(out.panels)}
+            except Exception as e:  # out of memory, a model error: the rounds before it are still good
+                failure = message_of(e)
+        if latest is None:
+            yield self.problem(f"Generation failed in round 1: {failure}")
+            return
+        # The last frame always carries the full view (every round on the stage, the last shown), so a client
+        # reading only the result sees the whole run.
+        yield {out.trace: latest, out.status: self._end_status(latest, failure, stop, started), out.info: info,
+               out.download: download(latest), **round_view(latest, latest.summary.n_rounds, lecture).updates(out.panels)}
+
+    @staticmethod
+    def _end_status(trace: Trace, failure: str | None, stop: threading.Event, started: float) -> str:
+        s = trace.summary
+        if failure:
+            gr.Warning(html.escape(f"Generation stopped after round {s.n_rounds}: {failure}"))
+            return render.status(f"Generation stopped after round {s.n_rounds}: {failure}. The {s.n_rounds} rounds "
+                                 f"before it stay viewable (← →); Generate runs again.", "error")
+        if stop.is_set():
+            return render.status(f"Stopped after round {s.n_rounds} ({s.n_new_tokens} new tokens): Generate was "
+                                 f"pressed again, so the new run starts next.", "info")
+        return render.status(f"Done: {s.n_rounds} rounds, {s.n_new_tokens} new tokens in "
+                             f"{time.perf_counter() - started:.1f} s. Step through the rounds with ← →.", "done")
+
+    def baseline(self, trace, preset, progress=gr.Progress()):
+        """Rerun the trace's prompt and settings with the target alone; the trace gains its .baseline."""
+        if trace is None or not trace.rounds:
+            return self.problem("Generate (or open a trace) first: the baseline reruns its prompt with the target alone.")
+        try:
+            engine = self.engine(preset, progress)
+            if engine.target_name != trace.target_model:
+                raise ValueError(f"this trace was recorded with target {trace.target_model}, but the selected "
+                                 f"pair's target is {engine.target_name}; pick the pair it was recorded with")
+            check_tokenizer(trace, engine)
+            progress(0.5, desc="running the target alone")
+            result = run_baseline(engine_ref(self.get_engine, preset), trace.prompt, trace_settings(trace))
+        except Exception as e:
+            return self.problem(message_of(e))
+        timed = dataclasses.replace(trace, baseline=result)
+        message = (f"Baseline: the target alone made {len(result.output_token_ids)} tokens at "
+                   f"{result.tokens_per_s:.1f} tok/s.")
+        return {self.out.trace: timed, self.out.status: render.status(message, "done"),
+                self.out.panels.summary: render.summary_html(timed), self.out.download: download(timed),
+                self.out.panels.timeline: charts.timeline(timed)}
+
+    def open_trace(self, path, lecture, preset=None):
+        """An uploaded trace file, shown at round 1, or a lecture pack, shown as its quiz left it. Stepping
+        through it needs no model; when its target is the pair in memory, its tokens must be that pair's
+        tokenizer's."""
+        if not path:
+            return gr.skip()
+        try:
+            trace, quiz = read_lecture(path)
+            engine = self.loaded(preset)
+            if engine is not None and engine.target_name == trace.target_model:
+                check_tokenizer(trace, engine)
+        except ValueError as e:
+            return self.problem(str(e))
+        other = engine is not None and engine.target_name != trace.target_model
+        note = f" It was recorded with {trace.target_model}: Baseline needs that pair." if other else ""
+        what = "a lecture pack" if quiz else "a trace"
+        return self.show_trace(trace, lecture, f"Opened {what} of {len(trace.rounds)} rounds (no model needed to "
+                                               f"step through it).{note}", quiz)
+
+    def open_example(self, index, lecture):
+        """The gallery's example number `index` (0-based, in examples.EXAMPLES' order), shown as an uploaded trace
+        is. It consults no model: the page opens one while the models are still preparing."""
+        names = list(EXAMPLES)
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(names):
+            return self.problem(f"there is no recorded example number {short_repr(index)}; the gallery has "
+                                f"{len(names)} (0 to {len(names) - 1})")
+        try:
+            trace = load_example(names[index])
+        except ExampleError as e:
+            return self.problem(f"Could not open the example: {e}")
+        example, baseline = EXAMPLES[names[index]], "with" if trace.baseline else "without"
+        return self.show_trace(trace, lecture, f"Recorded example “{example.title}” ({len(trace.rounds)} rounds, "
+                                               f"{baseline} its target-only baseline; no model needed to step "
+                                               f"through it): {example.description}")
+
+    def open_first_example(self, lecture):
+        """The page's first load opens examples.FIRST at once, so the page is never empty while models prepare."""
+        return self.open_example(list(EXAMPLES).index(FIRST), lecture)
+
+    def show_trace(self, trace: Trace, lecture, message: str, quiz: QuizState | None = None) -> dict:
+        """A recorded trace (an upload or a shipped example) shown at round 1, `message` in the status line; a
+        lecture pack's trace as its quiz left it (the round, the answers and reveals, quiz mode on or off)."""
+        out = self.out
+        quiz_on = {out.quiz: quiz.on} if quiz else {}
+        return {out.trace: trace, out.status: render.status(message, "done"), out.info: trace_info(trace),
+                out.download: download(trace), **quiz_on,
+                **round_view(trace, quiz.current if quiz else 1, lecture, quiz).updates(out.panels)}
+
+
+def lecture_pack(trace, quiz_json):
+    """The trace and the quiz state the browser sent (keys.js: svQuizState) as one file. -> pack file, status"""
+    if trace is None or not trace.rounds:
+        return gr.skip(), render.status("Generate (or open a trace) first: a lecture pack holds a trace.", "error")
+    try:
+        state = quiz_from_dict(json.loads(quiz_json or "{}"))
+        check_quiz(state, trace)
+    except (ValueError, RecursionError) as e:
+        return gr.skip(), render.status(f"Could not save the quiz: {message_of(e)}", "error")
+    right, answered = state.score(trace)
+    return pack_file(trace, state), render.status(
+        f"Lecture pack ready: {len(trace.rounds)} rounds, quiz {'on' if state.on else 'off'}, at round "
+        f"{state.current}, score {right} of {answered}. Open it with \"Open a recorded trace\" on any machine, "
+        f"no model needed.", "done")

@@ -1,0 +1,100 @@
+"""The Costs tab: why checking K drafts costs about one step, measured on the loaded pair, and where a busy
+server's batch makes speculation stop paying. Layout first, then its events; the measurement runs in the
+model-run group with Generate (one limit for all), is cached per pair for the process, and shows progress.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from specviz.measure import cost_charts
+from specviz.settings.errors import message_of
+from specviz.lab.readouts import heading_html, warning_html
+from specviz.settings.bounds import MAX_K, Bound
+from specviz.app.serving import MODEL_RUNS, CostCache, EngineLoader, Step, engine_ref, measure_pair_costs
+
+EXPLAIN = (
+    "To produce one token, a decoding step reads every weight of the model from memory. When few tokens go through "
+    "at once, that read can cost more than the arithmetic, so a pass over n tokens (K drafts + 1) costs little more "
+    "than a pass over one: that is why checking K drafts in one pass pays. The saving lasts only while reading "
+    "dominates. Once a pass holds enough tokens — many drafts, or many sequences decoded at once by a busy server, "
+    "where each verify pass reads b·(K + 1) tokens — the arithmetic sets the time and extra tokens cost nearly "
+    "full steps. A data-centre GPU has far more arithmetic per byte of memory bandwidth than a small CPU, so its "
+    "curve typically stays flat to many more tokens: the numbers below are measured on the device that runs this "
+    "page, and say which.")
+NO_GPU = ("No GPU projection has been run for this project yet (docs/benchmarks.md, “GPU projection”): the curves "
+          "here are this device's only.")
+
+
+def measure_handler(get_engine: EngineLoader | None, cache: CostCache):
+    """-> profile, status. Cached per pair; `again` measures anew."""
+    def measure(preset, again, progress=gr.Progress()):
+        try:
+            if get_engine is None:
+                raise ValueError("this page has no models to measure")
+            profile = None if again else cache.get(preset)
+            if profile is None:
+                profile = _measure(get_engine, preset, progress)
+                cache.put(preset, profile)
+                said = f"Measured {profile.target} in {profile.seconds:.0f} s."
+            else:
+                said = f"Measured earlier in this process ({profile.seconds:.0f} s); tick “measure again” to redo it."
+        except Exception as e:  # a pair that failed to load, out of memory
+            return gr.skip(), warning_html(message_of(e))
+        return profile, f'<div style="font-size:18px">✓ {said}</div>'
+    return measure
+
+
+def _measure(get_engine: EngineLoader, preset: str, progress):
+    """Load the pair here, outside any GPU call (on ZeroGPU a load belongs to the start), then measure it in one,
+    passing its steps on to the progress bar."""
+    get_engine(preset, lambda fraction, text: progress(fraction, desc=text))
+    for item in measure_pair_costs(engine_ref(get_engine, preset)):
+        if not isinstance(item, Step):
+            return item
+        progress(item.fraction, desc=item.text)
+    raise RuntimeError("the measurement ended without a result")
+
+
+def show_costs(profile, alpha, k):
+    """-> readout, ratio chart, batch chart for the measured profile at this α and K."""
+    if profile is None:
+        return '<div style="font-size:20px">Press “Measure the loaded pair”.</div>', None, None
+    try:
+        alpha, k = Bound(0, 1).check(alpha, "α"), Bound(1, MAX_K, whole=True).check(k, "K")
+    except ValueError as e:  # a value no slider offers (an API client): say so, keep the charts
+        return warning_html(str(e)), gr.skip(), gr.skip()
+    return (cost_charts.readout(profile, alpha, k), cost_charts.ratio_figure(profile),
+            cost_charts.batch_figure(profile, alpha, k))
+
+
+def from_trace(trace):
+    """The session's latest run sets α and K (its acceptance rate, its K)."""
+    if trace is None or trace.summary is None or not trace.rounds:
+        return gr.skip(), gr.skip()
+    return round(trace.summary.acceptance_rate, 2), min(int(trace.settings.get("k", 4)), MAX_K)
+
+
+def build_costs(preset, get_engine: EngineLoader | None, trace_state: gr.State | None = None,
+                cache: CostCache | None = None) -> None:
+    gr.HTML(heading_html("Why checking K drafts costs about one step — and when it stops", EXPLAIN))
+    with gr.Row():
+        alpha = gr.Slider(0, 1, 0.8, step=0.01, label="α (acceptance rate; the latest run's, once there is one)",
+                          elem_id="cost-alpha")
+        k = gr.Slider(1, MAX_K, 4, step=1, label="K (draft tokens per round)", elem_id="cost-k")
+        with gr.Column(min_width=260):
+            measure = gr.Button("Measure the loaded pair", variant="primary", elem_id="cost-measure")
+            again = gr.Checkbox(False, label="measure again", elem_id="cost-again")
+    status = gr.HTML(f'<div style="font-size:18px">{NO_GPU} A measurement takes about half a minute.</div>',
+                     label="Measurement status", elem_id="cost-status")
+    readout = gr.HTML(label="Measured figures", elem_id="cost-readout-box")
+    ratio_plot = gr.Plot(None, label="Pass time against tokens per pass", show_label=False, elem_id="cost-ratio")
+    batch_plot = gr.Plot(None, label="Speedup against batch size", show_label=False, elem_id="cost-batch")
+    profile = gr.State(None)
+
+    measure.click(measure_handler(get_engine, cache or CostCache()), [preset, again], [profile, status],
+                  api_name="measure_costs", show_progress_on=[status], concurrency_id=MODEL_RUNS, concurrency_limit=1)
+    gr.on([profile.change, alpha.change, k.change], show_costs, [profile, alpha, k], [readout, ratio_plot, batch_plot],
+          trigger_mode="always_last", api_visibility="private")
+    if trace_state is not None:
+        trace_state.change(from_trace, trace_state, [alpha, k], api_visibility="private")

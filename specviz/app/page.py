@@ -1,0 +1,255 @@
+"""The page: `build_demo` lays it out, then `_wire` connects every event in one place.
+
+Layout and wiring only. What a handler does lives elsewhere: showing a recorded round in views.py (no model),
+running a model in actions.py, the models themselves in serving.py, input checks in inputs.py, trace files in
+trace_io.py, the Lab in lab_ui.py. Each browser session's trace lives in `gr.State` and is replaced by a new
+object, never mutated.
+
+Tests inject tiny models through `get_engine`: build_demo(lambda preset, progress: engine, {"tiny": "Tiny"}, "tiny").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from specviz.view import text as render
+from specviz.app.actions import ModelActions, RunOutputs, lecture_pack
+from specviz.app.inputs import limits
+from specviz.app.costs_tab import build_costs
+from specviz.lecture.examples import EXAMPLES as RECORDED
+from specviz.app.lab_tab import build_lab
+from specviz.settings.bounds import DEFAULT_TREE, EXAMPLES, RUN_DRAFTERS, widths_text
+from specviz.app.serving import (DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, default_engine_loader,
+                      limit_model_runs, preset_labels)
+from specviz.app.round_view import PLAY_JS, SHOW_JS, STEP_JS, Player, RoundView, empty_view, lecture_mode, show_round
+
+
+@dataclass
+class Settings:
+    """The run's settings, in the order Generate takes them."""
+
+    k: gr.Slider
+    temperature: gr.Slider
+    top_p: gr.Slider
+    top_k: gr.Number
+    seed: gr.Number
+    max_new_tokens: gr.Slider
+
+    def all(self) -> list:
+        return [self.k, self.temperature, self.top_p, self.top_k, self.seed, self.max_new_tokens]
+
+
+@dataclass
+class Page:
+    """The components events read and write (built by `_layout`, wired by `_wire`)."""
+
+    trace: gr.State
+    lecture: gr.Checkbox
+    quiz: gr.Checkbox  # predict, then reveal: the stage hides verdicts until revealed (keys.js)
+    controls: gr.Accordion
+    prompt: gr.Textbox
+    preset: gr.Dropdown
+    settings: Settings
+    drafter: gr.Radio  # RunSettings.drafter, a key of options.RUN_DRAFTERS
+    adaptive: gr.Checkbox  # RunSettings.adaptive: K per round, the slider's K the most
+    draft_layers: gr.Number  # RunSettings.draft_layers: self-speculation's N (0: half the target's layers)
+    tree_widths: gr.Textbox  # RunSettings.tree_widths as text, 2-2-1-1 (read with the tree drafter only)
+    generate: gr.Button
+    baseline: gr.Button
+    info: gr.HTML
+    status: gr.HTML
+    download: gr.DownloadButton
+    pack: gr.Button  # makes a lecture pack: the trace and the browser's quiz state
+    pack_file: gr.File  # the lecture pack, to download
+    quiz_state: gr.Textbox  # not shown: carries the browser's quiz state to `lecture_pack` (see _wire)
+    upload: gr.File
+    examples: gr.Dataset  # the shipped recorded examples (examples.EXAMPLES), opened by index
+    previous: gr.Button
+    next: gr.Button
+    play: gr.Button
+    pace: gr.Slider
+    timer: gr.Timer
+    panels: RoundView  # the round view's components
+
+    @property
+    def outputs(self) -> RunOutputs:
+        return RunOutputs(self.trace, self.status, self.info, self.download, self.panels, self.quiz)
+
+
+def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[str, str] | None = None,
+               default_preset: str | None = None, concurrency: int = DEFAULT_CONCURRENCY) -> gr.Blocks:
+    """The whole page. `get_engine(preset, progress)` returns a ready Engine (tests pass tiny models);
+    `presets` maps preset name -> label for the dropdown; `concurrency`: model runs at once, for all sessions."""
+    check_concurrency(concurrency)
+    presets = presets or preset_labels()
+    default_preset = default_preset or next(iter(presets))
+    with gr.Blocks(title="specviz: speculative decoding, round by round", fill_width=True,
+                   delete_cache=(3600, 3600)) as demo:
+        lecture, quiz = _header()
+        with gr.Tabs():
+            with gr.Tab("Rounds", elem_id="rounds-tab"):
+                page = _layout(presets, default_preset, lecture, quiz)
+            with gr.Tab("Lab", elem_id="lab-tab"):
+                build_lab(page.trace, page.preset, get_engine)  # fed the session's trace and the app's models
+            with gr.Tab("Costs", elem_id="costs-tab"):
+                build_costs(page.preset, get_engine, page.trace)
+        _wire(demo, page, ModelActions(get_engine, list(presets), page.outputs))
+    limit_model_runs(demo, concurrency)  # after the Lab wired its comparison: one limit for the whole group
+    return demo
+
+
+# --- layout ------------------------------------------------------------------------------------------------
+
+def _header() -> tuple[gr.Checkbox, gr.Checkbox]:
+    """The title and the two switches for a lecture. -> lecture mode, quiz"""
+    with gr.Row(elem_id="sv-header", equal_height=True):
+        gr.HTML('<h1>specviz <span>speculative decoding, one round at a time</span></h1>', elem_id="sv-title")
+        lecture = gr.Checkbox(label="Lecture mode", value=False, elem_id="lecture-mode", scale=0, min_width=190)
+        quiz = gr.Checkbox(label="Quiz mode", value=False, elem_id="quiz-mode", scale=0, min_width=150)
+    return lecture, quiz
+
+
+def _settings_row(presets: dict[str, str], default_preset: str):
+    """The pair and every setting of a run, in two rows: in one row, below 1920 px wide the last columns were
+    squeezed to a word per line and the pair's name was cut off. The minimum widths of each row fit a 1024 px
+    window (tests/test_lecture_browser.py checks 1024 to 1920); the drafter's own options take a third.
+    -> preset, Settings, drafter, adaptive, draft layers, tree widths"""
+    with gr.Row(equal_height=True):
+        preset = gr.Dropdown([(label, name) for name, label in presets.items()], value=default_preset,
+                             label="Draft → target pair", elem_id="preset", scale=3, min_width=420)
+        drafter = gr.Radio([(label, name) for name, label in RUN_DRAFTERS.items()], value="model", label="Drafter",
+                           elem_id="drafter", scale=2, min_width=320)
+    with gr.Row():
+        settings = Settings(
+            k=gr.Slider(**limits("k"), value=4, step=1, label="K (draft tokens per round)", elem_id="k",
+                        min_width=160),
+            temperature=gr.Slider(**limits("temperature"), value=0.7, step=0.05, label="Temperature (0 = greedy)",
+                                  elem_id="temperature", min_width=170),
+            top_p=gr.Slider(**limits("top_p"), value=1.0, step=0.05, label="top-p", elem_id="top-p", min_width=120),
+            top_k=gr.Number(0, **limits("top_k"), precision=0, label="top-k (0 = off)", elem_id="top-k",
+                            min_width=120),
+            seed=gr.Number(0, **limits("seed"), precision=0, label="Seed", elem_id="seed", min_width=100),
+            max_new_tokens=gr.Slider(**limits("max_new_tokens"), value=64, step=1, label="Max new tokens",
+                                     elem_id="max-new-tokens", min_width=160))
+    with gr.Row(equal_height=True):
+        adaptive = gr.Checkbox(False, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
+                               info="stop drafting once the product of the draft's own probabilities of its "
+                                    "drafts falls below 0.25", scale=2, min_width=260)
+        draft_layers = gr.Number(0, **limits("draft_layers"), precision=0, label="Draft layers N (self-speculation)",
+                                 info="with the drafter “the target's first layers”: its first N layers draft; "
+                                      "0 = half of them", elem_id="draft-layers", scale=1, min_width=260)
+        tree_widths = gr.Textbox(widths_text(DEFAULT_TREE), label="Tree widths (draft tree)",
+                                 info="with the drafter “draft tree”: children per node at each depth, 1–4 wide, "
+                                      "1–6 deep, at most 32 nodes", elem_id="tree-widths", scale=1, min_width=260)
+    return preset, settings, drafter, adaptive, draft_layers, tree_widths
+
+
+def _panels() -> RoundView:
+    """The round view's components, placed top to bottom (their values come from views.round_view)."""
+    empty = empty_view()
+    stage = gr.HTML(empty.stage, label="The round", elem_id="stage")
+    per_pass = gr.Plot(empty.per_pass, label="Tokens per target pass", show_label=False, elem_id="tokens-per-pass")
+    summary = gr.HTML(empty.summary, label="Summary", elem_id="summary")
+    timeline = gr.Plot(empty.timeline, label="Timeline", show_label=False, elem_id="timeline")
+    return RoundView(None, stage, per_pass, summary, timeline)  # the slider: _layout places it with the navigation
+
+
+def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, quiz: gr.Checkbox) -> Page:
+    trace = gr.State(None)
+    with gr.Accordion("Prompt and settings", open=True, elem_id="controls") as controls:
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=4):
+                prompt = gr.Textbox(label="Prompt", value=EXAMPLES["code"], lines=2, max_lines=6, elem_id="prompt")
+                gr.Examples([[text] for text in EXAMPLES.values()], inputs=[prompt], label="Example prompts",
+                            example_labels=[f"{name}: {text}" for name, text in EXAMPLES.items()])
+                # the shipped recordings (examples.EXAMPLES), opened by index; the status says what each shows
+                examples = gr.Dataset(
+                    components=["textbox"], samples=[[e.title] for e in RECORDED.values()], type="index",
+                    label="Recorded examples (real runs of the packaged pair: open one, no model needed)",
+                    elem_id="recorded-examples", samples_per_page=len(RECORDED))
+            with gr.Column(scale=1, min_width=250):  # "Download trace (JSON)" on one line
+                generate = gr.Button("Generate", variant="primary", elem_id="generate")
+                baseline = gr.Button("Baseline", elem_id="baseline")
+                download = gr.DownloadButton("Download trace (JSON)", value=None, interactive=False,
+                                             elem_id="download-trace", size="md")
+                pack = gr.Button("Make a lecture pack", elem_id="make-pack", size="md")
+                pack_file = gr.File(label="Lecture pack (trace + quiz)", interactive=False, elem_id="pack-file",
+                                    height=70)
+                quiz_state = gr.Textbox(visible=False)
+        preset, settings, drafter, adaptive, draft_layers, tree_widths = _settings_row(presets, default_preset)
+        with gr.Row(equal_height=True):
+            info = gr.HTML(render.placeholder("Loading models…"), label="Run info", elem_id="run-info")
+            upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
+                             elem_id="trace-upload", height=90, scale=0, min_width=280)
+    status = gr.HTML("", label="Status", elem_id="status")
+    with gr.Row(elem_id="sv-nav", equal_height=True):
+        previous = gr.Button("Previous round", elem_id="prev-round", scale=0, min_width=200)
+        slider = gr.Slider(1, 2, value=1, step=1, label="Round", info="← → keys step through the rounds",
+                           interactive=False, elem_id="round-slider", scale=4)
+        next_ = gr.Button("Next round", elem_id="next-round", scale=0, min_width=200)
+        play = gr.Button("Play", elem_id="play", scale=0, min_width=110)
+        pace = gr.Slider(0.3, 5, value=1.5, step=0.1, label="Seconds per round", elem_id="pace", scale=1,
+                         min_width=190)
+    timer = gr.Timer(1.5, active=False)
+    panels = _panels()
+    panels.slider = slider
+    return Page(trace, lecture, quiz, controls, prompt, preset, settings, drafter, adaptive, draft_layers, tree_widths,
+                generate,
+                baseline, info, status, download, pack, pack_file, quiz_state, upload, examples, previous, next_,
+                play, pace, timer, panels)
+
+
+# --- events: all the wiring, in one place -------------------------------------------------------------------
+
+def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
+    nav, step_view = [p.trace, p.panels.slider, p.lecture], p.panels.step_outputs()
+    # Re-rendering records needs no model and no queue. Navigation and Generate take their inputs as sent
+    # (preprocess=False) and check them themselves, so a bad value from an API client gets a message, not a
+    # traceback from a component's preprocessing.
+    quick = dict(show_progress="hidden", concurrency_limit=None)
+    steps = dict(quick, preprocess=False, queue=False)
+    loads = dict(show_progress_on=[p.info], concurrency_limit=None)  # EngineCache makes loading safe to share
+    one_model_run = dict(show_progress_on=[p.status], concurrency_id=MODEL_RUNS)  # limit: serving.limit_model_runs
+    private = dict(api_visibility="private")
+
+    # The first load opens a recorded example at once, outside the queue (the model's load may take minutes on a
+    # first start), so the page is never empty; the model's load then leaves the status line to it.
+    demo.load(models.open_first_example, [p.lecture], p.outputs.all(), queue=False, **private, **quick)
+    demo.load(models.show_model_pair_first, [p.preset], [p.info, p.status], **private, **loads)
+    p.preset.change(models.show_model_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)
+    # Generate pressed during a run: the first listener stops the running one after its round; the second
+    # queues the new run, which starts when the model is free. ("multiple": the page sends every press at once.
+    # "always_last" would hold the press back until the old run ended, then send both listeners, and the stop
+    # could then hit the new run.)
+    p.generate.click(models.stop, None, None, api_name="stop", **quick)
+    p.generate.click(models.generate, [p.prompt, p.preset, *p.settings.all(), p.lecture, p.drafter, p.adaptive,
+                                      p.draft_layers, p.tree_widths],
+                     p.outputs.all(), api_name="generate", preprocess=False, trigger_mode="multiple",
+                     **one_model_run)
+    p.baseline.click(models.baseline, [p.trace, p.preset], p.outputs.of_baseline(), api_name="baseline",
+                     **one_model_run)
+    p.upload.upload(models.open_trace, [p.upload, p.lecture, p.preset], p.outputs.of_open(), api_name="open_trace",
+                    show_progress="minimal")
+    p.examples.click(models.open_example, [p.examples, p.lecture], p.outputs.all(), api_name="open_example",
+                     **quick)
+    # Stepping: the browser shows the round at once (each event's js, keys.js), then tells the server, which
+    # moves the slider and the chart's mark. Only /show_round is public: the buttons' number is the new round.
+    # "multiple": every press steps (Gradio's default drops a press while the one before awaits the server).
+    p.previous.click(show_round, nav, step_view, js=STEP_JS[-1], api_name="previous_round", trigger_mode="multiple",
+                     **private, **steps)
+    p.next.click(show_round, nav, step_view, js=STEP_JS[1], api_name="next_round", trigger_mode="multiple",
+                 **private, **steps)
+    p.panels.slider.input(show_round, nav, step_view, js=SHOW_JS, api_name="show_round", trigger_mode="always_last",
+                          **steps)
+    player = Player(p.timer, p.play, p.panels)
+    p.play.click(player.toggle, [p.play, *nav], player.outputs(), js=PLAY_JS, **private, **quick)
+    p.timer.tick(player.tick, nav, player.outputs(), js=STEP_JS[1], **private, **quick)
+    p.pace.change(lambda seconds: gr.Timer(value=seconds), [p.pace], [p.timer], **private, **quick)
+    p.lecture.change(None, [p.lecture], None, js="(on) => { document.body.classList.toggle('sv-lecture', on); }")
+    p.lecture.change(lecture_mode(p.controls, p.panels), [p.lecture, p.trace, p.panels.slider],
+                     [p.controls, p.panels.per_pass, p.panels.timeline], **private, **quick)
+    p.quiz.change(None, [p.quiz], None, js="(on) => { window.svQuiz(on); }")
+    p.pack.click(lecture_pack, [p.trace, p.quiz_state], [p.pack_file, p.status], api_name="lecture_pack",
+                 js="(trace, state) => [trace, window.svQuizState()]", **quick)

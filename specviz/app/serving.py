@@ -1,0 +1,273 @@
+"""What the server holds for everyone: the models, the GPU wrapper, the runs in progress, the launch settings.
+
+Models are process-wide (`EngineCache`, behind a lock); each browser session's trace lives in `gr.State` in the
+page. Only the functions here marked `@gpu` run a model. On ZeroGPU (Hugging Face's shared GPUs) each call of
+one is pickled to a worker process forked from this one, where the GPU exists, and what it returns or yields is
+pickled back. So their arguments are plain values (an `EngineRef` names the pair: the worker finds the models
+it inherited from this process), they return or yield plain CPU data (traces, rows, numbers), never tensors or
+callables, and each asks for a `duration` bounded by a named formula (`run_seconds`).
+
+Tests inject tiny models with a loader of their own: any callable `(preset, progress) -> Engine`.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import gradio as gr
+
+from specviz.lab import compare
+from specviz.measure import costs
+from specviz.engine.engine import Engine, RunSettings
+from specviz.settings.bounds import Progress
+from specviz.view.style import palette_css
+from specviz.record.trace import MAX_TRACE_BYTES
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+EngineLoader = Callable[[str, Progress], Engine]
+# Model runs (Generate, Baseline, the Lab's comparison) at once, across all sessions; the rest wait in Gradio's
+# queue. On a CPU two runs only split the same cores (each gets slower, none finishes sooner), so 1; a GPU with
+# memory to spare may take more (app.py --concurrency). Stepping through recorded rounds never waits for these.
+DEFAULT_CONCURRENCY = 1
+MODEL_RUNS = "model"  # the concurrency group of every event that runs a model
+# Sessions whose state (their trace, ~7 kB per generated token: 0.5 MB at 64 tokens, 4 MB at 512) the server
+# keeps; past this, Gradio drops the least recently used. A closed tab's state goes an hour after closing.
+SESSIONS_KEPT = 200
+
+try:  # On ZeroGPU a GPU exists only inside functions decorated with spaces.GPU; elsewhere this is a no-op.
+    import spaces
+
+    gpu = spaces.GPU
+except ImportError:
+    def gpu(duration=None):
+        return lambda fn: fn
+
+# The GPU time a call asks ZeroGPU for, in seconds: a start (the worker moves the weights to the GPU on its first
+# call) plus an allowance per generated token. The allowance is a chosen bound, not a measurement: 0.12 s (a floor
+# of 8.3 tokens/s), where the GPU check's side by side (tools/gpu_check.sh) gives the tokens/s to check it
+# against. ZeroGPU charges the time used, not the time asked; a lower ask queues sooner.
+GPU_START_S = 20
+GPU_S_PER_TOKEN = 0.12
+COSTS_S = 90  # the cost measurement: 27–30 s on this 2-core CPU (README, "Why it pays"), a third of this
+
+
+def run_seconds(max_new_tokens: int, runs: int = 1) -> int:
+    """The duration asked for `runs` runs of up to max_new_tokens each: run_seconds(64) -> 28."""
+    return round(GPU_START_S + runs * max_new_tokens * GPU_S_PER_TOKEN)
+
+
+# --- the models, shared by every session ---------------------------------------------------------------------
+
+class EngineCache:
+    """The process-wide models: the newest Engine loaded, by preset.
+
+    One pair is kept (two rarely fit in memory together); the old one is replaced only once the new one has
+    loaded, so a pair that fails to load (a hub model, offline) leaves the working one in place. A preset
+    loads once however many sessions ask for it, and loading one never blocks sessions using another."""
+
+    def __init__(self, load_pair: Callable[..., Any] | None = None):
+        self._load_pair = load_pair or _load_pair
+        self._lock = threading.Lock()  # guards the two dicts below
+        self._engines: dict[str, Engine] = {}
+        self._loading: dict[str, threading.Lock] = {}
+
+    def __call__(self, preset: str, progress: Progress | None = None) -> Engine:
+        with self._lock:
+            if preset in self._engines:
+                return self._engines[preset]
+            loading = self._loading.setdefault(preset, threading.Lock())
+        with loading:
+            with self._lock:
+                if preset in self._engines:  # another session loaded it while we waited
+                    return self._engines[preset]
+            engine = Engine.from_pair(self._load_pair(preset=preset, progress=progress))
+            engine.warm_up()  # kernel selection happens now, not inside the first Generate's round 1
+            with self._lock:
+                self._engines = {preset: engine}
+            return engine
+
+    def clear(self) -> None:
+        """Forget every loaded engine, so its memory can go back (a test that is done with a real pair)."""
+        with self._lock:
+            self._engines = {}
+
+    def loaded(self, preset: str) -> Engine | None:
+        """The engine for preset if it is in memory now; never loads one."""
+        with self._lock:
+            return self._engines.get(preset)
+
+
+def _load_pair(**kwargs):
+    from specviz.engine.pairs import load_pair  # loading pulls in the GGUF machinery: only when a pair is first asked for
+
+    return load_pair(**kwargs)
+
+
+default_engine_loader = EngineCache()
+
+
+def preset_labels() -> dict[str, str]:
+    """Every model pair this specviz knows: preset name -> the label the page shows."""
+    from specviz.engine.pairs import PRESETS
+
+    return {name: preset.label for name, preset in PRESETS.items()}
+
+
+# --- the calls that run a model --------------------------------------------------------------------------------
+
+LOADERS: dict[str, EngineLoader] = {}  # every loader a page runs models with, by EngineRef.loader
+
+
+@dataclass(frozen=True)
+class EngineRef:
+    """A loaded pair by name, for the calls that cross the GPU boundary (two strings pickle in microseconds;
+    an Engine would pickle gigabytes of weights). On ZeroGPU the worker resolves it in the LOADERS it inherited
+    when it was forked, with the models in them."""
+
+    loader: str
+    preset: str
+
+    def engine(self) -> Engine:
+        return LOADERS[self.loader](self.preset, lambda *_: None)  # loaded already: its cached pair comes back
+
+
+def engine_ref(get_engine: EngineLoader, preset: str) -> EngineRef:
+    key = f"{type(get_engine).__name__}-{id(get_engine)}"  # kept in LOADERS for good, so the id is never reused
+    LOADERS.setdefault(key, get_engine)
+    return EngineRef(key, preset)
+
+
+def _run_duration(ref, prompt, settings) -> int:
+    return run_seconds(settings.max_new_tokens)
+
+
+def _compare_duration(ref, prompt, settings, ks, layers=(0,)) -> int:
+    return run_seconds(settings.max_new_tokens, runs=len(compare.plan(tuple(ks), layers=tuple(layers))))
+
+
+@gpu(duration=_run_duration)
+def stream_traces(ref: EngineRef, prompt: str, settings: RunSettings):
+    """The model-bound part of Generate: the trace so far after each round (plain CPU data, safe for State)."""
+    run = ref.engine().start(prompt, settings)
+    for _ in run:
+        yield run.trace()
+
+
+@gpu(duration=_run_duration)
+def run_baseline(ref: EngineRef, prompt: str, settings: RunSettings):
+    return ref.engine().baseline(prompt, settings)
+
+
+@gpu(duration=_compare_duration)
+def stream_comparison(ref: EngineRef, prompt: str, settings: RunSettings, ks: tuple[int, ...],
+                      layers: tuple[int, ...] = (0,)):
+    """The model-bound part of the Lab's comparison: one CompareRow per finished run (plain data); `layers`:
+    self-speculation's N values."""
+    yield from compare.compare_drafters(ref.engine(), prompt, settings, ks, layers=layers)
+
+
+class CostCache:
+    """Pass times measured per pair, kept for the process: a measurement takes tens of seconds and the pair's
+    costs do not change while it is loaded."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._profiles: dict[str, costs.CostProfile] = {}
+
+    def get(self, preset: str) -> costs.CostProfile | None:
+        with self._lock:
+            return self._profiles.get(preset)
+
+    def put(self, preset: str, profile: costs.CostProfile) -> None:
+        with self._lock:
+            self._profiles[preset] = profile
+
+
+@dataclass(frozen=True)
+class Step:
+    """How far a measurement is (a callback cannot cross the GPU boundary; this travels back as data)."""
+
+    fraction: float
+    text: str
+
+
+@gpu(duration=COSTS_S)
+def measure_pair_costs(ref: EngineRef):
+    """The model-bound part of the cost panel: a Step now and then, and last the CostProfile (plain numbers).
+    The measurement runs in a thread of the decorated call, handing its steps over a queue."""
+    steps: queue.SimpleQueue = queue.SimpleQueue()
+    result: dict = {}
+
+    def measure():
+        try:
+            result["profile"] = costs.measure_costs(ref.engine(), progress=lambda f, text: steps.put(Step(f, text)))
+        except BaseException as e:  # re-raised below, in the caller's thread
+            result["error"] = e
+        steps.put(None)
+
+    threading.Thread(target=measure, name="specviz-costs", daemon=True).start()
+    while (step := steps.get()) is not None:
+        yield step
+    if "error" in result:
+        raise result["error"]
+    yield result["profile"]
+
+
+class Runs:
+    """The Generate running in each browser session, so that pressing Generate again stops it after its current
+    round (the new run waits for the model either way; without this it would wait for the whole old run)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._stops: dict[str, threading.Event] = {}  # session -> the stop flag of its running Generate
+
+    @contextmanager
+    def running(self, session: str | None):
+        """A stop flag for one run, registered under its session while the run lasts (then forgotten)."""
+        stop = threading.Event()
+        with self._lock:
+            if session:
+                self._stops[session] = stop
+        try:
+            yield stop
+        finally:
+            with self._lock:
+                if session and self._stops.get(session) is stop:
+                    del self._stops[session]
+
+    def stop(self, session: str | None) -> None:
+        with self._lock:
+            stop = self._stops.get(session)
+        if stop is not None:
+            stop.set()
+
+
+# --- the server ----------------------------------------------------------------------------------------------
+
+def check_concurrency(concurrency) -> int:
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a whole number of at least 1, got {concurrency!r}")
+    return concurrency
+
+
+def limit_model_runs(demo: gr.Blocks, concurrency: int) -> None:
+    """Every event of the MODEL_RUNS group (Generate, Baseline, the Lab's comparison) shares one limit. Gradio
+    keeps the lowest limit any event of a group names, so it is set on all of them, once all are wired."""
+    for fn in demo.fns.values():
+        if fn.concurrency_id == MODEL_RUNS:
+            fn.concurrency_limit = concurrency
+
+
+def launch_kwargs() -> dict:
+    """Theme, CSS and JS for `demo.launch(...)` (Gradio 6 takes them there, not in Blocks), and the server's
+    bounds: upload size, sessions kept."""
+    return dict(theme=gr.themes.Default(primary_hue="blue", neutral_hue="slate", text_size="lg"), show_error=True,
+                css=palette_css(), css_paths=[ASSETS / "style.css"],
+                js=(ASSETS / "keys.js").read_text(encoding="utf-8"),
+                max_file_size=MAX_TRACE_BYTES,  # an upload larger than any trace is refused before it lands
+                state_session_capacity=SESSIONS_KEPT)

@@ -1,0 +1,64 @@
+"""What a drafter declares: `Drafter` (its key, label, where its drafts come from, its parameters and the sentences
+the round view says about it) and `Param` (one setting of a drafter, with its default and bound).
+
+A drafter is data, not code that runs a model: the engine reads `source` and `tree` to run it, the page, the CLI,
+the API, the bench and the Lab read the rest. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+# Where a drafter's drafts come from (Drafter.source): what the engine runs to get them.
+DRAFT_MODEL = "draft model"  # the pair's smaller model steps once per draft, with its own KV cache
+TARGET_LAYERS = "target layers"  # the target's first N layers, its final norm and LM head step once per draft
+EARLIER_TEXT = "earlier text"  # no model: `Drafter.propose` copies tokens; q is a point mass on each
+
+
+@dataclass(frozen=True)
+class Param:
+    """One setting that only some drafters read (the run's other settings, K and the sampling, every drafter reads)."""
+
+    name: str  # the RunSettings field
+    label: str  # as the page and messages say it
+    flag: str  # the CLI's option
+    help: str  # one line: what it does, its default in words
+
+
+@dataclass(frozen=True)
+class Drafter:
+    """A way for a round to get its drafts. `key` is what RunSettings.drafter, trace files, the API and the CLI's
+    --drafter say; it never changes once shipped (old traces name it)."""
+
+    key: str
+    label: str  # what people read: the page's choice, the Lab's table, the CLI's help
+    source: str  # DRAFT_MODEL, TARGET_LAYERS or EARLIER_TEXT
+    proposed: Callable[[int, str, str], str] | None = None  # a chain round's sentence in the round view: (k, the
+    #                                                         drafts as quoted HTML, the draft's escaped name) -> HTML
+    tree: bool = False  # drafts a tree of continuations (engine/tree_run.py) instead of a chain; the tree view
+    #                     draws and explains its rounds  # drafts a tree of continuations (engine/tree_run.py) instead of a chain
+    params: tuple[Param, ...] = ()
+    propose: Callable[[list[int], int], list[int]] | None = None  # EARLIER_TEXT: (ids so far, k) -> up to k drafts
+    nothing_found: str = ""  # why a round drafted nothing while tokens were left (a copy with no match)
+    chart_symbol: str = "circle"  # its marker and line in the Lab's comparison chart (a second cue beside colour)
+    chart_dash: str = "solid"
+
+    @property
+    def has_draft_cache(self) -> bool:
+        """Whether a draft KV cache exists to draw: every drafter that runs a model keeps one."""
+        return self.source != EARLIER_TEXT
+
+    @property
+    def chain(self) -> bool:
+        """A chain drafter (one row of K drafts): what the Lab's comparison and the cost model E(α, K) describe."""
+        return not self.tree
+
+    def reads(self, param: str) -> bool:
+        """Whether this drafter reads the RunSettings field `param`."""
+        return any(p.name == param for p in self.params)
+
+
+def plural(n: int, word: str) -> str:
+    """1 -> '1 token', 3 -> '3 tokens'."""
+    return f"{n} {word}{'s' * (n != 1)}"

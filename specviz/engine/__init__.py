@@ -1,0 +1,8 @@
+"""The engine: model pairs (presets, the packaged offline pair), the draft-and-verify runs (chain and tree)
+that record every round, the lean draft pass, the quantized draft.
+
+Imports settings, drafters, record and algorithm; never the view, the Lab or the page. `Engine` and
+`RunSettings` are importable from here (`from specviz.engine import Engine, RunSettings`).
+"""
+
+from specviz.engine.engine import Engine, RunSettings  # noqa: E402,F401  the Python API's entry points

@@ -1,0 +1,115 @@
+"""What every speculative run shares, whatever drafts: a forward pass over the tokens a KV cache lacks, the
+cache's rollback, and `DecodingRun`, the run's state (the committed ids, both caches, the seeded generator),
+its iteration round by round with the time each took, the commit rule (cut after EOS or max_new_tokens) and
+its trace. The chain (engine.SpeculativeRun) and the tree (tree_run.TreeRun) each add their own `_round`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import Iterator
+
+import torch
+from transformers import DynamicCache
+
+from specviz.engine.lean import LeanCache
+from specviz.record.trace import Round, TokenProb, Trace, summarize
+
+TOP_N = 10  # candidates recorded per position for the bars
+
+
+def forward(model, tokens: list[int], cache: DynamicCache | LeanCache, keep: int) -> torch.Tensor:
+    """Feed tokens through model with its cache; logits (keep, V) for the last `keep` positions, on CPU. A
+    LeanCache (a draft's, see lean.py) runs its decoder's lean pass over the same model instead."""
+    if not tokens:
+        raise ValueError("nothing to feed")
+    if isinstance(cache, LeanCache):
+        return cache.decoder(tokens, cache, keep)
+    device = next(model.parameters()).device
+    out = model(input_ids=torch.tensor([tokens], device=device), cache=cache, use_cache=True, logits_to_keep=keep)
+    return out.logits[0].float().cpu()
+
+
+def rollback(cache: DynamicCache | LeanCache, keep: int) -> None:
+    """Crop a cache to its first `keep` positions (transformers 5: crop(-n) removes the last n)."""
+    extra = cache.get_seq_length() - keep
+    if extra > 0:
+        cache.crop(-extra)
+
+
+class DecodingRun:
+    """One run. Iterate it to get rounds; `trace()` at any point gives the record so far. Subclasses define
+    `_round() -> Round`; `settings` is the RunSettings as the trace records them (with the values used)."""
+
+    def __init__(self, engine, prompt: str, settings, details: bool = True):
+        self.e, self.prompt, self.s, self.details = engine, prompt, settings, details
+        self.prompt_ids = engine.encode(prompt, settings)
+        self.drafter, self.drafter_name = engine.draft_for(settings)  # None for prompt lookup
+        self.ids = list(self.prompt_ids)
+        self.rounds: list[Round] = []
+        self.gen = torch.Generator().manual_seed(settings.seed)
+        self.draft_cache, self.target_cache = self._new_draft_cache(), DynamicCache()
+        self.elapsed = 0.0  # wall time of the rounds, excluding time the consumer spends between rounds
+        self.stop: str | None = None
+
+    @property
+    def n_new(self) -> int:
+        return len(self.ids) - len(self.prompt_ids)
+
+    def __iter__(self) -> Iterator[Round]:
+        # Inference mode is entered per round, never held across a yield: it belongs to one thread, and a
+        # consumer such as Gradio may resume this generator on another.
+        while self.stop is None:
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                rnd = self._round()
+            self.elapsed += time.perf_counter() - t0
+            self.rounds.append(rnd)
+            yield rnd
+
+    def _round(self) -> Round:
+        raise NotImplementedError
+
+    def _new_draft_cache(self):
+        """The drafter's cache: a LeanCache where the engine drafts with the lean pass (lean.py), else transformers'."""
+        return self.e.new_draft_cache(self.drafter)
+
+    def _cache_lengths(self) -> tuple[int, int]:
+        return self.draft_cache.get_seq_length(), self.target_cache.get_seq_length()
+
+    def _commit(self, new: list[int]) -> list[int]:
+        committed = []
+        for token in new:
+            committed.append(token)
+            if token in self.e.eos_ids:
+                self.stop = "eos"
+                break
+            if self.n_new + len(committed) >= self.s.max_new_tokens:
+                self.stop = "max_new_tokens"
+                break
+        self.ids.extend(committed)
+        return committed
+
+    def _residual_top(self, p_row, q_row, residual, chosen: int) -> list[TokenProb]:
+        """The top tokens of the residual at a rejection (those with mass, and the chosen one), with p and q."""
+        top = torch.topk(residual, min(TOP_N, self.e.vocab)).indices
+        rows = torch.stack([p_row[top], q_row[top], residual[top]]).tolist()
+        return [TokenProb(t, self.e.text(t), pt, qt, rt) for t, pt, qt, rt in zip(top.tolist(), *rows)
+                if rt > 0 or t == chosen]
+
+    def _bonus_top(self, p_row: torch.Tensor) -> list[TokenProb]:
+        """The top tokens of p where the bonus is sampled (after a clean sweep, or the prefill's first token)."""
+        top = torch.topk(p_row, min(TOP_N, self.e.vocab))
+        return [TokenProb(t, self.e.text(t), pt) for t, pt in zip(top.indices.tolist(), top.values.tolist())]
+
+    def trace(self) -> Trace:
+        e = self.e
+        new = self.ids[len(self.prompt_ids):]
+        settings = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.s).items()}  # as JSON reads
+        return Trace(
+            settings=settings, draft_model=self.drafter_name,
+            target_model=e.target_name, device=e.device,
+            dtype=e.dtype, prompt=self.prompt, prompt_token_ids=list(self.prompt_ids), rounds=list(self.rounds),
+            output_token_ids=new, output_text=e.tokenizer.decode(new, skip_special_tokens=True),
+            summary=summarize(self.rounds, self.elapsed), eos_token_ids=sorted(e.eos_ids))

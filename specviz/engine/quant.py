@@ -1,0 +1,164 @@
+"""A lighter draft: its linear layers with int8 weights (one scale per output row) or int4 weights (a scale and a
+zero per group of 32 inputs), on CPU.
+
+Why only the draft, and why this is still exact: speculative decoding is lossless for ANY draft distribution
+q, as long as verification uses the q the draft really sampled from, which the engine always does. A
+quantized draft is simply another draft model; the target, whose distribution the output follows, keeps
+its full weights. On a CPU a draft step is bound by reading its weights from memory, most of them in the
+linear layers, so fewer bits per weight make a step cheaper while the distribution moves a little (the
+measured step times and acceptance are in docs/engine.md).
+
+The embedded draft is itself a dequantized GGUF (~6 bits per weight), so 8 bits per weight add little error and
+4 bits some; `--draft-weights auto` takes whichever this CPU runs fastest (`fastest_weights`).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+from torch import nn
+
+from specviz.settings.bounds import DRAFT_WEIGHTS
+
+FULL, INT8, INT4 = "full", "int8", "int4"  # the weights a draft can run with (options.DRAFT_WEIGHTS adds "auto")
+
+
+class Int8Linear(nn.Module):
+    """y = x W^T + b with W stored as int8 rows times one scale per row (symmetric, round to nearest)."""
+
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        w = linear.weight.detach().float()
+        scale = w.abs().amax(dim=1).clamp(min=1e-12) / 127
+        self.register_buffer("weight_int8", (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8))
+        self.register_buffer("scale", scale.to(linear.weight.dtype))
+        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().clone())
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features).to(self.scale.dtype)
+        y = torch.ops.aten._weight_int8pack_mm(flat, self.weight_int8, self.scale)  # one fused kernel
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+
+class Int4Linear(nn.Module):
+    """y = x W^T + b with W stored as 4-bit codes: each group of 32 weights along a row keeps its minimum and a step
+    (max − min) / 15, and a weight is code · step + minimum (asymmetric, round to nearest). Packed in the layout of
+    torch's CPU kernel (`_weight_int4pack_mm_for_cpu`), which computes with the dequantized weights in one pass.
+
+    torch stores a group as (scale, zero) with w = (code − 8) · scale + zero, so zero = minimum + 8 · scale."""
+
+    GROUP = 32  # inputs per scale and zero: the smallest group torch's kernel takes, the closest to the weights
+
+    @classmethod
+    def fits(cls, linear: nn.Linear) -> bool:
+        """torch's kernel wants whole groups along the input and outputs in multiples of 16."""
+        return linear.in_features % cls.GROUP == 0 and linear.out_features % 16 == 0
+
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        n, k = linear.out_features, linear.in_features
+        groups = linear.weight.detach().float().reshape(n, k // self.GROUP, self.GROUP)
+        low, high = groups.amin(-1, keepdim=True), groups.amax(-1, keepdim=True)
+        scale = (high - low).clamp(min=1e-12) / 15
+        codes = ((groups - low) / scale).round().clamp(0, 15).to(torch.int32).reshape(n, k)
+        self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1))  # (N, K/2) uint8
+        zero = low + 8 * scale
+        scales_and_zeros = torch.stack([scale.reshape(n, -1), zero.reshape(n, -1)], -1).transpose(0, 1)  # (K/32, N, 2)
+        self.register_buffer("scales_and_zeros", scales_and_zeros.contiguous().to(linear.weight.dtype))
+        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().clone())
+        self.in_features, self.out_features = k, n
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features).to(self.scales_and_zeros.dtype)
+        y = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, self.GROUP, self.scales_and_zeros)
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+
+PACKED = {INT8: Int8Linear, INT4: Int4Linear}
+
+
+def pick_weights(draft_weights: str, device: str, dtype: torch.dtype = torch.float32) -> str:
+    """The weights the draft runs with: FULL, INT8 or INT4. "auto": on CPU, whichever this CPU runs a draft
+    fastest (fastest_weights), full weights elsewhere (int8 and int4 are CPU kernels here)."""
+    if draft_weights not in DRAFT_WEIGHTS:
+        raise ValueError(f"draft weights must be one of {', '.join(DRAFT_WEIGHTS)}, got {draft_weights!r}")
+    if draft_weights != "auto":
+        return draft_weights
+    return fastest_weights(dtype) if device == "cpu" else FULL
+
+
+_FASTEST: dict[torch.dtype, str] = {}  # measured once per process and dtype
+_STEPS_PER_PROMPT = 48  # a run's draft steps for each prompt the draft encodes (a 48-token answer, about K per round)
+
+
+def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), layers: int = 8) -> str:
+    """Time a stack of draft-sized linear layers (Qwen2.5-0.5B's MLP) with each kind of weights, for one row (a
+    decoding step) and for 32 (a prompt), and return the kind whose typical run costs least: 48 steps and one
+    prompt. The stack is larger than a CPU's caches (8 layers: 70 MB in bfloat16), so it is timed reading from
+    memory as a draft's step does; one layer timed alone stays in cache and misleads. Under a second here, once.
+
+    Why both row counts: an int8 or int4 kernel that wins a step by 2-4x can lose a prompt's many rows (here int4
+    is 1.5x slower than bfloat16 on 32 rows). A kind no faster than the full weights at one row is not timed on 32:
+    it cannot win, and where its kernel is slow (an AVX2-only CPU ran int8 30x slower than float32 at one row, 7x
+    at 32) that timing alone would take seconds."""
+    if dtype not in _FASTEST:
+        with torch.inference_mode():
+            one, many = (torch.randn(rows, shape[0], dtype=dtype) for rows in (1, 32))
+            stack = [nn.Linear(*shape, bias=False).to(dtype) for _ in range(layers)]
+            full_one = _time(stack, one)
+            costs = {FULL: _STEPS_PER_PROMPT * full_one + _time(stack, many)}
+            for kind in (INT8, INT4):
+                try:
+                    packed = [PACKED[kind](linear) for linear in stack]
+                    packed_one = _time(packed, one, repeats=3)
+                    if packed_one < 0.9 * full_one:
+                        costs[kind] = _STEPS_PER_PROMPT * packed_one + _time(packed, many, repeats=3)
+                except RuntimeError:  # a kernel this torch build or CPU lacks (int4 for float16, say)
+                    continue
+        _FASTEST[dtype] = min(costs, key=costs.get)
+    return _FASTEST[dtype]
+
+
+def _time(stack: list[nn.Module], x: torch.Tensor, repeats: int = 5) -> float:
+    """Median seconds of running x through every layer of the stack in turn, after one warm-up pass."""
+    for layer in stack:
+        layer(x)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for layer in stack:
+            layer(x)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def weights_name(draft_name: str, weights: str) -> str:
+    """The name of a draft as the app, the CLI, traces and the bench show it: "… (int8)", "… (int4)" or as is."""
+    return draft_name if weights == FULL else f"{draft_name} ({weights})"
+
+
+def quantize_linears(model: nn.Module, weights: str = INT8) -> nn.Module:
+    """Replace the model's nn.Linear layers by int8 or int4 ones, in place (the full-precision weights are freed,
+    except where shared with an embedding).
+
+    int4 keeps two kinds of layer at int8: the LM head, whose rounding moves the logits themselves (4 bits there cost
+    the packaged draft a tenth of its greedy agreement with the target, 0.765 against 0.796, for 1.1 ms a step;
+    docs/engine.md), and any layer int4's kernel cannot take (Int4Linear.fits)."""
+    if weights not in PACKED:
+        raise ValueError(f"quantize to {' or '.join(PACKED)}, not {weights!r}")
+    if next(model.parameters()).device.type != "cpu":
+        raise ValueError(f"{weights} draft weights are implemented for CPU only")
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    for module in list(model.modules()):
+        for name, child in list(module.named_children()):
+            if isinstance(child, nn.Linear):
+                kind = INT4 if weights == INT4 and child is not head and Int4Linear.fits(child) else INT8
+                setattr(module, name, PACKED[kind](child))
+    return model

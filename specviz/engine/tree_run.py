@@ -1,0 +1,140 @@
+"""A run of the tree drafter: each round the draft proposes a tree of continuations, the target scores every node
+in ONE pass, and the longest surviving path is committed (tree.py's rule: exact at every temperature).
+
+    trace = Engine(draft, target, tokenizer).run(prompt, RunSettings(drafter="tree", tree_widths=(2, 2, 1, 1)))
+
+A round, with the same invariant between rounds as the chain (engine.py: `ids` holds prompt + committed tokens,
+each cache every token of `ids` but the last, at most):
+1. draft: tree_pass.draft_tree, one draft pass per depth (every node of a depth at once, with the tree's mask);
+2. score: tree_pass.score_tree, one target pass over the tokens its cache lacks and every node;
+3. verify: tree.verify_tree walks from the root, accepting at most one child per node;
+4. commit the path's tokens and the next token (cut after EOS or max_new_tokens, as the chain does), and both
+   caches keep exactly the root and the committed part of the path (tree_pass.keep_path: an index-select, since
+   the accepted nodes are not contiguous in the cache).
+Round 1 is the target's prefill alone, as in a chain run, and the tree is cut shallower when fewer tokens are left
+than its depth + 1 (a round with one token left is a plain target step).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import torch
+from transformers import DynamicCache
+
+from specviz.engine.decoding import DecodingRun, forward
+from specviz.settings.bounds import TREE
+from specviz.algorithm.sampling import sample, warp
+from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, CacheLengths, DraftPosition, Round, TokenProb, TreeRecord
+from specviz.algorithm.tree import TreeShape, TreeVerdict, verify_tree
+from specviz.engine.tree_pass import draft_tree, keep_path, score_tree
+
+
+class TreeRun(DecodingRun):
+    """One run of the tree drafter. Iterate it to get rounds; `trace()` at any point gives the record so far."""
+
+    def __init__(self, engine, prompt: str, settings, details: bool = True):
+        settings = replace(settings, tree_widths=settings.widths)  # the trace records the widths used
+        super().__init__(engine, prompt, settings, details)
+        self._shapes: dict[tuple[int, ...], TreeShape] = {}
+
+    def _new_draft_cache(self) -> DynamicCache:
+        """transformers' cache: a tree is drafted with a 4D mask and its path kept by an index-select (tree_pass.py),
+        which the lean pass does not do."""
+        return DynamicCache()
+
+    def _shape(self, depth: int) -> TreeShape:
+        """The set tree, cut to its first `depth` depths (near max_new_tokens)."""
+        widths = self.s.tree_widths[:depth]
+        if widths not in self._shapes:
+            self._shapes[widths] = TreeShape(widths)
+        return self._shapes[widths]
+
+    def _round(self) -> Round:
+        left = self.s.max_new_tokens - self.n_new
+        # A round yields at most depth + 1 tokens: never draft past max_new_tokens. Round 1 is the prefill.
+        depth = min(len(self.s.tree_widths), left - 1) if self.rounds else 0
+        return self._tree_round(self._shape(depth)) if depth else self._target_step()
+
+    def _tree_round(self, tree: TreeShape) -> Round:
+        e, s = self.e, self.s
+        root_slot = len(self.ids) - 1  # the root, the last committed token, sits here in both caches
+
+        # 1. Draft: the tree, depth by depth; children i.i.d. from q (greedy: the draft's top tokens).
+        before = self._cache_lengths()
+        t0 = time.perf_counter()
+        tokens, q = draft_tree(self.drafter, self.draft_cache, self.ids[self.draft_cache.get_seq_length():], tree,
+                               s.sampling, e.vocab, self.gen)
+        e._sync()
+        t1 = time.perf_counter()
+        drafted = self._cache_lengths()
+
+        # 2. Target: ONE pass over the tokens its cache lacks and every node; p has a row per node.
+        logits = score_tree(e.target, self.target_cache, self.ids[self.target_cache.get_seq_length():], tree, tokens)
+        p = warp(logits[:, :e.vocab], s.sampling)
+
+        # 3. Verify: the surviving path, then a replacement from the last residual or a bonus at a leaf.
+        verdict = verify_tree(tree, tokens, p, q, self.gen, greedy=s.sampling.greedy)
+        e._sync()
+        t2 = time.perf_counter()
+        verified = self._cache_lengths()
+
+        # 4. Commit (cut at EOS or max_new_tokens); both caches keep the root and the committed path nodes only.
+        committed = self._commit([tokens[i] for i in verdict.path] + [verdict.next_token])
+        kept = [0] + verdict.path[:len(committed) - 1]  # the last committed token is fed next round
+        keep_path(self.target_cache, root_slot, kept)
+        keep_path(self.draft_cache, root_slot, kept)
+        lengths = [before, drafted, verified, self._cache_lengths()]  # (draft, target) at each moment
+        cache = CacheLengths(draft=[d for d, _ in lengths], target=[t for _, t in lengths])
+        return self._record(tree, tokens, p, q, verdict, committed, t1 - t0, t2 - t1, cache)
+
+    def _target_step(self) -> Round:
+        """One target pass and one token, no drafts: round 1 (the prefill, exactly as in a chain run) or the last
+        token before max_new_tokens."""
+        e = self.e
+        before = self._cache_lengths()
+        t0 = time.perf_counter()
+        p = warp(forward(e.target, self.ids[self.target_cache.get_seq_length():], self.target_cache, 1)[:, :e.vocab],
+                 self.s.sampling)[0]
+        x = int(sample(p[None], self.gen)[0])
+        e._sync()
+        t1 = time.perf_counter()
+        after = self._cache_lengths()
+        committed = self._commit([x])
+        cache = CacheLengths(draft=[before[0]] * 4, target=[before[1], before[1], after[1], after[1]])
+        return Round(index=len(self.rounds), k=0, drafts=[], n_accepted=0,
+                     next_token=TokenProb(x, e.text(x), float(p[x])), next_kind=BONUS, residual=None,
+                     bonus_candidates=self._bonus_top(p) if self.details else None, committed_ids=committed,
+                     draft_time_s=0.0, verify_time_s=t1 - t0, stop=self.stop, cache=cache, drafter=TREE)
+
+    def _record(self, tree: TreeShape, tokens: list[int], p: torch.Tensor, q: torch.Tensor, v: TreeVerdict,
+                committed: list[int], draft_time: float, verify_time: float, cache: CacheLengths) -> Round:
+        """Turn one tree round's tensors into a Round: the drafted nodes as its drafts, breadth-first, each with p
+        and q read at its parent (where it was drafted and tested), and the shape and path as its TreeRecord."""
+        e = self.e
+        parents = torch.tensor(tree.parents[1:], dtype=torch.long)
+        index = torch.tensor(tokens[1:], dtype=torch.long)
+        p_x, q_x = p[parents, index].tolist(), q[parents, index].tolist()
+        # sum(min(p, q)) at a node is the chance its FIRST child is accepted; later siblings face a residual
+        overlaps = torch.minimum(p, q).sum(-1).tolist() if self.details else []
+        drafts = []
+        for i in range(1, tree.n_nodes):
+            first = v.fates[i] != DISCARDED and tree.kids[tree.parents[i]][0] == i
+            drafts.append(DraftPosition(
+                token_id=tokens[i], text=e.text(tokens[i]), q=q_x[i - 1], p=p_x[i - 1], fate=v.fates[i],
+                accept_prob=v.accept_probs[i], uniform=v.uniforms[i],
+                overlap=overlaps[tree.parents[i]] if self.details and first else None))
+        last, nxt = (v.path[-1] if v.path else 0), v.next_token
+        rejected = v.next_kind == REPLACEMENT
+        sampled = rejected and v.residual is not None  # greedy replaces with the target's argmax: no residual
+        residual = self._residual_top(p[last], q[last], v.residual, nxt) if self.details and sampled else None
+        next_prob = TokenProb(nxt, e.text(nxt), float(p[last, nxt]), float(q[last, nxt]) if rejected else None,
+                              float(v.residual[nxt]) if sampled else None)
+        record = TreeRecord(widths=list(tree.widths), parents=list(tree.parents), depth=list(tree.depth),
+                            root_id=tokens[0], root_text=e.text(tokens[0]), path=list(v.path), test_p=v.test_p[1:])
+        return Round(index=len(self.rounds), k=tree.n_nodes - 1, drafts=drafts, n_accepted=v.n_accepted,
+                     next_token=next_prob, next_kind=v.next_kind, residual=residual,
+                     bonus_candidates=self._bonus_top(p[last]) if self.details and not rejected else None,
+                     committed_ids=committed, draft_time_s=draft_time, verify_time_s=verify_time, stop=self.stop,
+                     cache=cache, drafter=TREE, tree=record)

@@ -1,0 +1,194 @@
+"""The recorded examples that ship with the app: real runs of the packaged pair, each with its target-only
+baseline, saved as trace files under assets/examples/ so the page can show them with no model loaded (and at
+once, while the first start still prepares the pair).
+
+`EXAMPLES` is the catalogue: what each one records (prompt and settings) and what it shows, in one sentence that
+`Example.shows` checks against the recorded trace, so a re-recording that no longer shows it is caught.
+`record_examples` records them (`python -m specviz record-examples`); `load_example` reads one back and raises
+`ExampleError`, naming the file and what is wrong, for a missing or corrupt file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from specviz.engine.engine import Engine, RunSettings
+from specviz.settings.bounds import CODE_PROMPT, REWRITE_PROMPT, STORY_PROMPT, Progress
+from specviz.record.trace import ACCEPTED, REJECTED, Trace, load_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES_DIR = ROOT / "assets" / "examples"
+SUFFIX = ".json"  # not ".trace.json": .gitignore ignores those (downloaded traces), and these are committed
+MAX_EXAMPLE_BYTES = 150 * 1024  # each file stays small: the repository carries them, the first page load reads one
+PARIS_PROMPT = "What is the capital of France?"  # the Lab's toy example drafts " Paris"; this is the real run
+
+
+class ExampleError(ValueError):
+    """A shipped example that cannot be shown: unknown, missing, corrupt or not what the catalogue says."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One shipped recording: what was run, and what it shows."""
+
+    name: str  # the key in EXAMPLES, and the file's stem
+    title: str  # a few words for the gallery
+    description: str  # one sentence: what a viewer sees in it (`shows` checks it)
+    prompt: str
+    settings: RunSettings
+    shows: Callable[[Trace], bool]  # whether a recording shows what `description` says
+
+    @property
+    def file(self) -> str:
+        return self.name + SUFFIX
+
+
+# --- what each example must show (checked on every recording, and by the tests on the shipped files) ----------
+
+def rejections(trace: Trace) -> int:
+    """Rounds that ended in a rejection (and so in a replacement token)."""
+    return sum(1 for r in trace.rounds if any(d.fate == REJECTED for d in r.drafts))
+
+
+def accepted_paris(trace: Trace) -> bool:
+    return any(d.text.strip() == "Paris" and d.fate == ACCEPTED for r in trace.rounds for d in r.drafts)
+
+
+def clean_sweeps(trace: Trace) -> int:
+    """Rounds that accepted every draft (and so drew a bonus token)."""
+    return sum(1 for r in trace.rounds if r.drafts and r.n_accepted == r.k)
+
+
+def _shows_code(trace: Trace) -> bool:
+    same = trace.baseline is not None and trace.baseline.output_token_ids == trace.output_token_ids
+    return clean_sweeps(trace) > len(trace.rounds) / 2 and same
+
+
+def _shows_paris(trace: Trace) -> bool:
+    return accepted_paris(trace) and len(trace.rounds) == 3
+
+
+def _shows_story(trace: Trace) -> bool:
+    return rejections(trace) >= len(trace.rounds) / 2
+
+
+def _shows_rewrite(trace: Trace) -> bool:
+    return clean_sweeps(trace) >= 5 and any(r.k == 0 for r in trace.rounds)
+
+
+def _shows_adaptive(trace: Trace) -> bool:
+    # Round 1 is the target's own prefill (it drafts nothing); the last round may be cut short by max_new_tokens.
+    ks = [r.k for r in trace.rounds[1:-1]]
+    return bool(ks) and trace.settings["adaptive"] and min(ks) <= 2 and max(ks) == trace.settings["k"]
+
+
+EXAMPLES = {e.name: e for e in [
+    Example("code", "Code, greedy",
+            "A Python function at temperature 0: the draft guesses most code right, so most rounds keep all K drafts "
+            "and one target pass commits K + 1 tokens; the text equals the target's own greedy output.",
+            CODE_PROMPT, RunSettings(k=4, temperature=0.0, seed=0, max_new_tokens=64), _shows_code),
+    Example("paris", "Paris, sampled",
+            "The Lab's Paris example with the real models, sampled at temperature 0.7: after the target's own first "
+            "token (round 1), the draft proposes “ capital of France is Paris” and the target accepts all of it in "
+            "one pass; the one-sentence answer takes three target passes.",
+            PARIS_PROMPT, RunSettings(k=5, temperature=0.7, seed=0, max_new_tokens=48), _shows_paris),
+    Example("story", "Story, sampled",
+            "A story opening at temperature 1: the models disagree on word choice, so most rounds end in a rejection "
+            "and a replacement drawn from the residual max(0, p − q).",
+            STORY_PROMPT, RunSettings(k=4, temperature=1.0, seed=0, max_new_tokens=30), _shows_story),
+    Example("rewrite", "Rewrite, prompt lookup",
+            "Adding type hints to a function, drafted by prompt lookup (no draft model): once the answer copies the "
+            "function's body, copied drafts are accepted K at a time; where nothing matches, a round drafts nothing.",
+            REWRITE_PROMPT, RunSettings(k=4, temperature=0.0, seed=0, max_new_tokens=64, drafter="lookup"),
+            _shows_rewrite),
+    Example("adaptive", "Adaptive K",
+            "Adaptive K (at most 8): the draft stops once its own confidence in its drafts falls below 0.25, so each "
+            "round drafts as far as the draft is sure: all 8 where the code is predictable, one or two where not.",
+            CODE_PROMPT, RunSettings(k=8, temperature=0.7, seed=0, max_new_tokens=48, adaptive=True), _shows_adaptive),
+]}
+FIRST = "code"  # the one the page opens while the models prepare
+
+
+# --- reading ----------------------------------------------------------------------------------------------------
+
+def load_example(name: str, folder: Path | None = None) -> Trace:
+    """The recorded trace of example `name`; ExampleError naming the file and what is wrong otherwise."""
+    example = EXAMPLES.get(name) if isinstance(name, str) else None
+    if example is None:
+        raise ExampleError(f"there is no recorded example {name!r}; the examples are {', '.join(EXAMPLES)}")
+    path = (folder or EXAMPLES_DIR) / example.file
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ExampleError(f"the recorded example {shown(path)} is missing; record it again with "
+                           "`python -m specviz record-examples`") from None
+    except OSError as e:
+        raise ExampleError(f"could not read the recorded example {shown(path)}: {e.strerror}") from None
+    try:
+        trace = load_trace(raw)
+    except ValueError as e:
+        raise ExampleError(f"the recorded example {shown(path)} is corrupt: {e}") from None
+    check_recorded_as(example, trace, path)
+    return trace
+
+
+def check_recorded_as(example: Example, trace: Trace, path: Path) -> None:
+    """The file must hold the run the catalogue describes: its prompt and settings (a setting added to RunSettings
+    after the recording, absent from the file, counts as its default: the recording did not use it)."""
+    expected, defaults = asdict(example.settings), asdict(RunSettings())
+    differ = [key for key, value in expected.items() if trace.settings.get(key, defaults[key]) != value]
+    if trace.prompt != example.prompt:
+        differ.insert(0, "prompt")
+    if differ:
+        raise ExampleError(f"the recorded example {shown(path)} does not match its description (it differs in "
+                           f"{', '.join(differ)}); record it again with `python -m specviz record-examples`")
+
+
+def shown(path: Path) -> str:
+    """A file as a message names it: relative to the repository when it is in it."""
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+# --- recording --------------------------------------------------------------------------------------------------
+
+@dataclass
+class Recorded:
+    example: Example
+    path: Path
+    trace: Trace
+    size: int  # bytes written
+
+    @property
+    def shows(self) -> bool:
+        return self.example.shows(self.trace)
+
+
+def record_example(engine: Engine, example: Example, folder: Path | None = None) -> Recorded:
+    """Run one example and its target-only baseline; write the trace as compact JSON (the files ship)."""
+    trace = engine.run(example.prompt, example.settings, baseline=True)
+    text = trace.to_json()
+    folder = folder or EXAMPLES_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / example.file
+    path.write_text(text, encoding="utf-8")
+    return Recorded(example, path, trace, len(text.encode("utf-8")))
+
+
+def record_examples(engine: Engine, names: list[str] | None = None, folder: Path | None = None,
+                    progress: Progress | None = None) -> list[Recorded]:
+    """Record the named examples (all by default), in catalogue order."""
+    unknown = [n for n in names or [] if n not in EXAMPLES]
+    if unknown:
+        raise ValueError(f"unknown example {', '.join(unknown)}; the examples are {', '.join(EXAMPLES)}")
+    chosen = [e for e in EXAMPLES.values() if not names or e.name in names]
+    done = []
+    for i, example in enumerate(chosen):
+        if progress:
+            progress(i / len(chosen), f"recording {example.name}")
+        done.append(record_example(engine, example, folder))
+    return done

@@ -1,0 +1,5 @@
+"""Measurements of cost and speed: a pass's time against the tokens it reads (t(n)) and the batch (t(b)), the
+benchmark beside transformers, and the GPU projection on random-weight models of real shapes.
+
+Imports settings, record, algorithm, engine and view's style; never gradio.
+"""

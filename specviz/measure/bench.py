@@ -1,0 +1,419 @@
+"""`python -m specviz bench`: measured speedups side by side, in one run, on one machine.
+
+For each prompt type (code, factual, story, rewrite) it times, after one warm-up, with repeats: target-only
+decoding; specviz with the draft model for each K (greedy and sampled); specviz with prompt lookup; transformers'
+own assisted generation (and its prompt lookup) as the peer, also with specviz's draft at specviz's K (like for
+like). The configurations take turns per prompt and repeat (A B C A B C …), so a slow minute on a shared machine
+hits all of them; each median is shown with its min–max, and a speedup is the median of run-by-run ratios to the
+target-only run of the same turn. Per configuration: tokens/s, speedup, acceptance α, tokens per target pass, cost
+ratio c, and the predicted speedup E/(K·c+v) beside the measured one. Writes results.json, report.md and
+chart.html to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from specviz.engine.engine import Engine, RunSettings
+from specviz.engine.quant import FULL, pick_weights, quantize_linears, weights_name
+from specviz.settings.bounds import CODE_PROMPT, DRAFT_WEIGHTS, DTYPE_CHOICES, STORY_PROMPT, widths_text
+from specviz.measure.measured import SteadyState, steady_state
+from specviz.record.trace import acceptance_rate, baseline_decode_speed, decode_speed, step_times, target_step_time
+from specviz.algorithm.tree import parse_widths
+
+PROMPTS = {
+    "code": [CODE_PROMPT,
+             "Write a Python function that checks whether a string is a palindrome."],
+    "factual": ["Explain in a short paragraph how photosynthesis works.",
+                "Describe the water cycle in a short paragraph."],
+    "story": [STORY_PROMPT,
+              "Tell a short bedtime story about a dragon who is afraid of the dark."],
+    "rewrite": ["Rewrite this function with type hints and a docstring, keeping the body the same:\n\n"
+                "def moving_average(values, window):\n    out = []\n    for i in range(len(values) - window + 1):\n"
+                "        chunk = values[i:i + window]\n        out.append(sum(chunk) / window)\n    return out\n",
+                "Add comments to this code without changing it:\n\ndef merge(a, b):\n    i = j = 0\n"
+                "    result = []\n    while i < len(a) and j < len(b):\n        if a[i] <= b[j]:\n"
+                "            result.append(a[i])\n            i += 1\n        else:\n            result.append(b[j])\n"
+                "            j += 1\n    return result + a[i:] + b[j:]\n"],
+}
+
+
+@dataclass
+class Row:
+    prompt_type: str
+    config: str  # e.g. "specviz K=4", "target-only", "transformers assisted"
+    mode: str  # greedy | sampled
+    k: float | None
+    tokens_per_s: float
+    speedup: float  # over target-only (same mode, same prompts, this run)
+    alpha: float | None = None
+    tokens_per_pass: float | None = None
+    c: float | None = None
+    predicted: float | None = None
+    ttft_s: float | None = None
+    # Throughput after the first round (or first token), over target-only's the same way: the prompt's encoding
+    # is latency (TTFT), not throughput, and the prediction models only the steady state it is compared with.
+    decode_speedup: float | None = None
+    v: float | None = None  # the verify pass over one target-only step (1: memory-bound ideal)
+    spreads: dict[str, list[float]] = field(default_factory=dict)  # figure -> [min, max] over the runs (tps,
+    #                                                                 speedup, ttft, …) whose median the row holds
+
+
+def add_bench_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default="bench-out", help="folder for results.json, report.md, chart.html")
+    p.add_argument("--preset", default=None)
+    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
+    p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS,
+                   help="specviz's draft: int4 or int8 weights, or as loaded (auto: the fastest on this CPU); the "
+                        "peer always gets the draft as loaded, and then also rows with specviz's draft")
+    p.add_argument("--ks", default="1,2,3,4,5,6,7,8", help="K values for specviz with the draft model")
+    p.add_argument("--adaptive-k", type=int, default=12, help="the most K of specviz's adaptive rows")
+    p.add_argument("--lookup-ks", default="2,4,8", help="K values for specviz with prompt lookup")
+    p.add_argument("--tree", default=None, metavar="WIDTHS",
+                   help="also specviz with the tree drafter of these widths, e.g. 2-2-1-1 (compare it with the "
+                        "chain K = its depth, same draft passes, and K = its node count, same drafted tokens)")
+    p.add_argument("--draft-layers", default="", metavar="NS",
+                   help="also specviz with self-speculation: the target's first N layers draft, e.g. 14,21")
+    p.add_argument("--layers-k", type=int, default=4, help="K of the --draft-layers rows")
+    p.add_argument("--modes", default="greedy,sampled")
+    p.add_argument("--temperature", type=float, default=0.7, help="temperature of the sampled mode")
+    p.add_argument("--types", default="code,factual,story,rewrite")
+    p.add_argument("--prompts-per-type", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--max-new-tokens", type=int, default=48)
+    p.add_argument("--no-peer", action="store_true", help="skip transformers' assisted generation")
+    p.add_argument("--quick", action="store_true", help="a smoke run: tiny settings, finishes in minutes")
+    p.add_argument("--tiny", action="store_true", help="random-weight tiny models instead of the real pair (CI)")
+    p.add_argument("--gpu-projection", action="store_true",
+                   help="time random-weight Qwen2.5 0.5B/7B passes (CUDA) and project speedups from measured α")
+    p.add_argument("--alpha-from", default=None, metavar="RESULTS_JSON",
+                   help="with --gpu-projection: take α per prompt type from an earlier bench's results.json")
+
+
+def bench_command(a: argparse.Namespace) -> int:
+    if a.gpu_projection:
+        from specviz.measure.projection import run_projection
+        print(run_projection(Path(a.out), a.alpha_from, a.tiny))
+        return 0
+    if a.quick:
+        a.ks, a.lookup_ks, a.modes, a.types, a.repeats, a.max_new_tokens = "1,4", "4", "greedy,sampled", "code,rewrite", 1, 12
+        a.tree = a.tree or "2-1"
+        a.draft_layers = a.draft_layers or "1"
+        a.adaptive_k = 4
+        a.prompts_per_type = 1
+    engine = _tiny_engine() if a.tiny else _real_engine(a)
+    peer_draft = engine.draft  # transformers gets the draft as loaded: the setup its users would run
+    weights = pick_weights(a.draft_weights, engine.device, next(engine.target.parameters()).dtype)
+    if weights != FULL:
+        engine = Engine(quantize_linears(copy.deepcopy(engine.draft), weights), engine.target, engine.tokenizer,
+                        weights_name(engine.draft_name, weights), engine.target_name, engine.dtype)
+    ks = {"model": [int(k) for k in a.ks.split(",")], "lookup": [int(k) for k in a.lookup_ks.split(",")],
+          "adaptive": a.adaptive_k, "tree": parse_widths(a.tree) if a.tree else None,
+          "layers": [int(n) for n in a.draft_layers.split(",") if n.strip()], "layers_k": a.layers_k}
+    for n in ks["layers"]:
+        engine.layers_for(RunSettings(drafter="layers", draft_layers=n))  # a bad N stops here, before any run
+    engine.run(PROMPTS["code"][0], RunSettings(max_new_tokens=8))  # one throwaway run: allocator, caches
+    rows = run_bench(engine, ks, a.modes.split(","), a.types.split(","), a.prompts_per_type, a.repeats,
+                     a.max_new_tokens, a.temperature, peer=not a.no_peer, peer_draft=peer_draft)
+    extra = measure_tracing_overhead(engine, a.max_new_tokens, max(a.repeats, TRACING_REPEATS))
+    write_report(Path(a.out), rows, extra, engine, a)
+    print((Path(a.out) / "report.md").read_text())
+    return 0
+
+
+def _real_engine(a) -> Engine:
+    from specviz.engine.pairs import load_pair
+    engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, draft_weights="full"))
+    engine.warm_up()
+    return engine
+
+
+def _tiny_engine() -> Engine:
+    """Random-weight stand-ins sharing the packaged tokenizer: exercises every code path fast (smoke tests)."""
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    from specviz.engine.pairs import PACKAGED, prepare_packaged
+    tok = AutoTokenizer.from_pretrained(prepare_packaged(next(iter(PACKAGED))))
+    cfg = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_attention_heads=4,
+               num_key_value_heads=2, max_position_embeddings=2048)
+    torch.manual_seed(0)
+    return Engine(Qwen2ForCausalLM(Qwen2Config(num_hidden_layers=1, **cfg)).eval(),
+                  Qwen2ForCausalLM(Qwen2Config(num_hidden_layers=2, **cfg)).eval(), tok, "tiny-1L", "tiny-2L")
+
+
+def interleaved(configs: dict, prompts: list[str], repeats: int, say=lambda line: None) -> dict[str, list]:
+    """Each configuration once per prompt and repeat, in turn (A B C A B C …), so a slow minute on a shared
+    machine hits every configuration alike and the ratios hold; {name: results in call order}. A configuration is
+    called with the prompt and the turn's seed (0, 1, …): sampled runs of one turn share a seed, and the turns
+    sample different continuations, so a median is not one lucky or unlucky draw."""
+    results = {name: [] for name in configs}
+    for p, prompt in enumerate(prompts):
+        for turn in range(repeats):
+            for name, run in configs.items():
+                t0 = time.perf_counter()
+                results[name].append(run(prompt, turn))
+                say(f"  prompt {p + 1} turn {turn + 1}: {name} ({time.perf_counter() - t0:.1f} s)")
+    return results
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """(median, min, max): the spread beside every median the report shows."""
+    return statistics.median(values), min(values), max(values)
+
+
+def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature, peer=True,
+              peer_draft=None) -> list[Row]:
+    """peer_draft: the draft transformers is given as its users would run it (default: the engine's). transformers
+    also runs with the engine's own draft and exactly K = 4 drafts a round, like for like with specviz K=4 (and,
+    when peer_draft differs, at its default K too, which splits the gain between the lighter draft and the loop)."""
+    peer_draft = engine.draft if peer_draft is None else peer_draft
+    peers = {"transformers assisted (default K)": ("heuristic", peer_draft),
+             "transformers assisted K=4": ("constant", peer_draft),
+             "transformers prompt lookup": ("lookup", None),
+             SAME_DRAFT_PEER: ("exact", engine.draft)} if peer else {}
+    if peer and peer_draft is not engine.draft:
+        peers["transformers assisted (default K), specviz's draft"] = ("heuristic", engine.draft)
+    rows = []
+    for ptype in types:
+        for mode in modes:
+            temp = 0.0 if mode == "greedy" else temperature
+            configs = _configs(engine, ks, peers, max_new, temp)
+            results = interleaved(configs, PROMPTS[ptype][:per_type], repeats, lambda line: print(line, flush=True))
+            rows += _rows(ptype, mode, ks, results)
+            for r in rows[-len(configs):]:
+                print(f"{ptype:8} {mode:7} {r.config:40} {r.tokens_per_s:6.2f} tok/s  x{r.speedup:.2f}", flush=True)
+    return rows
+
+
+TRACING_REPEATS = 8  # at least this many runs each: the overhead is a few per cent, and 3 runs swung it by ±5 %
+SAME_DRAFT_PEER = "transformers exactly K=4, specviz's draft"  # the like-for-like peer: same draft object, same K
+TREE_CONFIG = "specviz tree"  # + its widths: "specviz tree 2-2-1-1"
+
+
+def _configs(engine, ks, peers, max_new, temp) -> dict:
+    """{name: (prompt, seed) -> one run's result}: a Baseline (target-only), a Trace (specviz) or tokens/s
+    (transformers)."""
+    def settings(seed, **changes):
+        return RunSettings(**{"k": 1, "temperature": temp, "max_new_tokens": max_new, "seed": seed, **changes})
+
+    def specviz(k, drafter="model", adaptive=False, layers=0):
+        return lambda prompt, seed: engine.run(prompt, settings(seed, k=k, drafter=drafter, adaptive=adaptive,
+                                                                draft_layers=layers))
+
+    configs = {"target-only": lambda prompt, seed: engine.baseline(prompt, settings(seed))}
+    configs.update({f"specviz K={k}": specviz(k) for k in ks["model"]})
+    kmax = ks.get("adaptive", max(ks["model"]))
+    configs[f"specviz adaptive K≤{kmax}"] = specviz(kmax, adaptive=True)
+    configs.update({f"specviz lookup K={k}": specviz(k, "lookup") for k in ks["lookup"]})
+    configs.update({f"specviz layers N={n} K={ks['layers_k']}": specviz(ks["layers_k"], "layers", layers=n)
+                    for n in ks.get("layers", [])})
+    if ks.get("tree"):
+        widths = ks["tree"]
+        configs[f"{TREE_CONFIG} {widths_text(widths)}"] = lambda prompt, seed: engine.run(
+            prompt, settings(seed, drafter="tree", tree_widths=widths))
+    for name, (kind, assistant) in peers.items():
+        configs[name] = lambda prompt, seed, kind=kind, assistant=assistant: _transformers_tokens_per_s(
+            engine, prompt, max_new, temp, kind, assistant, seed)
+    if peers:
+        configs["transformers target-only"] = lambda prompt, seed: _transformers_tokens_per_s(
+            engine, prompt, max_new, temp, None, seed=seed)
+    return configs
+
+
+def _rows(ptype, mode, ks, results: dict) -> list[Row]:
+    """One row per configuration: medians with their min–max; speedups are run-by-run ratios to the target-only
+    run of the same prompt and turn, so both timings share their minute."""
+    bases = results.pop("target-only")
+    step = statistics.median(target_step_time(b) or b.total_time_s for b in bases)  # the Lab's step time
+    base_tps = [b.tokens_per_s for b in bases]
+    base_decode = [baseline_decode_speed(b) or b.tokens_per_s for b in bases]
+    rows = [_row(ptype, mode, "target-only", None, {"tps": base_tps, "ttft": [b.first_token_time_s for b in bases]},
+                 base_tps)]
+    for name, runs in results.items():
+        if not name.startswith("specviz"):
+            rows.append(_row(ptype, mode, name, None, {"tps": runs}, base_tps))
+            continue
+        figures = [trace_figures(t, step) for t in runs]
+        values = {key: [f[key] for f in figures] for key in figures[0]}
+        values["decode_speedup"] = [f["decode_tps"] / b for f, b in zip(figures, base_decode)]
+        if name.startswith(TREE_CONFIG):  # the chain's cost model does not fit a tree: a draft pass makes a
+            for key in ("c", "predicted"):  # whole depth of nodes, so c per drafted token and E/(K·c+v) mislead
+                values.pop(key)
+        k = statistics.median(values["mean_k"]) if "adaptive" in name or name.startswith(TREE_CONFIG) \
+            else int(name.rsplit("=", 1)[1])  # a tree's K: its mean drafted nodes per round
+        rows.append(_row(ptype, mode, name, k, values, base_tps))
+    return rows
+
+
+def _row(ptype, mode, name, k, values: dict, base_tps: list[float]) -> Row:
+    values = {**values, "speedup": [t / b for t, b in zip(values["tps"], base_tps)]}
+    med = {key: statistics.median(v) for key, v in values.items()}
+    return Row(ptype, name, mode, k, med["tps"], med["speedup"], med.get("alpha"), med.get("tpp"), med.get("c"),
+               med.get("predicted"), med.get("ttft"), med.get("decode_speedup"), med.get("v"),
+               spreads={key: [min(v), max(v)] for key, v in values.items() if key != "mean_k"})
+
+
+def trace_figures(t, target_step: float) -> dict:
+    """One run's figures. c and v: a draft step and a verify pass over one target-only step (`target_step`, from
+    the baseline runs); predicted: E(α, K̄) / (K̄·c + v) with α, K̄ and the times from the rounds after the first
+    (which also encodes the prompt), the Lab's theory for the same trace; decode_tps: tokens/s of those same
+    rounds, wall clock, to compare with the prediction."""
+    m, later = t.summary, t.rounds[1:] or t.rounds
+    steady = steady_state(t.rounds, target_step) or SteadyState(  # nothing drafted: no draft cost
+        acceptance_rate(later), 0.0, 0.0, step_times(t.rounds)[1] / target_step)
+    return {"tps": m.tokens_per_s, "alpha": m.acceptance_rate, "tpp": m.tokens_per_pass, "c": steady.c,
+            "v": steady.v, "predicted": steady.speedup, "mean_k": steady.k, "ttft": m.first_token_time_s,
+            "decode_tps": decode_speed(t) or m.tokens_per_s}
+
+
+def _transformers_tokens_per_s(engine, prompt, max_new, temp, kind, assistant=None, seed=0) -> float:
+    """One call of transformers' generate, tokens/s: target-only (kind None); assisted by `assistant` with its
+    heuristic K ("heuristic"), with a constant K = 4 ("constant"; its confidence stop, 0.4 by default, still ends a
+    round early), or with exactly K = 4 drafts a round ("exact": the stop off, as specviz K=4 drafts); or prompt
+    lookup."""
+    ids = torch.tensor([engine.encode(prompt, RunSettings(max_new_tokens=max_new))], device=engine.device)
+    kwargs = dict(max_new_tokens=max_new, min_new_tokens=max_new, do_sample=temp > 0,
+                  pad_token_id=next(iter(engine.eos_ids)))
+    if temp > 0:
+        kwargs.update(temperature=temp, top_k=0, top_p=1.0)
+    if kind in ("heuristic", "constant", "exact"):
+        kwargs["assistant_model"] = assistant
+    if kind == "lookup":
+        kwargs["prompt_lookup_num_tokens"] = 4
+    gc = (assistant or engine.draft).generation_config
+    names = ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
+    saved = {name: getattr(gc, name, None) for name in names}
+    if kind in ("constant", "exact"):
+        gc.num_assistant_tokens, gc.num_assistant_tokens_schedule = 4, "constant"
+    if kind == "exact":
+        gc.assistant_confidence_threshold = 0.0  # no early stop: every round drafts K, as specviz K=4 does
+    try:  # restored after every call: transformers writes its adjusted K back, and each call starts afresh
+        torch.manual_seed(seed)
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            out = engine.target.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
+        return (out.shape[1] - ids.shape[1]) / (time.perf_counter() - t0)
+    finally:
+        for name, value in saved.items():
+            setattr(gc, name, value)
+
+
+def measure_tracing_overhead(engine, max_new, repeats) -> dict:
+    """Tokens/s with the full trace (the default) and with the minimal one (details=False), interleaved."""
+    s = RunSettings(k=4, temperature=0.0, max_new_tokens=max_new)
+    runs = interleaved({"traced": lambda p, seed: engine.run(p, s).summary.tokens_per_s,
+                        "untraced": lambda p, seed: engine.run(p, s, details=False).summary.tokens_per_s},
+                       [PROMPTS["code"][0]], repeats)
+    traced, lean = statistics.median(runs["traced"]), statistics.median(runs["untraced"])
+    return {"traced_tokens_per_s": traced, "untraced_tokens_per_s": lean, "overhead": 1 - traced / lean,
+            "traced_spread": [min(runs["traced"]), max(runs["traced"])],
+            "untraced_spread": [min(runs["untraced"]), max(runs["untraced"])]}
+
+
+def write_report(out: Path, rows: list[Row], extra: dict, engine, a) -> None:
+    import transformers
+
+    out.mkdir(parents=True, exist_ok=True)
+    env = {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
+           "torch": torch.__version__, "transformers": transformers.__version__, "device": engine.device,
+           "dtype": engine.dtype, "draft": engine.draft_name, "target": engine.target_name,
+           "max_new_tokens": a.max_new_tokens, "repeats": a.repeats, "date": time.strftime("%Y-%m-%d")}
+    (out / "results.json").write_text(json.dumps({"env": env, "tracing": extra, "rows": [asdict(r) for r in rows]},
+                                                 indent=1))
+    (out / "report.md").write_text(markdown_report(rows, extra, env))
+    chart_figure(rows).write_html(out / "chart.html", include_plotlyjs=True)
+
+
+def _f(x, fmt="{:.2f}"):
+    return "" if x is None else fmt.format(x)
+
+
+def _m(r: Row | None, key: str, value: float | None, fmt: str = "{:.2f}") -> str:
+    """A median with its min–max over the runs: '4.10 (3.90–4.30)'."""
+    if r is None or value is None:
+        return ""
+    low, high = r.spreads.get(key, (value, value))
+    return f"{fmt.format(value)} ({fmt.format(low)}–{fmt.format(high)})"
+
+
+def markdown_report(rows: list[Row], extra: dict, env: dict) -> str:
+    lines = [f"{env['draft']} → {env['target']} · {env['device']} · {env['dtype']} · torch {env['torch']} · "
+             f"transformers {env['transformers']} · {env['threads']} threads · {env['max_new_tokens']} new tokens · "
+             f"median (min–max) of {env['repeats']} runs per prompt after a warm-up, configurations interleaved · "
+             f"{env['date']}", ""]
+    lines += peer_table(rows) + [""]
+    lines += ["| prompt | mode | config | tok/s | speedup | decode speedup | α | tok/pass | c | v | predicted | "
+              "measured/predicted | TTFT s |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = r.decode_speedup / r.predicted if r.predicted and r.decode_speedup else None
+        lines.append(f"| {r.prompt_type} | {r.mode} | {r.config} | {_m(r, 'tps', r.tokens_per_s)} | "
+                     f"{_m(r, 'speedup', r.speedup)} | {_m(r, 'decode_speedup', r.decode_speedup)} | "
+                     f"{_m(r, 'alpha', r.alpha)} | {_f(r.tokens_per_pass)} | {_m(r, 'c', r.c)} | {_m(r, 'v', r.v)} | "
+                     f"{_f(r.predicted)} | {_f(ratio)} | {_m(r, 'ttft', r.ttft_s)} |")
+    t = extra
+    lines += ["", f"Tracing overhead (code prompt, greedy, K=4, interleaved): traced {t['traced_tokens_per_s']:.2f} "
+                  f"tok/s ({t['traced_spread'][0]:.2f}–{t['traced_spread'][1]:.2f}), minimal trace "
+                  f"{t['untraced_tokens_per_s']:.2f} tok/s ({t['untraced_spread'][0]:.2f}–{t['untraced_spread'][1]:.2f})"
+                  f" → {t['overhead'] * 100:.1f} %", ""]
+    return "\n".join(lines)
+
+
+def peer_table(rows: list[Row]) -> list[str]:
+    """One line per prompt type and mode: specviz adaptive and its best fixed K against transformers' settings,
+    and the loop like for like: specviz K=4 over transformers with the same draft and exactly K = 4."""
+    lines = ["| prompt | mode | target-only tok/s | specviz adaptive | best fixed K | transformers default | "
+             "transformers K=4 | adaptive ÷ best transformers | like for like: specviz K=4 ÷ transformers exactly K=4, "
+             "same draft |", "|---|---|---|---|---|---|---|---|---|"]
+    for ptype, mode in dict.fromkeys((r.prompt_type, r.mode) for r in rows):
+        group = {r.config: r for r in rows if (r.prompt_type, r.mode) == (ptype, mode)}
+        adaptive = next((r for c, r in group.items() if c.startswith("specviz adaptive")), None)
+        fixed = [r for c, r in group.items() if c.startswith("specviz K=")]
+        best = max(fixed, key=lambda r: r.tokens_per_s, default=None)
+        peers = [group.get(c) for c in ("transformers assisted (default K)", "transformers assisted K=4")]
+        best_peer = max((r.tokens_per_s for r in peers if r), default=None)
+        ratio = f"**{adaptive.tokens_per_s / best_peer:.2f}×**" if adaptive and best_peer else ""
+        lines.append(f"| {ptype} | {mode} | {_m(group['target-only'], 'tps', group['target-only'].tokens_per_s)} | "
+                     f"{_cell(adaptive)} | {_cell(best)}{f' at K={best.k:g}' if best else ''} | {_cell(peers[0])} | "
+                     f"{_cell(peers[1])} | {ratio} | {like_for_like(group)} |")
+    return lines
+
+
+def like_for_like(group: dict[str, Row]) -> str:
+    """specviz K=4 over transformers K=4 given the same draft object: the loops compared, nothing else."""
+    ours, theirs = group.get("specviz K=4"), group.get(SAME_DRAFT_PEER)
+    if not (ours and theirs):
+        return ""
+    return f"**{ours.speedup / theirs.speedup:.2f}×** ({ours.tokens_per_s:.2f} vs {theirs.tokens_per_s:.2f} tok/s)"
+
+
+def _cell(r: Row | None) -> str:
+    if r is None:
+        return ""
+    low, high = r.spreads.get("speedup", (r.speedup, r.speedup))
+    return f"{r.tokens_per_s:.2f} ({r.speedup:.2f}×, {low:.2f}–{high:.2f})"
+
+
+def chart_figure(rows: list[Row]):
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for (ptype, mode) in dict.fromkeys((r.prompt_type, r.mode) for r in rows):
+        pts = [r for r in rows if (r.prompt_type, r.mode) == (ptype, mode) and r.config.startswith("specviz K=")]
+        fig.add_scatter(x=[r.k for r in pts], y=[r.speedup for r in pts], mode="lines+markers",
+                        name=f"{ptype} {mode} measured")
+        fig.add_scatter(x=[r.k for r in pts], y=[r.decode_speedup for r in pts], mode="lines+markers",
+                        line=dict(dash="dash"), name=f"{ptype} {mode} measured after the first round")
+        fig.add_scatter(x=[r.k for r in pts], y=[r.predicted for r in pts], mode="lines",
+                        line=dict(dash="dot"), name=f"{ptype} {mode} predicted E/(Kc+v)")
+    fig.update_layout(title="specviz speedup over target-only vs K", xaxis_title="K (draft tokens per round)",
+                      yaxis_title="speedup ×", template="plotly_white")
+    return fig

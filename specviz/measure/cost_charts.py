@@ -1,0 +1,84 @@
+"""A measured CostProfile -> plotly figures and a readout: what a pass costs against the tokens it reads at
+once, and the predicted speedup against batch size. Pure functions (no gradio, no models).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import plotly.graph_objects as go
+
+from specviz.measure.costs import CostProfile, crossover_batch, speedup_at_batch
+from specviz.view.style import FONT, GRID, INK, P_COLOR, Q_COLOR
+
+FONT_SIZE = 18
+BATCH_AXIS = list(range(1, 17))  # batch sizes the prediction is drawn for
+
+
+def _figure(data: list[dict], layout: dict, title: str, font_size: int) -> go.Figure:
+    base = dict(template={}, font=dict(size=font_size, color=INK, family=FONT), paper_bgcolor="white",
+                plot_bgcolor="white", height=420, margin=dict(l=80, r=24, t=70, b=110),
+                title=dict(text=title, x=0, xanchor="left", font=dict(size=font_size + 2)),
+                legend=dict(orientation="h", x=0, y=-0.28, font=dict(size=font_size - 2)),
+                hoverlabel=dict(font_size=font_size))
+    return go.Figure(data=data, layout={**base, **layout})
+
+
+def ratio_figure(p: CostProfile, font_size: int = FONT_SIZE) -> go.Figure:
+    """t(n)/t(1) for n new tokens of one sequence, and t(b)/t(1) for b sequences of one token each, against
+    the tokens one pass reads; the diagonal is what the pass would cost if every token cost a full step."""
+    t1 = p.target_s[0]
+    most = max(p.tokens[-1], p.batches[-1])
+    data = [dict(type="scatter", x=p.tokens, y=[t / t1 for t in p.target_s], mode="lines+markers",
+                 name="target, n new tokens of one sequence", line=dict(color=P_COLOR, width=3),
+                 hovertemplate="n = %{x}: %{y:.2f} × t(1)<extra></extra>"),
+            dict(type="scatter", x=p.batches, y=[t / t1 for t in p.target_batch_s], mode="lines+markers",
+                 name="target, b sequences of one token", line=dict(color=INK, width=3, dash="dash"),
+                 marker=dict(symbol="square", size=10), hovertemplate="b = %{x}: %{y:.2f} × t(1)<extra></extra>"),
+            dict(type="scatter", x=[1, most], y=[1, most], mode="lines", name="if every token cost a full step",
+                 line=dict(color="#999", width=1.5, dash="dot"), hoverinfo="skip")]
+    top = max(max(t / t1 for t in p.target_s + p.target_batch_s), 2) * 1.15
+    layout = dict(xaxis=dict(title=dict(text="tokens in one pass (n, or b sequences × 1)"), range=[0, most * 1.03],
+                             gridcolor=GRID, zeroline=False), yaxis=dict(title=dict(text="pass time ÷ t(1)"), range=[0, top],
+                                                         gridcolor=GRID, zeroline=False))
+    title = f"What a target pass costs, measured on {escape(p.device)} · {escape(p.dtype)} ({p.context}-token cache)"
+    return _figure(data, layout, title, font_size)
+
+
+def batch_figure(p: CostProfile, alpha: float, k: int, font_size: int = FONT_SIZE) -> go.Figure:
+    """Predicted speedup against batch size for one α and K, with break-even at 1 and the crossover marked."""
+    speedups = [speedup_at_batch(p, alpha, k, b) for b in BATCH_AXIS]
+    data = [dict(type="scatter", x=BATCH_AXIS, y=speedups, mode="lines+markers", name=f"α = {alpha:.2f}, K = {k}",
+                 line=dict(color=Q_COLOR, width=3), hovertemplate="batch %{x}: %{y:.2f}×<extra></extra>")]
+    cross = crossover_batch(p, alpha, k)
+    if cross is not None and cross <= BATCH_AXIS[-1]:
+        data.append(dict(type="scatter", x=[cross], y=[speedups[cross - 1]], mode="markers+text",
+                         text=[f"stops paying at batch {cross}" if cross > 1 else "does not pay even at batch 1"],
+                         textposition="top right", name="crossover",
+                         marker=dict(symbol="x", size=16, color=INK)))
+    top = max(speedups + [1]) * 1.25
+    layout = dict(xaxis=dict(title=dict(text="sequences decoded at once (batch size)"), dtick=1, gridcolor=GRID),
+                  yaxis=dict(title=dict(text="speedup × target-only"), range=[0, top], gridcolor=GRID,
+                             zeroline=False),
+                  shapes=[dict(type="line", xref="paper", x0=0, x1=1, y0=1, y1=1,
+                               line=dict(color=INK, width=1.5, dash="dash"))])
+    return _figure(data, layout, f"Predicted speedup against batch size ({escape(p.device)}, measured costs)",
+                   font_size)
+
+
+def readout(p: CostProfile, alpha: float, k: int) -> str:
+    """The measured figures in sentences, each naming the formula it comes from."""
+    cross = crossover_batch(p, alpha, k)
+    if cross is None:
+        where = f"speculation still pays at batch {p.batches[-1]}, the largest measured"
+    elif cross == 1:
+        where = "it does not pay even at batch 1 here (predicted speedup below 1)"
+    else:
+        where = f"speculation stops paying at batch <b>{cross}</b> (predicted speedup below 1)"
+    return (f'<div id="cost-readout" style="font-size:20px;line-height:1.5">Measured on <b>{escape(p.device)}</b> '
+            f"({escape(p.dtype)}, {escape(p.target)}, a {p.context}-token cache, in {p.seconds:.1f} s): one target "
+            f"step t(1) = {p.target_s[0] * 1000:.0f} ms; verifying K = {k} drafts costs v = t({k + 1}) / t(1) = "
+            f"<b>{p.v(k):.2f}</b> one-token steps; a draft step costs c = {p.c:.2f} of one. At batch 1 the "
+            f"predicted speedup is E / (K·c + v) = <b>{speedup_at_batch(p, alpha, k, 1):.2f}×</b> for α = "
+            f"{alpha:.2f}. With b sequences at once the verify pass reads b·(K + 1) tokens (its time estimated "
+            f"from the one-sequence curve at that many tokens): {where}.</div>")

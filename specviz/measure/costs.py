@@ -1,0 +1,178 @@
+"""Why checking K drafts costs about one step: the target's forward time against how many tokens it reads at once.
+
+A decoding step reads every weight of the model from memory to produce one token; at small batch that read, not
+the arithmetic, sets the time. Feeding n tokens at once (K drafts + 1) or b sequences at once reuses each weight
+read n or b times, so the time barely grows until the arithmetic catches up with the memory traffic. Then a
+verify pass stops being nearly free, and so does speculation. This module measures it on the loaded pair:
+
+    profile = measure_costs(engine)           # about half a minute for the packaged pair on 2 CPU cores
+    profile.v(4)                               # t(5) / t(1): what verifying 4 drafts costs, in one-token steps
+    speedup_at_batch(profile, alpha=0.8, k=4, batch=8)
+
+Every pass runs over a cache of `context` tokens (a realistic prefix) that is cropped back after it, so all
+passes see the same cache. No gradio, no plots.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from copy import deepcopy
+from dataclasses import dataclass, field
+
+import torch
+
+from specviz.engine.engine import rollback
+from specviz.settings.bounds import Progress
+from specviz.algorithm.theory import expected_tokens_per_pass
+
+NEW_TOKENS = (*range(1, 10), 12, 17)  # n: tokens fed in one target pass (K + 1 for K = 0 … 8, 11, 16)
+BATCHES = (1, 2, 4, 8, 16)  # sequences decoded at once, one new token each
+WIDE = (32, 64)  # more tokens per pass: a batch's verify pass reads b·(K + 1) of them (beyond: extended)
+CONTEXT = 192  # cached tokens under every pass: a prompt and an answer's worth
+
+
+@dataclass
+class CostProfile:
+    """Measured pass times of one pair on one device (seconds, medians)."""
+
+    device: str
+    dtype: str
+    draft: str
+    target: str
+    context: int  # cached tokens under every pass
+    tokens: list[int]  # tokens fed in one target pass at batch 1: 1 … 17, then WIDE
+    target_s: list[float]  # the target's pass over that many tokens
+    batches: list[int]
+    target_batch_s: list[float]  # the target's step at each batch size (one new token per sequence)
+    draft_batch_s: list[float]  # the draft's step at each batch size
+    seconds: float = 0.0  # how long the measurement took
+    notes: list[str] = field(default_factory=list)
+
+    def t(self, n: float) -> float:
+        """The target's pass over n tokens at batch 1, interpolated linearly between measured counts."""
+        return _interpolate(self.tokens, self.target_s, n)
+
+    def v(self, k: int) -> float:
+        """v = t(K+1) / t(1): the verify pass of K drafts, in one-token target steps."""
+        return self.t(k + 1) / self.t(1)
+
+    @property
+    def c(self) -> float:
+        """c = draft step / one-token target step, at batch 1."""
+        return self.draft_batch_s[0] / self.target_batch_s[0]
+
+
+def _interpolate(xs: list[float], ys: list[float], x: float) -> float:
+    """Piecewise-linear y(x) through the points, extended linearly past the last two."""
+    if x <= xs[0]:
+        return ys[0]
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    (x0, y0), (x1, y1) = (xs[-2], ys[-2]), (xs[-1], ys[-1])
+    return y1 + (y1 - y0) * (x - x1) / (x1 - x0)
+
+
+def speedup_at_batch(profile: CostProfile, alpha: float, k: int, batch: int) -> float:
+    """Predicted speedup of speculative decoding over target-only decoding when `batch` sequences decode at once.
+
+    Target-only, each step costs t_target(b); a speculative round costs K draft steps at batch b and one verify
+    pass over b·(K+1) tokens, here estimated by the batch-1 pass over as many tokens (the weights are read once
+    either way; the attention differs, and is small next to the matmuls at this context):
+
+        speedup(b) = E(α, K) · t_target(b) / (K · t_draft(b) + t(b·(K+1)))
+    """
+    t_target = _interpolate(profile.batches, profile.target_batch_s, batch)
+    t_draft = _interpolate(profile.batches, profile.draft_batch_s, batch)
+    return expected_tokens_per_pass(alpha, k) * t_target / (k * t_draft + profile.t(batch * (k + 1)))
+
+
+def crossover_batch(profile: CostProfile, alpha: float, k: int) -> int | None:
+    """The smallest batch size (1 … the largest measured) at which speculation no longer pays (speedup < 1);
+    None when it pays at every one."""
+    for b in range(1, profile.batches[-1] + 1):
+        if speedup_at_batch(profile, alpha, k, b) < 1:
+            return b
+    return None
+
+
+# --- measuring -----------------------------------------------------------------------------------------------
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _random_ids(model, shape: tuple[int, int], seed: int) -> torch.Tensor:
+    """Token ids for timing: a pass costs the same whatever the tokens are."""
+    return torch.randint(0, model.config.vocab_size, shape, generator=torch.Generator().manual_seed(seed))
+
+
+def prefill(model, context: int, batch: int = 1):
+    """A cache holding `context` tokens for `batch` sequences (encoded once, then repeated)."""
+    from transformers import DynamicCache
+
+    device = next(model.parameters()).device
+    cache = DynamicCache()
+    with torch.inference_mode():
+        model(input_ids=_random_ids(model, (1, context), seed=0).to(device), cache=cache, use_cache=True,
+              logits_to_keep=1)
+    return batched(cache, batch)
+
+
+def batched(cache, batch: int):
+    """A copy of a one-sequence cache repeated for `batch` sequences (the original stays as it is)."""
+    if batch == 1:
+        return cache
+    copy = deepcopy(cache)
+    copy.batch_repeat_interleave(batch)
+    return copy
+
+
+def pass_time(model, cache, n_new: int, repeats: int = 1, warm_up: int = 0) -> float:
+    """Median seconds of one forward pass over n_new tokens per sequence on top of `cache` (cropped back after
+    each pass, so every pass sees the same cache)."""
+    device = next(model.parameters()).device
+    batch, length = cache.layers[0].keys.shape[0], cache.get_seq_length()  # (batch, heads, length, dim)
+    new = _random_ids(model, (batch, n_new), seed=n_new).to(device)
+    times = []
+    with torch.inference_mode():
+        for i in range(warm_up + repeats):
+            _sync(device)
+            t0 = time.perf_counter()
+            # logits for every new token, as the engine's verify pass keeps them (the LM head is no small part)
+            model(input_ids=new, cache=cache, use_cache=True, logits_to_keep=n_new)
+            _sync(device)
+            if i >= warm_up:
+                times.append(time.perf_counter() - t0)
+            rollback(cache, length)
+    return statistics.median(times)
+
+
+def measure_costs(engine, context: int = CONTEXT, tokens: tuple[int, ...] = NEW_TOKENS + WIDE,
+                  batches: tuple[int, ...] = BATCHES, repeats: int = 3,
+                  progress: Progress | None = None) -> CostProfile:
+    """Time the loaded pair: the target over 1 to 17 (NEW_TOKENS, then WIDE) new tokens, both models at each
+    batch size. The
+    one-token steps every ratio divides by are medians of `repeats`; the other points are timed once (the
+    whole fits in about half a minute on 2 CPU cores)."""
+    say = progress or (lambda fraction, message: None)
+    started, steps = time.perf_counter(), len(tokens) + 2 * len(batches)
+    say(0.0, f"encoding a {context}-token context in both models")
+    target, draft = prefill(engine.target, context), prefill(engine.draft, context)
+    for model, cache in ((engine.target, target), (engine.draft, draft)):
+        pass_time(model, cache, 1, repeats=1, warm_up=1)  # the first pass of a shape pays for kernel choice
+    target_s = []
+    for i, n in enumerate(tokens):
+        say(i / steps, f"target pass over {n} new token{'s' * (n != 1)}")
+        target_s.append(pass_time(engine.target, target, n, repeats if n == 1 else 1))  # t(1): every ratio's base
+    target_batch_s, draft_batch_s = [], []
+    for j, b in enumerate(batches):
+        say((len(tokens) + 2 * j) / steps, f"target step at batch {b}")
+        target_batch_s.append(target_s[0] if b == 1 else pass_time(engine.target, batched(target, b), 1))
+        say((len(tokens) + 2 * j + 1) / steps, f"draft step at batch {b}")
+        draft_batch_s.append(pass_time(engine.draft, batched(draft, b), 1, repeats if b == 1 else 1))
+    say(1.0, "measured")
+    return CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, context, list(tokens),
+                       target_s, list(batches), target_batch_s, draft_batch_s, time.perf_counter() - started)

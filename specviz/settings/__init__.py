@@ -1,0 +1,5 @@
+"""The names, choices, bounds and example prompts that every layer shares, each written once, and what to tell
+a person about an error.
+
+Imports nothing else of specviz (only the standard library), so every other folder may import it.
+"""

@@ -1,0 +1,137 @@
+"""The names, choices and bounds that every layer shares, each defined once.
+
+Imports nothing of specviz, so anything may import it: the engine checks a run's settings against
+`RUN_BOUNDS`, the page offers a stated subset of them (`specviz.app.inputs.LIMITS`), the CLI and the benchmark take
+their choices from here, and the trace loader refuses what no run could record.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+MAX_K = 16  # the most draft tokens per round anywhere in specviz (engine, page, Lab, trace files)
+
+# How a round gets its drafts (RunSettings.drafter) -> the label people read (page, Lab, CLI help, traces).
+DRAFTERS = {"model": "draft model", "lookup": "prompt lookup", "layers": "the target's first layers"}
+# The tree drafter: the draft model proposes a tree of continuations (tree.py), verified in one target pass. Kept
+# apart from DRAFTERS, which lists the chain drafters the page and the Lab's comparison offer, until they draw trees.
+TREE = "tree"
+RUN_DRAFTERS = {**DRAFTERS, TREE: "draft tree"}  # what a run, the CLI and a trace file accept
+DEFAULT_TREE = (2, 2, 1, 1)  # the tree drafter's widths when none are set: 14 nodes (2 + 4 + 4 + 4), 4 deep
+TARGET_ONLY = "target"  # a comparison's baseline row: no drafter, one target pass per token
+TARGET_ONLY_LABEL = "target only"
+
+DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")  # auto: bfloat16 where the CPU has it, else float32
+DRAFT_WEIGHTS = ("auto", "int4", "int8", "full")  # auto: on CPU the fastest of the three there (quant.fastest_weights),
+#                                                    full weights elsewhere
+
+Progress = Callable[[float, str], None]  # (fraction done 0..1, message): how loading reports what it is doing
+
+# The example prompts: code drafts well, a fact fairly, a story poorly; a rewrite copies its prompt.
+CODE_PROMPT = "Write a Python function that returns the n-th Fibonacci number."
+FACT_PROMPT = "What is the capital of France? Answer in one sentence."
+STORY_PROMPT = "Write the opening of a short story about a lighthouse keeper."
+REWRITE_PROMPT = """Rewrite this function with type hints. Reply with the code only.
+
+def count_vowels(text, include_y):
+    vowels = "aeiou"
+    if include_y:
+        vowels += "y"
+    count = 0
+    for char in text.lower():
+        if char in vowels:
+            count += 1
+    return count
+"""  # scalar arguments: the hinted signature is short, and the answer soon copies the body line by line
+EXAMPLES = {"code": CODE_PROMPT, "fact": FACT_PROMPT, "story": STORY_PROMPT}  # the Rounds page's examples
+COMPARE_EXAMPLES = {  # the Lab's: the answer to the first copies most of its prompt, to the second nothing
+    "rewrite: the answer copies the prompt": REWRITE_PROMPT,
+    "story: nothing to copy": STORY_PROMPT,
+}
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The values one numeric setting may take: from low to high (either end left out when open), whole numbers
+    only when `whole`."""
+
+    low: float
+    high: float  # math.inf: no upper bound
+    whole: bool = False
+    open_low: bool = False  # low itself is not allowed
+    open_high: bool = False  # high itself is not allowed
+
+    def allows(self, value) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:  # NaN != NaN
+            return False
+        above = value > self.low if self.open_low else value >= self.low
+        below = value < self.high if self.open_high else value <= self.high
+        return above and below and (not self.whole or isinstance(value, int) or value.is_integer())
+
+    def check(self, value, name: str) -> int | float:
+        """value as an int (whole) or a float, or ValueError naming the setting as `name` and what is allowed.
+
+        >>> Bound(1, 16, whole=True).check(4.0, "K")
+        4
+        """
+        if not self.allows(value):
+            raise ValueError(f"{name} must be {self.describe()}, got {short_repr(value)}")
+        return int(value) if self.whole else float(value)
+
+    def describe(self) -> str:
+        """In words: 'a whole number from 1 to 16', 'a number above 0 and at most 1', 'a whole number >= 0'."""
+        kind = "a whole number" if self.whole else "a number"
+        if math.isinf(self.high):
+            return f"{kind} {'>' if self.open_low else '>='} {_plain(self.low)}"
+        if self.open_low or self.open_high:
+            low = f"above {_plain(self.low)}" if self.open_low else f"at least {_plain(self.low)}"
+            high = f"below {_plain(self.high)}" if self.open_high else f"at most {_plain(self.high)}"
+            return f"{kind} {low} and {high}"
+        return f"{kind} from {_plain(self.low)} to {_plain(self.high)}"
+
+    def within(self, other: "Bound") -> bool:
+        """Whether every value this bound allows, `other` allows too."""
+        low_ok = other.low < self.low or (other.low == self.low and (self.open_low or not other.open_low))
+        high_ok = self.high < other.high or (self.high == other.high and (self.open_high or not other.open_high))
+        return low_ok and high_ok and (self.whole or not other.whole)
+
+
+# What a run accepts: RunSettings and SamplingSettings check these, the page offers a subset (inputs.LIMITS).
+RUN_BOUNDS = {
+    "k": Bound(1, MAX_K, whole=True),
+    "temperature": Bound(0, 100),  # 0 = greedy
+    "top_k": Bound(0, math.inf, whole=True),  # 0 = off
+    "top_p": Bound(0, 1, open_low=True),  # at 0 nothing would be kept
+    "seed": Bound(0, 2**63 - 1, whole=True),  # what torch.Generator.manual_seed takes
+    "max_new_tokens": Bound(1, math.inf, whole=True),
+    "confidence": Bound(0, 1, open_high=True),  # adaptive K's threshold on the product of the draft's probabilities
+    "draft_layers": Bound(0, 1024, whole=True),  # self-speculation's N (0: half the target's layers); the engine
+    #                                              checks it against the target's own layer count
+}
+
+
+# A draft tree's bounds (tree.TreeShape checks them). Why these: a node costs one token in the target's verify pass,
+# which is nearly free only while the pass stays memory-bound (NOTES: 9 new tokens cost ~1.1x one on this CPU in
+# bf16, 5 cost ~2x in fp32), and the page draws every node with its token, p and q, which stays legible up to about
+# 32 nodes. Wider than 4 mostly repeats tokens (children are i.i.d. samples from a peaked q), and deeper than 6
+# rarely survives (a path of depth d survives with about alpha^d).
+WIDTH_BOUND = Bound(1, 4, whole=True)  # children per node at one depth
+DEPTH_BOUND = Bound(1, 6, whole=True)  # depths below the root
+MAX_TREE_NODES = 32  # drafted nodes (the root, already committed, not counted)
+
+
+def short_repr(value, limit: int = 40) -> str:
+    """repr for a message, cut short: a file or an API client may put megabytes where a number belongs."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _plain(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def widths_text(widths) -> str:
+    """(2, 2, 1, 1) -> '2-2-1-1': how a tree's shape is written everywhere (tree.parse_widths reads it back)."""
+    return "-".join(map(str, widths))

@@ -1,0 +1,93 @@
+"""A round's probabilities as HTML bars: one card per draft position (q and p of the drafted token and its top
+rivals, with the verdict), and one card for the round's last token (the residual after a rejection, p for the
+bonus after a clean sweep).
+
+HTML, not plotly: a card is a few hundred bytes that the browser lays out at once, so the page keeps every round
+rendered and steps between them without a server call (see stage.py), and the cards reflow to fit a projector.
+Each element that tells what verification decided carries `data-step`, the quiz step that reveals it (quiz.py).
+Pure functions of a Round (no gradio, no models); token text is escaped by render.token_html.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from specviz.view.quiz import reveal_steps, step_of_draft
+from specviz.view.text import next_text, quoted, token_html
+from specviz.view.style import FATES, num, verdict_text
+from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, TokenProb
+
+TOP_TOKENS = 4  # candidate tokens per card: the drafted one and its strongest rivals
+
+
+def top_with(tokens: list[TokenProb], chosen: TokenProb, limit: int = TOP_TOKENS) -> list[TokenProb]:
+    """The first `limit` tokens, making sure `chosen` is among them (in place of the last one)."""
+    top = tokens[:limit]
+    if all(t.token_id != chosen.token_id for t in top):
+        top = top[:limit - 1] + [chosen]
+    return top
+
+
+def _bar(kind: str, value: float | None, name: str) -> str:
+    """One bar: its width is the probability; the number is written beside it."""
+    width = f"{100 * min(max(value or 0.0, 0.0), 1.0):.1f}%"
+    return (f'<span class="sv-bar sv-bar-{kind}" title="{name} = {num(value)}"><span class="sv-track">'
+            f'<i style="width:{width}"></i></span><b>{num(value)}</b></span>')
+
+
+def _rows(tokens: list[TokenProb], chosen_id: int, icon: str, kinds: tuple[str, ...]) -> str:
+    """A table of tokens, one row each, one bar per kind (q, p, r); the chosen token's row is marked `icon`."""
+    names = {"q": "q (draft)", "p": "p (target)", "r": "norm(max(0, p − q))"}
+    head = "".join(f'<span class="sv-bar-head sv-bar-{k}">{names[k]}</span>' for k in kinds)
+    rows = []
+    for t in tokens:
+        values = {"q": t.q, "p": t.p, "r": t.residual}
+        mine = t.token_id == chosen_id
+        mark = f'<span class="sv-mark">{icon}</span>' if mine else '<span class="sv-mark"></span>'
+        rows.append(f'<div class="sv-bar-row{" sv-chosen" * mine}">{mark}<code class="sv-bar-tok">'
+                    f'{token_html(t.text)}</code>{"".join(_bar(k, values[k], names[k]) for k in kinds)}</div>')
+    return (f'<div class="sv-bars" style="--sv-bars: {len(kinds)}"><div class="sv-bar-row sv-bar-heads">'
+            f'<span></span><span></span>{head}</div>{"".join(rows)}</div>')
+
+
+def position_card(rnd: Round, i: int, greedy: bool) -> str:
+    """Draft position i (0-based): the drafted token, q and p of it and its rivals, then the verdict."""
+    d = rnd.drafts[i]
+    s = FATES[d.fate]
+    step = step_of_draft(rnd, i)
+    tokens = top_with(d.candidates, TokenProb(d.token_id, d.text, d.p, d.q))
+    return (f'<div class="sv-pos sv-dec-{d.fate}" data-step="{step}">'
+            f'<div class="sv-pos-head"><span class="sv-pos-n">{i + 1}</span>{quoted(d.text)}'
+            f'<span class="sv-verdict" data-step="{step}"><span class="sv-dec-icon">{s.icon}</span> '
+            f'<span class="sv-dec-fate">{s.label}</span></span></div>'
+            f'{_rows(tokens, d.token_id, "▶", ("q", "p"))}'
+            f'<div class="sv-dec-why sv-verdict" data-step="{step}">{escape(_why(d, greedy))}</div></div>')
+
+
+def _why(d: DraftPosition, greedy: bool) -> str:
+    return verdict_text(d, greedy) if d.fate != DISCARDED else "not examined: an earlier draft was rejected"
+
+
+def last_token_card(rnd: Round) -> str:
+    """After a rejection: norm(max(0, p − q)) beside p and q, the replacement marked. After a clean sweep (or
+    nothing drafted): p at the next position, the bonus marked. Revealed at the round's last quiz step."""
+    step, t = reveal_steps(rnd), rnd.next_token
+    s = FATES[rnd.next_kind]
+    if rnd.next_kind == REPLACEMENT and rnd.residual:
+        title = (f"Position {rnd.n_accepted + 1} was rejected: the replacement {s.icon} is sampled from "
+                 f"norm(max(0, p − q))")
+        body = _rows(top_with(rnd.residual, t), t.token_id, s.icon, ("q", "p", "r"))
+    elif rnd.next_kind == BONUS and rnd.bonus_candidates:
+        title = (f"All {rnd.k} drafts accepted: the bonus {s.icon} is drawn from p at position {rnd.k + 1}"
+                 if rnd.k else f"Nothing drafted: the target's token {s.icon} is drawn from p")
+        if not rnd.next_kept:
+            title = f"All {rnd.k} drafts accepted, ending the text: the bonus {s.icon} is not kept"
+        body = _rows(top_with(rnd.bonus_candidates, t), t.token_id, s.icon, ("p",))
+    else:
+        title, body = "The last token", ('<div class="sv-muted">This trace did not record the distribution the '
+                                          'round\'s last token was drawn from.</div>')
+    return (f'<div class="sv-pos sv-last sv-dec-{rnd.next_kind}" data-step="{step}">'
+            f'<div class="sv-pos-head"><span class="sv-pos-n">→</span>{quoted(t.text)}'
+            f'<span class="sv-dec-icon">{s.icon}</span> <span class="sv-dec-fate">{s.label}</span></div>'
+            f'<div class="sv-last-title">{escape(title)}</div>{body}'
+            f'<div class="sv-dec-why">{escape(next_text(rnd))}</div></div>')

@@ -1,0 +1,70 @@
+"""The stage: every round of a trace rendered once, one shown at a time.
+
+Each round is a `<section class="sv-round">` holding what a student must see for it: the token strip, a card per
+draft position (q and p bars, the verdict), the last token's card (residual or bonus), the KV caches, and the
+explanation. The browser steps between sections itself (assets/keys.js), so ← → redraw a round without a server
+call, and the quiz (quiz.py) hides and reveals the elements marked with `data-step` inside a section.
+
+Pure functions of a trace (no gradio, no models).
+"""
+
+from __future__ import annotations
+
+from specviz.view.cards import last_token_card, position_card
+from specviz.view.cache_cells import cache_rows
+from specviz.view.quiz import QuizState, reveal_steps
+from specviz.view.text import explanation, placeholder, token_strip
+from specviz.record.trace import Trace
+from specviz.view.tree import path_verdicts, tree_against_chain, tree_cache, tree_card
+
+
+def stage_html(trace: Trace | None, current: int, quiz: QuizState | None = None, latest_only: bool = False,
+               hint: str = "") -> str:
+    """All rounds of `trace`, round `current` (1-based, clamped) shown. `latest_only`: just the last round (the
+    frames while a run streams, each replacing the one before). `quiz`: answers and reveals to restore, from a
+    lecture pack."""
+    if trace is None or not trace.rounds:
+        return placeholder(hint)
+    n = len(trace.rounds)
+    current = min(max(int(current), 1), n)
+    numbers = [n] if latest_only else range(1, n + 1)
+    sections = "".join(round_section(trace, i, shown=i == current, quiz=quiz) for i in numbers)
+    return f'<div class="sv-stage" data-rounds="{n}" data-current="{current}">{sections}</div>'
+
+
+def round_section(trace: Trace, number: int, shown: bool, quiz: QuizState | None = None) -> str:
+    """Round `number` (1-based) as one section; hidden unless `shown`."""
+    i = number - 1
+    rnd = trace.rounds[i]
+    greedy = trace.settings.get("temperature") == 0
+    state = quiz.of(number) if quiz else None
+    guess = "" if state is None or state.guess is None else f' data-guess="{state.guess}"'
+    revealed = state.revealed if state else 0
+    if rnd.tree:  # drawn as a tree, revealed in one step; the most it can accept is its depth
+        most, cards, caches = len(rnd.tree.widths), tree_card(trace, i) + path_verdicts(trace, i), \
+            tree_cache(trace, i) + tree_against_chain(trace, i)
+    else:
+        most, cards, caches = rnd.k, "".join(position_card(rnd, j, greedy) for j in range(len(rnd.drafts))), \
+            cache_rows(trace, i)
+        cards += "" if rnd.drafts else ('<div class="sv-pos sv-muted">Nothing was drafted this round (the '
+                                        'explanation below says why).</div>')
+        cards += last_token_card(rnd)
+    return (f'<section class="sv-round" data-round="{number}" data-k="{most}" data-accepted="{rnd.n_accepted}" '
+            f'data-steps="{reveal_steps(rnd)}" data-revealed="{revealed}"{guess}{"" if shown else " hidden"}>'
+            f'{token_strip(trace, i)}{quiz_bar(most, tree=rnd.tree is not None)}'
+            f'<div class="sv-cards">{cards}</div>'
+            f'<div class="sv-answer sv-after" data-step="{reveal_steps(rnd)}">{caches}'
+            f'{explanation(trace, i)}</div></section>')
+
+
+def quiz_bar(k: int, tree: bool = False) -> str:
+    """The question and its answer buttons 0 … k (shown only in quiz mode), the Reveal button and the score. For a
+    tree, k is its depth: the longest path it can accept."""
+    answers = "".join(f'<button type="button" class="sv-guess" data-guess="{n}">{n}</button>' for n in range(k + 1))
+    question = (f"How long a path of this {k}-deep tree will the target accept?" if tree else
+                f"How many of the {k} drafts will the target accept?" if k else
+                "Nothing was drafted: Reveal shows the token the target's pass gave.")
+    return (f'<div class="sv-quiz-bar"><span class="sv-quiz-q">{question}</span>'
+            f'<span class="sv-guesses">{answers if k else ""}</span>'
+            f'<button type="button" class="sv-reveal">Reveal ▸</button>'
+            f'<span class="sv-quiz-said"></span><span class="sv-score"></span></div>')

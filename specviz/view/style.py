@@ -1,0 +1,85 @@
+"""The colour language and the way numbers and token text are written, shared by the page's HTML (render.py),
+its charts (charts.py, lab_charts.py) and the terminal (cli.py).
+
+Okabe & Ito's colour-blind-safe palette. Every colour has a second cue (icon, strike-through, outline, hatching),
+because projectors wash colours out. A round has either a rejection or a bonus, never both, so the two closest
+colours (vermillion, orange) never meet in one view. The page's CSS reads the colours as variables from
+`palette_css()`, so each is defined once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, DraftPosition
+
+
+@dataclass(frozen=True)
+class FateStyle:
+    color: str
+    icon: str
+    label: str
+    cue: str  # the cue that is not colour, in words (legend tooltip)
+
+
+FATES = {
+    ACCEPTED: FateStyle("#009E73", "✓", "accepted", "solid underline"),
+    REJECTED: FateStyle("#D55E00", "✗", "rejected", "struck through"),
+    DISCARDED: FateStyle("#8C8C8C", "░", "discarded", "faded, dashed outline"),
+    REPLACEMENT: FateStyle("#CC79A7", "◆", "replacement", "solid outline"),
+    BONUS: FateStyle("#E69F00", "★", "bonus", "double outline"),
+}
+P_COLOR = "#0072B2"  # p, the target's distribution: solid bars
+Q_COLOR = "#56B4E9"  # q, the draft's distribution: hatched bars
+INK = "#1a1a1a"  # text, outlines and lines that must survive a washed-out projector
+GRID = "#d9d9d9"
+FONT = "'Source Sans Pro', ui-sans-serif, system-ui, sans-serif"  # the page's font, served by gradio
+
+
+def palette_css() -> str:
+    """CSS variables for the palette: --sv-accepted, --sv-accepted-bg (a light tint), ..., --sv-p, --sv-q."""
+    lines = [f"--sv-{fate}: {s.color}; --sv-{fate}-bg: {s.color}2e;" for fate, s in FATES.items()]
+    lines += [f"--sv-p: {P_COLOR};", f"--sv-q: {Q_COLOR};"]
+    return ":root {\n  " + "\n  ".join(lines) + "\n}\n"
+
+
+def hatch(shape: str) -> dict:
+    """A plotly bar pattern: white hatching over the bar's colour, the cue that survives a projector."""
+    return dict(shape=shape, fillmode="overlay", fgcolor="white", size=8, solidity=0.25)
+
+
+# --- numbers and token text --------------------------------------------------------------------------------
+
+def num(x: float | None) -> str:
+    """A probability for people: 0.6 -> '0.60'; 0.0042 -> '0.0042'; None -> '–'."""
+    if x is None:
+        return "–"
+    if 0 < abs(x) < 0.01:
+        return f"{x:.2g}"
+    return f"{x:.2f}"
+
+
+# Control characters get their Unicode "control picture" (NUL -> ␀, ESC -> ␛, DEL -> ␡): a browser would show
+# them as nothing or as a box, and a token made of one would look empty.
+CONTROLS = {chr(c): chr(0x2400 + c) for c in range(32) if chr(c) not in "\n\t"} | {"\x7f": "\u2421"}
+VISIBLE = CONTROLS | {" ": "·", "\n": "⏎", "\t": "⇥"}
+
+
+def show(text: str) -> str:
+    """Token text with its whitespace made visible (not escaped): ' fib' -> '·fib', '\\n' -> '⏎', '' -> '∅'."""
+    return "".join(VISIBLE.get(ch, ch) for ch in text) or "∅"
+
+
+def verdict_text(d: DraftPosition, greedy: bool = False) -> str:
+    """The acceptance test at one draft position, written out (plain text, no markup).
+
+    An accepted draft reads 'r = 0.41 < min(1, 0.60/0.90) = 0.67 → accept'. At temperature 0 the draw plays no
+    part (p and q are one-hot): 'same top token as the target → accept'.
+    """
+    if d.fate == DISCARDED:
+        return "not examined: an earlier draft token was rejected"
+    ok = d.fate == ACCEPTED
+    if greedy:
+        return "same top token as the target → accept" if ok else "the target's top token differs → reject"
+    return (f"r = {num(d.uniform)} {'<' if ok else '≥'} min(1, {num(d.p)}/{num(d.q)}) = {num(d.accept_prob)}"
+            f" → {'accept' if ok else 'reject'}")

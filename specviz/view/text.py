@@ -1,0 +1,373 @@
+"""Trace records -> HTML strings: the token strip, the verdicts, the explanation, the summary line.
+
+Pure functions of the records in specviz/record/trace.py (no gradio, no models). Every prompt or token text goes
+through `html.escape` on its way into markup, so a prompt like `<img src=x onerror=alert(1)>` shows as text.
+
+The colour language and the writing of numbers and token text come from style.py, shared with charts.py and
+the CLI.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from specviz.settings.bounds import widths_text
+from specviz.view.quiz import reveal_steps, step_of_draft
+from specviz.view.style import CONTROLS, FATES, VISIBLE, num, show, verdict_text
+from specviz.record.trace import ACCEPTED, BONUS, REPLACEMENT, DraftPosition, Round, Trace, baseline_decode_speed, \
+    decode_speed
+
+
+# --- token text --------------------------------------------------------------------------------------------
+
+def text_html(text: str) -> str:
+    """Running text (a prompt, an output), escaped, control characters as pictures: 'a\\x1b<b>' -> 'a␛&lt;b&gt;'."""
+    return escape("".join(CONTROLS.get(ch, ch) for ch in text))
+
+
+def token_html(text: str, breaks: bool = False) -> str:
+    """Escaped token text; whitespace as a faint marker, a newline also breaks the line when `breaks`.
+
+    >>> token_html(' <b>')
+    '<span class="sv-ws">·</span>&lt;b&gt;'
+    """
+    out = []
+    for ch in text:
+        if ch in VISIBLE:
+            out.append(f'<span class="sv-ws">{VISIBLE[ch]}</span>' + ("<br>" if breaks and ch == "\n" else ""))
+        else:
+            out.append(escape(ch))
+    return "".join(out) or '<span class="sv-ws">∅</span>'
+
+
+def quoted(text: str) -> str:
+    """A token inside a sentence: “·fib”, escaped."""
+    return f'<code class="sv-q-tok">{token_html(text)}</code>'
+
+
+# --- what a round decided ----------------------------------------------------------------------------------
+
+def next_text(rnd: Round) -> str:
+    """How the round's last token was chosen (plain text)."""
+    t = rnd.next_token
+    if rnd.next_kind == REPLACEMENT:
+        return f"sampled from norm(max(0, p − q)): residual {num(t.residual)} (p = {num(t.p)}, q = {num(t.q)})"
+    if rnd.k == 0:
+        return f"nothing drafted: drawn from p (p = {num(t.p)})"
+    kept = "" if rnd.next_kept else "; not kept: the run ended before it"
+    return f"all {rnd.k} accepted: drawn from p at position {rnd.k + 1} (p = {num(t.p)}){kept}"
+
+
+def committed_texts(rnd: Round) -> list[str]:
+    """Texts of the tokens a round appended: the accepted drafts, then the replacement or bonus (cut at EOS)."""
+    texts = [d.text for d in rnd.accepted_drafts] + [rnd.next_token.text]
+    return texts[:len(rnd.committed_ids)]
+
+
+# --- the token strip ---------------------------------------------------------------------------------------
+
+RECENT = 3  # rounds of earlier text the lecture screen keeps in the strip; older text folds into "…"
+
+
+def token_strip(trace: Trace, index: int) -> str:
+    """The text committed before round `index`, then that round's tokens marked by fate, with a legend. The
+    text older than RECENT rounds is marked, so the lecture screen can fold it away (style.css)."""
+    rnd = trace.rounds[index]
+    old = index - RECENT
+    past = "".join(_past_round(r, old=r.index < old) for r in trace.rounds[:index])
+    fold = '<span class="sv-fold" title="earlier text, folded in lecture mode">… </span>' if old > 0 else ""
+    return (f'<div class="sv-strip">{_round_header(trace, index)}'
+            f'<div class="sv-prompt"><span class="sv-tag">prompt</span>{text_html(trace.prompt)}</div>'
+            f'<div class="sv-text"><div>{fold}{past}<span class="sv-cut" title="round {index + 1} starts here">▏'
+            f'</span>{_round_tokens(rnd, trace.settings.get("temperature") == 0)}</div></div>{legend()}</div>')
+
+
+def _round_header(trace: Trace, index: int) -> str:
+    rnd = trace.rounds[index]
+    last = {REPLACEMENT: "1 replacement", BONUS: "1 bonus"}[rnd.next_kind] + ("" if rnd.next_kept else " not kept")
+    accepted = (f"a path of {rnd.n_accepted} of {len(rnd.tree.widths)} nodes accepted" if rnd.tree
+                else f"{rnd.n_accepted} of {rnd.k} drafts accepted")
+    result = f"{accepted} + {last} = {rnd.tokens_this_pass} token{'s' * (rnd.tokens_this_pass != 1)} for 1 target pass"
+    shape = f"tree {widths_text(rnd.tree.widths)} ({rnd.k} nodes)" if rnd.tree else f"K = {rnd.k}"
+    outcome = [result] + ([{"eos": "the run ended: end of text"}.get(rnd.stop, "the run ended: max new tokens")]
+                          if rnd.stop else [])
+    return (f'<div class="sv-round-head"><b>Round {index + 1} of {len(trace.rounds)}</b> · {shape}'
+            f'<span class="sv-answer" data-step="{reveal_steps(rnd)}"> · {" · ".join(outcome)}</span></div>')
+
+
+def _past_round(rnd: Round, old: bool = False) -> str:
+    title, classes = f"round {rnd.index + 1}", "sv-past sv-old" if old else "sv-past"
+    return "".join(f'<span class="{classes}" title="{title}">{token_html(t, breaks=True)}</span>'
+                   for t in committed_texts(rnd))
+
+
+def _round_tokens(rnd: Round, greedy: bool) -> str:
+    # A round appends its accepted drafts, then its last token; any of those past len(committed_ids) was cut
+    # because the run ended (EOS or max new tokens) before it.
+    order = [i for i, d in enumerate(rnd.drafts) if d.fate == ACCEPTED] + [len(rnd.drafts)]
+    cut = set(order[len(rnd.committed_ids):])
+    shown = order[:-1] if rnd.tree else range(len(rnd.drafts))  # a tree's strip: its path (the tree is drawn)
+    chips = [_chip(rnd.drafts[i].text, rnd.drafts[i].fate, _draft_title(i, rnd.drafts[i], greedy),
+                   step_of_draft(rnd, i), i in cut) for i in shown]
+    last = f"{FATES[rnd.next_kind].label}: {next_text(rnd)}"
+    if rnd.tree:  # in the quiz, the path's length is the answer: its chips wait for the reveal (style.css)
+        chips = [f'<span class="sv-tree-path">{"".join(chips)}</span>']
+    chips.append(_chip(rnd.next_token.text, rnd.next_kind, last, reveal_steps(rnd), len(rnd.drafts) in cut,
+                       last=True))
+    return "".join(chips)
+
+
+def _chip(text: str, fate: str, title: str, step: int, cut: bool = False, last: bool = False) -> str:
+    """A token of the round on screen; `step`: the quiz step that reveals its fate (the last token's, itself)."""
+    s = FATES[fate]
+    if cut:
+        title += "\n(not committed: the run ended before it)"
+    classes = f"sv-tok sv-{fate}" + " sv-cut-off" * cut + " sv-next" * last
+    return (f'<span class="{classes}" data-step="{step}" title="{escape(title)}">{token_html(text)}'
+            f'<sup class="sv-icon" aria-label="{s.label}">{s.icon}</sup></span>')
+
+
+def _draft_title(i: int, d: DraftPosition, greedy: bool) -> str:
+    return (f"draft {i + 1}: {FATES[d.fate].label} {FATES[d.fate].icon}   “{show(d.text)}” (id {d.token_id})\n"
+            f"p (target) = {num(d.p)}   q (draft) = {num(d.q)}\n{verdict_text(d, greedy)}")
+
+
+def legend() -> str:
+    items = "".join(f'<span class="sv-tok sv-{fate}" title="{s.cue}">{s.label}<sup class="sv-icon">{s.icon}</sup>'
+                    f'</span>' for fate, s in FATES.items())
+    marks = '<span class="sv-key"><span class="sv-ws">·</span> space <span class="sv-ws">⏎</span> newline</span>'
+    return f'<div class="sv-legend">{items}{marks}</div>'
+
+
+# --- verdicts, explanation, summary ------------------------------------------------------------------------
+
+def explanation(trace: Trace, index: int) -> str:
+    """What happened in round `index`, in plain language, quoting the record's numbers."""
+    rnd = trace.rounds[index]
+    parts = [f"<b>Round {index + 1}.</b>"]
+    if rnd.k == 0:
+        parts.append(f"{_why_nothing_drafted(trace, index)}, so nothing was drafted: the target's pass gave "
+                     f"{quoted(rnd.next_token.text)} directly.")
+    elif rnd.tree:
+        parts.append(_explain_tree(trace, rnd))
+    else:
+        parts += _explain_drafts(trace, rnd)
+    if index <= 1:
+        parts.append(_first_round_note(trace, index))
+    n = rnd.tokens_this_pass
+    parts.append(f"Result: <b>{n} token{'s' * (n != 1)} for one target pass</b>"
+                 + (f" (decoding alone would have needed {n} passes)." if n > 1 else "."))
+    if rnd.stop:
+        parts.append("The run ended here: " + ("the end-of-text token was committed."
+                                                if rnd.stop == "eos" else "max new tokens reached."))
+    return f'<div class="sv-explain">{" ".join(parts)}</div>'
+
+
+def _first_round_note(trace: Trace, index: int) -> str:
+    """Who read the prompt, and when. Since format version 3 round 1 is the target's prefill alone and the draft
+    reads the prompt in round 2's first step; before, round 1's passes read it in both models."""
+    n, lookup = len(trace.prompt_token_ids), trace.settings.get("drafter") == "lookup"
+    if trace.format_version < 3:
+        if index:
+            return ""
+        models = ("the target's pass read all of it" if lookup
+                  else "both models read all of it, the draft in its first step and the target in its pass")
+        return (f"Round 1 also encoded the prompt ({n} tokens): {models}, so it took longer than the rounds after "
+                f"it (the summary's time to first token).")
+    if index == 0:
+        return (f"That pass read the whole prompt ({n} tokens) and took the first token from p at its end, exactly "
+                f"as the target alone starts, so the first token waited for no draft (the summary's time to first "
+                f"token)." + ("" if lookup else " The draft reads the prompt in round 2."))
+    if lookup or not trace.rounds[index].k:
+        return ""
+    return (f"The draft's first step this round also read the prompt ({n} tokens) and round 1's token, so its "
+            f"drafting took longer than in the rounds after it.")
+
+
+def _why_nothing_drafted(trace: Trace, index: int) -> str:
+    """A round drafts nothing when it is round 1 (the target's prefill, format version 3), when one token is
+    left, or when prompt lookup finds no earlier match to copy."""
+    if index == 0 and trace.format_version >= 3:
+        return "Round 1 is the target's own prefill"
+    made = sum(r.tokens_this_pass for r in trace.rounds[:index])
+    if trace.settings.get("drafter") == "lookup" and trace.settings.get("max_new_tokens", 0) - made > 1:
+        return "Prompt lookup found no earlier occurrence of the text's last tokens to copy from"
+    return "Only one token was left to generate"
+
+
+def _adaptive_note(trace: Trace, rnd: Round) -> str:
+    """Why an adaptive round drafted fewer than K (its last draft is not EOS and tokens were left)."""
+    settings = trace.settings
+    left = settings.get("max_new_tokens", 0) - sum(r.tokens_this_pass for r in trace.rounds[:rnd.index])
+    if (not settings.get("adaptive") or rnd.k >= min(settings.get("k", 0), left - 1)
+            or rnd.drafts[-1].token_id in (trace.eos_token_ids or [])):
+        return ""
+    return (f" With adaptive K it stopped at {rnd.k} of at most {settings.get('k')}: the product of the draft's own "
+            f"probabilities of its drafts fell below {num(settings.get('confidence', 0.25))}. That product is the "
+            f"draft's own estimate that all of them survive, not the chance that the target accepts them.")
+
+
+def _proposed(trace: Trace, rnd: Round) -> str:
+    k, drafted = rnd.k, ", ".join(quoted(d.text) for d in rnd.drafts)
+    if trace.settings.get("drafter") == "lookup":
+        return (f"Prompt lookup copied {k} token{'s' * (k != 1)} from earlier text (what followed the latest "
+                f"earlier occurrence of the last few tokens): {drafted}. Its q is a point mass, q = 1 on each "
+                f"copied token, so min(1, p/q) = p: a copied token is kept with the target's own probability.")
+    if trace.settings.get("drafter") == "layers":
+        return (f"The target's own first layers proposed {k} token{'s' * (k != 1)}, one at a time: {drafted} "
+                f"(self-speculation: {escape(trace.draft_model)}, then the target's final norm and LM head; no second "
+                f"model). {_adaptive_note(trace, rnd)}")
+    return f"The draft model proposed {k} token{'s' * (k != 1)}, one at a time: {drafted}.{_adaptive_note(trace, rnd)}"
+
+
+def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
+    greedy = trace.settings.get("temperature") == 0
+    parts = [f"{_proposed(trace, rnd)} The target scored all of them in <b>one</b> forward pass, giving p at every "
+             f"position."]
+    if greedy:
+        parts.append("At temperature 0 both distributions are one-hot, so a draft token is accepted exactly "
+                     "when it is also the target's top choice; no random draw is involved.")
+    return parts + (_clean_sweep(rnd, greedy) if rnd.next_kind == BONUS else _rejection(rnd, greedy))
+
+
+def _explain_tree(trace: Trace, rnd: Round) -> str:
+    """A tree round in words: how it was drafted, scored and walked (the drawing and the verdicts show the rest)."""
+    t, greedy = rnd.tree, trace.settings.get("temperature") == 0
+    rule = ("a child survives when it is the target's top token" if greedy else
+            "each child is tested in turn with min(1, p′/q), where p′ is p for the first child and, after a "
+            "rejected sibling, the residual norm(max(0, p′ − q)) it left")
+    widths = ", ".join(map(str, t.widths))
+    return (f"The draft model proposed a tree, one draft pass per depth: {widths} "
+            f"{'children' if greedy else 'samples from q'} per node at depths 1 to {len(t.widths)} "
+            f"({'its top tokens' if greedy else 'independent draws, so some repeat'}), {rnd.k} nodes in all. The "
+            f"target scored every node in <b>one</b> forward pass: a tree attention mask lets each node see only the "
+            f"prefix and its own ancestors, and its position is the prefix length plus its depth. Walking from the "
+            f"root, {rule}; at most one child per node survives, so the accepted nodes form one path, here "
+            f"{rnd.n_accepted} long. That keeps the output exactly the target's.")
+
+
+def _clean_sweep(rnd: Round, greedy: bool) -> list[str]:
+    k, t = rnd.k, rnd.next_token
+    why = "Each was the target's top token" if greedy else "Every draw r fell below min(1, p/q)"
+    if not rnd.next_kept:  # the accepted drafts end with the end-of-sequence token
+        return [f"{why}, so all {k} were accepted, the last being the end of the text. Nothing after the end is "
+                f"kept: the bonus the same pass offered, {quoted(t.text)}, is dropped."]
+    return [f"{why}, so all {k} were accepted. The same target pass had already computed the distribution for the "
+            f"next position, so a <b>bonus</b> token {quoted(t.text)} came free from p."]
+
+
+def _rejection(rnd: Round, greedy: bool) -> list[str]:
+    k, n, d = rnd.k, rnd.n_accepted, rnd.drafts[rnd.n_accepted]
+    unseen = k - n - 1
+    discarded = (f", and the {unseen} token{'s' * (unseen != 1)} after it were discarded unseen." if unseen else ".")
+    parts = [f"The first {n} {'matched the target' if greedy else 'passed the test (r below min(1, p/q))'} and "
+             f"were accepted."] if n else []
+    if greedy:
+        parts.append(f"At position {n + 1} the draft's {quoted(d.text)} is not the target's top token, so it was "
+                     f"<b>rejected</b>{discarded} In its place the target's top token {quoted(rnd.next_token.text)} "
+                     f"was taken: at temperature 0 the residual norm(max(0, p − q)) is a point mass on it.")
+        return parts
+    parts.append(f"At position {n + 1} the target gave {quoted(d.text)} p = {num(d.p)} against the draft's "
+                 f"q = {num(d.q)}, so it could keep it with probability min(1, p/q) = {num(d.accept_prob)}; "
+                 f"the draw r = {num(d.uniform)} was too high, so it was <b>rejected</b>{discarded}")
+    parts.append(f"In its place the target sampled {quoted(rnd.next_token.text)} from the residual "
+                 f"norm(max(0, p − q)). Rejections happen where the draft spent more probability than the target "
+                 f"(q &gt; p); the residual gives that mass back to the tokens where p exceeds q, so the output is "
+                 f"distributed exactly as if the target had generated alone.")
+    return parts
+
+
+def summary_html(trace: Trace) -> str:
+    """The run's figures (from trace.summary only) and, when present, the baseline comparison."""
+    s = trace.summary
+    if s is None or not s.n_rounds:
+        return placeholder("No rounds yet.")
+    items = [("acceptance α", f"{s.acceptance_rate:.2f}",
+              f"{s.n_accepted} of {s.n_examined} examined draft tokens accepted (bonus and replacements not counted)"),
+             ("tokens / target pass", f"{s.tokens_per_pass:.2f}", "new tokens divided by target passes"),
+             ("target passes", f"{s.n_rounds} for {s.n_new_tokens} tokens",
+              f"{s.n_new_tokens - s.n_rounds} target passes saved (new tokens − passes)"),
+             ("speed", f"{s.tokens_per_s:.1f} tok/s", f"{s.n_new_tokens} tokens in {s.total_time_s:.2f} s")]
+    items += _latency_items(trace)
+    b = trace.baseline
+    if b is not None and b.tokens_per_s > 0:
+        items.append(("vs target alone", f"{s.tokens_per_s / b.tokens_per_s:.2f}×",
+                      f"target-only decoding: {b.tokens_per_s:.1f} tok/s, {len(b.output_token_ids)} tokens "
+                      f"in {b.total_time_s:.2f} s"))
+    cells = "".join(f'<span class="sv-stat" title="{escape(why)}"><span class="sv-stat-name">{name}</span> '
+                    f'<span class="sv-stat-value">{value}</span></span>' for name, value, why in items)
+    return f'<div class="sv-summary">{cells}</div>{baseline_report(trace)}'
+
+
+def _latency_items(trace: Trace) -> list[tuple[str, str, str]]:
+    """Latency and throughput apart: time to the first tokens (round 1, which also encodes the prompt) and the
+    speed after it, each beside the target alone's when there is a baseline."""
+    s, b = trace.summary, trace.baseline
+    decode = decode_speed(trace)
+    ttft = _duration(s.first_token_time_s)
+    speed = f"{decode:.1f} tok/s" if decode else "– (one round)"
+    if b is not None:
+        b_decode = baseline_decode_speed(b)
+        ttft += f" vs {_duration(b.first_token_time_s)} ({b.first_token_time_s / s.first_token_time_s:.2f}×)" \
+            if s.first_token_time_s > 0 else ""
+        if decode and b_decode:
+            speed += f" vs {b_decode:.1f} ({decode / b_decode:.2f}×)"
+    return [("time to first token", ttft, "round 1, which also encoded the prompt; beside it the target alone's "
+             "first step, and their ratio (above 1: speculation was faster)"),
+            ("decode speed", speed, "tokens/s after the first round (after the first token for the target alone): "
+             "throughput, apart from the prompt's encoding")]
+
+
+def _duration(seconds: float) -> str:
+    """0.0042 -> '4 ms'; 1.234 -> '1.23 s'."""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def baseline_report(trace: Trace) -> str:
+    """Does the speculative text equal target-only decoding? In greedy mode it should, up to numerics."""
+    b = trace.baseline
+    if b is None:
+        return ('<div class="sv-baseline sv-muted">Press <b>Baseline</b> to time the target alone with the same '
+                'settings and seed.</div>')
+    greedy = trace.settings.get("temperature") == 0
+    same = trace.output_token_ids == b.output_token_ids
+    if greedy and same:
+        verdict = ("✓ Greedy decoding: the text is <b>identical</b> to the target's own greedy text. Speculative "
+                   "decoding changed the speed, not the output.")
+    elif greedy:
+        first = next(i for i, (x, y) in enumerate(zip(trace.output_token_ids + [-1], b.output_token_ids + [-2]))
+                     if x != y)
+        dtype = escape(trace.dtype)
+        verdict = (f"✗ Greedy decoding, yet the texts differ from token {first + 1} on. That is hardware numerics, "
+                   f"not the algorithm: in {dtype} the target's one pass over several tokens rounds differently from "
+                   f"one-token steps (it adds in another order), so a near-tie between the two top tokens can flip. "
+                   + ("float32 rounds far less, and greedy float32 runs matched the target alone in every test on "
+                      "this project's machines; " if dtype != "float32" else "Even float32 rounds, though greedy "
+                      "float32 runs matched the target alone in every test on this project's machines; ")
+                   + "another device or batch shape can still differ.")
+    else:
+        temperature = escape(str(trace.settings.get("temperature")))  # from a file: any text
+        verdict = (f"Sampling at temperature {temperature}: the two runs use their random "
+                   f"draws differently, so the texts {'happen to match' if same else 'differ'}; both follow the "
+                   f"target's distribution exactly.")
+    return (f'<div class="sv-baseline">{verdict}<details><summary>both texts</summary>'
+            f'<div class="sv-compare"><b>speculative</b><pre>{text_html(trace.output_text)}</pre>'
+            f'<b>target alone</b><pre>{text_html(b.output_text)}</pre></div></details></div>')
+
+
+def run_info(device: str, dtype: str, draft: str, target: str, recorded: bool = False, why: str = "") -> str:
+    """'cpu · bfloat16 · draft X · target Y' (prefixed 'recorded on' for an uploaded trace); `why`, the reason
+    for the dtype, follows it in brackets."""
+    dtype_text = escape(dtype) + (f' <span class="sv-muted">({escape(why)})</span>' if why else "")
+    text = " · ".join([escape(device), dtype_text, f"draft <b>{escape(draft)}</b>", f"target <b>{escape(target)}</b>"])
+    return f'<div class="sv-info">{"recorded on " if recorded else ""}{text}</div>'
+
+
+def placeholder(message: str) -> str:
+    return f'<div class="sv-placeholder">{escape(message)}</div>'
+
+
+def status(message: str, kind: str = "info") -> str:
+    """A status line: kind is info, busy, done or error (an error also gets a ⚠)."""
+    icon = {"error": "⚠ ", "done": "✓ "}.get(kind, "")
+    return f'<div class="sv-status sv-status-{kind}">{icon}{escape(message)}</div>'

@@ -1,0 +1,125 @@
+"""A tree round as HTML: the drafted tree drawn as nested lists (each node its token with p and q, the accepted path
+marked, rejected nodes struck through, nodes never tested greyed), the verdicts along the path, what the two KV
+caches kept, and the tokens this pass gave against a chain drafting as many tokens.
+
+Pure functions of a Round with a TreeRecord (trace.py; no gradio, no models). Token text goes through
+render.token_html, so it is escaped. In quiz mode everything that tells the verdict carries the round's one reveal
+step (quiz.py: a tree round is revealed at once).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from specviz.settings.bounds import widths_text
+from specviz.view.quiz import reveal_steps
+from specviz.view.text import quoted, token_html
+from specviz.view.style import FATES, num
+from specviz.algorithm.theory import expected_tokens_per_pass
+from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Round, Trace
+
+
+def _kids(rnd: Round) -> list[list[int]]:
+    parents = rnd.tree.parents
+    return [[c for c in range(1, len(parents)) if parents[c] == u] for u in range(len(parents))]
+
+
+def tree_card(trace: Trace, index: int) -> str:
+    """The round's tree, root first, with a caption that says how to read it."""
+    rnd = trace.rounds[index]
+    t, kids, step = rnd.tree, _kids(rnd), reveal_steps(rnd)
+    root = (f'<span class="sv-tree-node sv-tree-root" title="the root: the last committed token">'
+            f'{token_html(t.root_text)}</span>')
+    shape = widths_text(t.widths)
+    return (f'<div class="sv-tree" data-step="{step}"><div class="sv-panel-title">The draft tree {shape}: '
+            f'{rnd.k} nodes, {len(t.widths)} deep, scored in one target pass</div>'
+            f'<ul class="sv-tree-list"><li>{root}{_subtree(rnd, 0, kids, step)}</li></ul>'
+            f'<div class="sv-muted sv-tree-key">Each node: its token, then p (target) and q (draft) of it, both '
+            f'read where it was drafted. {FATES[ACCEPTED].icon} on the accepted path · {FATES[REJECTED].icon} tested '
+            f'and rejected · greyed: never tested.</div></div>')
+
+
+def _subtree(rnd: Round, node: int, kids: list[list[int]], step: int) -> str:
+    if not kids[node]:
+        return ""
+    items = "".join(f'<li>{_node(rnd, c, step)}{_subtree(rnd, c, kids, step)}</li>' for c in kids[node])
+    return f'<ul>{items}</ul>'
+
+
+def _node(rnd: Round, i: int, step: int) -> str:
+    d = rnd.drafts[i - 1]
+    s = FATES[d.fate]
+    title = f"node {i}: {s.label} {s.icon}\np (target) = {num(d.p)}   q (draft) = {num(d.q)}"
+    return (f'<span class="sv-tree-node sv-tree-{d.fate}" data-step="{step}" title="{escape(title)}">'
+            f'{token_html(d.text)}<sup class="sv-icon sv-verdict" data-step="{step}">{s.icon}</sup>'
+            f'<small class="sv-tree-pq">p {num(d.p)} · q {num(d.q)}</small></span>')
+
+
+def path_verdicts(trace: Trace, index: int) -> str:
+    """Each tested node in the order the walk tested it: its test, then the round's last token."""
+    rnd = trace.rounds[index]
+    greedy = trace.settings.get("temperature") == 0
+    rows = [f'<li>{quoted(rnd.drafts[i - 1].text)} {escape(_test_text(rnd, i, greedy))}</li>'
+            for i in _tested_order(rnd)]
+    t = rnd.next_token
+    if rnd.next_kind == REPLACEMENT:
+        where = "every child of the path's last node" if rnd.tree.path else "every child of the root"
+        last = (f"{where} was rejected, so the replacement {quoted(t.text)} was "
+                + ("the target's top token there." if greedy else
+                   f"sampled from the last residual (its probability there {num(t.residual)})."))
+    else:
+        last = (f"the path reached a leaf, so the bonus {quoted(t.text)} came from p after it (p = {num(t.p)})"
+                + ("" if rnd.next_kept else "; not kept: the run ended before it") + ".")
+    rows.append(f'<li>{FATES[rnd.next_kind].icon} {last}</li>')
+    return (f'<div class="sv-tree-verdicts sv-verdict" data-step="{reveal_steps(rnd)}"><b>Verdicts along the '
+            f'path</b><ol>{"".join(rows)}</ol></div>')
+
+
+def _tested_order(rnd: Round) -> list[int]:
+    """The nodes the walk tested: at the root, then at each accepted node, its children up to the accepted one."""
+    kids, out = _kids(rnd), []
+    for node in [0, *rnd.tree.path]:
+        out += [c for c in kids[node] if rnd.drafts[c - 1].fate != DISCARDED]
+    return out
+
+
+def _test_text(rnd: Round, i: int, greedy: bool) -> str:
+    d, p_test = rnd.drafts[i - 1], rnd.tree.test_p[i - 1]
+    ok = d.fate == ACCEPTED
+    if greedy:
+        return "is the target's top token → accept" if ok else "is not the target's top token → reject"
+    residual = "" if p_test is None or abs(p_test - d.p) < 5e-7 else " (p′: the residual after the rejected sibling)"
+    return (f"r = {num(d.uniform)} {'<' if ok else '≥'} min(1, {num(p_test)}/{num(d.q)}) = {num(d.accept_prob)}"
+            f"{residual} → {'accept' if ok else 'reject'}")
+
+
+def tree_against_chain(trace: Trace, index: int) -> str:
+    """The tokens this pass gave, beside a chain drafting as many tokens per round, by the named formula at the
+    run's measured acceptance rate (the tree's α counts every tested node, so this compares orders of magnitude,
+    not a measured chain)."""
+    rnd, s = trace.rounds[index], trace.summary
+    alpha = s.acceptance_rate if s else 0.0
+    chain = expected_tokens_per_pass(alpha, rnd.k)
+    same_depth = expected_tokens_per_pass(alpha, len(rnd.tree.widths))
+    return (f'<div class="sv-tree-vs sv-answer" data-step="{reveal_steps(rnd)}">This tree drafted {rnd.k} tokens '
+            f'and its pass gave <b>{rnd.tokens_this_pass}</b>; the run averaged '
+            f'{num(s.tokens_per_pass if s else 0.0)} tokens per target pass. By the chain\'s formula '
+            f'E = (1 − α<sup>K+1</sup>)/(1 − α) at this run\'s α = {num(alpha)} (accepted over tested nodes), a '
+            f'chain would expect {num(chain)} with K = {rnd.k} (as many drafted tokens) and {num(same_depth)} with '
+            f'K = {len(rnd.tree.widths)} (as many draft passes).</div>')
+
+
+def tree_cache(trace: Trace, index: int) -> str:
+    """What the round wrote to each KV cache and what it kept: the accepted path's entries, picked out."""
+    rnd = trace.rounds[index]
+    if rnd.cache is None:
+        return ""
+    d, t = rnd.cache.draft, rnd.cache.target
+    kept = len(rnd.committed_ids) - 1  # the committed path nodes a cache holds: all but the last committed token
+    leaf = rnd.next_kind == BONUS and kept == rnd.n_accepted  # the path's last node, a leaf, was never fed the draft
+    return (f'<div class="sv-cache sv-cache-note">KV caches: the target\'s pass wrote {t[2] - t[0]} positions (every '
+            f'node and what its cache lacked), the draft\'s passes {d[1] - d[0]} (what its cache lacked and every node '
+            f'but the leaves). Each then kept its prefix, the root and the committed path nodes it held ({kept} in '
+            f'the target{"; the draft never fed the leaf that ends the path" if leaf and kept else ""}): not a crop '
+            f'from the end, since the path\'s nodes are scattered among their siblings, but an index-select that '
+            f'moves them next to the prefix (target {t[2]} → {t[3]} positions, draft {d[1]} → {d[3]}).</div>')

@@ -11,7 +11,8 @@ import os
 import sys
 
 from specviz.settings.errors import message_of
-from specviz.settings.bounds import DEFAULT_TREE, DRAFT_WEIGHTS, DTYPE_CHOICES, RUN_DRAFTERS, widths_text
+from specviz.drafters import REGISTRY, layers, tree
+from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, widths_text
 from specviz.view.style import FATES, show
 from specviz.record.trace import ACCEPTED, DISCARDED, REJECTED, Round, Trace
 
@@ -65,23 +66,28 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default=None, help="a preset name (default: the offline packaged pair)")
     p.add_argument("--draft", default=None, help="draft model: hub id, local folder or packaged:<name>")
     p.add_argument("--target", default=None, help="target model: hub id, local folder or packaged:<name>")
-    p.add_argument("--k", type=int, default=4, help="draft tokens per round, 1..16")
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
-    p.add_argument("--top-k", type=int, default=0)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-new-tokens", type=int, default=64)
+    from specviz.engine.request import RunSettings
+
+    d = RunSettings()  # every default is the request contract's
+    p.add_argument("--k", type=int, default=d.k, help=f"draft tokens per round, 1..{MAX_K}")
+    p.add_argument("--temperature", type=float, default=d.temperature, help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=d.top_k)
+    p.add_argument("--top-p", type=float, default=d.top_p)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
     p.add_argument("--adaptive", action="store_true",
                    help="K per round: stop drafting once the product of the draft's probabilities of its drafts "
                         "falls below --confidence; --k is then the most per round")
-    p.add_argument("--confidence", type=float, default=0.25, help="threshold of --adaptive (default 0.25)")
-    p.add_argument("--drafter", choices=list(RUN_DRAFTERS), default="model",
-                   help="; ".join(f"{name} = {label}" for name, label in RUN_DRAFTERS.items()))
-    p.add_argument("--tree", default=None, metavar="WIDTHS",
-                   help="with --drafter tree: children per node at each depth, e.g. 2-2-1-1 (1-4 wide, 1-6 deep, at "
-                        f"most 32 nodes; default {widths_text(DEFAULT_TREE)}); --k is then unused")
-    p.add_argument("--draft-layers", type=int, default=0,
-                   help="with --drafter layers: the target's first N layers draft (0 = half of them)")
+    p.add_argument("--confidence", type=float, default=d.confidence, help=f"threshold of --adaptive (default "
+                                                                          f"{d.confidence})")
+    p.add_argument("--drafter", choices=list(REGISTRY), default=d.drafter,
+                   help="; ".join(f"{key} = {spec.label}" for key, spec in REGISTRY.items()))
+    widths = tree.TREE_WIDTHS
+    p.add_argument(widths.flag, default=None, metavar="WIDTHS",
+                   help=f"with --drafter {tree.DRAFTER.key}: {widths.help}; default "
+                        f"{widths_text(tree.DEFAULT_WIDTHS)}; --k is then unused")
+    p.add_argument(layers.DRAFT_LAYERS.flag, type=int, default=d.draft_layers,
+                   help=f"with --drafter {layers.DRAFTER.key}: {layers.DRAFT_LAYERS.help}")
     p.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
     p.add_argument("--device", default="auto")
@@ -94,7 +100,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_command(a: argparse.Namespace) -> int:
-    from specviz.engine.engine import Engine, RunSettings
+    from specviz.engine import Engine, RunSettings
     from specviz.engine.pairs import PRESETS, load_pair
     from specviz.algorithm.tree import parse_widths
 
@@ -110,7 +116,7 @@ def run_command(a: argparse.Namespace) -> int:
                      draft_weights=a.draft_weights)
     engine = Engine.from_pair(pair)
     engine.warm_up()
-    shape = f"tree {widths_text(settings.widths)}" if settings.drafter == "tree" else f"K={a.k}"
+    shape = f"tree {widths_text(settings.widths)}" if REGISTRY[settings.drafter].tree else f"K={a.k}"
     print(f"{pair.draft_name} → {pair.target_name} · {pair.device} · {pair.dtype} · {shape} · "
           f"T={a.temperature} · seed={a.seed}", flush=True)
     run = engine.start(a.prompt, settings)
@@ -143,7 +149,7 @@ def add_costs_args(p: argparse.ArgumentParser) -> None:
 def costs_command(a: argparse.Namespace) -> int:
     """Print what the Costs tab shows: t(n)/t(1), the batch steps, v, c and the predicted speedup per batch."""
     from specviz.measure import costs
-    from specviz.engine.engine import Engine
+    from specviz.engine import Engine
     from specviz.engine.pairs import load_pair
 
     engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, progress=_print_progress,
@@ -177,7 +183,7 @@ def record_command(a: argparse.Namespace) -> int:
     from pathlib import Path
 
     from specviz.lecture import examples
-    from specviz.engine.engine import Engine
+    from specviz.engine import Engine
     from specviz.engine.pairs import load_pair
 
     engine = Engine.from_pair(load_pair(progress=_print_progress))

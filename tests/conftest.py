@@ -24,8 +24,8 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-from specviz.engine.engine import Engine, RunSettings
-from specviz.record.trace import load_trace
+from specviz.engine import Engine, RunSettings
+from specviz.record.load import load_trace
 
 # The device the device-aware tests run on: cpu unless told (tools/gpu_check.py runs them with cuda). The real-pair
 # tests take it too, where unset meaning auto (cuda → mps → cpu), as the app does.

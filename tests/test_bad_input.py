@@ -25,7 +25,7 @@ from specviz.app import inputs
 from specviz.app import serving
 from specviz.app import trace_files as trace_io
 from specviz.app import page as ui # noqa: E402
-from specviz.engine.engine import Engine  # noqa: E402
+from specviz.engine import Engine  # noqa: E402
 from specviz.record.trace import MAX_TRACE_BYTES, Trace  # noqa: E402
 from browser_util import free_port  # noqa: E402
 from test_ui import FIXTURE, value  # noqa: E402

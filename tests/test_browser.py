@@ -31,7 +31,7 @@ pytestmark = [
 ]
 sync_api = pytest.importorskip("playwright.sync_api")
 
-from specviz.record.trace import load_trace  # noqa: E402
+from specviz.record.load import load_trace  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def browser():
 
 @pytest.fixture(scope="module")
 def url(tiny_pair, tokenizer):
-    from specviz.engine.engine import Engine
+    from specviz.engine import Engine
 
     draft, target = tiny_pair
     engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")

@@ -7,7 +7,7 @@ import pytest
 
 from specviz.lab import compare
 from specviz.lab import charts as lab_charts
-from specviz.engine.engine import RunSettings
+from specviz.engine import RunSettings
 
 from conftest import CHARS
 
@@ -70,13 +70,13 @@ def test_each_row_is_its_runs_summary(engine):
 
 
 @pytest.mark.parametrize("prompt, ks, drafters, message", [
-    ("   ", [1], compare.DRAFTERS, "prompt is empty"),
-    ("def f():", [], compare.DRAFTERS, "at least one K"),
-    ("def f():", None, compare.DRAFTERS, "at least one K"),
-    ("def f():", [1.5], compare.DRAFTERS, "whole numbers"),
-    ("def f():", [0, 2], compare.DRAFTERS, "from 1 to 16"),
+    ("   ", [1], compare.CHAINS, "prompt is empty"),
+    ("def f():", [], compare.CHAINS, "at least one K"),
+    ("def f():", None, compare.CHAINS, "at least one K"),
+    ("def f():", [1.5], compare.CHAINS, "whole numbers"),
+    ("def f():", [0, 2], compare.CHAINS, "from 1 to 16"),
     ("def f():", [2], ["oracle"], "drafters must be"),
-    ("x" * 240, [8], compare.DRAFTERS, "context"),  # fits at K = 1, not at the largest K asked for
+    ("x" * 240, [8], compare.CHAINS, "context"),  # fits at K = 1, not at the largest K asked for
 ])
 def test_bad_input_fails_before_any_model_runs(engine, counted, prompt, ks, drafters, message):
     with pytest.raises(ValueError, match=message):

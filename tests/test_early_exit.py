@@ -6,7 +6,7 @@ from transformers import DynamicCache
 
 from conftest import tiny_model
 from specviz.engine import self_speculation as early_exit
-from specviz.engine.engine import Engine, RunSettings
+from specviz.engine import Engine, RunSettings
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,8 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from specviz.engine.engine import Engine, RunSettings, forward, rollback
+from specviz.engine import Engine, RunSettings
+from specviz.engine.decoding import forward, rollback
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Trace, step_times
 
 PROMPT = "def fib(n):"

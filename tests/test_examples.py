@@ -19,9 +19,9 @@ from test_ui import value  # noqa: E402
 
 from specviz.lecture import examples
 from specviz.app import page as ui # noqa: E402
-from specviz.engine.engine import Engine  # noqa: E402
+from specviz.engine import Engine  # noqa: E402
 from specviz.lecture.examples import EXAMPLES, ExampleError, load_example  # noqa: E402
-from specviz.record.trace import token_texts  # noqa: E402
+from specviz.record.load import token_texts  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 PACKAGED_TARGET = "Qwen2.5-Coder-1.5B-Instruct"

@@ -30,7 +30,7 @@ GENEROUS_S = 30  # the goal is 5 s; on 2 busy cores the page's own scripts alone
 @pytest.fixture
 def preparing(tiny_pair, tokenizer):
     """(url, ready): the app whose models load only once `ready` is set."""
-    from specviz.engine.engine import Engine
+    from specviz.engine import Engine
 
     draft, target = tiny_pair
     engine, ready = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target"), threading.Event()

@@ -25,8 +25,8 @@ from specviz.app import serving
 from specviz.app import page as ui # noqa: E402
 from specviz.app.actions import ModelActions, RunOutputs  # noqa: E402
 from specviz.app.round_view import RoundView  # noqa: E402
-from specviz.engine.engine import Engine  # noqa: E402
-from specviz.record.trace import load_trace  # noqa: E402
+from specviz.engine import Engine  # noqa: E402
+from specviz.record.load import load_trace  # noqa: E402
 from test_bad_input import text  # noqa: E402
 from browser_util import CHROMIUM, free_port  # noqa: E402
 from test_ui import value  # noqa: E402

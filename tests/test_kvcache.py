@@ -4,7 +4,7 @@ import copy
 import re
 
 from specviz.view import cache_cells as kvcache
-from specviz.engine.engine import RunSettings
+from specviz.engine import RunSettings
 from specviz.record.trace import BONUS, REPLACEMENT
 
 
@@ -31,7 +31,7 @@ def test_rows_show_what_each_round_wrote_and_cropped(trace):
 
 
 def test_a_bonus_leaves_the_draft_one_behind_and_says_why(trace, tiny_pair, tokenizer):
-    from specviz.engine.engine import Engine
+    from specviz.engine import Engine
 
     target = tiny_pair[1]
     same = Engine(target, target, tokenizer, "target as draft", "target").run(  # every draft accepted

@@ -12,8 +12,9 @@ from specviz.lab import charts as lab_charts
 from specviz.lab import readouts as lab_render
 from specviz.algorithm.sampling import residual_distribution, verify
 from specviz.algorithm.theory import expected_tokens_per_pass, round_cost, round_size_probs, speedup
+from specviz.record.load import load_trace
 from specviz.record.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
-                           TokenProb, Trace, load_trace, summarize)
+                                  TokenProb, Trace, summarize)
 
 SEED = lab.SEED_EXAMPLE  # q(" Paris") = 0.9, p(" Paris") = 0.6
 

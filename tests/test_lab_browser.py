@@ -58,7 +58,7 @@ class LabPage(Page):
 @pytest.fixture(scope="module")
 def url(tiny_pair, tokenizer):
     from specviz.app import lab_tab as lab_ui
-    from specviz.engine.engine import Engine
+    from specviz.engine import Engine
     from specviz.app.serving import launch_kwargs  # the page's theme and CSS, as the lab is seen inside the app
 
     engine = Engine(*tiny_pair, tokenizer, "tiny-draft", "tiny-target")  # for the drafter comparison

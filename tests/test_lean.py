@@ -9,7 +9,7 @@ import torch
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from specviz.engine.decoding import forward
-from specviz.engine.engine import Engine, RunSettings
+from specviz.engine import Engine, RunSettings
 from specviz.engine.lean import LeanCache, LeanDecoder
 from specviz.engine.quant import quantize_linears
 

@@ -21,7 +21,7 @@ from conftest import noisy_copy, tiny_model  # noqa: E402
 from specviz.app import serving
 from specviz.app import trace_files as trace_io
 from specviz.app import page as ui # noqa: E402
-from specviz.engine.engine import Engine, RunSettings  # noqa: E402
+from specviz.engine import Engine, RunSettings  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 SESSIONS = 16
@@ -59,7 +59,7 @@ def test_navigation_never_queues_with_model_runs():
     demo = ui.build_demo(lambda preset, progress: None, {"tiny": "Tiny"}, "tiny", concurrency=3)
     fns = {fn.api_name: fn for fn in demo.fns.values()}
     for name in NAVIGATION:  # no limit and no group: a step starts at once, whatever else is running
-        assert fns[name].concurrency_limit is None and fns[name].concurrency_id != "model", name
+        assert fns[name].concurrency_limit is None and fns[name].concurrency_id != serving.MODEL_RUNS, name
     model_runs = [fn for fn in demo.fns.values() if fn.concurrency_id == "model"]
     assert {fn.api_name for fn in model_runs} >= {"generate", "baseline", "compare_drafters"}
     assert all(fn.concurrency_limit == 3 for fn in model_runs)  # the Lab's comparison too: one shared limit

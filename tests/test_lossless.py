@@ -11,8 +11,8 @@ import copy
 import pytest
 import torch
 
-from specviz.engine import engine as engine_module
-from specviz.engine.engine import RunSettings
+from specviz.engine import chain
+from specviz.engine import RunSettings
 from specviz.engine.quant import quantize_linears
 from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
 
@@ -64,7 +64,7 @@ def _wrong_verify(p, q, drafts, generator=None):
 
 
 def make_setup(draft, target, tokenizer):
-    from specviz.engine.engine import Engine
+    from specviz.engine import Engine
 
     eng = Engine(draft, target, tokenizer)
     eng.eos_ids = set()  # the test counts exactly three tokens per run
@@ -110,6 +110,6 @@ def test_engine_output_follows_the_target(which, request):
 
 def test_negative_control_wrong_sampler_in_the_engine(setup, monkeypatch):
     eng, settings, exact = setup
-    monkeypatch.setattr(engine_module, "verify", _wrong_verify)
+    monkeypatch.setattr(chain, "verify", _wrong_verify)
     freq = empirical(eng, settings, N_RUNS)
     assert max(tv(f, p) for f, p in zip(freq, exact)) > 0.12  # the bound that passes the real engine fails this

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from specviz.engine.engine import Engine, RunSettings
+from specviz.engine import Engine, RunSettings
 from specviz.engine.quant import INT4, INT8, Int4Linear, Int8Linear, pick_weights, quantize_linears
 
 from conftest import tiny_model

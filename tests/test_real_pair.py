@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import TEST_DEVICE
 
-from specviz.engine.engine import Engine, RunSettings
+from specviz.engine import Engine, RunSettings
 from specviz.engine.lean import LeanCache
 from specviz.engine.pairs import auto_dtype, load_pair, pick_device
 from specviz.engine.quant import quantize_linears, weights_name

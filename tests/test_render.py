@@ -181,7 +181,7 @@ def test_nothing_drafted_because_one_token_was_left(lookup_trace):
 
 
 def test_explanation_says_why_an_adaptive_round_drafted_fewer_than_k(engine):
-    from specviz.engine.engine import RunSettings
+    from specviz.engine import RunSettings
 
     trace = engine.run("def fib(n):", RunSettings(k=8, temperature=1.0, seed=3, max_new_tokens=40, adaptive=True,
                                                   confidence=0.3))
@@ -195,7 +195,7 @@ def test_explanation_says_why_an_adaptive_round_drafted_fewer_than_k(engine):
 
 
 def test_greedy_rounds_speak_of_top_tokens_not_draws(engine):
-    from specviz.engine.engine import RunSettings
+    from specviz.engine import RunSettings
 
     trace = engine.run("def fib(n):", RunSettings(k=4, temperature=0, max_new_tokens=24))
     i = first_round(trace, lambda r: r.next_kind == REPLACEMENT and r.n_accepted >= 1)

@@ -11,7 +11,8 @@ import pytest
 import app
 from specviz.engine import pairs as models
 from specviz.app import serving
-from specviz.record.trace import MAX_TRACE_BYTES, load_trace
+from specviz.record.trace import MAX_TRACE_BYTES
+from specviz.record.load import load_trace
 
 SOURCES = sorted((Path(__file__).parent.parent / "specviz").glob("*.py")) + [Path(app.__file__)]
 # Each of these can run code from a file: unpickling (torch.load without weights_only, pickle, joblib, numpy's

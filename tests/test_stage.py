@@ -69,7 +69,7 @@ def test_the_last_card_after_a_clean_sweep_draws_p_for_the_bonus(trace):
 
 
 def test_greedy_cards_speak_of_top_tokens(engine):
-    from specviz.engine.engine import RunSettings
+    from specviz.engine import RunSettings
 
     trace = engine.run("def fib(n):", RunSettings(k=4, temperature=0, max_new_tokens=24))
     rnd = next(r for r in trace.rounds if r.next_kind == REPLACEMENT and r.n_accepted >= 1)

@@ -19,9 +19,10 @@ from test_tree import _test_against_unchanged_p
 from test_tree_pass import one_thread  # noqa: F401 (autouse: tiny models run on one thread)
 from specviz.engine import tree_run
 from specviz.engine.decoding import forward
-from specviz.engine.engine import Engine, RunSettings
+from specviz.engine import Engine, RunSettings
 from specviz.algorithm.sampling import SamplingSettings, warp
-from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, load_trace
+from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT
+from specviz.record.load import load_trace
 
 PROMPT = "def fib(n):"
 

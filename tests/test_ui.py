@@ -20,8 +20,8 @@ from specviz.lab import compare
 from specviz.app import serving
 from specviz.app import page as ui
 from specviz.app import round_view as views # noqa: E402
-from specviz.engine.engine import Engine  # noqa: E402
-from specviz.record.trace import load_trace  # noqa: E402
+from specviz.engine import Engine  # noqa: E402
+from specviz.record.load import load_trace  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 FIXTURE = Path(__file__).parent / "fixtures" / "qwen_coder_fib.json"

@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from specviz.measure import costs
-from specviz.engine.engine import Engine, RunSettings
+from specviz.engine import Engine, RunSettings
 
 APP_MODULES = ("specviz.app.serving", "specviz.app.actions", "specviz.app.lab_tab", "specviz.app.costs_tab", "specviz.app.page")
 MAX_DURATION_S = 300  # the most ZeroGPU grants a signed-in user per call (hub discussions; it is not documented)

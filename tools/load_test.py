@@ -44,8 +44,8 @@ from gradio_client import Client  # noqa: E402
 from specviz.settings import bounds as options
 from specviz.view import text as render
 from specviz.app import serving # noqa: E402
-from specviz.engine.engine import Engine, RunSettings  # noqa: E402
-from specviz.record.trace import load_trace  # noqa: E402
+from specviz.engine import Engine, RunSettings  # noqa: E402
+from specviz.record.load import load_trace  # noqa: E402
 
 STATUS, INFO, DOWNLOAD, SLIDER, STAGE = range(5)  # outputs of /generate (after the hidden trace state)
 REAL_PROMPTS = list(options.EXAMPLES.values())
@@ -85,7 +85,7 @@ class Overlap:
 
 
 class CountedRun:
-    """A SpeculativeRun whose iteration is counted by an Overlap (everything else passes through)."""
+    """A ChainRun whose iteration is counted by an Overlap (everything else passes through)."""
 
     def __init__(self, run, overlap: Overlap):
         self._run, self._overlap = run, overlap

@@ -57,7 +57,7 @@ def main() -> None:
     from browser_util import launch_browser, serve_demo
     from specviz.app import serving
     from specviz.app import page as ui
-    from specviz.engine.engine import RunSettings
+    from specviz.engine import RunSettings
     from specviz.engine.pairs import DEFAULT_PRESET
 
     engine = serving.default_engine_loader(DEFAULT_PRESET)

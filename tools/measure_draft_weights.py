@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from specviz.measure.bench import PROMPTS, interleaved  # noqa: E402
-from specviz.engine.engine import Engine, RunSettings  # noqa: E402
+from specviz.engine import Engine, RunSettings  # noqa: E402
 from specviz.measure.measured import steady_state  # noqa: E402
 from specviz.engine.pairs import load_pair  # noqa: E402
 from specviz.engine.quant import FULL, INT4, INT8, fastest_weights, quantize_linears, weights_name  # noqa: E402

@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:  # specviz, without PYTHONPATH
 import torch  # noqa: E402
 
 from specviz.lab import compare # noqa: E402
-from specviz.engine.engine import Engine, RunSettings  # noqa: E402
+from specviz.engine import Engine, RunSettings  # noqa: E402
 from specviz.engine.pairs import load_pair  # noqa: E402
 from specviz.settings.bounds import COMPARE_EXAMPLES  # noqa: E402
 

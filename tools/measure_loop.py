@@ -5,7 +5,7 @@ sys.path.insert(0, sys.argv[1] if len(sys.argv) > 1 else ".")
 import torch
 import specviz.engine.engine as em
 from specviz.measure.bench import _tiny_engine
-from specviz.engine.engine import RunSettings
+from specviz.engine import RunSettings
 from specviz.settings.bounds import CODE_PROMPT
 e = _tiny_engine()
 V = 151936

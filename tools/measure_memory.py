@@ -51,7 +51,7 @@ SHAPES = {  # preset -> (draft shape, target shape)
 }
 MEASURE = """
 import json, sys
-from specviz.engine.engine import Engine, RunSettings
+from specviz.engine import Engine, RunSettings
 from specviz.engine.pairs import load_pair
 pair = load_pair(device="cpu", dtype=sys.argv[1], draft_weights="full")
 engine = Engine.from_pair(pair)

@@ -3,7 +3,7 @@ import statistics, sys, time
 sys.path.insert(0, ".")
 import torch
 from specviz.engine.pairs import load_pair
-from specviz.engine.engine import Engine, RunSettings
+from specviz.engine import Engine, RunSettings
 from specviz.settings.bounds import CODE_PROMPT, STORY_PROMPT
 t0 = time.time()
 pair = load_pair()

@@ -27,7 +27,7 @@ SIZE = (1280, 720)
 def tiny_engine():
     """An engine the page can load at once; opening a recorded trace never runs it."""
     from conftest import char_tokenizer, noisy_copy, tiny_model
-    from specviz.engine.engine import Engine
+    from specviz.engine import Engine
 
     target = tiny_model(seed=2)
     return Engine(noisy_copy(target, 0.2), target, char_tokenizer(), "tiny-draft", "tiny-target")

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from specviz.engine import lean # noqa: E402
 from specviz.measure.bench import PROMPTS, SAME_DRAFT_PEER, _transformers_tokens_per_s  # noqa: E402
-from specviz.engine.engine import Engine, RunSettings  # noqa: E402
+from specviz.engine import Engine, RunSettings  # noqa: E402
 from specviz.engine.pairs import load_pair  # noqa: E402
 
 SPENT: dict[str, float] = {}

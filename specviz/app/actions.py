@@ -17,7 +17,7 @@ import gradio as gr
 
 from specviz.view import charts
 from specviz.view import text as render
-from specviz.engine.engine import Engine, RunSettings
+from specviz.engine import Engine, RunSettings
 from specviz.settings.errors import message_of
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
 from specviz.app.inputs import check_preset, check_prompt, settings_from
@@ -109,9 +109,8 @@ class ModelActions:
         info, status = self.show_model_pair(preset, progress)
         return info, status or gr.skip()
 
-    def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture,
-                 drafter="model", adaptive=False, draft_layers=0, tree_widths="2-2-1-1", progress=gr.Progress(),
-                 request: gr.Request = None):
+    def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture, drafter,
+                 adaptive, draft_layers, tree_widths, progress=gr.Progress(), request: gr.Request = None):
         """The trace and the round view after each round (at most every MIN_FRAME_S), then once more. The
         inputs arrive as sent (the event skips Gradio's preprocessing), so every one is checked here."""
         try:

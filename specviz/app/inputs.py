@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from specviz.engine.engine import RunSettings
-from specviz.settings.bounds import MAX_K, TREE, Bound, short_repr
+from specviz.engine import RunSettings
+from specviz.drafters import REGISTRY
+from specviz.settings.bounds import MAX_K, Bound, short_repr
 from specviz.algorithm.tree import parse_widths
 
 
@@ -51,18 +52,19 @@ def setting(value, field: str) -> int | float:
     return limit.bound.check(value, limit.name)
 
 
-def settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter="model",
-                  adaptive=False, draft_layers=0, tree_widths="") -> RunSettings:
+def settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter, adaptive, draft_layers,
+                  tree_widths) -> RunSettings:
     """RunSettings from the page's fields (numbers arrive as floats); ValueError names the first bad one. The tree
     widths' text is read only with the tree drafter (the box keeps its value while another drafter is chosen)."""
     if adaptive not in (True, False, None):  # raw API input: 1, "yes" or [] would otherwise pass as truthy
         raise ValueError(f"adaptive K must be true or false, got {short_repr(adaptive)}")
     if not isinstance(tree_widths, (str, type(None))):
         raise ValueError(f"tree widths must be text like 2-2-1-1, got {short_repr(tree_widths)}")
-    widths = parse_widths(tree_widths) if drafter == TREE and (tree_widths or "").strip() else None
+    tree = drafter in REGISTRY and REGISTRY[drafter].tree
+    widths = parse_widths(tree_widths) if tree and (tree_widths or "").strip() else None
     return RunSettings(k=setting(k, "k"), temperature=setting(temperature, "temperature"),
                        top_p=setting(top_p, "top_p"), top_k=setting(top_k, "top_k"), seed=setting(seed, "seed"),
-                       max_new_tokens=setting(max_new_tokens, "max_new_tokens"), drafter=drafter or "model",
+                       max_new_tokens=setting(max_new_tokens, "max_new_tokens"), drafter=drafter or RunSettings.drafter,
                        adaptive=bool(adaptive), draft_layers=setting(draft_layers, "draft_layers"),
                        tree_widths=widths)
 

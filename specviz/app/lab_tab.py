@@ -23,14 +23,15 @@ from specviz.lab import joint
 from specviz.lab import playground as lab
 from specviz.lab import charts as lab_charts
 from specviz.view.charts import empty_figure
-from specviz.engine.engine import RunSettings
+from specviz.engine import RunSettings
 from specviz.settings.errors import message_of
 from specviz.lab.readouts import (RESTART, REVEAL, TREE_NOTE, card_html, card_steps, comparison_status, covered_html,
                          exactness_html, explorer_html, heading_html, histogram_html, joint_html, playground_html,
                          trace_html, warning_html)
 from specviz.settings.bounds import COMPARE_EXAMPLES, MAX_K, REWRITE_PROMPT
 from specviz.app.serving import MODEL_RUNS, EngineLoader, engine_ref, stream_comparison
-from specviz.record.trace import Trace, load_trace
+from specviz.record.trace import Trace
+from specviz.record.load import load_trace
 
 DECIMALS = 4  # the editable table shows probabilities to this many places
 SAMPLE_SIZES = [100, 1_000, 10_000, 100_000]

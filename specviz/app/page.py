@@ -20,10 +20,14 @@ from specviz.app.inputs import limits
 from specviz.app.costs_tab import build_costs
 from specviz.lecture.examples import EXAMPLES as RECORDED
 from specviz.app.lab_tab import build_lab
-from specviz.settings.bounds import DEFAULT_TREE, EXAMPLES, RUN_DRAFTERS, widths_text
+from specviz.drafters import DEFAULT, REGISTRY, layers, tree
+from specviz.engine.request import RunSettings
+from specviz.settings.bounds import EXAMPLES, widths_text
 from specviz.app.serving import (DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, default_engine_loader,
                       limit_model_runs, preset_labels)
 from specviz.app.round_view import PLAY_JS, SHOW_JS, STEP_JS, Player, RoundView, empty_view, lecture_mode, show_round
+
+PAGE_TEMPERATURE = 0.7  # the page opens sampled (the contract's default is greedy) so that draws reject drafts
 
 
 @dataclass
@@ -52,7 +56,7 @@ class Page:
     prompt: gr.Textbox
     preset: gr.Dropdown
     settings: Settings
-    drafter: gr.Radio  # RunSettings.drafter, a key of options.RUN_DRAFTERS
+    drafter: gr.Radio  # RunSettings.drafter, a key of the drafter registry
     adaptive: gr.Checkbox  # RunSettings.adaptive: K per round, the slider's K the most
     draft_layers: gr.Number  # RunSettings.draft_layers: self-speculation's N (0: half the target's layers)
     tree_widths: gr.Textbox  # RunSettings.tree_widths as text, 2-2-1-1 (read with the tree drafter only)
@@ -119,30 +123,32 @@ def _settings_row(presets: dict[str, str], default_preset: str):
     with gr.Row(equal_height=True):
         preset = gr.Dropdown([(label, name) for name, label in presets.items()], value=default_preset,
                              label="Draft → target pair", elem_id="preset", scale=3, min_width=420)
-        drafter = gr.Radio([(label, name) for name, label in RUN_DRAFTERS.items()], value="model", label="Drafter",
+        drafter = gr.Radio([(d.label, key) for key, d in REGISTRY.items()], value=DEFAULT.key, label="Drafter",
                            elem_id="drafter", scale=2, min_width=320)
+    d = RunSettings()  # the request contract's defaults, but for the temperature the page opens with
     with gr.Row():
         settings = Settings(
-            k=gr.Slider(**limits("k"), value=4, step=1, label="K (draft tokens per round)", elem_id="k",
+            k=gr.Slider(**limits("k"), value=d.k, step=1, label="K (draft tokens per round)", elem_id="k",
                         min_width=160),
-            temperature=gr.Slider(**limits("temperature"), value=0.7, step=0.05, label="Temperature (0 = greedy)",
+            temperature=gr.Slider(**limits("temperature"), value=PAGE_TEMPERATURE, step=0.05, label="Temperature (0 = greedy)",
                                   elem_id="temperature", min_width=170),
-            top_p=gr.Slider(**limits("top_p"), value=1.0, step=0.05, label="top-p", elem_id="top-p", min_width=120),
-            top_k=gr.Number(0, **limits("top_k"), precision=0, label="top-k (0 = off)", elem_id="top-k",
+            top_p=gr.Slider(**limits("top_p"), value=d.top_p, step=0.05, label="top-p", elem_id="top-p", min_width=120),
+            top_k=gr.Number(d.top_k, **limits("top_k"), precision=0, label="top-k (0 = off)", elem_id="top-k",
                             min_width=120),
-            seed=gr.Number(0, **limits("seed"), precision=0, label="Seed", elem_id="seed", min_width=100),
-            max_new_tokens=gr.Slider(**limits("max_new_tokens"), value=64, step=1, label="Max new tokens",
+            seed=gr.Number(d.seed, **limits("seed"), precision=0, label="Seed", elem_id="seed", min_width=100),
+            max_new_tokens=gr.Slider(**limits("max_new_tokens"), value=d.max_new_tokens, step=1, label="Max new tokens",
                                      elem_id="max-new-tokens", min_width=160))
     with gr.Row(equal_height=True):
-        adaptive = gr.Checkbox(False, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
+        adaptive = gr.Checkbox(d.adaptive, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
                                info="stop drafting once the product of the draft's own probabilities of its "
-                                    "drafts falls below 0.25", scale=2, min_width=260)
-        draft_layers = gr.Number(0, **limits("draft_layers"), precision=0, label="Draft layers N (self-speculation)",
-                                 info="with the drafter “the target's first layers”: its first N layers draft; "
-                                      "0 = half of them", elem_id="draft-layers", scale=1, min_width=260)
-        tree_widths = gr.Textbox(widths_text(DEFAULT_TREE), label="Tree widths (draft tree)",
-                                 info="with the drafter “draft tree”: children per node at each depth, 1–4 wide, "
-                                      "1–6 deep, at most 32 nodes", elem_id="tree-widths", scale=1, min_width=260)
+                                    f"drafts falls below {d.confidence}", scale=2, min_width=260)
+        draft_layers = gr.Number(d.draft_layers, **limits("draft_layers"), precision=0,
+                                 label=f"Draft layers N ({layers.DRAFTER.label})",
+                                 info=f"with the drafter “{layers.DRAFTER.label}”: {layers.DRAFT_LAYERS.help}",
+                                 elem_id="draft-layers", scale=1, min_width=260)
+        tree_widths = gr.Textbox(widths_text(tree.DEFAULT_WIDTHS), label=f"Tree widths ({tree.DRAFTER.label})",
+                                 info=f"with the drafter “{tree.DRAFTER.label}”: {tree.TREE_WIDTHS.help}",
+                                 elem_id="tree-widths", scale=1, min_width=260)
     return preset, settings, drafter, adaptive, draft_layers, tree_widths
 
 

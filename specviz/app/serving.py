@@ -23,7 +23,7 @@ import gradio as gr
 
 from specviz.lab import compare
 from specviz.measure import costs
-from specviz.engine.engine import Engine, RunSettings
+from specviz.engine import Engine, RunSettings
 from specviz.settings.bounds import Progress
 from specviz.view.style import palette_css
 from specviz.record.trace import MAX_TRACE_BYTES
@@ -34,7 +34,7 @@ EngineLoader = Callable[[str, Progress], Engine]
 # queue. On a CPU two runs only split the same cores (each gets slower, none finishes sooner), so 1; a GPU with
 # memory to spare may take more (app.py --concurrency). Stepping through recorded rounds never waits for these.
 DEFAULT_CONCURRENCY = 1
-MODEL_RUNS = "model"  # the concurrency group of every event that runs a model
+MODEL_RUNS = "model-runs"  # the concurrency group of every event that runs a model
 # Sessions whose state (their trace, ~7 kB per generated token: 0.5 MB at 64 tokens, 4 MB at 512) the server
 # keeps; past this, Gradio drops the least recently used. A closed tab's state goes an hour after closing.
 SESSIONS_KEPT = 200

@@ -1,7 +1,7 @@
 """Trace files on the server: the folder the download buttons serve from (traces, lecture packs), and reading an
 uploaded file.
 
-An upload is read no further than the size limit and checked by `trace.load_trace`; a trace that names the
+An upload is read no further than the size limit and checked by `record.load.load_trace`; a trace that names the
 loaded target must also carry that target's tokenizer's ids and texts (`check_tokenizer`).
 """
 
@@ -15,10 +15,11 @@ import time
 from contextlib import suppress
 from pathlib import Path
 
-from specviz.engine.engine import Engine, RunSettings
+from specviz.engine import Engine, RunSettings
 from specviz.settings.bounds import short_repr
 from specviz.view.quiz import QuizState, load_lecture, pack_json
-from specviz.record.trace import MAX_TRACE_BYTES, Trace, load_trace, token_texts
+from specviz.record.trace import MAX_TRACE_BYTES, Trace
+from specviz.record.load import load_trace, token_texts
 
 _DOWNLOADS = tempfile.TemporaryDirectory(prefix="specviz-traces-")  # removed when the process exits
 _DOWNLOADS_LOCK = threading.Lock()  # sessions write and prune the folder at once

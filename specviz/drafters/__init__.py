@@ -9,10 +9,12 @@ Imports settings only (no torch), so the record, the view and the page may read 
 
 from specviz.drafters import layers, lookup, model, tree
 from specviz.settings.bounds import short_repr
-from specviz.drafters.base import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, Drafter, Param  # noqa: F401
+from specviz.drafters.base import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, Drafter, Param
 
 MODEL, LOOKUP, LAYERS, TREE = model.DRAFTER, lookup.DRAFTER, layers.DRAFTER, tree.DRAFTER
 REGISTRY: dict[str, Drafter] = {d.key: d for d in (MODEL, LOOKUP, LAYERS, TREE)}  # in the order the page offers them
+__all__ = ["REGISTRY", "CHAINS", "DEFAULT", "MODEL", "LOOKUP", "LAYERS", "TREE", "drafter", "Drafter", "Param",
+           "DRAFT_MODEL", "TARGET_LAYERS", "EARLIER_TEXT", "recorded"]
 DEFAULT = MODEL  # what a run drafts with when nothing is chosen
 CHAINS = {key: d for key, d in REGISTRY.items() if d.chain}  # what the Lab's comparison runs side by side
 
@@ -22,3 +24,9 @@ def drafter(key) -> Drafter:
     if isinstance(key, str) and key in REGISTRY:
         return REGISTRY[key]
     raise ValueError(f"drafter must be one of {', '.join(REGISTRY)}, got {short_repr(key)}")
+
+
+def recorded(settings: dict) -> Drafter:
+    """The drafter a trace's settings name; the draft model for a trace that names none (format versions 1-3 drafted
+    only with it). A trace naming an unknown drafter is refused when it is loaded (record/load.py)."""
+    return REGISTRY.get(settings.get("drafter"), DEFAULT)

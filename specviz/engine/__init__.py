@@ -5,4 +5,7 @@ Imports settings, drafters, record and algorithm; never the view, the Lab or the
 `RunSettings` are importable from here (`from specviz.engine import Engine, RunSettings`).
 """
 
-from specviz.engine.engine import Engine, RunSettings  # noqa: E402,F401  the Python API's entry points
+from specviz.engine.engine import Engine  # noqa: E402  the Python API's entry points
+from specviz.engine.request import RunSettings  # noqa: E402
+
+__all__ = ["Engine", "RunSettings"]

@@ -1,7 +1,7 @@
 """What every speculative run shares, whatever drafts: a forward pass over the tokens a KV cache lacks, the
 cache's rollback, and `DecodingRun`, the run's state (the committed ids, both caches, the seeded generator),
 its iteration round by round with the time each took, the commit rule (cut after EOS or max_new_tokens) and
-its trace. The chain (engine.SpeculativeRun) and the tree (tree_run.TreeRun) each add their own `_round`.
+its trace. The chain (chain.ChainRun) and the tree (tree_run.TreeRun) each add their own `_round`.
 """
 
 from __future__ import annotations

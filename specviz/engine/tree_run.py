@@ -24,7 +24,6 @@ import torch
 from transformers import DynamicCache
 
 from specviz.engine.decoding import DecodingRun, forward
-from specviz.settings.bounds import TREE
 from specviz.algorithm.sampling import sample, warp
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, CacheLengths, DraftPosition, Round, TokenProb, TreeRecord
 from specviz.algorithm.tree import TreeShape, TreeVerdict, verify_tree
@@ -106,7 +105,7 @@ class TreeRun(DecodingRun):
         return Round(index=len(self.rounds), k=0, drafts=[], n_accepted=0,
                      next_token=TokenProb(x, e.text(x), float(p[x])), next_kind=BONUS, residual=None,
                      bonus_candidates=self._bonus_top(p) if self.details else None, committed_ids=committed,
-                     draft_time_s=0.0, verify_time_s=t1 - t0, stop=self.stop, cache=cache, drafter=TREE)
+                     draft_time_s=0.0, verify_time_s=t1 - t0, stop=self.stop, cache=cache, drafter=self.s.drafter)
 
     def _record(self, tree: TreeShape, tokens: list[int], p: torch.Tensor, q: torch.Tensor, v: TreeVerdict,
                 committed: list[int], draft_time: float, verify_time: float, cache: CacheLengths) -> Round:
@@ -137,4 +136,4 @@ class TreeRun(DecodingRun):
                      next_token=next_prob, next_kind=v.next_kind, residual=residual,
                      bonus_candidates=self._bonus_top(p[last]) if self.details and not rejected else None,
                      committed_ids=committed, draft_time_s=draft_time, verify_time_s=verify_time, stop=self.stop,
-                     cache=cache, drafter=TREE, tree=record)
+                     cache=cache, drafter=self.s.drafter, tree=record)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from specviz.drafters import CHAINS
 from specviz.view.charts import label
 from specviz.lab.compare import CompareRow
 from specviz.lab.explorer import Explorer
@@ -187,24 +188,28 @@ def rounds_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_size
 
 # --- drafters compared ----------------------------------------------------------------------------------------
 
-# One line per drafter, each with a colour, a marker and a dash, so they stay apart on a washed-out projector;
-# self-speculation draws a line per N, its markers told apart by shape.
-DRAFTER_LINES = {"model": dict(color=Q_COLOR, symbol="circle", dash="solid"),
-                 "lookup": dict(color=INK, symbol="square", dash="dash"),
-                 "layers": dict(color=FATES[BONUS].color, symbol="diamond", dash="dot")}
+# One line per drafter, each with a colour, a marker and a dash (the marker and dash are the drafter's own), so they
+# stay apart on a washed-out projector; self-speculation draws a line per N, its markers told apart by shape.
+LINE_COLORS = (Q_COLOR, INK, FATES[BONUS].color)  # the chain drafters' colours, in the registry's order
 LAYER_SYMBOLS = ("diamond", "triangle-up", "x", "star", "hexagon")
 
 
 def _lines(runs: list[CompareRow]) -> list[tuple[str, int | None]]:
-    """The (drafter, N) pairs with runs, in DRAFTER_LINES' order, self-speculation's N ascending."""
+    """The (drafter, N) pairs with runs, in the registry's order, self-speculation's N ascending."""
     present = {(r.drafter, r.draft_layers) for r in runs}
-    return sorted(present, key=lambda line: (list(DRAFTER_LINES).index(line[0]), line[1] or 0))
+    return sorted(present, key=lambda line: (list(CHAINS).index(line[0]), line[1] or 0))
+
+
+def _style(drafter: str) -> dict:
+    spec = CHAINS[drafter]
+    return dict(color=LINE_COLORS[list(CHAINS).index(drafter) % len(LINE_COLORS)], symbol=spec.chart_symbol,
+                dash=spec.chart_dash)
 
 
 def _drafter_line(rows: list[CompareRow], line: tuple[str, int | None], field: str, axes: str, show: bool,
                   unit: str) -> dict:
     drafter, n = line
-    style = DRAFTER_LINES[drafter]
+    style = _style(drafter)
     mine = [r for r in rows if (r.drafter, r.draft_layers) == line]
     name = mine[0].label
     symbol = LAYER_SYMBOLS[sorted({r.draft_layers for r in rows if r.draft_layers}).index(n) % len(LAYER_SYMBOLS)] \

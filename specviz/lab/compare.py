@@ -14,11 +14,12 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Iterator
 
 from specviz.engine import self_speculation as early_exit
-from specviz.engine.engine import Engine, RunSettings
-from specviz.settings.bounds import DRAFTERS, MAX_K, TARGET_ONLY, TARGET_ONLY_LABEL
+from specviz.engine import Engine, RunSettings
+from specviz.drafters import CHAINS, LAYERS, REGISTRY
+from specviz.settings.bounds import MAX_K, TARGET_ONLY, TARGET_ONLY_LABEL
 from specviz.record.trace import Baseline, Trace
 
-LABELS = {TARGET_ONLY: TARGET_ONLY_LABEL, **DRAFTERS}  # a row's drafter -> its label
+LABELS = {TARGET_ONLY: TARGET_ONLY_LABEL, **{key: d.label for key, d in CHAINS.items()}}  # a row's drafter -> its label
 ALL_KS = tuple(range(1, 9))  # the K range the lab offers
 DEFAULT_KS = (1, 2, 4, 8)  # a subset: each run of the real pair takes ~10 s on a 2-core CPU
 
@@ -27,7 +28,7 @@ DEFAULT_KS = (1, 2, 4, 8)  # a subset: each run of the real pair takes ~10 s on 
 class CompareRow:
     """One run of the comparison, in the terms of the summary line."""
 
-    drafter: str  # TARGET_ONLY, "model", "lookup" or "layers" (RunSettings.drafter)
+    drafter: str  # TARGET_ONLY or a chain drafter's key (RunSettings.drafter)
     k: int | None  # draft tokens per round; None for the baseline
     acceptance_rate: float | None  # accepted / examined drafts; None for the baseline (nothing is drafted)
     tokens_per_pass: float  # new tokens / target passes (1.0 for the baseline)
@@ -68,14 +69,15 @@ def _whole(value) -> int:
     return int(number)
 
 
-def plan(ks: tuple[int, ...], drafters: tuple[str, ...] = tuple(DRAFTERS),
+def plan(ks: tuple[int, ...], drafters: tuple[str, ...] = tuple(CHAINS),
          layers: tuple[int, ...] = (0,)) -> list[tuple[str, int | None, int]]:
     """The runs in the order they are made, as (drafter, K, N): the baseline, then the drafters alternating within
     each K, so slow drift in the machine's speed (another process, heat) touches all alike; self-speculation runs
     once per N in `layers` (0: half the target's layers; N is 0 for the other drafters).
     plan((1, 2), ("model", "lookup")) -> [("target", None, 0), ("model", 1, 0), ("lookup", 1, 0), ("model", 2, 0),
     ("lookup", 2, 0)]."""
-    runs = [(drafter, k, n) for k in ks for drafter in drafters for n in (layers if drafter == "layers" else (0,))]
+    runs = [(drafter, k, n) for k in ks for drafter in drafters
+            for n in (layers if REGISTRY[drafter].reads("draft_layers") else (0,))]
     return [(TARGET_ONLY, None, 0)] + runs
 
 
@@ -94,23 +96,23 @@ def trace_row(trace: Trace, baseline: Baseline) -> CompareRow:
     """A speculative run's row; its speedup is over `baseline`, which must come from the same call."""
     s = trace.summary
     speedup = s.tokens_per_s / baseline.tokens_per_s if baseline.tokens_per_s > 0 else 0.0
-    n = trace.settings.get("draft_layers") if trace.settings["drafter"] == "layers" else None  # the N it used
+    n = trace.settings.get("draft_layers") if REGISTRY[trace.settings["drafter"]].reads("draft_layers") else None
     return CompareRow(trace.settings["drafter"], trace.settings["k"], s.acceptance_rate, s.tokens_per_pass,
                       s.tokens_per_s, speedup, s.n_new_tokens, s.total_time_s, n)
 
 
 def compare_drafters(engine: Engine, prompt: str, settings: RunSettings, ks: Iterable = DEFAULT_KS,
-                     drafters: Iterable[str] = tuple(DRAFTERS), layers: tuple[int, ...] = (0,)) -> Iterator[CompareRow]:
+                     drafters: Iterable[str] = tuple(CHAINS), layers: tuple[int, ...] = (0,)) -> Iterator[CompareRow]:
     """Yield the target-only row, then one row per K and drafter (in `plan` order; self-speculation once per N in
     `layers`) as each run finishes.
 
     `settings` gives everything but K and the drafter (temperature, seed, max new tokens ...). Raises ValueError
     before any model runs for an empty or too long prompt, no K, an unknown drafter or an N the target lacks."""
     ks, drafters = check_ks(ks), tuple(drafters)
-    for n in layers if "layers" in drafters else ():
-        engine.encode(prompt, replace(settings, drafter="layers", draft_layers=n))
-    if not drafters or any(d not in DRAFTERS for d in drafters):
-        raise ValueError(f"drafters must be some of {', '.join(DRAFTERS)}, got {list(drafters)!r}")
+    if not drafters or any(d not in CHAINS for d in drafters):
+        raise ValueError(f"drafters must be some of {', '.join(CHAINS)}, got {list(drafters)!r}")
+    for n in layers if LAYERS.key in drafters else ():
+        engine.encode(prompt, replace(settings, drafter=LAYERS.key, draft_layers=n))
     engine.encode(prompt, replace(settings, k=ks[-1]))  # the largest K needs the most room in the context
     baseline = engine.baseline(prompt, settings)
     yield baseline_row(baseline)

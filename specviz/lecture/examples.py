@@ -14,9 +14,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from specviz.engine.engine import Engine, RunSettings
+from specviz.drafters import LOOKUP
+from specviz.engine import Engine, RunSettings
 from specviz.settings.bounds import CODE_PROMPT, REWRITE_PROMPT, STORY_PROMPT, Progress
-from specviz.record.trace import ACCEPTED, REJECTED, Trace, load_trace
+from specviz.record.trace import ACCEPTED, REJECTED, Trace
+from specviz.record.load import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES_DIR = ROOT / "assets" / "examples"
@@ -101,7 +103,7 @@ EXAMPLES = {e.name: e for e in [
     Example("rewrite", "Rewrite, prompt lookup",
             "Adding type hints to a function, drafted by prompt lookup (no draft model): once the answer copies the "
             "function's body, copied drafts are accepted K at a time; where nothing matches, a round drafts nothing.",
-            REWRITE_PROMPT, RunSettings(k=4, temperature=0.0, seed=0, max_new_tokens=64, drafter="lookup"),
+            REWRITE_PROMPT, RunSettings(k=4, temperature=0.0, seed=0, max_new_tokens=64, drafter=LOOKUP.key),
             _shows_rewrite),
     Example("adaptive", "Adaptive K",
             "Adaptive K (at most 8): the draft stops once its own confidence in its drafts falls below 0.25, so each "

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import torch
 
-from specviz.engine.engine import Engine, RunSettings
+from specviz.drafters import LAYERS, LOOKUP, MODEL, TREE
+from specviz.engine import Engine, RunSettings
 from specviz.engine.quant import FULL, pick_weights, quantize_linears, weights_name
 from specviz.settings.bounds import CODE_PROMPT, DRAFT_WEIGHTS, DTYPE_CHOICES, STORY_PROMPT, widths_text
 from specviz.measure.measured import SteadyState, steady_state
@@ -116,11 +117,11 @@ def bench_command(a: argparse.Namespace) -> int:
     if weights != FULL:
         engine = Engine(quantize_linears(copy.deepcopy(engine.draft), weights), engine.target, engine.tokenizer,
                         weights_name(engine.draft_name, weights), engine.target_name, engine.dtype)
-    ks = {"model": [int(k) for k in a.ks.split(",")], "lookup": [int(k) for k in a.lookup_ks.split(",")],
-          "adaptive": a.adaptive_k, "tree": parse_widths(a.tree) if a.tree else None,
-          "layers": [int(n) for n in a.draft_layers.split(",") if n.strip()], "layers_k": a.layers_k}
-    for n in ks["layers"]:
-        engine.layers_for(RunSettings(drafter="layers", draft_layers=n))  # a bad N stops here, before any run
+    ks = {"chain": [int(k) for k in a.ks.split(",")], "copy": [int(k) for k in a.lookup_ks.split(",")],
+          "adaptive": a.adaptive_k, "widths": parse_widths(a.tree) if a.tree else None,
+          "layer_ns": [int(n) for n in a.draft_layers.split(",") if n.strip()], "layers_k": a.layers_k}
+    for n in ks["layer_ns"]:
+        engine.layers_for(RunSettings(drafter=LAYERS.key, draft_layers=n))  # a bad N stops here, before any run
     engine.run(PROMPTS["code"][0], RunSettings(max_new_tokens=8))  # one throwaway run: allocator, caches
     rows = run_bench(engine, ks, a.modes.split(","), a.types.split(","), a.prompts_per_type, a.repeats,
                      a.max_new_tokens, a.temperature, peer=not a.no_peer, peer_draft=peer_draft)
@@ -178,7 +179,7 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
     peer_draft = engine.draft if peer_draft is None else peer_draft
     peers = {"transformers assisted (default K)": ("heuristic", peer_draft),
              "transformers assisted K=4": ("constant", peer_draft),
-             "transformers prompt lookup": ("lookup", None),
+             "transformers prompt lookup": ("prompt lookup", None),
              SAME_DRAFT_PEER: ("exact", engine.draft)} if peer else {}
     if peer and peer_draft is not engine.draft:
         peers["transformers assisted (default K), specviz's draft"] = ("heuristic", engine.draft)
@@ -205,21 +206,21 @@ def _configs(engine, ks, peers, max_new, temp) -> dict:
     def settings(seed, **changes):
         return RunSettings(**{"k": 1, "temperature": temp, "max_new_tokens": max_new, "seed": seed, **changes})
 
-    def specviz(k, drafter="model", adaptive=False, layers=0):
+    def specviz(k, drafter=MODEL.key, adaptive=False, layers=0):
         return lambda prompt, seed: engine.run(prompt, settings(seed, k=k, drafter=drafter, adaptive=adaptive,
                                                                 draft_layers=layers))
 
     configs = {"target-only": lambda prompt, seed: engine.baseline(prompt, settings(seed))}
-    configs.update({f"specviz K={k}": specviz(k) for k in ks["model"]})
-    kmax = ks.get("adaptive", max(ks["model"]))
+    configs.update({f"specviz K={k}": specviz(k) for k in ks["chain"]})
+    kmax = ks.get("adaptive", max(ks["chain"]))
     configs[f"specviz adaptive K≤{kmax}"] = specviz(kmax, adaptive=True)
-    configs.update({f"specviz lookup K={k}": specviz(k, "lookup") for k in ks["lookup"]})
-    configs.update({f"specviz layers N={n} K={ks['layers_k']}": specviz(ks["layers_k"], "layers", layers=n)
-                    for n in ks.get("layers", [])})
-    if ks.get("tree"):
-        widths = ks["tree"]
+    configs.update({f"specviz lookup K={k}": specviz(k, LOOKUP.key) for k in ks["copy"]})
+    configs.update({f"specviz layers N={n} K={ks['layers_k']}": specviz(ks["layers_k"], LAYERS.key, layers=n)
+                    for n in ks.get("layer_ns", [])})
+    if ks.get("widths"):
+        widths = ks["widths"]
         configs[f"{TREE_CONFIG} {widths_text(widths)}"] = lambda prompt, seed: engine.run(
-            prompt, settings(seed, drafter="tree", tree_widths=widths))
+            prompt, settings(seed, drafter=TREE.key, tree_widths=widths))
     for name, (kind, assistant) in peers.items():
         configs[name] = lambda prompt, seed, kind=kind, assistant=assistant: _transformers_tokens_per_s(
             engine, prompt, max_new, temp, kind, assistant, seed)
@@ -287,7 +288,7 @@ def _transformers_tokens_per_s(engine, prompt, max_new, temp, kind, assistant=No
         kwargs.update(temperature=temp, top_k=0, top_p=1.0)
     if kind in ("heuristic", "constant", "exact"):
         kwargs["assistant_model"] = assistant
-    if kind == "lookup":
+    if kind == "prompt lookup":
         kwargs["prompt_lookup_num_tokens"] = 4
     gc = (assistant or engine.draft).generation_config
     names = ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specviz.engine.engine import rollback
+from specviz.engine.decoding import rollback
 from specviz.settings.bounds import Progress
 from specviz.algorithm.theory import expected_tokens_per_pass
 

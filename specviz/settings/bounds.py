@@ -12,14 +12,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 MAX_K = 16  # the most draft tokens per round anywhere in specviz (engine, page, Lab, trace files)
+# Adaptive K's default threshold: drafting stops once the product of the draft's own probabilities of its drafts
+# (its estimate that all of them survive) falls below this (engine/chain.py's _confidence says why a product).
+ADAPTIVE_CONFIDENCE = 0.25
 
-# How a round gets its drafts (RunSettings.drafter) -> the label people read (page, Lab, CLI help, traces).
-DRAFTERS = {"model": "draft model", "lookup": "prompt lookup", "layers": "the target's first layers"}
-# The tree drafter: the draft model proposes a tree of continuations (tree.py), verified in one target pass. Kept
-# apart from DRAFTERS, which lists the chain drafters the page and the Lab's comparison offer, until they draw trees.
-TREE = "tree"
-RUN_DRAFTERS = {**DRAFTERS, TREE: "draft tree"}  # what a run, the CLI and a trace file accept
-DEFAULT_TREE = (2, 2, 1, 1)  # the tree drafter's widths when none are set: 14 nodes (2 + 4 + 4 + 4), 4 deep
+# How a round gets its drafts is the drafter registry's (specviz/drafters/).
 TARGET_ONLY = "target"  # a comparison's baseline row: no drafter, one target pass per token
 TARGET_ONLY_LABEL = "target only"
 

@@ -18,7 +18,8 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from specviz.settings.bounds import short_repr
-from specviz.record.trace import Round, Trace, load_trace, read_json
+from specviz.record.trace import Round, Trace
+from specviz.record.load import load_trace, read_json
 
 PACK_FORMAT = "specviz-lecture-pack"
 PACK_VERSION = 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from html import escape
 
+from specviz.drafters import recorded
 from specviz.settings.bounds import widths_text
 from specviz.view.quiz import reveal_steps, step_of_draft
 from specviz.view.style import CONTROLS, FATES, VISIBLE, num, show, verdict_text
@@ -166,7 +167,7 @@ def explanation(trace: Trace, index: int) -> str:
 def _first_round_note(trace: Trace, index: int) -> str:
     """Who read the prompt, and when. Since format version 3 round 1 is the target's prefill alone and the draft
     reads the prompt in round 2's first step; before, round 1's passes read it in both models."""
-    n, lookup = len(trace.prompt_token_ids), trace.settings.get("drafter") == "lookup"
+    n, lookup = len(trace.prompt_token_ids), not recorded(trace.settings).has_draft_cache
     if trace.format_version < 3:
         if index:
             return ""
@@ -190,8 +191,8 @@ def _why_nothing_drafted(trace: Trace, index: int) -> str:
     if index == 0 and trace.format_version >= 3:
         return "Round 1 is the target's own prefill"
     made = sum(r.tokens_this_pass for r in trace.rounds[:index])
-    if trace.settings.get("drafter") == "lookup" and trace.settings.get("max_new_tokens", 0) - made > 1:
-        return "Prompt lookup found no earlier occurrence of the text's last tokens to copy from"
+    if recorded(trace.settings).nothing_found and trace.settings.get("max_new_tokens", 0) - made > 1:
+        return recorded(trace.settings).nothing_found
     return "Only one token was left to generate"
 
 
@@ -208,16 +209,10 @@ def _adaptive_note(trace: Trace, rnd: Round) -> str:
 
 
 def _proposed(trace: Trace, rnd: Round) -> str:
-    k, drafted = rnd.k, ", ".join(quoted(d.text) for d in rnd.drafts)
-    if trace.settings.get("drafter") == "lookup":
-        return (f"Prompt lookup copied {k} token{'s' * (k != 1)} from earlier text (what followed the latest "
-                f"earlier occurrence of the last few tokens): {drafted}. Its q is a point mass, q = 1 on each "
-                f"copied token, so min(1, p/q) = p: a copied token is kept with the target's own probability.")
-    if trace.settings.get("drafter") == "layers":
-        return (f"The target's own first layers proposed {k} token{'s' * (k != 1)}, one at a time: {drafted} "
-                f"(self-speculation: {escape(trace.draft_model)}, then the target's final norm and LM head; no second "
-                f"model). {_adaptive_note(trace, rnd)}")
-    return f"The draft model proposed {k} token{'s' * (k != 1)}, one at a time: {drafted}.{_adaptive_note(trace, rnd)}"
+    drafted = ", ".join(quoted(d.text) for d in rnd.drafts)
+    spec = recorded(trace.settings)
+    said = spec.proposed(rnd.k, drafted, escape(trace.draft_model))
+    return said + (_adaptive_note(trace, rnd) if spec.has_draft_cache else "")  # adaptive K reads a draft model
 
 
 def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:

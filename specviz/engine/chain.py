@@ -1,0 +1,160 @@
+"""A run of a chain drafter: each round the drafter proposes up to K tokens in a row, the target scores them all in
+ONE pass, and the modified rejection sampler (algorithm/sampling.py's `verify`) keeps a prefix and adds a
+replacement from the residual max(0, p − q), or a bonus token after a clean sweep.
+
+Invariant between rounds (engine.py says why): `ids` holds prompt + committed tokens; each model's KV cache holds
+every token of `ids` but the last, at most, so a model's next pass feeds exactly the tokens its cache lacks and a
+rollback is one crop to the committed length. Round 1 is the target's prefill alone (no drafts).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import torch
+
+from specviz.algorithm.sampling import sample, verify, warp
+from specviz.drafters import drafter
+from specviz.engine.decoding import TOP_N, DecodingRun, forward, rollback
+from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, CacheLengths, DraftPosition, \
+    Round, TokenProb
+
+
+def _confidence(logits: torch.Tensor, token: int) -> float:
+    """The draft's own probability of its token at temperature 1 (greedy q is one-hot, so q itself can't
+    tell a sure draft from a guess).
+
+    Adaptive K multiplies these along the round: the product is the draft's own estimate that every draft so
+    far survives, which bounds what one more draft step can add (it is used only if all before it are). A
+    step costs c of a target pass, so drafting on pays while that estimate is well above c. A threshold on
+    the product, rather than on each token (transformers' rule), lets a run of sure tokens go long and stops
+    after two shaky ones; the benchmark compares it with fixed K (docs/benchmarks.md)."""
+    return float(torch.exp(logits[token] - torch.logsumexp(logits, -1)))
+
+
+class ChainRun(DecodingRun):
+    """One speculative decoding run with a chain of drafts. Iterate it to get rounds; `trace()` at any point gives
+    the record so far."""
+
+    def __init__(self, engine, prompt: str, settings, details: bool = True):
+        settings = replace(settings, draft_layers=engine.layers_for(settings))  # the trace records the N used
+        super().__init__(engine, prompt, settings, details)
+        self.spec = drafter(settings.drafter)
+
+    def _round(self) -> Round:
+        e, s = self.e, self.s
+        left = self.s.max_new_tokens - self.n_new
+        # A round yields at most k+1 tokens: never draft past max_new_tokens. Round 1 drafts nothing: it is the
+        # target's prefill, whose token needs no draft (the first token waits for no draft pass).
+        k = min(s.k, left - 1) if self.rounds else 0
+
+        # 1. Draft: k tokens one at a time, each sampled from q, the warped draft distribution.
+        before = self._cache_lengths()
+        t0 = time.perf_counter()
+        drafts, q = self._draft(k)
+        e._sync()
+        t1 = time.perf_counter()
+        drafted = self._cache_lengths()
+
+        # 2. Target: ONE pass over the tokens its cache lacks plus all drafts; p has a row per draft + bonus.
+        feed = self.ids[self.target_cache.get_seq_length():] + drafts
+        p = warp(forward(e.target, feed, self.target_cache, len(drafts) + 1)[:, :e.vocab], s.sampling)
+
+        # 3. Verify: accept a prefix, then a replacement from the residual or a bonus from p[k].
+        verdict = verify(p, q, torch.tensor(drafts, dtype=torch.long), self.gen)
+        e._sync()
+        t2 = time.perf_counter()
+        verified = self._cache_lengths()
+
+        # 4. Commit, cut at EOS or max_new_tokens, and roll both caches back to the committed prefix.
+        new = drafts[:verdict.n_accepted] + [verdict.next_token]
+        committed = self._commit(new)
+        rollback(self.target_cache, len(self.ids) - 1)
+        rollback(self.draft_cache, min(self.draft_cache.get_seq_length(), len(self.ids) - 1))
+        lengths = [before, drafted, verified, self._cache_lengths()]  # (draft, target) at each moment
+        cache = CacheLengths(draft=[d for d, _ in lengths], target=[t for _, t in lengths])
+        return self._record(drafts, p, q, verdict, committed, t1 - t0, t2 - t1, cache)
+
+    def _draft(self, k: int) -> tuple[list[int], torch.Tensor]:
+        if self.spec.propose:
+            return self._copied_draft(k)
+        drafts, qs, alive = [], [], 1.0
+        for _ in range(k):
+            # The draft cache lacks the prompt and the first token in round 2, later 1 token (usual) or 2 (after a
+            # clean sweep: the last draft and the bonus).
+            feed = (self.ids + drafts)[self.draft_cache.get_seq_length():]
+            logits = forward(self.drafter, feed, self.draft_cache, 1)[:, :self.e.vocab]
+            row = warp(logits, self.s.sampling)[0]
+            # A one-hot row's only sample is its argmax: greedy skips the float64 CDF over the vocabulary
+            x = int(row.argmax()) if self.s.sampling.greedy else int(sample(row[None], self.gen)[0])
+            drafts.append(x)
+            qs.append(row)
+            if x in self.e.eos_ids:
+                break  # nothing after EOS can be kept
+            if self.s.adaptive:
+                alive *= _confidence(logits[0], x)
+                if alive < self.s.confidence:
+                    break
+        q = torch.stack(qs) if qs else torch.zeros(0, self.e.vocab)
+        return drafts, q
+
+    def _copied_draft(self, k: int) -> tuple[list[int], torch.Tensor]:
+        """Tokens a drafter without a model proposes (copied from earlier text); q is a point mass on each, so
+        acceptance is p(x)."""
+        drafts = self.spec.propose(self.ids, k)
+        for i, x in enumerate(drafts):
+            if x in self.e.eos_ids:
+                drafts = drafts[:i + 1]
+                break
+        q = torch.zeros(len(drafts), self.e.vocab)
+        q[torch.arange(len(drafts)), torch.tensor(drafts, dtype=torch.long)] = 1.0
+        return drafts, q
+
+    def _record(self, drafts, p, q, verdict, committed, draft_time, verify_time, cache) -> Round:
+        """Turn one round's tensors into a Round record (the only place that decides what is kept)."""
+        e, n, k = self.e, verdict.n_accepted, len(drafts)
+        # Every number read from the (K, V) rows in one call each, then to Python once: per-position tensor
+        # calls and float() round trips cost more than the arithmetic over the vocabulary.
+        index = torch.tensor(drafts, dtype=torch.long)
+        q_x, p_x = q[torch.arange(k), index].tolist(), p[torch.arange(k), index].tolist()
+        overlaps = torch.minimum(p[:k], q).sum(-1).tolist() if self.details and k else []
+        tops = self._tops(p[:k], q) if self.details and k else []
+        positions = []
+        for i, x in enumerate(drafts):
+            examined = i <= n and i < len(verdict.accept_probs)
+            fate = ACCEPTED if i < n else REJECTED if examined else DISCARDED
+            positions.append(DraftPosition(
+                token_id=x, text=e.text(x), q=q_x[i], p=p_x[i], fate=fate,
+                accept_prob=verdict.accept_probs[i] if examined else None,
+                uniform=verdict.uniforms[i] if examined else None,
+                overlap=overlaps[i] if examined and self.details else None,
+                candidates=self._candidates(tops[i], p[i], q[i]) if self.details else []))
+        nxt = verdict.next_token
+        rejected = verdict.rejected
+        residual = bonus = None
+        if self.details and rejected:
+            residual = self._residual_top(p[n], q[n], verdict.residual, nxt)
+        if self.details and not rejected:
+            bonus = self._bonus_top(p[n])
+        next_prob = TokenProb(nxt, e.text(nxt), float(p[n, nxt]), float(q[n, nxt]) if rejected else None,
+                              float(verdict.residual[nxt]) if rejected else None)
+        return Round(index=len(self.rounds), k=len(drafts), drafts=positions, n_accepted=n, next_token=next_prob,
+                     next_kind=REPLACEMENT if rejected else BONUS, residual=residual, bonus_candidates=bonus,
+                     committed_ids=committed, draft_time_s=draft_time, verify_time_s=verify_time, stop=self.stop,
+                     cache=cache, drafter=self.s.drafter)
+
+    def _tops(self, p: torch.Tensor, q: torch.Tensor) -> list[list[int]]:
+        """Per draft position, the ids of the top tokens of p and of q (p's first), from one topk over the rows."""
+        n = min(TOP_N, self.e.vocab)
+        top = torch.topk(torch.cat([p, q]), n).indices.tolist()  # (2K, n): p's rows, then q's
+        return [top[i] + top[len(q) + i] for i in range(len(q))]
+
+    def _candidates(self, ids: list[int], p_row: torch.Tensor, q_row: torch.Tensor) -> list[TokenProb]:
+        """The top tokens of p and of q at one position, each with both probabilities, most likely first."""
+        ids = list(dict.fromkeys(ids))
+        index = torch.tensor(ids, dtype=torch.long)
+        tokens = [TokenProb(t, self.e.text(t), pt, qt)
+                  for t, pt, qt in zip(ids, p_row[index].tolist(), q_row[index].tolist())]
+        tokens = [t for t in tokens if t.p > 0 or t.q > 0]
+        return sorted(tokens, key=lambda t: -max(t.p, t.q))

@@ -1,0 +1,63 @@
+"""The one request contract: `RunSettings`, what a run asks for, with one default per field, checked once when it is
+made. Generate, Baseline and the Lab's comparison ask with it; the page (app/inputs.py), the CLI and the Python API
+build it by keyword; a trace records it (`asdict`), and a trace's settings make it again (Baseline reruns them).
+
+    RunSettings(k=4, temperature=0.7, drafter="lookup")      # every field has a default; bad values: ValueError
+
+What each field may be is settings/bounds.py's `RUN_BOUNDS` (the page offers a narrower subset for a shared
+server, app/inputs.py); which drafters exist, and which of these fields each reads, is the drafter registry's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specviz.algorithm.sampling import SamplingSettings
+from specviz.algorithm.tree import check_widths
+from specviz.drafters import DEFAULT, REGISTRY, drafter
+from specviz.drafters.tree import DEFAULT_WIDTHS
+from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, RUN_BOUNDS, short_repr
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    k: int = 4  # draft tokens per round (the most, when adaptive)
+    temperature: float = 0.0  # 0 = greedy
+    top_k: int = 0  # 0 = off
+    top_p: float = 1.0  # 1 = off
+    seed: int = 0
+    max_new_tokens: int = 64
+    adaptive: bool = False  # K per round: stop drafting once the draft's estimate that all its drafts so far
+    confidence: float = ADAPTIVE_CONFIDENCE  # survive (the product of its probabilities of them) falls below this.
+    #                                          Exact: the rule reads only the draft (engine/chain.py's _confidence)
+    chat: bool = True  # wrap the prompt in the tokenizer's chat template when it has one
+    drafter: str = DEFAULT.key  # a key of the drafter registry (specviz/drafters/)
+    draft_layers: int = 0  # self-speculation's N; 0: half the target's layers
+    tree_widths: tuple[int, ...] | None = None  # a tree drafter's children per node at each depth, e.g. (2, 2, 1, 1);
+    #                                             None: its default (drafters/tree.py). K is unused there
+
+    def __post_init__(self):
+        for name, bound in RUN_BOUNDS.items():  # the one statement of what a run accepts
+            object.__setattr__(self, name, bound.check(getattr(self, name), name))  # 4.0 -> 4: ints where whole
+        for name, said in (("adaptive", "adaptive K"), ("chat", "chat")):
+            if not isinstance(getattr(self, name), bool):  # 1, "yes" or [] would otherwise pass as truthy
+                raise ValueError(f"{said} must be true or false, got {short_repr(getattr(self, name))}")
+        spec = drafter(self.drafter)
+        if self.tree_widths is not None:
+            object.__setattr__(self, "tree_widths", check_widths(self.tree_widths))  # [2, 1] -> (2, 1)
+            if not spec.tree:
+                trees = ", ".join(repr(d.key) for d in REGISTRY.values() if d.tree)
+                raise ValueError(f"tree widths are for the tree drafter only; {spec.label} drafts a chain (choose "
+                                 f"drafter {trees} to draft a tree)")
+        if spec.tree and self.adaptive:
+            raise ValueError("adaptive K sets a chain's length; a draft tree has a fixed shape (set its widths "
+                             "instead), so the tree drafter cannot be adaptive")
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """The tree's widths a run of a tree drafter uses."""
+        return self.tree_widths or DEFAULT_WIDTHS
+
+    @property
+    def sampling(self) -> SamplingSettings:
+        return SamplingSettings(self.temperature, self.top_k, self.top_p)

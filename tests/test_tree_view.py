@@ -78,15 +78,21 @@ def test_a_saved_tree_trace_shows_the_same(tree_trace):
     assert stage_html(loaded, 3) == stage_html(tree_trace, 3)
 
 
+def page_fields(drafter: str, tree_widths) -> dict:
+    """Generate's fields as the page sends them, by name."""
+    return dict(k=4, temperature=0.0, top_p=1.0, top_k=0, seed=0, max_new_tokens=16, drafter=drafter, adaptive=False,
+                draft_layers=0, tree_widths=tree_widths)
+
+
 def test_the_pages_fields_make_tree_settings():
-    s = settings_from(4, 0.0, 1.0, 0, 0, 16, "tree", False, 0, "3-2-1")
+    s = settings_from(**page_fields("tree", "3-2-1"))
     assert s.drafter == "tree" and s.tree_widths == (3, 2, 1)
-    assert settings_from(4, 0.0, 1.0, 0, 0, 16, "model", False, 0, "9-9").tree_widths is None  # only read for trees
-    assert settings_from(4, 0.0, 1.0, 0, 0, 16, "tree", False, 0, " ").widths == (2, 2, 1, 1)  # blank: the default
+    assert settings_from(**page_fields("model", "9-9")).tree_widths is None  # only read for trees
+    assert settings_from(**page_fields("tree", " ")).widths == (2, 2, 1, 1)  # blank: the default
     for bad, message in (("5-1", "width at depth 1"), ("2-x", "whole numbers separated by '-'"),
                          ([2, 1], "tree widths must be text")):
         with pytest.raises(ValueError, match=message):
-            settings_from(4, 0.0, 1.0, 0, 0, 16, "tree", False, 0, bad)
+            settings_from(**page_fields("tree", bad))
 
 
 def test_the_tokens_per_pass_chart_caps_a_tree_at_its_depth(tree_trace):

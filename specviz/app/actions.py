@@ -28,6 +28,8 @@ from specviz.view.quiz import QuizState, check_quiz, quiz_from_dict
 from specviz.app.trace_files import check_tokenizer, pack_file, read_lecture, trace_file, trace_settings
 from specviz.app.round_view import RoundView, round_view
 
+# Each event that shows a run, and which of RunOutputs' lists it writes.
+EVENT_OUTPUTS = {"generate": "all", "open_example": "all", "open_trace": "of_open", "baseline": "of_baseline"}
 MIN_FRAME_S = 0.25  # while generating, redraw at most this often: a redraw costs the browser ~0.1-0.2 s
 
 
@@ -52,6 +54,23 @@ class RunOutputs:
 
     def of_baseline(self) -> list:
         return [self.trace, self.status, self.panels.summary, self.download, self.panels.timeline]
+
+    def of(self, event: str) -> list:
+        """The outputs of the API event `event` (EVENT_OUTPUTS): the page's wiring and `api_outputs` both read it."""
+        return getattr(self, EVENT_OUTPUTS[event])()
+
+    @classmethod
+    def names(cls) -> "RunOutputs":
+        """A RunOutputs of its own field names (the panels' too): `RunOutputs.names().all()` lists Generate's
+        outputs by name, in the order an API client receives them (see `api_outputs`)."""
+        panels = RoundView(*(f.name for f in dataclasses.fields(RoundView)))
+        return cls(**{f.name: f.name for f in dataclasses.fields(cls) if f.name != "panels"}, panels=panels)
+
+
+def api_outputs(event: str) -> list[str]:
+    """What the API endpoint `event` returns, by name and in order (the trace state is never sent): an API client
+    or a test reads `dict(zip(api_outputs("generate"), result))`, never a position."""
+    return [name for name in RunOutputs.names().of(event) if name != "trace"]
 
 
 def trace_info(trace: Trace) -> str:
@@ -114,8 +133,9 @@ class ModelActions:
         """The trace and the round view after each round (at most every MIN_FRAME_S), then once more. The
         inputs arrive as sent (the event skips Gradio's preprocessing), so every one is checked here."""
         try:
-            settings = settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter, adaptive,
-                                     draft_layers, tree_widths)
+            settings = settings_from(k=k, temperature=temperature, top_p=top_p, top_k=top_k, seed=seed,
+                                     max_new_tokens=max_new_tokens, drafter=drafter, adaptive=adaptive,
+                                     draft_layers=draft_layers, tree_widths=tree_widths)
             prompt = check_prompt(prompt)
             engine = self.engine(preset, progress)
             engine.encode(prompt, settings)  # a prompt too long for the context fails here, before any model runs

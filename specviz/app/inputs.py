@@ -52,7 +52,7 @@ def setting(value, field: str) -> int | float:
     return limit.bound.check(value, limit.name)
 
 
-def settings_from(k, temperature, top_p, top_k, seed, max_new_tokens, drafter, adaptive, draft_layers,
+def settings_from(*, k, temperature, top_p, top_k, seed, max_new_tokens, drafter, adaptive, draft_layers,
                   tree_widths) -> RunSettings:
     """RunSettings from the page's fields (numbers arrive as floats); ValueError names the first bad one. The tree
     widths' text is read only with the tree drafter (the box keeps its value while another drafter is chosen)."""

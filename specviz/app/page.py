@@ -10,7 +10,8 @@ Tests inject tiny models through `get_engine`: build_demo(lambda preset, progres
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
+from dataclasses import dataclass, fields
 
 import gradio as gr
 
@@ -32,7 +33,7 @@ PAGE_TEMPERATURE = 0.7  # the page opens sampled (the contract's default is gree
 
 @dataclass
 class Settings:
-    """The run's settings, in the order Generate takes them."""
+    """The run's numeric settings, each named as its RunSettings field."""
 
     k: gr.Slider
     temperature: gr.Slider
@@ -40,9 +41,6 @@ class Settings:
     top_k: gr.Number
     seed: gr.Number
     max_new_tokens: gr.Slider
-
-    def all(self) -> list:
-        return [self.k, self.temperature, self.top_p, self.top_k, self.seed, self.max_new_tokens]
 
 
 @dataclass
@@ -80,6 +78,14 @@ class Page:
     @property
     def outputs(self) -> RunOutputs:
         return RunOutputs(self.trace, self.status, self.info, self.download, self.panels, self.quiz)
+
+    def inputs_of(self, handler) -> list:
+        """The components a handler reads, found by its parameter names: Generate's are the request contract's
+        fields (RunSettings' names) beside the prompt, the pair and lecture mode, so its inputs on the page and
+        its parameter list in the API both follow its signature, written once (ModelActions.generate)."""
+        named = {f.name: getattr(self, f.name) for f in fields(self)}
+        named.update({f.name: getattr(self.settings, f.name) for f in fields(self.settings)})
+        return [named[name] for name in inspect.signature(handler).parameters if name in named]
 
 
 def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[str, str] | None = None,
@@ -230,16 +236,14 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
     # "always_last" would hold the press back until the old run ended, then send both listeners, and the stop
     # could then hit the new run.)
     p.generate.click(models.stop, None, None, api_name="stop", **quick)
-    p.generate.click(models.generate, [p.prompt, p.preset, *p.settings.all(), p.lecture, p.drafter, p.adaptive,
-                                      p.draft_layers, p.tree_widths],
-                     p.outputs.all(), api_name="generate", preprocess=False, trigger_mode="multiple",
+    p.generate.click(models.generate, p.inputs_of(models.generate), p.outputs.of("generate"), api_name="generate",
+                     preprocess=False, trigger_mode="multiple", **one_model_run)
+    p.baseline.click(models.baseline, [p.trace, p.preset], p.outputs.of("baseline"), api_name="baseline",
                      **one_model_run)
-    p.baseline.click(models.baseline, [p.trace, p.preset], p.outputs.of_baseline(), api_name="baseline",
-                     **one_model_run)
-    p.upload.upload(models.open_trace, [p.upload, p.lecture, p.preset], p.outputs.of_open(), api_name="open_trace",
-                    show_progress="minimal")
-    p.examples.click(models.open_example, [p.examples, p.lecture], p.outputs.all(), api_name="open_example",
-                     **quick)
+    p.upload.upload(models.open_trace, [p.upload, p.lecture, p.preset], p.outputs.of("open_trace"),
+                    api_name="open_trace", show_progress="minimal")
+    p.examples.click(models.open_example, [p.examples, p.lecture], p.outputs.of("open_example"),
+                     api_name="open_example", **quick)
     # Stepping: the browser shows the round at once (each event's js, keys.js), then tells the server, which
     # moves the slider and the chart's mark. Only /show_round is public: the buttons' number is the new round.
     # "multiple": every press steps (Gradio's default drops a press while the one before awaits the server).

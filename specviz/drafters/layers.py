@@ -13,5 +13,5 @@ def _proposed(k: int, drafted: str, draft_name: str) -> str:
             f"(self-speculation: {draft_name}, then the target's final norm and LM head; no second model).")
 
 
-DRAFTER = Drafter(key="layers", label="self-speculation (the target's first layers)", source=TARGET_LAYERS,
+DRAFTER = Drafter(key="layers", label="self-speculation", source=TARGET_LAYERS,
                   proposed=_proposed, params=(DRAFT_LAYERS,), chart_symbol="diamond", chart_dash="dot")

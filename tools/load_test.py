@@ -42,7 +42,7 @@ from browser_util import serve as serve_app  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
 from specviz.settings import bounds as options
-from specviz.view import text as render
+from specviz.view import page_text
 from specviz.app import serving # noqa: E402
 from specviz.engine import Engine, RunSettings  # noqa: E402
 from specviz.record.load import load_trace  # noqa: E402
@@ -133,7 +133,7 @@ def run_session(url: str, session: Session, settings: RunSettings, preset: str, 
         session.tokens = trace.output_token_ids
         n = value(final[SLIDER])
         assert n == len(trace.rounds), f"slider at {n}, trace has {len(trace.rounds)} rounds"
-        assert render.text_html(session.prompt) in final[STAGE], "another session's prompt on the stage"
+        assert page_text.text_html(session.prompt) in final[STAGE], "another session's prompt on the stage"
         for r in range(1, n + 1):
             step(client, session, overlap, r, trace, timeout)
     except Exception as e:  # noqa: BLE001 - the report says which session failed and how

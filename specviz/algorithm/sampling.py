@@ -34,7 +34,7 @@ class SamplingSettings:
 
 
 def check_sampling_settings(temperature: float, top_k: int, top_p: float) -> None:
-    """Raise ValueError naming the first bad value (the bounds are options.RUN_BOUNDS')."""
+    """Raise ValueError naming the first bad value (the bounds are bounds.RUN_BOUNDS')."""
     for name, value in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p)):
         RUN_BOUNDS[name].check(value, name)
 

@@ -26,7 +26,7 @@ from typing import Sequence
 
 import torch
 
-from specviz.settings.bounds import DEPTH_BOUND, MAX_TREE_NODES, WIDTH_BOUND, widths_text  # the bounds, and why, are in options
+from specviz.settings.bounds import DEPTH_BOUND, MAX_TREE_NODES, WIDTH_BOUND, widths_text  # the bounds, and why
 from specviz.algorithm.sampling import accept_probability, residual_distribution, sample
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from specviz.view import charts
-from specviz.view import text as render
+from specviz.view import page_text
 from specviz.engine import Engine, RunSettings
 from specviz.settings.errors import message_of
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
@@ -74,12 +74,12 @@ def api_outputs(event: str) -> list[str]:
 
 
 def trace_info(trace: Trace) -> str:
-    return render.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model, recorded=True)
+    return page_text.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model, recorded=True)
 
 
 def engine_info(engine: Engine, settings: RunSettings | None = None) -> str:
     draft = engine.draft_for(settings)[1] if settings else engine.draft_name  # the name a trace records, too
-    return render.run_info(engine.device, engine.dtype, draft, engine.target_name,
+    return page_text.run_info(engine.device, engine.dtype, draft, engine.target_name,
                            why=engine.dtype_why)
 
 
@@ -97,7 +97,7 @@ class ModelActions:
     def problem(self, message: str) -> dict:
         """Say what went wrong (a toast and the status line) and leave every other output as it is."""
         gr.Warning(html.escape(message))  # a toast renders HTML, and a message may quote what a user sent
-        return {self.out.status: render.status(message, "error")}
+        return {self.out.status: page_text.status(message, "error")}
 
     def engine(self, preset, progress: gr.Progress) -> Engine:
         check_preset(preset, self.presets)
@@ -120,7 +120,7 @@ class ModelActions:
             return engine_info(self.engine(preset, progress)), ""
         except Exception as e:  # a hub id offline, a full disk while preparing, not enough memory: say which
             gr.Warning(html.escape(message_of(e)))
-            return render.placeholder("No model pair loaded."), render.status(message_of(e), "error")
+            return page_text.placeholder("No model pair loaded."), page_text.status(message_of(e), "error")
 
     def show_model_pair_first(self, preset, progress=gr.Progress()):
         """The page's first load: as show_model_pair, but a success leaves the status line alone, since it
@@ -164,7 +164,7 @@ class ModelActions:
                     if time.perf_counter() - shown < MIN_FRAME_S:
                         continue  # rounds faster than the browser can draw them (tiny models): draw a later one
                     shown, n = time.perf_counter(), len(latest.rounds)
-                    busy = render.status(f"Generating… round {n}, {latest.summary.n_new_tokens} of "
+                    busy = page_text.status(f"Generating… round {n}, {latest.summary.n_new_tokens} of "
                                          f"{settings.max_new_tokens} new tokens", "busy")
                     yield {out.trace: latest, out.status: busy, out.info: info,  # the stage: this round only
                            **round_view(latest, n, lecture, latest_only=True).updates(out.panels)}
@@ -183,12 +183,12 @@ class ModelActions:
         s = trace.summary
         if failure:
             gr.Warning(html.escape(f"Generation stopped after round {s.n_rounds}: {failure}"))
-            return render.status(f"Generation stopped after round {s.n_rounds}: {failure}. The {s.n_rounds} rounds "
+            return page_text.status(f"Generation stopped after round {s.n_rounds}: {failure}. The {s.n_rounds} rounds "
                                  f"before it stay viewable (← →); Generate runs again.", "error")
         if stop.is_set():
-            return render.status(f"Stopped after round {s.n_rounds} ({s.n_new_tokens} new tokens): Generate was "
+            return page_text.status(f"Stopped after round {s.n_rounds} ({s.n_new_tokens} new tokens): Generate was "
                                  f"pressed again, so the new run starts next.", "info")
-        return render.status(f"Done: {s.n_rounds} rounds, {s.n_new_tokens} new tokens in "
+        return page_text.status(f"Done: {s.n_rounds} rounds, {s.n_new_tokens} new tokens in "
                              f"{time.perf_counter() - started:.1f} s. Step through the rounds with ← →.", "done")
 
     def baseline(self, trace, preset, progress=gr.Progress()):
@@ -208,8 +208,8 @@ class ModelActions:
         timed = dataclasses.replace(trace, baseline=result)
         message = (f"Baseline: the target alone made {len(result.output_token_ids)} tokens at "
                    f"{result.tokens_per_s:.1f} tok/s.")
-        return {self.out.trace: timed, self.out.status: render.status(message, "done"),
-                self.out.panels.summary: render.summary_html(timed), self.out.download: download(timed),
+        return {self.out.trace: timed, self.out.status: page_text.status(message, "done"),
+                self.out.panels.summary: page_text.summary_html(timed), self.out.download: download(timed),
                 self.out.panels.timeline: charts.timeline(timed)}
 
     def open_trace(self, path, lecture, preset=None):
@@ -256,7 +256,7 @@ class ModelActions:
         lecture pack's trace as its quiz left it (the round, the answers and reveals, quiz mode on or off)."""
         out = self.out
         quiz_on = {out.quiz: quiz.on} if quiz else {}
-        return {out.trace: trace, out.status: render.status(message, "done"), out.info: trace_info(trace),
+        return {out.trace: trace, out.status: page_text.status(message, "done"), out.info: trace_info(trace),
                 out.download: download(trace), **quiz_on,
                 **round_view(trace, quiz.current if quiz else 1, lecture, quiz).updates(out.panels)}
 
@@ -264,14 +264,14 @@ class ModelActions:
 def lecture_pack(trace, quiz_json):
     """The trace and the quiz state the browser sent (keys.js: svQuizState) as one file. -> pack file, status"""
     if trace is None or not trace.rounds:
-        return gr.skip(), render.status("Generate (or open a trace) first: a lecture pack holds a trace.", "error")
+        return gr.skip(), page_text.status("Generate (or open a trace) first: a lecture pack holds a trace.", "error")
     try:
         state = quiz_from_dict(json.loads(quiz_json or "{}"))
         check_quiz(state, trace)
     except (ValueError, RecursionError) as e:
-        return gr.skip(), render.status(f"Could not save the quiz: {message_of(e)}", "error")
+        return gr.skip(), page_text.status(f"Could not save the quiz: {message_of(e)}", "error")
     right, answered = state.score(trace)
-    return pack_file(trace, state), render.status(
+    return pack_file(trace, state), page_text.status(
         f"Lecture pack ready: {len(trace.rounds)} rounds, quiz {'on' if state.on else 'off'}, at round "
         f"{state.current}, score {right} of {answered}. Open it with \"Open a recorded trace\" on any machine, "
         f"no model needed.", "done")

@@ -1,7 +1,7 @@
 """What the page accepts, checked on the server: an API client can send anything (a string, null, NaN,
 10**400), and every handler answers bad input with a message, never a traceback.
 
-`options.RUN_BOUNDS` says what a run accepts; the page offers a stated subset of it (`LIMITS`, narrower where a
+`bounds.RUN_BOUNDS` says what a run accepts; the page offers a stated subset of it (`LIMITS`, narrower where a
 shared server must stay responsive), and tests/test_layering.py checks that each page bound lies within the
 run's. Navigation and Generate skip Gradio's preprocessing, so their values arrive exactly as sent.
 """

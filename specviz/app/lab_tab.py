@@ -20,7 +20,7 @@ from specviz.lab import compare
 from specviz.lab import explorer
 from specviz.measure import measured
 from specviz.lab import joint
-from specviz.lab import playground as lab
+from specviz.lab import playground
 from specviz.lab import charts as lab_charts
 from specviz.view.charts import empty_figure
 from specviz.engine import RunSettings
@@ -29,6 +29,7 @@ from specviz.lab.readouts import (RESTART, REVEAL, TREE_NOTE, card_html, card_st
                          exactness_html, explorer_html, heading_html, histogram_html, joint_html, playground_html,
                          trace_html, warning_html)
 from specviz.settings.bounds import COMPARE_EXAMPLES, MAX_K, REWRITE_PROMPT
+from specviz.app.inputs import setting
 from specviz.app.serving import MODEL_RUNS, EngineLoader, engine_ref, stream_comparison
 from specviz.record.trace import Trace
 from specviz.record.load import load_trace
@@ -44,7 +45,7 @@ COVERED = "Covered until the card above is fully revealed, or a slider moves"
 # --- handlers (plain functions of component values) -------------------------------------------------------
 
 
-def _table(pair: lab.ToyPair) -> list[list]:
+def _table(pair: playground.ToyPair) -> list[list]:
     return [[t, round(q, DECIMALS), round(p, DECIMALS)] for t, q, p in zip(pair.tokens, pair.q, pair.p)]
 
 
@@ -58,31 +59,31 @@ def _number(value, what: str) -> float:
 
 
 
-def _pair_from_table(rows) -> lab.ToyPair:
+def _pair_from_table(rows) -> playground.ToyPair:
     rows = [list(r)[:3] + [None] * (3 - len(r)) for r in (rows or [])]  # extra columns are ignored
     tokens = ["" if r[0] is None else str(r[0]) for r in rows]
     q = [_number(r[1], f"q for {t.strip() or 'a new row'}") for t, r in zip(tokens, rows)]
     p = [_number(r[2], f"p for {t.strip() or 'a new row'}") for t, r in zip(tokens, rows)]
-    return lab.pair_from_weights(tokens, p, q)
+    return playground.pair_from_weights(tokens, p, q)
 
 
-def _sample(pair: lab.ToyPair, n, sampler: str, seed) -> tuple[str, object]:
+def _sample(pair: playground.ToyPair, n, sampler: str, seed) -> tuple[str, object]:
     try:
-        mc = lab.monte_carlo(pair, int(n), sampler, int(seed or 0))
+        mc = playground.monte_carlo(pair, int(n), sampler, int(seed or 0))
     except ValueError as e:
         return warning_html(str(e)), lab_charts.histogram_figure(pair, None)
     return histogram_html(mc), lab_charts.histogram_figure(pair, mc)
 
 
-def show_toy_pair(pair: lab.ToyPair, n, sampler, seed, message: str = ""):
+def show_toy_pair(pair: playground.ToyPair, n, sampler, seed, message: str = ""):
     """Everything the playground shows for a pair: table, message, readout, chart, a fresh histogram, and why
     the output is exactly p with its numbers."""
-    pg = lab.playground(pair)
+    pg = playground.playground(pair)
     return (_table(pair), pair, warning_html(message), playground_html(pg), lab_charts.playground_figure(pg),
             *_sample(pair, n, sampler, seed), exactness_html(pg))
 
 
-def on_two_positions(pair: lab.ToyPair, n, sampler, seed):
+def on_two_positions(pair: playground.ToyPair, n, sampler, seed):
     """The first two tokens of N runs against the target's joint distribution."""
     try:
         mc = joint.two_positions(pair, int(_number(n, "N")), sampler, int(_number(seed, "seed")))
@@ -91,7 +92,7 @@ def on_two_positions(pair: lab.ToyPair, n, sampler, seed):
     return joint_html(mc), lab_charts.joint_figure(mc)
 
 
-def on_cell_edit(rows, pair: lab.ToyPair, n, sampler, seed, evt: gr.EditData):
+def on_cell_edit(rows, pair: playground.ToyPair, n, sampler, seed, evt: gr.EditData):
     """One cell changed: that value stays, the rest of its column rescales."""
     row, col = evt.index
     try:
@@ -99,13 +100,13 @@ def on_cell_edit(rows, pair: lab.ToyPair, n, sampler, seed, evt: gr.EditData):
             new = _pair_from_table(rows)
         else:
             value = str(evt.value) if col == 0 else _number(evt.value, f"{COLUMNS[col]} for {pair.tokens[row]}")
-            new = lab.edit_pair(pair, COLUMNS[col], row, value)
+            new = playground.edit_pair(pair, COLUMNS[col], row, value)
     except ValueError as e:  # keep the last good pair, and say why
         return show_toy_pair(pair, n, sampler, seed, str(e))
     return show_toy_pair(new, n, sampler, seed)
 
 
-def on_table_input(rows, pair: lab.ToyPair, n, sampler, seed):
+def on_table_input(rows, pair: playground.ToyPair, n, sampler, seed):
     """Rows added or removed: scale each column to sum to 1. (Cell edits arrive through on_cell_edit.)"""
     if len(rows or []) == len(pair.tokens):
         return gr.skip()  # every output as it is
@@ -115,7 +116,7 @@ def on_table_input(rows, pair: lab.ToyPair, n, sampler, seed):
         return show_toy_pair(pair, n, sampler, seed, str(e))
 
 
-def on_sample(pair: lab.ToyPair, n, sampler, seed):
+def on_sample(pair: playground.ToyPair, n, sampler, seed):
     """Sample with this seed, then move the seed on so the next press draws fresh rounds."""
     return (*_sample(pair, n, sampler, seed), int(seed or 0) + 1)
 
@@ -185,8 +186,9 @@ def compare_handler(get_engine: EngineLoader | None):
             if not isinstance(prompt, str) or not prompt.strip():
                 raise ValueError("the prompt is empty: type one, or pick an example above")
             ks = compare.check_ks(ks)
-            settings = RunSettings(temperature=_number(temperature, "temperature"),
-                                   max_new_tokens=int(_number(max_new_tokens, "max new tokens")))
+            # the request contract, within the page's bounds, as Generate asks (K and the drafter vary per run)
+            settings = RunSettings(temperature=setting(temperature, "temperature"),
+                                   max_new_tokens=setting(max_new_tokens, "max_new_tokens"))
             if get_engine is None:
                 raise ValueError("this page has no models: compare drafters in the app (python app.py)")
             engine = get_engine(preset, lambda fraction, text: progress(fraction, desc=text))
@@ -225,7 +227,7 @@ class Lab:
 
 def _playground_section() -> tuple[gr.State, gr.Button]:
     """1: one draft position with an editable toy pair, and N rounds sampled against p. -> (pair, send α)"""
-    pair0, sampling0 = lab.SEED_EXAMPLE, (10_000, "correct", 0)  # N, sampler, seed
+    pair0, sampling0 = playground.SEED_EXAMPLE, (10_000, "correct", 0)  # N, sampler, seed
     table0, _, _, readout0, pg_plot0, hist_readout0, hist_plot0, exact0 = show_toy_pair(pair0, *sampling0)
     gr.HTML(heading_html(
         "1 · The p/q playground: one draft position, exactly",
@@ -233,7 +235,7 @@ def _playground_section() -> tuple[gr.State, gr.Button]:
         "A draft x ~ q is kept with probability min(1, p(x)/q(x)); otherwise the token is drawn from the residual "
         "norm(max(0, p − q)). The two routes add up to exactly p."))
     with gr.Row():
-        toy_pairs = {name: gr.Button(name) for name in lab.TOY_PAIRS}
+        toy_pairs = {name: gr.Button(name) for name in playground.TOY_PAIRS}
     table = gr.Dataframe(value=table0, headers=["token", "q (draft)", "p (target)"],
                          datatype=["str", "number", "number"], type="array", interactive=True,
                          label="vocabulary: 4 to 8 tokens (rows can be added and removed)", elem_id="lab-table")
@@ -245,7 +247,7 @@ def _playground_section() -> tuple[gr.State, gr.Button]:
     gr.HTML("<h3>Sample N rounds and compare with p</h3>")
     with gr.Row():
         n = gr.Radio([(f"{size:,}", size) for size in SAMPLE_SIZES], value=sampling0[0], label="N rounds")
-        sampler = gr.Radio([(label, key) for key, (label, _) in lab.SAMPLERS.items()], value=sampling0[1],
+        sampler = gr.Radio([(label, key) for key, (label, _) in playground.SAMPLERS.items()], value=sampling0[1],
                            label="sampler", elem_id="lab-sampler")
         seed = gr.Number(sampling0[2], precision=0, minimum=0, label="seed", elem_id="lab-seed")
     sample = gr.Button("Sample N times", variant="primary", elem_id="lab-sample")
@@ -258,7 +260,7 @@ def _playground_section() -> tuple[gr.State, gr.Button]:
     table.edit(on_cell_edit, [table, pair, *sampling], shown, **PRIVATE)
     table.input(on_table_input, [table, pair, *sampling], shown, **PRIVATE)
     for name, button in toy_pairs.items():
-        button.click(lambda *s, toy=lab.TOY_PAIRS[name]: show_toy_pair(toy, *s), sampling, shown, **PRIVATE)
+        button.click(lambda *s, toy=playground.TOY_PAIRS[name]: show_toy_pair(toy, *s), sampling, shown, **PRIVATE)
     sample.click(on_sample, [pair, *sampling], [hist_readout, hist_plot, seed], **PRIVATE)
     gr.on([n.change, sampler.change], _sample, [pair, *sampling], [hist_readout, hist_plot], **PRIVATE)
     _two_positions_section(pair, n, seed)
@@ -397,7 +399,7 @@ def build_lab(trace_state: gr.State | None = None, preset: gr.components.Compone
         trace, alpha, k, c, v = _explorer_section(trace_state)
     with gr.Column(elem_id="lab-compare"):
         _compare_section(preset if preset is not None else gr.State(None), get_engine)
-    send_alpha.click(lambda toy: round(lab.overlap(toy.p, toy.q), 2), pair, alpha, **PRIVATE)
+    send_alpha.click(lambda toy: round(playground.overlap(toy.p, toy.q), 2), pair, alpha, **PRIVATE)
     return Lab(pair, trace, alpha, k, c, v)
 
 

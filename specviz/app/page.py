@@ -1,8 +1,8 @@
 """The page: `build_demo` lays it out, then `_wire` connects every event in one place.
 
-Layout and wiring only. What a handler does lives elsewhere: showing a recorded round in views.py (no model),
+Layout and wiring only. What a handler does lives elsewhere: showing a recorded round in app/round_view.py (no model),
 running a model in actions.py, the models themselves in serving.py, input checks in inputs.py, trace files in
-trace_io.py, the Lab in lab_ui.py. Each browser session's trace lives in `gr.State` and is replaced by a new
+app/trace_files.py, the Lab in app/lab_tab.py. Each browser session's trace lives in `gr.State` and is replaced by a new
 object, never mutated.
 
 Tests inject tiny models through `get_engine`: build_demo(lambda preset, progress: engine, {"tiny": "Tiny"}, "tiny").
@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 
 import gradio as gr
 
-from specviz.view import text as render
+from specviz.view import page_text
 from specviz.app.actions import ModelActions, RunOutputs, lecture_pack
 from specviz.app.inputs import limits
 from specviz.app.costs_tab import build_costs
@@ -192,7 +192,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
                 quiz_state = gr.Textbox(visible=False)
         preset, settings, drafter, adaptive, draft_layers, tree_widths = _settings_row(presets, default_preset)
         with gr.Row(equal_height=True):
-            info = gr.HTML(render.placeholder("Loading models…"), label="Run info", elem_id="run-info")
+            info = gr.HTML(page_text.placeholder("Loading models…"), label="Run info", elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
                              elem_id="trace-upload", height=90, scale=0, min_width=280)
     status = gr.HTML("", label="Status", elem_id="status")

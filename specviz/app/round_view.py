@@ -1,6 +1,6 @@
 """The round view: its panels named once (`RoundView`), and the handlers that show a recorded round.
 
-`RoundView` holds either the panels' components (ui.py's layout builds one) or their values (`round_view`
+`RoundView` holds either the panels' components (app/page.py's layout builds one) or their values (`round_view`
 returns one), so the order of outputs is written in one place, the dataclass, and a handler returns updates by
 component: `round_view(trace, 3).updates(panels)`. Everything here is a pure function of a trace and calls no
 model. The stage (stage.py) holds every round of the trace; stepping happens in the browser (assets/keys.js),
@@ -15,7 +15,7 @@ from typing import Any
 import gradio as gr
 
 from specviz.view import charts
-from specviz.view import text as render
+from specviz.view import page_text
 from specviz.app.inputs import round_number
 from specviz.view.quiz import QuizState
 from specviz.view.stage import stage_html
@@ -29,8 +29,8 @@ HINT = ("Press Generate, or open a recorded trace, to watch speculative decoding
 @dataclass
 class RoundView:
     """The panels that show a trace. To add a panel: add a field at the end (API clients read outputs by
-    position), fill it in `round_view` and `empty_view` (from a pure function in stage.py, render.py or
-    charts.py), and place its component in ui.py's layout; every event that shows a trace then updates it."""
+    position), fill it in `round_view` and `empty_view` (from a pure function in stage.py, page_text.py or
+    charts.py), and place its component in app/page.py's layout; every event that shows a trace then updates it."""
 
     slider: Any  # the round slider: which round of how many
     stage: Any  # every round, one shown: strip, p/q cards with verdicts, last token, caches, explanation (HTML)
@@ -69,7 +69,7 @@ def round_view(trace: Trace | None, number: float | None, lecture: bool = False,
         return empty_view()
     font, n, i = CHART_FONT[bool(lecture)], len(trace.rounds), _index(trace, number)
     return RoundView(slider=_slider(n, i), stage=stage_html(trace, i + 1, quiz, latest_only),
-                     per_pass=charts.tokens_per_pass(trace, i, font), summary=render.summary_html(trace),
+                     per_pass=charts.tokens_per_pass(trace, i, font), summary=page_text.summary_html(trace),
                      timeline=charts.timeline(trace, font))
 
 

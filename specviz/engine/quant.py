@@ -22,7 +22,7 @@ from torch import nn
 
 from specviz.settings.bounds import DRAFT_WEIGHTS
 
-FULL, INT8, INT4 = "full", "int8", "int4"  # the weights a draft can run with (options.DRAFT_WEIGHTS adds "auto")
+FULL, INT8, INT4 = "full", "int8", "int4"  # the weights a draft can run with (bounds.DRAFT_WEIGHTS adds "auto")
 
 
 class Int8Linear(nn.Module):

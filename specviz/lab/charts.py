@@ -1,4 +1,4 @@
-"""The lab's figures: records from `lab.py` in, plotly Figures out (no gradio).
+"""The lab's figures: records from `lab/playground.py` in, plotly Figures out (no gradio).
 
 The colours are the page's one language (style.FATES, P_COLOR, Q_COLOR), each with its second cue: q bars
 hatched "/", p an outline in p's colour around what fills it, accepted mass solid ✓, residual mass hatched

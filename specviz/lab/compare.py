@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, Iterator
 
-from specviz.engine import self_speculation as early_exit
+from specviz.engine import self_speculation
 from specviz.engine import Engine, RunSettings
 from specviz.drafters import CHAINS, LAYERS, REGISTRY
 from specviz.settings.bounds import MAX_K, TARGET_ONLY, TARGET_ONLY_LABEL
@@ -83,7 +83,7 @@ def plan(ks: tuple[int, ...], drafters: tuple[str, ...] = tuple(CHAINS),
 
 def layer_counts(engine: Engine, fractions: Iterable[float]) -> tuple[int, ...]:
     """Self-speculation's N for fractions of the target's layers: (0.25, 0.5) of 28 layers -> (7, 14)."""
-    count = early_exit.layer_count(engine.target)
+    count = self_speculation.layer_count(engine.target)
     return tuple(sorted({max(1, min(count - 1, round(count * f))) for f in fractions}))
 
 

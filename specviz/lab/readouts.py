@@ -1,5 +1,5 @@
 """The Lab's HTML: readouts of the playground, the Monte Carlo, the explorer, a trace's measured point and the
-drafters comparison. Pure functions of lab.py's and compare.py's records (no gradio); every user-editable or
+drafters comparison. Pure functions of playground.py's and compare.py's records (no gradio); every user-editable or
 uploaded string goes through html.escape.
 """
 
@@ -11,8 +11,8 @@ from specviz.lab import compare
 from specviz.lab import explorer
 from specviz.measure import measured
 from specviz.lab import joint
-from specviz.lab import playground as lab
-from specviz.view.text import token_html
+from specviz.lab import playground
+from specviz.view.page_text import token_html
 from specviz.view.style import FATES, INK, Q_COLOR
 from specviz.algorithm.theory import expected_tokens_per_pass, round_cost, round_size_probs, speedup
 from specviz.record.trace import ACCEPTED, REPLACEMENT, Trace
@@ -26,7 +26,7 @@ def swatch(color: str, pattern: str = "") -> str:
     return f'<span style="display:inline-block;width:14px;height:14px;background:{fill};margin-right:4px"></span>'
 
 
-def playground_html(pg: lab.Playground) -> str:
+def playground_html(pg: playground.Playground) -> str:
     """α in large type, then one row per token: q, p, acceptance and the two parts of p(x)."""
     ok, res = FATES[ACCEPTED], FATES[REPLACEMENT]
     head = ["token", f"{swatch(Q_COLOR, '/')}q(x) draft", "p(x) target", "keep min(1, p/q)",
@@ -46,7 +46,7 @@ def playground_html(pg: lab.Playground) -> str:
             f'<table style="{TEXT};border-collapse:collapse"><tr>{header}</tr>{body}</table>')
 
 
-def exactness_html(pg: lab.Playground) -> str:
+def exactness_html(pg: playground.Playground) -> str:
     """Why the output is exactly p, as three lines with this pair's numbers: for the token the draft favours and
     for the one it proposes least often relative to p."""
     favourite = max(pg.rows, key=lambda r: r.q)
@@ -91,8 +91,8 @@ def joint_html(mc: joint.JointMonteCarlo) -> str:
     return f'<div id="lab-joint-readout" style="{TEXT}">{verdict}<br>{lead}</div>'
 
 
-def histogram_html(mc: lab.MonteCarlo) -> str:
-    label = html.escape(lab.SAMPLERS[mc.sampler][0])
+def histogram_html(mc: playground.MonteCarlo) -> str:
+    label = html.escape(playground.SAMPLERS[mc.sampler][0])
     lead = (f"N = {mc.n:,} rounds (seed {mc.seed}) in {mc.seconds * 1000:.0f} ms · "
             f"TV(histogram, p) = ½ Σ|histogram − p| = <b>{mc.tv:.4f}</b> (total variation distance: 0 when they "
             f"match) · sampling noise alone ≈ {mc.noise:.4f}")

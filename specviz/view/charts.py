@@ -1,5 +1,5 @@
 """Trace records -> plotly Figures: tokens per target pass over a run, and the timeline of a run beside the target
-alone. (A round's own p and q bars are HTML: bars.py.)
+alone. (A round's own p and q bars are HTML: view/cards.py.)
 
 Pure functions (no gradio, no models): a figure is a function of a Trace and a font size. Colours
 and icons come from style.py's colour language. Token text is shown as the tokenizer produced it (`·` for a

@@ -27,7 +27,7 @@ PACK_VERSION = 1
 
 def examined(rnd: Round) -> int:
     """How many draft positions verification examined: up to and including the first rejection. A tree round
-    (tree_view.py) is revealed in one step: its verdicts are read along the drawn tree, not position by position."""
+    (view/tree.py) is revealed in one step: its verdicts are read along the drawn tree, not position by position."""
     return 0 if rnd.tree else min(rnd.n_accepted + 1, rnd.k)
 
 

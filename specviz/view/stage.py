@@ -13,7 +13,7 @@ from __future__ import annotations
 from specviz.view.cards import last_token_card, position_card
 from specviz.view.cache_cells import cache_rows
 from specviz.view.quiz import QuizState, reveal_steps
-from specviz.view.text import explanation, placeholder, token_strip
+from specviz.view.page_text import explanation, placeholder, token_strip
 from specviz.record.trace import Trace
 from specviz.view.tree import path_verdicts, tree_against_chain, tree_cache, tree_card
 

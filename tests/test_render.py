@@ -99,7 +99,8 @@ def test_explanation_tells_what_happened(trace):
         if r.next_kind == REPLACEMENT:
             d = r.drafts[r.n_accepted]
             assert "rejected" in text and "norm(max(0, p − q))" in text
-            assert f"r = {style.num(d.uniform)}" in text and f"min(1, p/q) = {style.num(d.accept_prob)}" in text
+            _, _, ratio, r = style.verdict_numbers(d.p, d.q, d.uniform, accepted=False)
+            assert f"r = {r}" in text and f"min(1, p/q) = {ratio}" in text
         elif r.k:
             assert "bonus" in text and f"all {r.k} were accepted" in text
         else:  # one token was left: the round drafted nothing

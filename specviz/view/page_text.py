@@ -14,7 +14,7 @@ from html import escape
 from specviz.drafters import recorded
 from specviz.settings.bounds import widths_text
 from specviz.view.quiz import reveal_steps, step_of_draft
-from specviz.view.style import CONTROLS, FATES, VISIBLE, num, show, verdict_text
+from specviz.view.style import CONTROLS, FATES, VISIBLE, num, show, verdict_numbers, verdict_text
 from specviz.record.trace import ACCEPTED, BONUS, REPLACEMENT, DraftPosition, Round, Trace, baseline_decode_speed, \
     decode_speed
 
@@ -262,9 +262,10 @@ def _rejection(rnd: Round, greedy: bool) -> list[str]:
                      f"<b>rejected</b>{discarded} In its place the target's top token {quoted(rnd.next_token.text)} "
                      f"was taken: at temperature 0 the residual norm(max(0, p − q)) is a point mass on it.")
         return parts
-    parts.append(f"At position {n + 1} the target gave {quoted(d.text)} p = {num(d.p)} against the draft's "
-                 f"q = {num(d.q)}, so it could keep it with probability min(1, p/q) = {num(d.accept_prob)}; "
-                 f"the draw r = {num(d.uniform)} was too high, so it was <b>rejected</b>{discarded}")
+    p, q, ratio, r = verdict_numbers(d.p, d.q, d.uniform, accepted=False)
+    parts.append(f"At position {n + 1} the target gave {quoted(d.text)} p = {p} against the draft's q = {q}, so it "
+                 f"could keep it with probability min(1, p/q) = {ratio}; the draw r = {r} was too high, so it was "
+                 f"<b>rejected</b>{discarded}")
     parts.append(f"In its place the target sampled {quoted(rnd.next_token.text)} from the residual "
                  f"norm(max(0, p − q)). Rejections happen where the draft spent more probability than the target "
                  f"(q &gt; p); the residual gives that mass back to the tokens where p exceeds q, so the output is "

@@ -70,6 +70,31 @@ def show(text: str) -> str:
     return "".join(VISIBLE.get(ch, ch) for ch in text) or "∅"
 
 
+def _digits(x: float, extra: int) -> str:
+    """num(x) with `extra` more digits: 0.727 -> '0.73', '0.727', '0.7270'; 0.00395 -> '0.004', '0.00395'."""
+    if 0 < abs(x) < 0.01:
+        return f"{x:.{2 + extra}g}"
+    return f"{x:.{2 + extra}f}"
+
+
+def verdict_numbers(p: float, q: float, r: float, accepted: bool) -> tuple[str, str, str, str]:
+    """(p, q, min(1, p/q), r) as printed beside an acceptance test, with just enough digits that a student who redoes
+    the test from the printed numbers reaches its decision: the printed ratio is min(1, p/q) of the printed p and q,
+    and the printed r lies on the decision's side of both it and that quotient.
+
+    >>> verdict_numbers(0.00395, 0.00553, 0.72, False)   # at two digits, 0.004/0.0055 = 0.727 > 0.72 would accept
+    ('0.00395', '0.00553', '0.714', '0.720')
+    """
+    for extra in range(8):
+        shown = [_digits(x, extra) for x in (p, q, r)]
+        p_s, q_s, r_s = (float(x) for x in shown)
+        exact = min(1.0, p_s / q_s) if q_s > 0 else 1.0
+        ratio = _digits(exact, extra)
+        if (r_s < exact) == (r_s < float(ratio)) == accepted:
+            return shown[0], shown[1], ratio, shown[2]
+    return repr(p), repr(q), repr(min(1.0, p / q) if q > 0 else 1.0), repr(r)  # float noise at the 8th digit
+
+
 def verdict_text(d: DraftPosition, greedy: bool = False) -> str:
     """The acceptance test at one draft position, written out (plain text, no markup).
 
@@ -81,5 +106,5 @@ def verdict_text(d: DraftPosition, greedy: bool = False) -> str:
     ok = d.fate == ACCEPTED
     if greedy:
         return "same top token as the target → accept" if ok else "the target's top token differs → reject"
-    return (f"r = {num(d.uniform)} {'<' if ok else '≥'} min(1, {num(d.p)}/{num(d.q)}) = {num(d.accept_prob)}"
-            f" → {'accept' if ok else 'reject'}")
+    p, q, ratio, r = verdict_numbers(d.p, d.q, d.uniform, ok)
+    return f"r = {r} {'<' if ok else '≥'} min(1, {p}/{q}) = {ratio} → {'accept' if ok else 'reject'}"

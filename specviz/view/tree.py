@@ -14,7 +14,7 @@ from html import escape
 from specviz.settings.bounds import widths_text
 from specviz.view.quiz import reveal_steps
 from specviz.view.page_text import quoted, token_html
-from specviz.view.style import FATES, num
+from specviz.view.style import FATES, num, verdict_numbers
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Round, Trace
 
@@ -89,8 +89,8 @@ def _test_text(rnd: Round, i: int, greedy: bool) -> str:
     if greedy:
         return "is the target's top token → accept" if ok else "is not the target's top token → reject"
     residual = "" if p_test is None or abs(p_test - d.p) < 5e-7 else " (p′: the residual after the rejected sibling)"
-    return (f"r = {num(d.uniform)} {'<' if ok else '≥'} min(1, {num(p_test)}/{num(d.q)}) = {num(d.accept_prob)}"
-            f"{residual} → {'accept' if ok else 'reject'}")
+    p, q, ratio, r = verdict_numbers(d.p if p_test is None else p_test, d.q, d.uniform, ok)
+    return f"r = {r} {'<' if ok else '≥'} min(1, {p}/{q}) = {ratio}{residual} → {'accept' if ok else 'reject'}"
 
 
 def tree_against_chain(trace: Trace, index: int) -> str:

@@ -24,7 +24,7 @@ def mark(fate: str, text: str) -> str:
 
 def round_line(r: Round) -> str:
     drafts = tree_drafts(r) if r.tree else " ".join(mark(d.fate, d.text) for d in r.drafts) or "(no draft)"
-    nxt = mark(r.next_kind, r.next_token.text)
+    nxt = mark(r.last_kind, r.next_token.text)
     if not r.next_kept:
         nxt = f"({nxt} not kept: the text ended before it)"
     return (f"{r.index + 1:>4}  {r.n_accepted}/{r.k:<2}  {r.tokens_this_pass:>3}  "

@@ -14,7 +14,7 @@ import pytest
 from specviz.view import cards as bars
 from specviz.view import page_text
 from specviz.view import style
-from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, DraftPosition
+from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, PLAIN, REJECTED, REPLACEMENT, DraftPosition
 
 XSS = "<img src=x onerror=alert(1)>"
 SCRIPT = "<script>alert(1)</script>"
@@ -24,9 +24,9 @@ def first_round(trace, predicate) -> int:
     return next(i for i, r in enumerate(trace.rounds) if predicate(r))
 
 
-@pytest.mark.parametrize("fate", [ACCEPTED, REJECTED, DISCARDED, REPLACEMENT, BONUS])
+@pytest.mark.parametrize("fate", [ACCEPTED, REJECTED, DISCARDED, REPLACEMENT, BONUS, PLAIN])
 def test_strip_marks_each_fate_with_class_and_icon(trace, fate):
-    i = first_round(trace, lambda r: fate in [d.fate for d in r.drafts] + [r.next_kind])
+    i = first_round(trace, lambda r: fate in [d.fate for d in r.drafts] + [r.last_kind])
     html = page_text.token_strip(trace, i)
     chips = re.findall(rf'<span class="sv-tok sv-{fate}[^"]*"[^>]*>.*?<sup class="sv-icon"[^>]*>(.)</sup>',
                        html.split('<div class="sv-legend">')[0])
@@ -54,8 +54,8 @@ def test_hover_title_shows_p_q_ratio_and_draw(trace):
     d = trace.rounds[i].drafts[0]
     title = re.search(r'class="sv-tok sv-accepted"[^>]* title="([^"]*)"', page_text.token_strip(trace, i)).group(1)
     assert f"p (target) = {style.num(d.p)}" in title and f"q (draft) = {style.num(d.q)}" in title
-    assert f"min(1, {style.num(d.p)}/{style.num(d.q)}) = {style.num(d.accept_prob)}" in title
-    assert f"r = {style.num(d.uniform)}" in title
+    p, q, ratio, r = style.verdict_numbers(d.p, d.q, d.uniform, accepted=True)
+    assert f"min(1, {p}/{q}) = {ratio}" in title and f"r = {r}" in title
 
 
 def test_verdict_text_writes_out_the_test():

@@ -136,7 +136,8 @@ def _settings_row(presets: dict[str, str], default_preset: str):
         settings = Settings(
             k=gr.Slider(**limits("k"), value=d.k, step=1, label="K (draft tokens per round)", elem_id="k",
                         min_width=160),
-            temperature=gr.Slider(**limits("temperature"), value=PAGE_TEMPERATURE, step=0.05, label="Temperature (0 = greedy)",
+            temperature=gr.Slider(**limits("temperature"), value=PAGE_TEMPERATURE, step=0.05,
+                                  label="Temperature (0 = greedy)",
                                   elem_id="temperature", min_width=170),
             top_p=gr.Slider(**limits("top_p"), value=d.top_p, step=0.05, label="top-p", elem_id="top-p", min_width=120),
             top_k=gr.Number(d.top_k, **limits("top_k"), precision=0, label="top-k (0 = off)", elem_id="top-k",

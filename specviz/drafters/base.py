@@ -37,7 +37,7 @@ class Drafter:
     proposed: Callable[[int, str, str], str] | None = None  # a chain round's sentence in the round view: (k, the
     #                                                         drafts as quoted HTML, the draft's escaped name) -> HTML
     tree: bool = False  # drafts a tree of continuations (engine/tree_run.py) instead of a chain; the tree view
-    #                     draws and explains its rounds  # drafts a tree of continuations (engine/tree_run.py) instead of a chain
+    #                     draws and explains its rounds
     params: tuple[Param, ...] = ()
     propose: Callable[[list[int], int], list[int]] | None = None  # EARLIER_TEXT: (ids so far, k) -> up to k drafts
     nothing_found: str = ""  # why a round drafted nothing while tokens were left (a copy with no match)

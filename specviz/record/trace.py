@@ -25,6 +25,10 @@ MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); each step
 
 # The fate of a token in a round. One word per fate, used by the CLI, the HTML and the charts alike.
 ACCEPTED, REJECTED, DISCARDED, REPLACEMENT, BONUS = "accepted", "rejected", "discarded", "replacement", "bonus"
+# A round that drafted nothing (round 1, the target's prefill; a copy with no match; one token left) records its one
+# token as next_kind BONUS, but it is no bonus: nothing was accepted before it. `Round.last_kind` calls it PLAIN, the
+# target's own token, as decoding alone makes it; the page, the charts and the CLI show that word.
+PLAIN = "plain"
 
 
 @dataclass
@@ -109,6 +113,11 @@ class Round:
     def accepted_drafts(self) -> list[DraftPosition]:
         """The accepted drafts in order: a chain's first n_accepted, a tree's path."""
         return [self.drafts[c - 1] for c in self.tree.path] if self.tree else self.drafts[:self.n_accepted]
+
+    @property
+    def last_kind(self) -> str:
+        """What the round's last token is, for people: REPLACEMENT, BONUS (after k > 0 accepted drafts) or PLAIN."""
+        return PLAIN if self.next_kind == BONUS and self.k == 0 else self.next_kind
 
     @property
     def next_kept(self) -> bool:

@@ -72,21 +72,22 @@ def last_token_card(rnd: Round) -> str:
     """After a rejection: norm(max(0, p − q)) beside p and q, the replacement marked. After a clean sweep (or
     nothing drafted): p at the next position, the bonus marked. Revealed at the round's last quiz step."""
     step, t = reveal_steps(rnd), rnd.next_token
-    s = FATES[rnd.next_kind]
+    s = FATES[rnd.last_kind]
     if rnd.next_kind == REPLACEMENT and rnd.residual:
         title = (f"Position {rnd.n_accepted + 1} was rejected: the replacement {s.icon} is sampled from "
                  f"norm(max(0, p − q))")
         body = _rows(top_with(rnd.residual, t), t.token_id, s.icon, ("q", "p", "r"))
     elif rnd.next_kind == BONUS and rnd.bonus_candidates:
-        title = (f"All {rnd.k} drafts accepted: the bonus {s.icon} is drawn from p at position {rnd.k + 1}"
+        every = "The one draft accepted" if rnd.k == 1 else f"All {rnd.k} drafts accepted"
+        title = (f"{every}: the bonus {s.icon} is drawn from p at position {rnd.k + 1}"
                  if rnd.k else f"Nothing drafted: the target's token {s.icon} is drawn from p")
         if not rnd.next_kept:
-            title = f"All {rnd.k} drafts accepted, ending the text: the bonus {s.icon} is not kept"
+            title = f"{every}, ending the text: the bonus {s.icon} is not kept"
         body = _rows(top_with(rnd.bonus_candidates, t), t.token_id, s.icon, ("p",))
     else:
         title, body = "The last token", ('<div class="sv-muted">This trace did not record the distribution the '
                                           'round\'s last token was drawn from.</div>')
-    return (f'<div class="sv-pos sv-last sv-dec-{rnd.next_kind}" data-step="{step}">'
+    return (f'<div class="sv-pos sv-last sv-dec-{rnd.last_kind}" data-step="{step}">'
             f'<div class="sv-pos-head"><span class="sv-pos-n">→</span>{quoted(t.text)}'
             f'<span class="sv-dec-icon">{s.icon}</span> <span class="sv-dec-fate">{s.label}</span></div>'
             f'<div class="sv-last-title">{escape(title)}</div>{body}'

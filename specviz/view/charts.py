@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch, show
 from specviz.algorithm.theory import expected_tokens_per_pass
-from specviz.record.trace import ACCEPTED, BONUS, REPLACEMENT, Trace
+from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, Trace
 
 def label(text: str) -> str:
     """Token text for a plotly label: whitespace visible, markup escaped. ' <b>' -> '·&lt;b&gt;'."""
@@ -61,7 +61,8 @@ def _title(text: str, font_size: int) -> dict:
 # --- tokens per target pass, over the run ------------------------------------------------------------------
 
 def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 15) -> go.Figure:
-    """Stacked bars per round (accepted drafts + the replacement or bonus), the running mean, the expected
+    """Stacked bars per round (accepted drafts + the replacement, the bonus or the target's token when nothing was
+    drafted), the running mean, the expected
     value (1 − α^(K+1)) / (1 − α) from the measured acceptance α, and the K + 1 ceiling.
     `selected` (0-based) shades the round on view."""
     rounds = trace.rounds
@@ -71,8 +72,8 @@ def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 
     made = [r.tokens_this_pass for r in rounds]
     accepted = [min(r.n_accepted, t) for r, t in zip(rounds, made)]
     data = [_stack(x, accepted, ACCEPTED, "accepted drafts")]
-    for kind in (REPLACEMENT, BONUS):
-        data.append(_stack(x, [t - a if r.next_kind == kind else 0 for r, t, a in zip(rounds, made, accepted)],
+    for kind in (REPLACEMENT, BONUS, PLAIN):
+        data.append(_stack(x, [t - a if r.last_kind == kind else 0 for r, t, a in zip(rounds, made, accepted)],
                            kind, FATES[kind].label))
     # Expected and ceiling from the K each round really drafted (adaptive K, or the last rounds, draft fewer); a
     # tree round accepts at most its depth, and the chain's formula does not give a tree's expectation
@@ -113,7 +114,7 @@ def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 
 
 def _stack(x: list[int], y: list[int], fate: str, name: str) -> dict:
     s = FATES[fate]
-    pattern = {ACCEPTED: "", REPLACEMENT: "x", BONUS: "."}[fate]
+    pattern = {ACCEPTED: "", REPLACEMENT: "x", BONUS: ".", PLAIN: "-"}[fate]
     return dict(type="bar", x=x, y=y, name=f"{s.icon} {name}",
                 marker=dict(color=s.color, line=dict(color="white", width=1), pattern=hatch(pattern)),
                 hovertemplate=f"round %{{x}}: %{{y}} {name}<extra></extra>")

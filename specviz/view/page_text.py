@@ -15,7 +15,7 @@ from specviz.drafters import recorded
 from specviz.settings.bounds import widths_text
 from specviz.view.quiz import reveal_steps, step_of_draft
 from specviz.view.style import CONTROLS, FATES, VISIBLE, num, show, verdict_numbers, verdict_text
-from specviz.record.trace import ACCEPTED, BONUS, REPLACEMENT, DraftPosition, Round, Trace, baseline_decode_speed, \
+from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, DraftPosition, Round, Trace, baseline_decode_speed, \
     decode_speed
 
 
@@ -56,7 +56,8 @@ def next_text(rnd: Round) -> str:
     if rnd.k == 0:
         return f"nothing drafted: drawn from p (p = {num(t.p)})"
     kept = "" if rnd.next_kept else "; not kept: the run ended before it"
-    return f"all {rnd.k} accepted: drawn from p at position {rnd.k + 1} (p = {num(t.p)}){kept}"
+    every = "the one draft accepted" if rnd.k == 1 else f"all {rnd.k} accepted"
+    return f"{every}: drawn from p at position {rnd.k + 1} (p = {num(t.p)}){kept}"
 
 
 def committed_texts(rnd: Round) -> list[str]:
@@ -85,9 +86,10 @@ def token_strip(trace: Trace, index: int) -> str:
 
 def _round_header(trace: Trace, index: int) -> str:
     rnd = trace.rounds[index]
-    last = {REPLACEMENT: "1 replacement", BONUS: "1 bonus"}[rnd.next_kind] + ("" if rnd.next_kept else " not kept")
-    accepted = (f"a path of {rnd.n_accepted} of {len(rnd.tree.widths)} nodes accepted" if rnd.tree
-                else f"{rnd.n_accepted} of {rnd.k} drafts accepted")
+    last = {REPLACEMENT: "1 replacement", BONUS: "1 bonus", PLAIN: "the target's token"}[rnd.last_kind] + (
+        "" if rnd.next_kept else " not kept")
+    accepted = (f"a path of {rnd.n_accepted} of {len(rnd.tree.widths)} nodes accepted" if rnd.tree and rnd.k
+                else f"{rnd.n_accepted} of {rnd.k} draft{'s' * (rnd.k != 1)} accepted" if rnd.k else "nothing drafted")
     result = f"{accepted} + {last} = {rnd.tokens_this_pass} token{'s' * (rnd.tokens_this_pass != 1)} for 1 target pass"
     shape = f"tree {widths_text(rnd.tree.widths)} ({rnd.k} nodes)" if rnd.tree else f"K = {rnd.k}"
     outcome = [result] + ([{"eos": "the run ended: end of text"}.get(rnd.stop, "the run ended: max new tokens")]
@@ -110,10 +112,10 @@ def _round_tokens(rnd: Round, greedy: bool) -> str:
     shown = order[:-1] if rnd.tree else range(len(rnd.drafts))  # a tree's strip: its path (the tree is drawn)
     chips = [_chip(rnd.drafts[i].text, rnd.drafts[i].fate, _draft_title(i, rnd.drafts[i], greedy),
                    step_of_draft(rnd, i), i in cut) for i in shown]
-    last = f"{FATES[rnd.next_kind].label}: {next_text(rnd)}"
+    last = f"{FATES[rnd.last_kind].label}: {next_text(rnd)}"
     if rnd.tree:  # in the quiz, the path's length is the answer: its chips wait for the reveal (style.css)
         chips = [f'<span class="sv-tree-path">{"".join(chips)}</span>']
-    chips.append(_chip(rnd.next_token.text, rnd.next_kind, last, reveal_steps(rnd), len(rnd.drafts) in cut,
+    chips.append(_chip(rnd.next_token.text, rnd.last_kind, last, reveal_steps(rnd), len(rnd.drafts) in cut,
                        last=True))
     return "".join(chips)
 
@@ -243,20 +245,27 @@ def _explain_tree(trace: Trace, rnd: Round) -> str:
 
 def _clean_sweep(rnd: Round, greedy: bool) -> list[str]:
     k, t = rnd.k, rnd.next_token
-    why = "Each was the target's top token" if greedy else "Every draw r fell below min(1, p/q)"
+    if k == 1:
+        why = "It was the target's top token" if greedy else "The draw r fell below min(1, p/q)"
+        kept = "so it was accepted"
+    else:
+        why = "Each was the target's top token" if greedy else "Every draw r fell below min(1, p/q)"
+        kept = f"so all {k} were accepted"
     if not rnd.next_kept:  # the accepted drafts end with the end-of-sequence token
-        return [f"{why}, so all {k} were accepted, the last being the end of the text. Nothing after the end is "
-                f"kept: the bonus the same pass offered, {quoted(t.text)}, is dropped."]
-    return [f"{why}, so all {k} were accepted. The same target pass had already computed the distribution for the "
-            f"next position, so a <b>bonus</b> token {quoted(t.text)} came free from p."]
+        return [f"{why}, {kept}, the last being the end of the text. Nothing after the end is kept: the bonus the "
+                f"same pass offered, {quoted(t.text)}, is dropped."]
+    return [f"{why}, {kept}. The same target pass had already computed the distribution for the next position, so "
+            f"a <b>bonus</b> token {quoted(t.text)} came free from p."]
 
 
 def _rejection(rnd: Round, greedy: bool) -> list[str]:
     k, n, d = rnd.k, rnd.n_accepted, rnd.drafts[rnd.n_accepted]
     unseen = k - n - 1
-    discarded = (f", and the {unseen} token{'s' * (unseen != 1)} after it were discarded unseen." if unseen else ".")
-    parts = [f"The first {n} {'matched the target' if greedy else 'passed the test (r below min(1, p/q))'} and "
-             f"were accepted."] if n else []
+    discarded = ("." if not unseen else ", and the one token after it was discarded unseen." if unseen == 1 else
+                 f", and the {unseen} tokens after it were discarded unseen.")
+    passed = "matched the target" if greedy else "passed the test (r below min(1, p/q))"
+    parts = [] if not n else [f"The first {passed} and was accepted."] if n == 1 else [
+        f"The first {n} {passed} and were accepted."]
     if greedy:
         parts.append(f"At position {n + 1} the draft's {quoted(d.text)} is not the target's top token, so it was "
                      f"<b>rejected</b>{discarded} In its place the target's top token {quoted(rnd.next_token.text)} "

@@ -62,6 +62,7 @@ def quiz_bar(k: int, tree: bool = False) -> str:
     tree, k is its depth: the longest path it can accept."""
     answers = "".join(f'<button type="button" class="sv-guess" data-guess="{n}">{n}</button>' for n in range(k + 1))
     question = (f"How long a path of this {k}-deep tree will the target accept?" if tree else
+                "Will the target accept the one draft (0 or 1)?" if k == 1 else
                 f"How many of the {k} drafts will the target accept?" if k else
                 "Nothing was drafted: Reveal shows the token the target's pass gave.")
     return (f'<div class="sv-quiz-bar"><span class="sv-quiz-q">{question}</span>'

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, DraftPosition
+from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, PLAIN, REJECTED, REPLACEMENT, DraftPosition
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ FATES = {
     DISCARDED: FateStyle("#8C8C8C", "░", "discarded", "faded, dashed outline"),
     REPLACEMENT: FateStyle("#CC79A7", "◆", "replacement", "solid outline"),
     BONUS: FateStyle("#E69F00", "★", "bonus", "double outline"),
+    PLAIN: FateStyle("#0072B2", "●", "target's token", "thin solid outline"),  # p's colour: a token of p alone
 }
 P_COLOR = "#0072B2"  # p, the target's distribution: solid bars
 Q_COLOR = "#56B4E9"  # q, the draft's distribution: hatched bars

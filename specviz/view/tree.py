@@ -70,7 +70,7 @@ def path_verdicts(trace: Trace, index: int) -> str:
     else:
         last = (f"the path reached a leaf, so the bonus {quoted(t.text)} came from p after it (p = {num(t.p)})"
                 + ("" if rnd.next_kept else "; not kept: the run ended before it") + ".")
-    rows.append(f'<li>{FATES[rnd.next_kind].icon} {last}</li>')
+    rows.append(f'<li>{FATES[rnd.last_kind].icon} {last}</li>')
     return (f'<div class="sv-tree-verdicts sv-verdict" data-step="{reveal_steps(rnd)}"><b>Verdicts along the '
             f'path</b><ol>{"".join(rows)}</ol></div>')
 

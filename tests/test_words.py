@@ -1,0 +1,48 @@
+"""Sentences a student can take literally (issue 22): a round that drafted nothing has no bonus, and counts read in
+words that agree with their number ("the one draft", never "all 1 drafts")."""
+
+import re
+
+import pytest
+
+from specviz.engine import Engine, RunSettings
+from specviz.lecture.examples import EXAMPLES, load_example
+from specviz.record.trace import BONUS, PLAIN, REPLACEMENT
+from specviz.view import page_text
+from specviz.view.stage import round_section
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_a_round_that_drafted_nothing_has_no_bonus(name):
+    trace = load_example(name)
+    first = trace.rounds[0]
+    assert first.k == 0 and first.next_kind == BONUS and first.last_kind == PLAIN
+    section = round_section(trace, 1, shown=True)
+    legend = re.search(r'<div class="sv-legend">.*?</div>', section).group(0)  # the legend names every fate
+    assert "bonus" not in section.replace(legend, "").lower()
+    assert "nothing drafted + the target's token = 1 token for 1 target pass" in section
+
+
+def runs(tiny_pair, tokenizer, k: int, seeds=range(40)):
+    engine = Engine(*tiny_pair, tokenizer)
+    for seed in seeds:
+        yield engine.run("def fib(n):", RunSettings(k=k, temperature=1.0, seed=seed, max_new_tokens=16))
+
+
+def test_one_draft_is_never_all_1(tiny_pair, tokenizer):
+    trace = next(t for t in runs(tiny_pair, tokenizer, k=1) if any(r.k == 1 and r.n_accepted == 1
+                                                                     for r in t.rounds))
+    i = next(i for i, r in enumerate(trace.rounds) if r.k == 1 and r.n_accepted == 1 and r.next_kept)
+    text = page_text.explanation(trace, i) + round_section(trace, i + 1, shown=True)
+    assert "so it was accepted" in text and "the one draft accepted" in text
+    assert not re.search(r"\b[Aa]ll 1\b|\b1 drafts\b|first 1\b", text)
+
+
+def test_one_accepted_and_one_discarded_read_in_the_singular(tiny_pair, tokenizer):
+    found = ((t, i) for t in runs(tiny_pair, tokenizer, k=3) for i, r in enumerate(t.rounds)
+             if r.k == 3 and r.n_accepted == 1 and r.next_kind == REPLACEMENT)
+    trace, i = next(found)
+    text = page_text.explanation(trace, i)
+    assert "The first passed the test (r below min(1, p/q)) and was accepted." in text
+    assert "and the one token after it was discarded unseen." in text
+    assert not re.search(r"first 1\b|the 1 token", text)

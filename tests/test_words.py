@@ -46,3 +46,21 @@ def test_one_accepted_and_one_discarded_read_in_the_singular(tiny_pair, tokenize
     assert "The first passed the test (r below min(1, p/q)) and was accepted." in text
     assert "and the one token after it was discarded unseen." in text
     assert not re.search(r"first 1\b|the 1 token", text)
+
+
+def test_adaptive_k_shows_the_product_its_stop_rule_read(tiny_pair, tokenizer):
+    # the rule multiplies the draft's temperature-1 probabilities, not the warped q on the cards: the page says so
+    # and prints the factors, whose printed product falls below the threshold as the run's did
+    engine = Engine(*tiny_pair, tokenizer)
+    trace = engine.run("def fib(n):", RunSettings(k=8, temperature=0.7, seed=1, max_new_tokens=40, adaptive=True,
+                                                  confidence=0.5))
+    stopped = [i for i in range(len(trace.rounds)) if "With adaptive K it stopped" in page_text.explanation(trace, i)]
+    assert len(stopped) >= 2
+    for i in stopped:
+        rnd, text = trace.rounds[i], page_text.explanation(trace, i)
+        assert all(d.confidence is not None and 0 < d.confidence <= 1 for d in rnd.drafts)
+        m = re.search(r"at temperature 1 \(not the warped q on the cards\), ([\d.e× …-]+) = ([\d.e-]+), below 0.5",
+                      text)
+        assert m, text
+        factors = [float(f) for f in m.group(1).split(" × ") if f != "…"]
+        assert float(m.group(2)) < 0.5 and (len(rnd.drafts) > 6 or eval("*".join(map(str, factors))) < 0.5)

@@ -52,7 +52,7 @@ class ChainRun(DecodingRun):
         # 1. Draft: k tokens one at a time, each sampled from q, the warped draft distribution.
         before = self._cache_lengths()
         t0 = time.perf_counter()
-        drafts, q = self._draft(k)
+        drafts, q, sure = self._draft(k)
         e._sync()
         t1 = time.perf_counter()
         drafted = self._cache_lengths()
@@ -74,12 +74,14 @@ class ChainRun(DecodingRun):
         rollback(self.draft_cache, min(self.draft_cache.get_seq_length(), len(self.ids) - 1))
         lengths = [before, drafted, verified, self._cache_lengths()]  # (draft, target) at each moment
         cache = CacheLengths(draft=[d for d, _ in lengths], target=[t for _, t in lengths])
-        return self._record(drafts, p, q, verdict, committed, t1 - t0, t2 - t1, cache)
+        return self._record(drafts, p, q, verdict, committed, t1 - t0, t2 - t1, cache, sure)
 
-    def _draft(self, k: int) -> tuple[list[int], torch.Tensor]:
+    def _draft(self, k: int) -> tuple[list[int], torch.Tensor, list[float]]:
+        """(drafts, q with a row per draft, and with adaptive K the draft's own temperature-1 probability of each
+        draft, the factors of the product its stop rule reads; else [])."""
         if self.spec.propose:
-            return self._copied_draft(k)
-        drafts, qs, alive = [], [], 1.0
+            return *self._copied_draft(k), []
+        drafts, qs, sure, alive = [], [], [], 1.0
         for _ in range(k):
             # The draft cache lacks the prompt and the first token in round 2, later 1 token (usual) or 2 (after a
             # clean sweep: the last draft and the bonus).
@@ -93,11 +95,12 @@ class ChainRun(DecodingRun):
             if x in self.e.eos_ids:
                 break  # nothing after EOS can be kept
             if self.s.adaptive:
-                alive *= _confidence(logits[0], x)
+                sure.append(_confidence(logits[0], x))
+                alive *= sure[-1]
                 if alive < self.s.confidence:
                     break
         q = torch.stack(qs) if qs else torch.zeros(0, self.e.vocab)
-        return drafts, q
+        return drafts, q, sure
 
     def _copied_draft(self, k: int) -> tuple[list[int], torch.Tensor]:
         """Tokens a drafter without a model proposes (copied from earlier text); q is a point mass on each, so
@@ -111,7 +114,7 @@ class ChainRun(DecodingRun):
         q[torch.arange(len(drafts)), torch.tensor(drafts, dtype=torch.long)] = 1.0
         return drafts, q
 
-    def _record(self, drafts, p, q, verdict, committed, draft_time, verify_time, cache) -> Round:
+    def _record(self, drafts, p, q, verdict, committed, draft_time, verify_time, cache, sure) -> Round:
         """Turn one round's tensors into a Round record (the only place that decides what is kept)."""
         e, n, k = self.e, verdict.n_accepted, len(drafts)
         # Every number read from the (K, V) rows in one call each, then to Python once: per-position tensor
@@ -129,7 +132,8 @@ class ChainRun(DecodingRun):
                 accept_prob=verdict.accept_probs[i] if examined else None,
                 uniform=verdict.uniforms[i] if examined else None,
                 overlap=overlaps[i] if examined and self.details else None,
-                candidates=self._candidates(tops[i], p[i], q[i]) if self.details else []))
+                candidates=self._candidates(tops[i], p[i], q[i]) if self.details else [],
+                confidence=sure[i] if i < len(sure) else None))
         nxt = verdict.next_token
         rejected = verdict.rejected
         residual = bonus = None

@@ -175,7 +175,7 @@ def _probabilities(rnd: Round):
     tokens = [rnd.next_token, *(rnd.residual or []), *(rnd.bonus_candidates or [])]
     for d in rnd.drafts:
         yield from (("p", d.p), ("q", d.q), ("accept_prob", d.accept_prob), ("uniform", d.uniform),
-                    ("overlap", d.overlap))
+                    ("overlap", d.overlap), ("confidence", d.confidence))
         tokens += d.candidates
     yield from (("test_p", value) for value in (rnd.tree.test_p if rnd.tree else []))
     for t in tokens:

@@ -15,10 +15,11 @@ from typing import Any
 from specviz.record.strict_json import build
 
 FORMAT = "specviz-trace"
-FORMAT_VERSION = 4  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
+FORMAT_VERSION = 5  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
 #                    (no drafts), and the draft reads the prompt in round 2 (before, round 1 drafted too);
-#                    4 added Round.drafter and Round.tree (the tree drafter's rounds), settings.tree_widths
-READABLE_VERSIONS = (1, 2, 3, 4)  # a version-1 file opens; what it did not record shows as "not recorded"
+#                    4 added Round.drafter and Round.tree (the tree drafter's rounds), settings.tree_widths;
+#                    5 added DraftPosition.confidence (adaptive K's factors)
+READABLE_VERSIONS = (1, 2, 3, 4, 5)  # a version-1 file opens; what it did not record shows as "not recorded"
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
 MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); each step of a 10k-round trace costs ~0.5 s
@@ -55,6 +56,8 @@ class DraftPosition:
     uniform: float | None = None  # the draw r; None when DISCARDED
     overlap: float | None = None  # sum over the vocabulary of min(p, q): the chance this position accepts
     candidates: list[TokenProb] = field(default_factory=list)  # top tokens of p and of q, with both probs
+    confidence: float | None = None  # with adaptive K: the draft's own probability of the token at temperature 1
+    #                                  (not the warped q), a factor of the product its stop rule compares
 
 
 @dataclass

@@ -9,10 +9,11 @@ the CLI.
 
 from __future__ import annotations
 
+import math
 from html import escape
 
 from specviz.drafters import recorded
-from specviz.settings.bounds import widths_text
+from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, widths_text
 from specviz.view.quiz import reveal_steps, step_of_draft
 from specviz.view.style import CONTROLS, FATES, VISIBLE, num, show, verdict_numbers, verdict_text
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, DraftPosition, Round, Trace, baseline_decode_speed, \
@@ -205,9 +206,25 @@ def _adaptive_note(trace: Trace, rnd: Round) -> str:
     if (not settings.get("adaptive") or rnd.k >= min(settings.get("k", 0), left - 1)
             or rnd.drafts[-1].token_id in (trace.eos_token_ids or [])):
         return ""
+    threshold = settings.get("confidence", ADAPTIVE_CONFIDENCE)
+    factors = [d.confidence for d in rnd.drafts]
+    product = "fell below" if None in factors else f"{_product_text(factors, threshold)}, below"
     return (f" With adaptive K it stopped at {rnd.k} of at most {settings.get('k')}: the product of the draft's own "
-            f"probabilities of its drafts fell below {num(settings.get('confidence', 0.25))}. That product is the "
-            f"draft's own estimate that all of them survive, not the chance that the target accepts them.")
+            f"probabilities of its drafts at temperature 1 (not the warped q on the cards), {product} "
+            f"{threshold:g}. That product is the draft's own estimate that all of them survive, not the chance "
+            f"that the target accepts them.")
+
+
+def _product_text(factors: list[float], threshold: float) -> str:
+    """'0.91 × 0.26 = 0.237' with just enough digits that the printed factors' product, and the printed product,
+    both fall below the threshold as the run's did (all factors shown up to six, else the first two and the last)."""
+    for digits in range(3, 10):
+        shown = [float(f"{f:.{digits}g}") for f in factors]
+        if math.prod(shown) < threshold and float(f"{math.prod(factors):.{digits}g}") < threshold:
+            break
+    said = [f"{f:.{digits}g}" for f in factors]
+    listed = " × ".join(said) if len(said) <= 6 else f"{said[0]} × {said[1]} × … × {said[-1]}"
+    return f"{listed} = {math.prod(factors):.{digits}g}"
 
 
 def _proposed(trace: Trace, rnd: Round) -> str:

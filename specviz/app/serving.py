@@ -53,7 +53,7 @@ except ImportError:
 # against. ZeroGPU charges the time used, not the time asked; a lower ask queues sooner.
 GPU_START_S = 20
 GPU_S_PER_TOKEN = 0.12
-COSTS_S = 90  # the cost measurement: 27–30 s on this 2-core CPU (README, "Why it pays"), a third of this
+COSTS_S = 90  # the cost measurement: several times what it took on 2-core CPUs (docs/benchmarks.md, "Why it pays")
 
 
 def run_seconds(max_new_tokens: int, runs: int = 1) -> int:

@@ -352,9 +352,10 @@ def _compare_section(preset, get_engine: EngineLoader | None) -> None:
         "layers</b> (self-speculation): the target's own first N layers, its final norm and LM head draft, so one "
         "model sits in memory; a model not trained to exit early (Qwen2.5 is not) agrees with itself rarely at "
         "small N, which is why Medusa, EAGLE, multi-token prediction and LayerSkip train their draft heads or "
-        "layers. On a 2-core CPU the "
-        "packaged pair takes 10–15 s a run, so the default (K = 1, 2, 4, 8, three drafters: 13 runs with the "
-        "baseline) takes 13 × 10–15 s, 2 to 3½ minutes, at 32 new tokens."))
+        f"layers. The default K values ({', '.join(map(str, compare.DEFAULT_KS))}) make "
+        f"{len(compare.plan(compare.DEFAULT_KS))} runs, the target alone's included, each taking seconds on a "
+        "2-core CPU: the status below times the runs as they finish and says what the rest should take (dated "
+        "tokens/s: docs/benchmarks.md, “Drafters compared”)."))
     prompt = gr.Textbox(REWRITE_PROMPT, label="Prompt", lines=4, max_lines=16, elem_id="lab-compare-prompt")
     gr.Examples([[text] for text in COMPARE_EXAMPLES.values()], inputs=[prompt], label="Example prompts",
                 example_labels=list(COMPARE_EXAMPLES))

@@ -20,7 +20,7 @@ from specviz.record.trace import Baseline, Trace
 
 LABELS = {TARGET_ONLY: TARGET_ONLY_LABEL, **DRAFTERS}  # a row's drafter -> its label
 ALL_KS = tuple(range(1, 9))  # the K range the lab offers
-DEFAULT_KS = (1, 2, 4, 8)  # a subset: each run of the real pair takes ~10 s on a 2-core CPU
+DEFAULT_KS = (1, 2, 4, 8)  # a subset: each K adds a run per drafter, and a run takes seconds on a CPU
 
 
 @dataclass(frozen=True)

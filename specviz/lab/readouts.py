@@ -228,13 +228,15 @@ def warning_html(text: str = "") -> str:
 
 def comparison_status(rows: list[compare.CompareRow], ks: tuple[int, ...], seconds: float,
                       layers: tuple[int, ...] = (0,)) -> str:
-    """Progress while running ("3 of 9 runs … next: prompt lookup at K = 2"), a verdict once done."""
+    """Progress while running ("3 of 9 runs done in T s, about R s to go at that pace; next: prompt lookup at
+    K = 2"), a verdict once done. What is left is estimated from this comparison's own runs so far."""
     planned, done = compare.plan(ks, layers=layers), len(rows)
     total = len(planned)
     if done < total:
         drafter, k, n = planned[done]
         name = compare.layers_label(n) if n else compare.LABELS[drafter]
-        return (f'<div style="{TEXT}">Running… {done} of {total} runs done in {seconds:.0f} s; next: '
+        rest = f", about {seconds / done * (total - done):.0f} s to go at that pace" if done else ""
+        return (f'<div style="{TEXT}">Running… {done} of {total} runs done in {seconds:.0f} s{rest}; next: '
                 f"{html.escape(name)} at K = {k}.</div>")
     best = max(rows[1:], key=lambda r: r.speedup)  # rows[0] is the target alone
     return (f'<div style="{TEXT}">✓ {total} runs in {seconds:.0f} s. Fastest: '

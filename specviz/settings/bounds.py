@@ -113,10 +113,11 @@ RUN_BOUNDS = {
 
 
 # A draft tree's bounds (tree.TreeShape checks them). Why these: a node costs one token in the target's verify pass,
-# which is nearly free only while the pass stays memory-bound (NOTES: 9 new tokens cost ~1.1x one on this CPU in
-# bf16, 5 cost ~2x in fp32), and the page draws every node with its token, p and q, which stays legible up to about
-# 32 nodes. Wider than 4 mostly repeats tokens (children are i.i.d. samples from a peaked q), and deeper than 6
-# rarely survives (a path of depth d survives with about alpha^d).
+# which is nearly free only while the pass stays memory-bound (docs/benchmarks.md, "Why it pays", dates each t(n)/t(1)
+# it quotes: nearly flat to 9 tokens in bfloat16 on a 2-core CPU, steep in float32 on an AVX2-only one), and the
+# page draws every node with its token, p and q, which stays legible up to about 32 nodes. Wider than 4 mostly
+# repeats tokens (children are i.i.d. samples from a peaked q), and deeper than 6 rarely survives (a path of depth d
+# survives with about alpha^d).
 WIDTH_BOUND = Bound(1, 4, whole=True)  # children per node at one depth
 DEPTH_BOUND = Bound(1, 6, whole=True)  # depths below the root
 MAX_TREE_NODES = 32  # drafted nodes (the root, already committed, not counted)

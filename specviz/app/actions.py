@@ -28,7 +28,8 @@ from specviz.view.quiz import QuizState, check_quiz, quiz_from_dict
 from specviz.app.trace_files import check_tokenizer, pack_file, read_lecture, trace_file, trace_settings
 from specviz.app.round_view import RoundView, round_view
 
-MIN_FRAME_S = 0.25  # while generating, redraw at most this often: a redraw costs the browser ~0.1-0.2 s
+MIN_FRAME_S = 0.25  # while generating, redraw at most this often (what a redraw costs the browser: docs/benchmarks.md,
+#                    "Timings behind choices in the code")
 
 
 @dataclass

@@ -35,7 +35,7 @@ EngineLoader = Callable[[str, Progress], Engine]
 # memory to spare may take more (app.py --concurrency). Stepping through recorded rounds never waits for these.
 DEFAULT_CONCURRENCY = 1
 MODEL_RUNS = "model"  # the concurrency group of every event that runs a model
-# Sessions whose state (their trace, ~7 kB per generated token: 0.5 MB at 64 tokens, 4 MB at 512) the server
+# Sessions whose state (their trace: what it weighs per token, docs/security.md, "Load") the server
 # keeps; past this, Gradio drops the least recently used. A closed tab's state goes an hour after closing.
 SESSIONS_KEPT = 200
 

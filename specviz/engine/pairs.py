@@ -225,7 +225,8 @@ def _build(packaged: PackagedGGUF, folder: Path, progress: Progress | None) -> N
     try:
         join_chunks(packaged, work / "model.gguf", progress)
         if progress:
-            progress(0.45, f"loading {packaged.name} from GGUF (first start only, about a minute)")
+            progress(0.45, f"loading {packaged.name} from GGUF (first start only: minutes on a 2-core CPU; the "
+                           "README dates it)")
         _convert_gguf(work, progress)
         _mark_ready(work / "out", packaged)
         os.replace(work / "out", folder)  # atomic: the finished folder appears complete or not at all

@@ -3,7 +3,8 @@
 The colours are the page's one language (style.FATES, P_COLOR, Q_COLOR), each with its second cue: q bars
 hatched "/", p an outline in p's colour around what fills it, accepted mass solid ✓, residual mass hatched
 "x" ◆, the bonus dotted ★. Like charts.py, figures are built from plain dicts in one `go.Figure(...)` call
-(plotly's update_* helpers and make_subplots cost tens of ms a chart, felt while dragging a slider).
+(plotly's update_* helpers and make_subplots cost many times more a chart, felt while dragging a slider:
+docs/benchmarks.md, "Timings behind choices in the code").
 """
 
 from __future__ import annotations

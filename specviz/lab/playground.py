@@ -24,7 +24,8 @@ from specviz.algorithm.sampling import accept_probability, residual_distribution
 MIN_TOKENS, MAX_TOKENS = 4, 8  # vocabulary size of the playground
 MAX_TOKEN_CHARS = 24
 MAX_SAMPLES = 100_000
-MAX_VERIFY_SAMPLES = 20_000  # verify() itself, one call per round, runs ~20 000 rounds a second
+MAX_VERIFY_SAMPLES = 20_000  # the verify sampler runs one Python call per round (its cost: docs/benchmarks.md,
+#                               "Timings behind choices in the code")
 
 
 # --- the toy pair ----------------------------------------------------------------------------------------
@@ -157,9 +158,10 @@ def playground(pair: ToyPair) -> Playground:
 
 # --- Monte Carlo: N one-token rounds (K = 1) ---------------------------------------------------------------
 #
-# `verify` is exact but costs ~45 µs a call in Python (100 000 calls: 5-8 s on 2 cores), so the lab runs the
-# same rule vectorised over N draws: `first_tokens` is verify's decision for K = 1 and tests/test_lab.py checks
-# it against verify draw by draw. The wrong samplers are the same code with one deliberate bug each.
+# `verify` is exact but is one Python call per round (its cost: docs/benchmarks.md, "Timings behind choices in
+# the code"), so the lab runs the same rule vectorised over N draws: `first_tokens` is verify's decision for K = 1
+# and tests/test_lab.py checks it against verify draw by draw. The wrong samplers are the same code with one
+# deliberate bug each.
 
 
 def accept_table(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
@@ -211,8 +213,8 @@ def sample_swapped_ratio(p, q, n, generator):
 
 
 def sample_with_verify(p, q, n, generator):
-    """The correct sampler through the project's own `verify`, one call per round (K = 1): slow, ~45 µs a
-    round, and the same histogram as `sample_speculative`."""
+    """The correct sampler through the project's own `verify`, one call per round (K = 1): slow (a Python call a
+    round), and the same histogram as `sample_speculative`."""
     drafts = torch.multinomial(q, n, replacement=True, generator=generator)  # (N,) x ~ q
     rows, cols = torch.stack([p, p]), q[None]  # p (K+1, V), q (K, V); row 1 is the bonus row, unused here
     verdicts = [verify(rows, cols, x, generator) for x in drafts[:, None].unbind(0)]

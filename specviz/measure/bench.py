@@ -194,7 +194,8 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
     return rows
 
 
-TRACING_REPEATS = 8  # at least this many runs each: the overhead is a few per cent, and 3 runs swung it by ±5 %
+TRACING_REPEATS = 8  # at least this many runs each: the overhead is a few per cent, within 3 runs' noise (the
+#                       goals table of docs/benchmarks.md has both)
 SAME_DRAFT_PEER = "transformers exactly K=4, specviz's draft"  # the like-for-like peer: same draft object, same K
 TREE_CONFIG = "specviz tree"  # + its widths: "specviz tree 2-2-1-1"
 

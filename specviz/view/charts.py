@@ -6,7 +6,8 @@ and icons come from style.py's colour language. Token text is shown as the token
 space, `⏎` for a newline) and escaped, because plotly reads a few HTML tags inside text.
 
 Figures are built from plain dicts in one `go.Figure(...)` call: plotly's `update_*` helpers, `make_subplots`
-and named templates cost ~100 ms per chart, too slow for stepping with ← →; this way a chart takes ~5 ms.
+and named templates cost many times more per chart, too slow for stepping with ← → (the readings:
+docs/benchmarks.md, "Timings behind choices in the code").
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def empty_figure(message: str, font_size: int = 15) -> go.Figure:
 def _frame(plot_px: int, head_px: int, font_size: int, label_chars: int) -> dict:
     """Height and margins around a plot area of plot_px: titles above; tick labels of up to label_chars on the
     left; axis title and legend below. Fixed margins, not plotly's automargin: that redraws the chart until
-    the margins settle, which made each step cost the browser a second."""
+    the margins settle, which made each step slow in the browser (docs/benchmarks.md, "Timings behind choices in
+    the code")."""
     foot_px = 5 * font_size + 30
     left_px = 16 + int(0.7 * font_size * label_chars)
     return dict(height=plot_px + head_px + foot_px, margin=dict(l=left_px, r=16, t=head_px, b=foot_px))

@@ -28,7 +28,8 @@ from specviz.settings.errors import message_of
 from specviz.lab.readouts import (RESTART, REVEAL, TREE_NOTE, card_html, card_steps, comparison_status, covered_html,
                          exactness_html, explorer_html, heading_html, histogram_html, joint_html, playground_html,
                          trace_html, warning_html)
-from specviz.settings.bounds import COMPARE_EXAMPLES, MAX_K, REWRITE_PROMPT
+from specviz.settings.bounds import MAX_K
+from specviz.settings.prompts import COMPARE_PROMPTS, REWRITE_PROMPT
 from specviz.app.serving import MODEL_RUNS, EngineLoader, engine_ref, stream_comparison
 from specviz.record.trace import Trace, load_trace
 
@@ -357,8 +358,8 @@ def _compare_section(preset, get_engine: EngineLoader | None) -> None:
         "2-core CPU: the status below times the runs as they finish and says what the rest should take (dated "
         "tokens/s: docs/benchmarks.md, “Drafters compared”)."))
     prompt = gr.Textbox(REWRITE_PROMPT, label="Prompt", lines=4, max_lines=16, elem_id="lab-compare-prompt")
-    gr.Examples([[text] for text in COMPARE_EXAMPLES.values()], inputs=[prompt], label="Example prompts",
-                example_labels=list(COMPARE_EXAMPLES))
+    gr.Examples([[text] for text in COMPARE_PROMPTS.values()], inputs=[prompt], label="Example prompts",
+                example_labels=list(COMPARE_PROMPTS))
     with gr.Row():
         ks = gr.CheckboxGroup(list(compare.ALL_KS), value=list(compare.DEFAULT_KS), elem_id="lab-compare-ks",
                               label="K values (each adds one run per drafter)")

@@ -25,7 +25,8 @@ import torch
 
 from specviz.engine.engine import Engine, RunSettings
 from specviz.engine.quant import FULL, pick_weights, quantize_linears, weights_name
-from specviz.settings.bounds import CODE_PROMPT, DRAFT_WEIGHTS, DTYPE_CHOICES, STORY_PROMPT, widths_text
+from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, widths_text
+from specviz.settings.prompts import CODE_PROMPT, STORY_PROMPT
 from specviz.measure.measured import SteadyState, steady_state
 from specviz.record.trace import acceptance_rate, baseline_decode_speed, decode_speed, step_times, target_step_time
 from specviz.algorithm.tree import parse_widths

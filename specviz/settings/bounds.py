@@ -1,4 +1,4 @@
-"""The names, choices and bounds that every layer shares, each defined once.
+"""The names, choices and bounds that every layer shares, each defined once (the example prompts: prompts.py).
 
 Imports nothing of specviz, so anything may import it: the engine checks a run's settings against
 `RUN_BOUNDS`, the page offers a stated subset of them (`specviz.app.inputs.LIMITS`), the CLI and the benchmark take
@@ -28,28 +28,6 @@ DRAFT_WEIGHTS = ("auto", "int4", "int8", "full")  # auto: on CPU the fastest of 
 #                                                    full weights elsewhere
 
 Progress = Callable[[float, str], None]  # (fraction done 0..1, message): how loading reports what it is doing
-
-# The example prompts: code drafts well, a fact fairly, a story poorly; a rewrite copies its prompt.
-CODE_PROMPT = "Write a Python function that returns the n-th Fibonacci number."
-FACT_PROMPT = "What is the capital of France? Answer in one sentence."
-STORY_PROMPT = "Write the opening of a short story about a lighthouse keeper."
-REWRITE_PROMPT = """Rewrite this function with type hints. Reply with the code only.
-
-def count_vowels(text, include_y):
-    vowels = "aeiou"
-    if include_y:
-        vowels += "y"
-    count = 0
-    for char in text.lower():
-        if char in vowels:
-            count += 1
-    return count
-"""  # scalar arguments: the hinted signature is short, and the answer soon copies the body line by line
-EXAMPLES = {"code": CODE_PROMPT, "fact": FACT_PROMPT, "story": STORY_PROMPT}  # the Rounds page's examples
-COMPARE_EXAMPLES = {  # the Lab's: the answer to the first copies most of its prompt, to the second nothing
-    "rewrite: the answer copies the prompt": REWRITE_PROMPT,
-    "story: nothing to copy": STORY_PROMPT,
-}
 
 
 @dataclass(frozen=True)

@@ -245,7 +245,7 @@ def _playground_section() -> tuple[gr.State, gr.Button]:
     gr.HTML("<h3>Sample N rounds and compare with p</h3>")
     with gr.Row():
         n = gr.Radio([(f"{size:,}", size) for size in SAMPLE_SIZES], value=sampling0[0], label="N rounds")
-        sampler = gr.Radio([(label, key) for key, (label, _) in lab.SAMPLERS.items()], value=sampling0[1],
+        sampler = gr.Radio([(label, key) for key, label in lab.SAMPLER_LABELS.items()], value=sampling0[1],
                            label="sampler", elem_id="lab-sampler")
         seed = gr.Number(sampling0[2], precision=0, minimum=0, label="seed", elem_id="lab-seed")
     sample = gr.Button("Sample N times", variant="primary", elem_id="lab-sample")
@@ -272,7 +272,7 @@ def _two_positions_section(pair: gr.State, n: gr.Radio, seed: gr.Number) -> None
             "A round drafts two tokens and tests them in turn; after a rejection at position 1, the next round "
             "gives the second token. Correct sampling matches the target's joint p(a)·p(b | a).</p>")
     with gr.Row():
-        sampler = gr.Radio([(label, key) for key, label in joint.SAMPLERS.items()], value="correct",
+        sampler = gr.Radio([(label, key) for key, label in joint.JOINT_SAMPLER_LABELS.items()], value="correct",
                            label="sampler", elem_id="lab-joint-sampler")
         run = gr.Button("Sample the first two tokens N times", variant="primary", elem_id="lab-joint-run")
     readout = gr.HTML(elem_id="lab-joint-text")

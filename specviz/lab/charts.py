@@ -16,7 +16,7 @@ from specviz.lab.compare import CompareRow
 from specviz.lab.explorer import Explorer
 from specviz.measure.measured import MeasuredPoint
 from specviz.lab.joint import JointMonteCarlo
-from specviz.lab.playground import SAMPLERS, MonteCarlo, Playground, ToyPair
+from specviz.lab.playground import SAMPLER_LABELS, MonteCarlo, Playground, ToyPair
 from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch
 from specviz.record.trace import ACCEPTED, BONUS, REPLACEMENT
 
@@ -84,7 +84,7 @@ def histogram_figure(pair: ToyPair, mc: MonteCarlo | None, font_size: int = FONT
         accepted = [a / mc.n for a in mc.accepted_counts]
         data = _stacked(x, accepted, [r / mc.n for r in mc.replaced_counts],
                         (f"{ACCEPTED_NAME} drafts", f"{FATES[REPLACEMENT].icon} after a rejection"), "rounds") + data
-        title = (f"{'✓' if mc.faithful else '✗'} {SAMPLERS[mc.sampler][0]} · N = {mc.n:,} · "
+        title = (f"{'✓' if mc.faithful else '✗'} {SAMPLER_LABELS[mc.sampler]} · N = {mc.n:,} · "
                  f"TV(histogram, p) = {mc.tv:.3f}")
         top = max(top, *mc.frequencies)
     return _figure(data, dict(yaxis=_prob_axis(top, "share of rounds")), title, font_size, foot_lines=2)

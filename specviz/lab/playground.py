@@ -223,13 +223,14 @@ def sample_with_verify(p, q, n, generator):
     return torch.where(accepted, drafts, replacements), accepted
 
 
-SAMPLERS = {  # key -> (label, function)
+_SAMPLERS = {  # key -> (what the page calls it, the function)
     "correct": ("correct: residual max(0, p − q)", sample_speculative),
     "verify": ("correct, one call of the engine's own verify per round (slower)", sample_with_verify),
     "resample_from_p": ("wrong: resample from p", sample_resample_from_p),
     "always_accept": ("wrong: always accept", sample_always_accept),
     "swapped_ratio": ("wrong: ratio min(1, q/p)", sample_swapped_ratio),
 }
+SAMPLER_LABELS = {key: label for key, (label, _) in _SAMPLERS.items()}  # the one-position samplers, as offered
 
 
 def output_distribution(sampler: str, pair: ToyPair) -> list[float]:
@@ -257,7 +258,7 @@ def noise_tv(p, n: int) -> float:
 
 @dataclass(frozen=True)
 class MonteCarlo:
-    sampler: str  # key of SAMPLERS
+    sampler: str  # key of SAMPLER_LABELS
     n: int
     seed: int
     p: tuple[float, ...]  # the target the histogram is compared with
@@ -297,13 +298,13 @@ def check_monte_carlo(n, sampler: str, samplers, seed) -> None:
 
 def monte_carlo(pair: ToyPair, n: int, sampler: str = "correct", seed: int = 0) -> MonteCarlo:
     """Run n independent one-token rounds with a sampler and compare the histogram with p."""
-    check_monte_carlo(n, sampler, SAMPLERS, seed)
+    check_monte_carlo(n, sampler, SAMPLER_LABELS, seed)
     if sampler == "verify" and n > MAX_VERIFY_SAMPLES:
         raise ValueError(f"verify() itself runs one Python call per round; choose N <= {MAX_VERIFY_SAMPLES:,} "
                          "or the vectorised correct sampler")
     t0 = time.perf_counter()
     p, q = _tensors(pair, torch.float32)  # float32, the precision verify works in
-    tokens, accepted = SAMPLERS[sampler][1](p, q, n, torch.Generator().manual_seed(seed))
+    tokens, accepted = _SAMPLERS[sampler][1](p, q, n, torch.Generator().manual_seed(seed))
     v = len(pair.tokens)
     accepted_counts = torch.bincount(tokens[accepted], minlength=v).tolist()
     replaced_counts = torch.bincount(tokens[~accepted], minlength=v).tolist()

@@ -76,7 +76,7 @@ def exactness_html(pg: lab.Playground) -> str:
 
 
 def joint_html(mc: joint.JointMonteCarlo) -> str:
-    label = html.escape(joint.SAMPLERS[mc.sampler])
+    label = html.escape(joint.JOINT_SAMPLER_LABELS[mc.sampler])
     lead = (f"N = {mc.n:,} runs (seed {mc.seed}) in {mc.seconds * 1000:.0f} ms · TV(histogram of pairs, "
             f"p(a, b)) = <b>{mc.tv:.4f}</b> · sampling noise alone ≈ {mc.noise:.4f}")
     if mc.faithful and mc.sampler == "correct":
@@ -92,7 +92,7 @@ def joint_html(mc: joint.JointMonteCarlo) -> str:
 
 
 def histogram_html(mc: lab.MonteCarlo) -> str:
-    label = html.escape(lab.SAMPLERS[mc.sampler][0])
+    label = html.escape(lab.SAMPLER_LABELS[mc.sampler])
     lead = (f"N = {mc.n:,} rounds (seed {mc.seed}) in {mc.seconds * 1000:.0f} ms · "
             f"TV(histogram, p) = ½ Σ|histogram − p| = <b>{mc.tv:.4f}</b> (total variation distance: 0 when they "
             f"match) · sampling noise alone ≈ {mc.noise:.4f}")

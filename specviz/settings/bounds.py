@@ -101,6 +101,24 @@ DEPTH_BOUND = Bound(1, 6, whole=True)  # depths below the root
 MAX_TREE_NODES = 32  # drafted nodes (the root, already committed, not counted)
 
 
+def whole_number(value) -> int | None:
+    """value as an int when it is a whole number: an int, a whole float (4.0), or a string of one ('3', as a JSON
+    object's keys arrive); None otherwise (True, 2.5, 'x', None). Each caller says what the number was for."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            try:
+                value = float(value)
+            except ValueError:
+                return None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    return value
+
+
 def short_repr(value, limit: int = 40) -> str:
     """repr for a message, cut short: a file or an API client may put megabytes where a number belongs."""
     text = repr(value)

@@ -22,7 +22,7 @@ import torch
 from transformers import DynamicCache
 
 from specviz.engine import self_speculation as early_exit
-from specviz.engine.decoding import TOP_N, DecodingRun, forward, rollback
+from specviz.engine.decoding import TOP_N, DecodingRun, forward, rollback, synchronize
 from specviz.engine.lean import LeanCache, LeanDecoder
 from specviz.drafters.lookup import prompt_lookup
 from specviz.settings.bounds import DEFAULT_TREE, RUN_BOUNDS, RUN_DRAFTERS, TREE, short_repr
@@ -197,17 +197,10 @@ class Engine:
                 if token in self.eos_ids:
                     break
                 pending = [token]
-        self._sync()
+        synchronize(self.device)
         total = time.perf_counter() - t0
         return Baseline(new, self.tokenizer.decode(new, skip_special_tokens=True), steps[0], total,
                         len(new) / total if total > 0 else 0.0, steps)
-
-    def _sync(self):
-        """Wait for the device, so the clock measures the work, not its queueing."""
-        if self.device.startswith("cuda"):
-            torch.cuda.synchronize()
-        elif self.device == "mps":
-            torch.mps.synchronize()
 
 
 def _confidence(logits: torch.Tensor, token: int) -> float:
@@ -249,7 +242,7 @@ class SpeculativeRun(DecodingRun):
         before = self._cache_lengths()
         t0 = time.perf_counter()
         drafts, q = self._draft(k)
-        e._sync()
+        synchronize(e.device)
         t1 = time.perf_counter()
         drafted = self._cache_lengths()
 
@@ -259,7 +252,7 @@ class SpeculativeRun(DecodingRun):
 
         # 3. Verify: accept a prefix, then a replacement from the residual or a bonus from p[k].
         verdict = verify(p, q, torch.tensor(drafts, dtype=torch.long), self.gen)
-        e._sync()
+        synchronize(e.device)
         t2 = time.perf_counter()
         verified = self._cache_lengths()
 

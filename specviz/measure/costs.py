@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specviz.engine.engine import rollback
+from specviz.engine.decoding import rollback, synchronize
 from specviz.settings.bounds import Progress
 from specviz.algorithm.theory import expected_tokens_per_pass
 
@@ -99,11 +99,6 @@ def crossover_batch(profile: CostProfile, alpha: float, k: int) -> int | None:
 
 # --- measuring -----------------------------------------------------------------------------------------------
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
 def _random_ids(model, shape: tuple[int, int], seed: int) -> torch.Tensor:
     """Token ids for timing: a pass costs the same whatever the tokens are."""
     return torch.randint(0, model.config.vocab_size, shape, generator=torch.Generator().manual_seed(seed))
@@ -139,11 +134,11 @@ def pass_time(model, cache, n_new: int, repeats: int = 1, warm_up: int = 0) -> f
     times = []
     with torch.inference_mode():
         for i in range(warm_up + repeats):
-            _sync(device)
+            synchronize(device)
             t0 = time.perf_counter()
             # logits for every new token, as the engine's verify pass keeps them (the LM head is no small part)
             model(input_ids=new, cache=cache, use_cache=True, logits_to_keep=n_new)
-            _sync(device)
+            synchronize(device)
             if i >= warm_up:
                 times.append(time.perf_counter() - t0)
             rollback(cache, length)

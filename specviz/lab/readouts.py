@@ -184,11 +184,11 @@ def trace_html(trace: Trace | None, point: measured.MeasuredPoint | None) -> str
                    trace) else "This trace has no rounds to measure.")
         return f'<div style="{TEXT}">{msg}</div>'
     pair = f"{html.escape(trace.draft_model)} → {html.escape(trace.target_model)}"
-    measured = (f"{point.speedup:.2f}× over its baseline" if point.speedup is not None
-                else "no speedup (the trace has no baseline run)")
+    gain = (f"{point.speedup:.2f}× over its baseline" if point.speedup is not None
+            else "no speedup (the trace has no baseline run)")
     return (f'<div id="lab-trace-readout" style="{TEXT}">■ Trace {pair}: K = {point.k}, {point.n_rounds} rounds · '
             f"α = <b>{point.alpha:.3f}</b> (accepted ÷ examined drafts) · {_costs(point)}<br>"
-            f"Measured: <b>{point.tokens_per_pass:.2f}</b> tokens per pass, <b>{measured}</b>.{_theory(point)}</div>")
+            f"Measured: <b>{point.tokens_per_pass:.2f}</b> tokens per pass, <b>{gain}</b>.{_theory(point)}</div>")
 
 
 def _costs(point: measured.MeasuredPoint) -> str:

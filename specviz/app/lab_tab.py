@@ -22,7 +22,7 @@ from specviz.measure import measured
 from specviz.lab import joint
 from specviz.lab import playground as lab
 from specviz.lab import charts as lab_charts
-from specviz.view.charts import empty_figure
+from specviz.view.charts import FONT_SIZE, empty_figure
 from specviz.engine.engine import RunSettings
 from specviz.settings.errors import message_of
 from specviz.lab.readouts import (RESTART, REVEAL, TREE_NOTE, card_html, card_steps, comparison_status, covered_html,
@@ -129,7 +129,7 @@ def on_explore(alpha, k, c, v, trace: Trace | None, revealed: bool):
         return warning_html(str(e)), gr.skip(), gr.skip(), gr.skip()
     point = measured.measured_point(trace)
     if explorer.QUESTION.asks(ex) and not revealed:
-        cover = empty_figure(COVERED, lab_charts.FONT_SIZE)
+        cover = empty_figure(COVERED, FONT_SIZE)
         return covered_html(explorer.QUESTION), cover, cover, trace_html(trace, point)
     return (explorer_html(ex), lab_charts.explorer_figure(ex, point), lab_charts.rounds_figure(ex, point),
             trace_html(trace, point))
@@ -376,7 +376,7 @@ def _compare_section(preset, get_engine: EngineLoader | None) -> None:
     table = gr.Dataframe(headers=list(compare.HEADERS), datatype="str", type="array", interactive=False,
                          label="Runs, in the order they were made", elem_id="lab-compare-table")
     chart = gr.Plot(empty_figure("Press “Compare drafters”: a line per drafter grows as its runs finish.",
-                                 lab_charts.FONT_SIZE), label="Speedup and tokens per pass against K",
+                                 FONT_SIZE), label="Speedup and tokens per pass against K",
                     show_label=False, elem_id="lab-compare-chart")
 
     # public (api_name), and queued with the app's Generate: the model runs share one limit (serving)

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from specviz.view.charts import label
+from specviz.view.charts import FONT_SIZE, base_layout, label
 from specviz.lab.compare import CompareRow
 from specviz.lab.explorer import Explorer
 from specviz.measure.measured import MeasuredPoint
 from specviz.lab.joint import JointMonteCarlo
 from specviz.lab.playground import SAMPLER_LABELS, MonteCarlo, Playground, ToyPair
-from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch
+from specviz.view.style import FATES, GRID, INK, P_COLOR, Q_COLOR, hatch
 from specviz.record.trace import ACCEPTED, BONUS, REPLACEMENT
 
-FONT_SIZE = 18  # the lab is shown to a room: one size, large enough for the back row
 ACCEPTED_NAME = f"{FATES[ACCEPTED].icon} accepted"
 RESIDUAL_NAME = f"{FATES[REPLACEMENT].icon} residual"
 MEASURED_NAME = "measured (trace)"  # markers carry their shape in the legend already: no icon in the name
@@ -31,14 +30,10 @@ def _figure(data: list[dict], layout: dict, title: str, font_size: int, plot_px:
     """A figure with a plot area of plot_px, head_lines of titles above it and foot_lines lines of text (tick
     labels, axis title, legend) below it."""
     head_px, foot_px = int(1.6 * font_size * head_lines) + 40, int(1.5 * font_size * foot_lines) + 24
-    base = dict(template={}, font=dict(size=font_size, color=INK, family=FONT), paper_bgcolor="white",
-                plot_bgcolor="white", height=plot_px + head_px + foot_px, barmode="group", bargap=0.25,
-                margin=dict(l=80, r=24, t=head_px, b=foot_px),
+    base = dict(base_layout(font_size, legend_size=font_size - 1), height=plot_px + head_px + foot_px,
+                barmode="group", bargap=0.25, margin=dict(l=80, r=24, t=head_px, b=foot_px),
                 title=dict(text=title, x=0, xanchor="left", xref="paper", y=1, yanchor="top", yref="container",
-                           pad=dict(t=12, l=4), font=dict(size=font_size + 3)),
-                legend=dict(orientation="h", x=0, xanchor="left", yref="container", y=0, yanchor="bottom",
-                            font=dict(size=font_size - 1)),  # along the bottom, clear of titles
-                hoverlabel=dict(font_size=font_size))
+                           pad=dict(t=12, l=4), font=dict(size=font_size + 3)))
     return go.Figure(data=data, layout={**base, **layout})
 
 

@@ -21,17 +21,27 @@ from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch, 
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import ACCEPTED, BONUS, REPLACEMENT, Trace
 
+FONT_SIZE = 18  # the Lab's and the Costs tab's figures, shown to a room: large enough for the back row
+
+
 def label(text: str) -> str:
     """Token text for a plotly label: whitespace visible, markup escaped. ' <b>' -> '·&lt;b&gt;'."""
     return escape(show(text), quote=False)
 
 
-def _figure(data: list[dict], layout: dict, font_size: int) -> go.Figure:
-    base = dict(template={}, font=dict(size=font_size, color=INK, family=FONT),
-                paper_bgcolor="white", plot_bgcolor="white", hoverlabel=dict(font_size=font_size),
+def base_layout(font_size: int, legend_size: int | None = None) -> dict:
+    """What every figure's layout starts from (the round view's, the Lab's, the Costs tab's): no template, the
+    page's font and ink on white, hover labels at the font size, the legend along the bottom, clear of titles, in
+    `legend_size` (the font size unless given). Each figure adds its own size, margins and title."""
+    legend_font = dict(size=font_size if legend_size is None else legend_size)
+    return dict(template={}, font=dict(size=font_size, color=INK, family=FONT), paper_bgcolor="white",
+                plot_bgcolor="white", hoverlabel=dict(font_size=font_size),
                 legend=dict(orientation="h", x=0, xanchor="left", yref="container", y=0, yanchor="bottom",
-                            font=dict(size=font_size)),  # along the bottom, clear of titles
-                barmode="group", bargap=0.22, bargroupgap=0.05)
+                            font=legend_font))
+
+
+def _figure(data: list[dict], layout: dict, font_size: int) -> go.Figure:
+    base = dict(base_layout(font_size), barmode="group", bargap=0.22, bargroupgap=0.05)
     return go.Figure(data=data, layout={**base, **layout})
 
 

@@ -166,11 +166,6 @@ def interleaved(configs: dict, prompts: list[str], repeats: int, say=lambda line
     return results
 
 
-def spread(values: list[float]) -> tuple[float, float, float]:
-    """(median, min, max): the spread beside every median the report shows."""
-    return statistics.median(values), min(values), max(values)
-
-
 def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature, peer=True,
               peer_draft=None) -> list[Row]:
     """peer_draft: the draft transformers is given as its users would run it (default: the engine's). transformers

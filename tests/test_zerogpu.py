@@ -95,13 +95,13 @@ class FakeSpaces(types.ModuleType):
 @pytest.fixture(scope="module")
 def zero():
     """The app modules imported afresh with the stand-in `spaces`; the originals are put back afterwards."""
-    import specviz
+    import specviz.app
 
     saved = {name: sys.modules.pop(name) for name in APP_MODULES if name in sys.modules}
     fake = FakeSpaces()
     sys.modules["spaces"] = fake
     try:
-        fresh = {name.split(".")[1]: importlib.import_module(name) for name in APP_MODULES}
+        fresh = {name.rsplit(".", 1)[1]: importlib.import_module(name) for name in APP_MODULES}
         yield types.SimpleNamespace(spaces=fake, **fresh)
     finally:
         del sys.modules["spaces"]
@@ -109,7 +109,7 @@ def zero():
             sys.modules.pop(name, None)
         for name, module in saved.items():
             sys.modules[name] = module
-            setattr(specviz, name.split(".")[1], module)
+            setattr(specviz.app, name.rsplit(".", 1)[1], module)
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +188,7 @@ def test_streaming_generate_and_baseline_cross_as_plain_data(zero, loader):
 
 def test_the_labs_comparison_crosses_as_plain_data(zero, loader):
     zero.spaces.calls.clear()
-    frames = list(zero.lab_ui.compare_handler(loader)("def f(x):", [1, 2], 6, 0, "tiny-a", progress=_quiet))
+    frames = list(zero.lab_tab.compare_handler(loader)("def f(x):", [1, 2], 6, 0, "tiny-a", progress=_quiet))
     assert [len(table) for _, table, _ in frames] == [1, 2, 3, 4, 5, 6, 7]  # the baseline, then 3 drafters × 2 Ks
     assert zero.spaces.calls == [("stream_comparison", zero.serving.run_seconds(6, runs=7))]
 
@@ -199,7 +199,7 @@ def test_the_cost_measurement_crosses_as_plain_data(zero, loader, monkeypatch):
         e, context=16, tokens=(1, 2, 5), batches=(1, 2), repeats=1, progress=progress))
     zero.spaces.calls.clear()
     seen = []
-    profile, said = zero.costs_ui.measure_handler(loader, zero.serving.CostCache())(
+    profile, said = zero.costs_tab.measure_handler(loader, zero.serving.CostCache())(
         "tiny-a", False, progress=lambda fraction, desc="": seen.append((fraction, desc)))
     assert isinstance(profile, costs.CostProfile) and profile.target == "tiny-a-target", said
     assert seen and seen[-1] == (1.0, "measured")  # the steps came back over the boundary, as data

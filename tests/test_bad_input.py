@@ -320,7 +320,7 @@ def test_a_50_mb_upload_is_refused_by_the_server_and_by_the_loader(client, tmp_p
     with pytest.raises(Exception, match="(?i)exceeds|too large|size"):  # Gradio's max_file_size, before it lands
         client.predict(handle_file(str(big)), False, api_name="/open_trace")
     with pytest.raises(ValueError, match=f"over {MAX_TRACE_BYTES >> 20} MB, the limit"):  # the loader's own limit
-        trace_io.read_trace(str(big))
+        trace_io.read_lecture(str(big))
     assert_serving(client)
 
 

@@ -55,9 +55,8 @@ def test_configurations_take_turns_per_prompt_and_repeat():
 
 
 def test_every_median_has_its_spread_and_speedups_pair_runs_of_one_turn():
-    from specviz.measure.bench import Row, _m, _row, spread
+    from specviz.measure.bench import Row, _m, _row
 
-    assert spread([3.0, 1.0, 2.0, 10.0]) == (2.5, 1.0, 10.0)
     # target-only ran at 2 then 4 tok/s (a slow minute, then a fast one); the config at 3 then 6 in the same turns
     row = _row("code", "greedy", "specviz K=4", 4, {"tps": [3.0, 6.0], "ttft": [0.5, 0.7]}, [2.0, 4.0])
     assert row.speedup == 1.5 and row.spreads["speedup"] == [1.5, 1.5]  # paired: the slow minute cancels

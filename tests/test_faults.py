@@ -148,13 +148,13 @@ def test_closing_the_handler_generator_frees_the_run(app):
         out = RunOutputs(gr.State(), gr.HTML(), gr.HTML(), gr.DownloadButton(), RoundView(*(gr.HTML() for _ in fields(RoundView))),
                          gr.Checkbox())
     actions = ModelActions(lambda preset, progress: app["engines"][preset], ["slow"], out)
-    frames = actions.generate("def fib(n):", "slow", 4, 0.0, 1.0, 0, 0, 200, False)
+    frames = actions.generate("def fib(n):", "slow", 4, 0.0, 1.0, 0, 0, 200, False, "model", False, 0, "")
     next(frames)
     calls = app["slow"].calls
     frames.close()
     time.sleep(0.2)
     assert app["slow"].calls == calls and not actions.runs._stops
-    *_, last = actions.generate("def fib(n):", "slow", 4, 0.0, 1.0, 0, 0, 8, False)
+    *_, last = actions.generate("def fib(n):", "slow", 4, 0.0, 1.0, 0, 0, 8, False, "model", False, 0, "")
     assert_done([last[out.status]])
 
 

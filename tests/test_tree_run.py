@@ -21,7 +21,7 @@ from specviz.engine import tree_run
 from specviz.engine.decoding import forward
 from specviz.engine import Engine, RunSettings
 from specviz.algorithm.sampling import SamplingSettings, warp
-from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT
+from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, FORMAT_VERSION, REJECTED, REPLACEMENT
 from specviz.record.load import load_trace
 
 PROMPT = "def fib(n):"
@@ -149,7 +149,7 @@ def tree_trace(tiny_pair, tokenizer):
 
 def test_tree_trace_round_trips(tree_trace):
     loaded = load_trace(tree_trace.to_json())
-    assert loaded == tree_trace and loaded.format_version == 4
+    assert loaded == tree_trace and loaded.format_version == FORMAT_VERSION
     assert loaded.rounds[2].tree == tree_trace.rounds[2].tree
 
 

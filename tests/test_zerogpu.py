@@ -95,13 +95,13 @@ class FakeSpaces(types.ModuleType):
 @pytest.fixture(scope="module")
 def zero():
     """The app modules imported afresh with the stand-in `spaces`; the originals are put back afterwards."""
-    import specviz
+    import specviz.app
 
     saved = {name: sys.modules.pop(name) for name in APP_MODULES if name in sys.modules}
     fake = FakeSpaces()
     sys.modules["spaces"] = fake
     try:
-        fresh = {name.split(".")[1]: importlib.import_module(name) for name in APP_MODULES}
+        fresh = {name.rsplit(".", 1)[1]: importlib.import_module(name) for name in APP_MODULES}
         yield types.SimpleNamespace(spaces=fake, **fresh)
     finally:
         del sys.modules["spaces"]
@@ -109,7 +109,7 @@ def zero():
             sys.modules.pop(name, None)
         for name, module in saved.items():
             sys.modules[name] = module
-            setattr(specviz, name.split(".")[1], module)
+            setattr(specviz.app, name.rsplit(".", 1)[1], module)
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +177,9 @@ def test_streaming_generate_and_baseline_cross_as_plain_data(zero, loader):
     zero.spaces.calls.clear()
     out = _page_outputs(zero)
     actions = zero.actions.ModelActions(loader, ["tiny-a", "tiny-b"], out)
-    *_, last = actions.generate("def fib(n):", "tiny-a", 4, 0.0, 1.0, 0, 0, 12, False, progress=_quiet)
+    *_, last = actions.generate("def fib(n):", "tiny-a", k=4, temperature=0.0, top_p=1.0, top_k=0, seed=0,
+                                max_new_tokens=12, lecture=False, drafter="model", adaptive=False, draft_layers=0,
+                                tree_widths="", progress=_quiet)
     trace = last[out.trace]
     assert trace.rounds and trace.target_model == "tiny-a-target"
     timed = actions.baseline(trace, "tiny-a", progress=_quiet)
@@ -188,7 +190,7 @@ def test_streaming_generate_and_baseline_cross_as_plain_data(zero, loader):
 
 def test_the_labs_comparison_crosses_as_plain_data(zero, loader):
     zero.spaces.calls.clear()
-    frames = list(zero.lab_ui.compare_handler(loader)("def f(x):", [1, 2], 6, 0, "tiny-a", progress=_quiet))
+    frames = list(zero.lab_tab.compare_handler(loader)("def f(x):", [1, 2], 6, 0, "tiny-a", progress=_quiet))
     assert [len(table) for _, table, _ in frames] == [1, 2, 3, 4, 5, 6, 7]  # the baseline, then 3 drafters × 2 Ks
     assert zero.spaces.calls == [("stream_comparison", zero.serving.run_seconds(6, runs=7))]
 
@@ -199,7 +201,7 @@ def test_the_cost_measurement_crosses_as_plain_data(zero, loader, monkeypatch):
         e, context=16, tokens=(1, 2, 5), batches=(1, 2), repeats=1, progress=progress))
     zero.spaces.calls.clear()
     seen = []
-    profile, said = zero.costs_ui.measure_handler(loader, zero.serving.CostCache())(
+    profile, said = zero.costs_tab.measure_handler(loader, zero.serving.CostCache())(
         "tiny-a", False, progress=lambda fraction, desc="": seen.append((fraction, desc)))
     assert isinstance(profile, costs.CostProfile) and profile.target == "tiny-a-target", said
     assert seen and seen[-1] == (1.0, "measured")  # the steps came back over the boundary, as data
@@ -210,10 +212,10 @@ def test_a_preset_switch_after_start_resolves_the_new_pair(zero, loader):
     """A switch loads the new pair outside any GPU call; the next call names it and finds it, the old is gone."""
     out = _page_outputs(zero)
     actions = zero.actions.ModelActions(loader, ["tiny-a", "tiny-b"], out)
-    *_, first = actions.generate("def f", "tiny-a", 2, 0.0, 1.0, 0, 0, 4, False, progress=_quiet)
+    *_, first = actions.generate("def f", "tiny-a", 2, 0.0, 1.0, 0, 0, 4, False, "model", False, 0, "", progress=_quiet)
     before = loader.loaded("tiny-a")
     zero.spaces.calls.clear()
-    *_, second = actions.generate("def f", "tiny-b", 2, 0.0, 1.0, 0, 0, 4, False, progress=_quiet)
+    *_, second = actions.generate("def f", "tiny-b", 2, 0.0, 1.0, 0, 0, 4, False, "model", False, 0, "", progress=_quiet)
     assert first[out.trace].target_model == "tiny-a-target" and second[out.trace].target_model == "tiny-b-target"
     assert loader.loaded("tiny-a") is None and loader.loaded("tiny-b") is not before  # one pair kept
     ref = zero.serving.engine_ref(loader, "tiny-b")

@@ -41,14 +41,14 @@ from browser_util import free_port  # noqa: E402,F401 - tests/test_load.py uses 
 from browser_util import serve as serve_app  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
-from specviz.settings import bounds as options
+from specviz.settings.prompts import EXAMPLE_PROMPTS
 from specviz.view import page_text
 from specviz.app import serving # noqa: E402
 from specviz.engine import Engine, RunSettings  # noqa: E402
 from specviz.record.load import load_trace  # noqa: E402
 
 STATUS, INFO, DOWNLOAD, SLIDER, STAGE = range(5)  # outputs of /generate (after the hidden trace state)
-REAL_PROMPTS = list(options.EXAMPLES.values())
+REAL_PROMPTS = list(EXAMPLE_PROMPTS.values())
 
 
 # --- the server side: how many generations run at once -----------------------------------------------------

@@ -24,7 +24,7 @@ import torch  # noqa: E402
 from specviz.lab import compare # noqa: E402
 from specviz.engine import Engine, RunSettings  # noqa: E402
 from specviz.engine.pairs import load_pair  # noqa: E402
-from specviz.settings.bounds import COMPARE_EXAMPLES  # noqa: E402
+from specviz.settings.prompts import COMPARE_PROMPTS  # noqa: E402
 
 
 def main() -> None:
@@ -44,7 +44,7 @@ def main() -> None:
           f"({platform.processor() or platform.machine()}) · {a.max_new_tokens} new tokens · temperature "
           f"{a.temperature:g} · K ∈ {{{', '.join(map(str, ks))}}} · one run each · {datetime.date.today()}")
     chosen = a.examples.split(",")
-    for label, prompt in COMPARE_EXAMPLES.items():
+    for label, prompt in COMPARE_PROMPTS.items():
         if label.split(":")[0] not in chosen:
             continue
         started = time.perf_counter()

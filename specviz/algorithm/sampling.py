@@ -63,7 +63,7 @@ def warp(logits: torch.Tensor, s: SamplingSettings) -> torch.Tensor:
     tensor([[0., 1., 0.]])
     """
     logits = logits.float()
-    if s.greedy:  # scattered into zeros: one_hot builds int64 rows first, ~10x slower over a 150k vocabulary
+    if s.greedy:  # scattered into zeros: one_hot builds int64 rows first, far slower over a 150k vocabulary
         return torch.zeros_like(logits).scatter_(-1, logits.argmax(-1, keepdim=True), 1.0)
     scores = _warped_scores(logits, s)
     return torch.softmax(scores, dim=-1)
@@ -72,8 +72,9 @@ def warp(logits: torch.Tensor, s: SamplingSettings) -> torch.Tensor:
 def sample(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """One token id per row of probs (N, V) -> (N,), by inverting the CDF with one uniform draw per row.
 
-    Exact, and never picks a zero-probability token (its CDF step is flat); ~4x faster than torch.multinomial
-    on a 150k-token row. The CDF is summed in float64 so the tail of a large vocabulary keeps its mass.
+    Exact, and never picks a zero-probability token (its CDF step is flat); faster than torch.multinomial on a
+    150k-token row (both readings: docs/benchmarks.md, "Timings behind choices in the code"). The CDF is summed
+    in float64 so the tail of a large vocabulary keeps its mass.
 
     >>> sample(torch.tensor([[0.0, 1.0, 0.0]])).tolist()
     [1]

@@ -30,7 +30,8 @@ from specviz.app.round_view import RoundView, round_view
 
 # Each event that shows a run, and which of RunOutputs' lists it writes.
 EVENT_OUTPUTS = {"generate": "all", "open_example": "all", "open_trace": "of_open", "baseline": "of_baseline"}
-MIN_FRAME_S = 0.25  # while generating, redraw at most this often: a redraw costs the browser ~0.1-0.2 s
+MIN_FRAME_S = 0.25  # while generating, redraw at most this often (what a redraw costs the browser: docs/benchmarks.md,
+#                    "Timings behind choices in the code")
 
 
 @dataclass

@@ -85,7 +85,9 @@ def build_costs(preset, get_engine: EngineLoader | None, trace_state: gr.State |
         with gr.Column(min_width=260):
             measure = gr.Button("Measure the loaded pair", variant="primary", elem_id="cost-measure")
             again = gr.Checkbox(False, label="measure again", elem_id="cost-again")
-    status = gr.HTML(f'<div style="font-size:18px">{NO_GPU} A measurement takes about half a minute.</div>',
+    # before a measurement the page can only say where the dated times are; after one, the status gives its own
+    status = gr.HTML(f'<div style="font-size:18px">{NO_GPU} A measurement takes tens of seconds on a 2-core CPU '
+                     '(dated times: docs/benchmarks.md, “Why it pays”).</div>',
                      label="Measurement status", elem_id="cost-status")
     readout = gr.HTML(label="Measured figures", elem_id="cost-readout-box")
     ratio_plot = gr.Plot(None, label="Pass time against tokens per pass", show_label=False, elem_id="cost-ratio")

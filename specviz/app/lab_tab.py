@@ -22,13 +22,14 @@ from specviz.measure import measured
 from specviz.lab import joint
 from specviz.lab import playground
 from specviz.lab import charts as lab_charts
-from specviz.view.charts import empty_figure
+from specviz.view.charts import FONT_SIZE, empty_figure
 from specviz.engine import RunSettings
 from specviz.settings.errors import message_of
 from specviz.lab.readouts import (RESTART, REVEAL, TREE_NOTE, card_html, card_steps, comparison_status, covered_html,
                          exactness_html, explorer_html, heading_html, histogram_html, joint_html, playground_html,
                          trace_html, warning_html)
-from specviz.settings.bounds import COMPARE_EXAMPLES, MAX_K, REWRITE_PROMPT
+from specviz.settings.bounds import MAX_K
+from specviz.settings.prompts import COMPARE_PROMPTS, REWRITE_PROMPT
 from specviz.app.inputs import setting
 from specviz.app.serving import MODEL_RUNS, EngineLoader, engine_ref, stream_comparison
 from specviz.record.trace import Trace
@@ -130,7 +131,7 @@ def on_explore(alpha, k, c, v, trace: Trace | None, revealed: bool):
         return warning_html(str(e)), gr.skip(), gr.skip(), gr.skip()
     point = measured.measured_point(trace)
     if explorer.QUESTION.asks(ex) and not revealed:
-        cover = empty_figure(COVERED, lab_charts.FONT_SIZE)
+        cover = empty_figure(COVERED, FONT_SIZE)
         return covered_html(explorer.QUESTION), cover, cover, trace_html(trace, point)
     return (explorer_html(ex), lab_charts.explorer_figure(ex, point), lab_charts.rounds_figure(ex, point),
             trace_html(trace, point))
@@ -247,7 +248,7 @@ def _playground_section() -> tuple[gr.State, gr.Button]:
     gr.HTML("<h3>Sample N rounds and compare with p</h3>")
     with gr.Row():
         n = gr.Radio([(f"{size:,}", size) for size in SAMPLE_SIZES], value=sampling0[0], label="N rounds")
-        sampler = gr.Radio([(label, key) for key, (label, _) in playground.SAMPLERS.items()], value=sampling0[1],
+        sampler = gr.Radio([(label, key) for key, label in playground.SAMPLER_LABELS.items()], value=sampling0[1],
                            label="sampler", elem_id="lab-sampler")
         seed = gr.Number(sampling0[2], precision=0, minimum=0, label="seed", elem_id="lab-seed")
     sample = gr.Button("Sample N times", variant="primary", elem_id="lab-sample")
@@ -274,7 +275,7 @@ def _two_positions_section(pair: gr.State, n: gr.Radio, seed: gr.Number) -> None
             "A round drafts two tokens and tests them in turn; after a rejection at position 1, the next round "
             "gives the second token. Correct sampling matches the target's joint p(a)·p(b | a).</p>")
     with gr.Row():
-        sampler = gr.Radio([(label, key) for key, label in joint.SAMPLERS.items()], value="correct",
+        sampler = gr.Radio([(label, key) for key, label in joint.JOINT_SAMPLER_LABELS.items()], value="correct",
                            label="sampler", elem_id="lab-joint-sampler")
         run = gr.Button("Sample the first two tokens N times", variant="primary", elem_id="lab-joint-run")
     readout = gr.HTML(elem_id="lab-joint-text")
@@ -355,12 +356,13 @@ def _compare_section(preset, get_engine: EngineLoader | None) -> None:
         "layers</b> (self-speculation): the target's own first N layers, its final norm and LM head draft, so one "
         "model sits in memory; a model not trained to exit early (Qwen2.5 is not) agrees with itself rarely at "
         "small N, which is why Medusa, EAGLE, multi-token prediction and LayerSkip train their draft heads or "
-        "layers. On a 2-core CPU the "
-        "packaged pair takes 10–15 s a run, so the default (K = 1, 2, 4, 8, three drafters: 13 runs with the "
-        "baseline) takes 13 × 10–15 s, 2 to 3½ minutes, at 32 new tokens."))
+        f"layers. The default K values ({', '.join(map(str, compare.DEFAULT_KS))}) make "
+        f"{len(compare.plan(compare.DEFAULT_KS))} runs, the target alone's included, each taking seconds on a "
+        "2-core CPU: the status below times the runs as they finish and says what the rest should take (dated "
+        "tokens/s: docs/benchmarks.md, “Drafters compared”)."))
     prompt = gr.Textbox(REWRITE_PROMPT, label="Prompt", lines=4, max_lines=16, elem_id="lab-compare-prompt")
-    gr.Examples([[text] for text in COMPARE_EXAMPLES.values()], inputs=[prompt], label="Example prompts",
-                example_labels=list(COMPARE_EXAMPLES))
+    gr.Examples([[text] for text in COMPARE_PROMPTS.values()], inputs=[prompt], label="Example prompts",
+                example_labels=list(COMPARE_PROMPTS))
     with gr.Row():
         ks = gr.CheckboxGroup(list(compare.ALL_KS), value=list(compare.DEFAULT_KS), elem_id="lab-compare-ks",
                               label="K values (each adds one run per drafter)")
@@ -377,7 +379,7 @@ def _compare_section(preset, get_engine: EngineLoader | None) -> None:
     table = gr.Dataframe(headers=list(compare.HEADERS), datatype="str", type="array", interactive=False,
                          label="Runs, in the order they were made", elem_id="lab-compare-table")
     chart = gr.Plot(empty_figure("Press “Compare drafters”: a line per drafter grows as its runs finish.",
-                                 lab_charts.FONT_SIZE), label="Speedup and tokens per pass against K",
+                                 FONT_SIZE), label="Speedup and tokens per pass against K",
                     show_label=False, elem_id="lab-compare-chart")
 
     # public (api_name), and queued with the app's Generate: the model runs share one limit (serving)

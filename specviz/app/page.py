@@ -19,11 +19,12 @@ from specviz.view import page_text
 from specviz.app.actions import ModelActions, RunOutputs, lecture_pack
 from specviz.app.inputs import limits
 from specviz.app.costs_tab import build_costs
-from specviz.lecture.examples import EXAMPLES as RECORDED
+from specviz.lecture.examples import EXAMPLES
 from specviz.app.lab_tab import build_lab
 from specviz.drafters import DEFAULT, REGISTRY, layers, tree
 from specviz.engine.request import RunSettings
-from specviz.settings.bounds import EXAMPLES, widths_text
+from specviz.settings.bounds import widths_text
+from specviz.settings.prompts import EXAMPLE_PROMPTS
 from specviz.app.serving import (DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, default_engine_loader,
                       limit_model_runs, preset_labels)
 from specviz.app.round_view import PLAY_JS, SHOW_JS, STEP_JS, Player, RoundView, empty_view, lecture_mode, show_round
@@ -174,14 +175,14 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
     with gr.Accordion("Prompt and settings", open=True, elem_id="controls") as controls:
         with gr.Row(equal_height=False):
             with gr.Column(scale=4):
-                prompt = gr.Textbox(label="Prompt", value=EXAMPLES["code"], lines=2, max_lines=6, elem_id="prompt")
-                gr.Examples([[text] for text in EXAMPLES.values()], inputs=[prompt], label="Example prompts",
-                            example_labels=[f"{name}: {text}" for name, text in EXAMPLES.items()])
+                prompt = gr.Textbox(label="Prompt", value=EXAMPLE_PROMPTS["code"], lines=2, max_lines=6, elem_id="prompt")
+                gr.Examples([[text] for text in EXAMPLE_PROMPTS.values()], inputs=[prompt], label="Example prompts",
+                            example_labels=[f"{name}: {text}" for name, text in EXAMPLE_PROMPTS.items()])
                 # the shipped recordings (examples.EXAMPLES), opened by index; the status says what each shows
                 examples = gr.Dataset(
-                    components=["textbox"], samples=[[e.title] for e in RECORDED.values()], type="index",
+                    components=["textbox"], samples=[[e.title] for e in EXAMPLES.values()], type="index",
                     label="Recorded examples (real runs of the packaged pair: open one, no model needed)",
-                    elem_id="recorded-examples", samples_per_page=len(RECORDED))
+                    elem_id="recorded-examples", samples_per_page=len(EXAMPLES))
             with gr.Column(scale=1, min_width=250):  # "Download trace (JSON)" on one line
                 generate = gr.Button("Generate", variant="primary", elem_id="generate")
                 baseline = gr.Button("Baseline", elem_id="baseline")

@@ -35,7 +35,7 @@ EngineLoader = Callable[[str, Progress], Engine]
 # memory to spare may take more (app.py --concurrency). Stepping through recorded rounds never waits for these.
 DEFAULT_CONCURRENCY = 1
 MODEL_RUNS = "model-runs"  # the concurrency group of every event that runs a model
-# Sessions whose state (their trace, ~7 kB per generated token: 0.5 MB at 64 tokens, 4 MB at 512) the server
+# Sessions whose state (their trace: what it weighs per token, docs/security.md, "Load") the server
 # keeps; past this, Gradio drops the least recently used. A closed tab's state goes an hour after closing.
 SESSIONS_KEPT = 200
 
@@ -53,7 +53,7 @@ except ImportError:
 # against. ZeroGPU charges the time used, not the time asked; a lower ask queues sooner.
 GPU_START_S = 20
 GPU_S_PER_TOKEN = 0.12
-COSTS_S = 90  # the cost measurement: 27–30 s on this 2-core CPU (README, "Why it pays"), a third of this
+COSTS_S = 90  # the cost measurement: several times what it took on 2-core CPUs (docs/benchmarks.md, "Why it pays")
 
 
 def run_seconds(max_new_tokens: int, runs: int = 1) -> int:

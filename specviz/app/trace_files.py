@@ -19,7 +19,7 @@ from specviz.engine import Engine, RunSettings
 from specviz.settings.bounds import short_repr
 from specviz.view.quiz import QuizState, load_lecture, pack_json
 from specviz.record.trace import MAX_TRACE_BYTES, Trace
-from specviz.record.load import load_trace, token_texts
+from specviz.record.load import token_texts
 
 _DOWNLOADS = tempfile.TemporaryDirectory(prefix="specviz-traces-")  # removed when the process exits
 _DOWNLOADS_LOCK = threading.Lock()  # sessions write and prune the folder at once
@@ -68,13 +68,9 @@ def trace_settings(trace: Trace) -> RunSettings:
     return RunSettings(**{k: v for k, v in trace.settings.items() if k in names})
 
 
-def read_trace(path: str) -> Trace:
-    """An uploaded trace file, read no further than the size limit; ValueError for anything unreadable."""
-    return _checked(load_trace(_read(path)))
-
-
 def read_lecture(path: str) -> tuple[Trace, QuizState | None]:
-    """An uploaded trace file or lecture pack -> (trace, the pack's quiz state or None); ValueError as above."""
+    """An uploaded trace file or lecture pack, read no further than the size limit -> (trace, the pack's quiz state
+    or None); ValueError for anything unreadable."""
     trace, state = load_lecture(_read(path))
     return _checked(trace), state
 

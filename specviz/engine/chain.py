@@ -16,7 +16,7 @@ import torch
 
 from specviz.algorithm.sampling import sample, verify, warp
 from specviz.drafters import drafter
-from specviz.engine.decoding import TOP_N, DecodingRun, forward, rollback
+from specviz.engine.decoding import TOP_N, DecodingRun, forward, rollback, synchronize
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, CacheLengths, DraftPosition, \
     Round, TokenProb
 
@@ -53,7 +53,7 @@ class ChainRun(DecodingRun):
         before = self._cache_lengths()
         t0 = time.perf_counter()
         drafts, q, sure = self._draft(k)
-        e._sync()
+        synchronize(e.device)
         t1 = time.perf_counter()
         drafted = self._cache_lengths()
 
@@ -63,7 +63,7 @@ class ChainRun(DecodingRun):
 
         # 3. Verify: accept a prefix, then a replacement from the residual or a bonus from p[k].
         verdict = verify(p, q, torch.tensor(drafts, dtype=torch.long), self.gen)
-        e._sync()
+        synchronize(e.device)
         t2 = time.perf_counter()
         verified = self._cache_lengths()
 

@@ -25,7 +25,7 @@ from specviz.algorithm.sampling import sample, warp
 from specviz.drafters import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, drafter
 from specviz.engine import self_speculation
 from specviz.engine.chain import ChainRun
-from specviz.engine.decoding import DecodingRun, forward
+from specviz.engine.decoding import DecodingRun, forward, synchronize
 from specviz.engine.lean import LeanCache, LeanDecoder
 from specviz.engine.request import RunSettings
 from specviz.engine.tree_pass import check_tree_attention
@@ -154,17 +154,10 @@ class Engine:
                 if token in self.eos_ids:
                     break
                 pending = [token]
-        self._sync()
+        synchronize(self.device)
         total = time.perf_counter() - t0
         return Baseline(new, self.tokenizer.decode(new, skip_special_tokens=True), steps[0], total,
                         len(new) / total if total > 0 else 0.0, steps)
-
-    def _sync(self):
-        """Wait for the device, so the clock measures the work, not its queueing."""
-        if self.device.startswith("cuda"):
-            torch.cuda.synchronize()
-        elif self.device == "mps":
-            torch.mps.synchronize()
 
 
 def _eos_ids(model, tokenizer) -> set[int]:

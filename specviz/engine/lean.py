@@ -1,9 +1,9 @@
 """The draft's forward pass without transformers' per-call machinery: the same weights, the same operations in the
-same order, so the same logits bit for bit (tests/test_lean.py), in about 2.4 ms less per draft step here.
+same order, so the same logits bit for bit (tests/test_lean.py), in less time per draft step.
 
-Why: a draft step of the int4 packaged draft reads ~0.3 GB of weights in ~12 ms, and transformers adds ~4 ms per
-call on this CPU around that (module calls, mask and cache bookkeeping, output objects: measured on a 24-layer
-model too small to compute anything). A round makes K draft steps, so that overhead was a fifth of the drafting.
+Why: around each forward pass transformers spends time of its own (module calls, mask and cache bookkeeping, output
+objects), a fifth of an int4 draft step of the packaged draft on this project's CPU, and a round makes K draft
+steps. The measurements, dated: docs/engine.md ("The draft's forward pass, lean").
 
 Only drafts use it: the target, whose distribution the output follows, always runs transformers' own forward, the
 reference. A draft's q may come from any computation as long as verification uses the q it sampled from, so

@@ -225,11 +225,12 @@ def _build(packaged: PackagedGGUF, folder: Path, progress: Progress | None) -> N
     try:
         join_chunks(packaged, work / "model.gguf", progress)
         if progress:
-            progress(0.45, f"loading {packaged.name} from GGUF (first start only, about a minute)")
+            progress(0.45, f"loading {packaged.name} from GGUF (first start only: minutes on a 2-core CPU; the "
+                           "README dates it)")
         _convert_gguf(work, progress)
         _mark_ready(work / "out", packaged)
         os.replace(work / "out", folder)  # atomic: the finished folder appears complete or not at all
-        _sync(cache_root())
+        _fsync(cache_root())
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -242,11 +243,11 @@ def _mark_ready(out: Path, packaged: PackagedGGUF) -> None:
     folder whose files were still in the page cache)."""
     files = {}
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
-        _sync(path)
+        _fsync(path)
         files[path.relative_to(out).as_posix()] = path.stat().st_size
     (out / READY).write_text(json.dumps({"source_sha256": packaged.sha256, "files": files}, indent=1))
-    _sync(out / READY)
-    _sync(out)
+    _fsync(out / READY)
+    _fsync(out)
 
 
 def is_ready(folder: Path, packaged: PackagedGGUF) -> bool:
@@ -279,7 +280,7 @@ def _build_lock(name: str):
         yield
 
 
-def _sync(path: Path) -> None:
+def _fsync(path: Path) -> None:
     """fsync a file or folder (a folder's entries are what make a rename durable); best effort where the
     platform cannot open folders."""
     try:

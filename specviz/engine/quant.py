@@ -102,12 +102,12 @@ def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), la
     """Time a stack of draft-sized linear layers (Qwen2.5-0.5B's MLP) with each kind of weights, for one row (a
     decoding step) and for 32 (a prompt), and return the kind whose typical run costs least: 48 steps and one
     prompt. The stack is larger than a CPU's caches (8 layers: 70 MB in bfloat16), so it is timed reading from
-    memory as a draft's step does; one layer timed alone stays in cache and misleads. Under a second here, once.
+    memory as a draft's step does; one layer timed alone stays in cache and misleads. It runs once per process.
 
-    Why both row counts: an int8 or int4 kernel that wins a step by 2-4x can lose a prompt's many rows (here int4
-    is 1.5x slower than bfloat16 on 32 rows). A kind no faster than the full weights at one row is not timed on 32:
-    it cannot win, and where its kernel is slow (an AVX2-only CPU ran int8 30x slower than float32 at one row, 7x
-    at 32) that timing alone would take seconds."""
+    Why both row counts: an int8 or int4 kernel that wins a step several times over can lose a prompt's many rows.
+    A kind no faster than the full weights at one row is not timed on 32: it cannot win, and where its kernel is
+    slow (an AVX2-only CPU's int8 and int4) that timing alone would take seconds. The per-layer times on both
+    CPUs, and how long this takes, are dated in docs/engine.md ("Which one auto takes")."""
     if dtype not in _FASTEST:
         with torch.inference_mode():
             one, many = (torch.randn(rows, shape[0], dtype=dtype) for rows in (1, 32))
@@ -148,9 +148,9 @@ def quantize_linears(model: nn.Module, weights: str = INT8) -> nn.Module:
     """Replace the model's nn.Linear layers by int8 or int4 ones, in place (the full-precision weights are freed,
     except where shared with an embedding).
 
-    int4 keeps two kinds of layer at int8: the LM head, whose rounding moves the logits themselves (4 bits there cost
-    the packaged draft a tenth of its greedy agreement with the target, 0.765 against 0.796, for 1.1 ms a step;
-    docs/engine.md), and any layer int4's kernel cannot take (Int4Linear.fits)."""
+    int4 keeps two kinds of layer at int8: the LM head, whose rounding moves the logits themselves (4 bits there
+    would cost the packaged draft 4 % of its greedy agreement with the target to save 1.1 ms a step; docs/engine.md,
+    "Why the LM head stays int8", has the measurement), and any layer int4's kernel cannot take (Int4Linear.fits)."""
     if weights not in PACKED:
         raise ValueError(f"quantize to {' or '.join(PACKED)}, not {weights!r}")
     if next(model.parameters()).device.type != "cpu":

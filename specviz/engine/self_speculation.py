@@ -64,14 +64,3 @@ def early_exit(target, n: int):
     if meta:  # an architecture with a module this function does not know: refuse rather than compute garbage
         raise ValueError(f"self-speculation cannot share {', '.join(meta[:3])} of {type(target).__name__}")
     return view
-
-
-def layer_choices(count: int) -> list[int]:
-    """A few N worth comparing for a target of `count` layers: a quarter, a half, three quarters.
-
-    >>> layer_choices(28)
-    [7, 14, 21]
-    >>> layer_choices(2)
-    [1]
-    """
-    return sorted({max(1, min(count - 1, round(count * f))) for f in (0.25, 0.5, 0.75)})

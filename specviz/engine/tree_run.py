@@ -23,7 +23,7 @@ from dataclasses import replace
 import torch
 from transformers import DynamicCache
 
-from specviz.engine.decoding import DecodingRun, forward
+from specviz.engine.decoding import DecodingRun, forward, synchronize
 from specviz.algorithm.sampling import sample, warp
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, CacheLengths, DraftPosition, Round, TokenProb, TreeRecord
 from specviz.algorithm.tree import TreeShape, TreeVerdict, verify_tree
@@ -65,7 +65,7 @@ class TreeRun(DecodingRun):
         t0 = time.perf_counter()
         tokens, q = draft_tree(self.drafter, self.draft_cache, self.ids[self.draft_cache.get_seq_length():], tree,
                                s.sampling, e.vocab, self.gen)
-        e._sync()
+        synchronize(e.device)
         t1 = time.perf_counter()
         drafted = self._cache_lengths()
 
@@ -75,7 +75,7 @@ class TreeRun(DecodingRun):
 
         # 3. Verify: the surviving path, then a replacement from the last residual or a bonus at a leaf.
         verdict = verify_tree(tree, tokens, p, q, self.gen, greedy=s.sampling.greedy)
-        e._sync()
+        synchronize(e.device)
         t2 = time.perf_counter()
         verified = self._cache_lengths()
 
@@ -97,7 +97,7 @@ class TreeRun(DecodingRun):
         p = warp(forward(e.target, self.ids[self.target_cache.get_seq_length():], self.target_cache, 1)[:, :e.vocab],
                  self.s.sampling)[0]
         x = int(sample(p[None], self.gen)[0])
-        e._sync()
+        synchronize(e.device)
         t1 = time.perf_counter()
         after = self._cache_lengths()
         committed = self._commit([x])

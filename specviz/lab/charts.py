@@ -3,7 +3,8 @@
 The colours are the page's one language (style.FATES, P_COLOR, Q_COLOR), each with its second cue: q bars
 hatched "/", p an outline in p's colour around what fills it, accepted mass solid ✓, residual mass hatched
 "x" ◆, the bonus dotted ★. Like charts.py, figures are built from plain dicts in one `go.Figure(...)` call
-(plotly's update_* helpers and make_subplots cost tens of ms a chart, felt while dragging a slider).
+(plotly's update_* helpers and make_subplots cost many times more a chart, felt while dragging a slider:
+docs/benchmarks.md, "Timings behind choices in the code").
 """
 
 from __future__ import annotations
@@ -11,16 +12,15 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from specviz.drafters import CHAINS
-from specviz.view.charts import label
+from specviz.view.charts import FONT_SIZE, base_layout, label
 from specviz.lab.compare import CompareRow
 from specviz.lab.explorer import Explorer
 from specviz.measure.measured import MeasuredPoint
 from specviz.lab.joint import JointMonteCarlo
-from specviz.lab.playground import SAMPLERS, MonteCarlo, Playground, ToyPair
-from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch
+from specviz.lab.playground import SAMPLER_LABELS, MonteCarlo, Playground, ToyPair
+from specviz.view.style import FATES, GRID, INK, P_COLOR, Q_COLOR, hatch
 from specviz.record.trace import ACCEPTED, BONUS, REPLACEMENT
 
-FONT_SIZE = 18  # the lab is shown to a room: one size, large enough for the back row
 ACCEPTED_NAME = f"{FATES[ACCEPTED].icon} accepted"
 RESIDUAL_NAME = f"{FATES[REPLACEMENT].icon} residual"
 MEASURED_NAME = "measured (trace)"  # markers carry their shape in the legend already: no icon in the name
@@ -31,14 +31,10 @@ def _figure(data: list[dict], layout: dict, title: str, font_size: int, plot_px:
     """A figure with a plot area of plot_px, head_lines of titles above it and foot_lines lines of text (tick
     labels, axis title, legend) below it."""
     head_px, foot_px = int(1.6 * font_size * head_lines) + 40, int(1.5 * font_size * foot_lines) + 24
-    base = dict(template={}, font=dict(size=font_size, color=INK, family=FONT), paper_bgcolor="white",
-                plot_bgcolor="white", height=plot_px + head_px + foot_px, barmode="group", bargap=0.25,
-                margin=dict(l=80, r=24, t=head_px, b=foot_px),
+    base = dict(base_layout(font_size, legend_size=font_size - 1), height=plot_px + head_px + foot_px,
+                barmode="group", bargap=0.25, margin=dict(l=80, r=24, t=head_px, b=foot_px),
                 title=dict(text=title, x=0, xanchor="left", xref="paper", y=1, yanchor="top", yref="container",
-                           pad=dict(t=12, l=4), font=dict(size=font_size + 3)),
-                legend=dict(orientation="h", x=0, xanchor="left", yref="container", y=0, yanchor="bottom",
-                            font=dict(size=font_size - 1)),  # along the bottom, clear of titles
-                hoverlabel=dict(font_size=font_size))
+                           pad=dict(t=12, l=4), font=dict(size=font_size + 3)))
     return go.Figure(data=data, layout={**base, **layout})
 
 
@@ -84,7 +80,7 @@ def histogram_figure(pair: ToyPair, mc: MonteCarlo | None, font_size: int = FONT
         accepted = [a / mc.n for a in mc.accepted_counts]
         data = _stacked(x, accepted, [r / mc.n for r in mc.replaced_counts],
                         (f"{ACCEPTED_NAME} drafts", f"{FATES[REPLACEMENT].icon} after a rejection"), "rounds") + data
-        title = (f"{'✓' if mc.faithful else '✗'} {SAMPLERS[mc.sampler][0]} · N = {mc.n:,} · "
+        title = (f"{'✓' if mc.faithful else '✗'} {SAMPLER_LABELS[mc.sampler]} · N = {mc.n:,} · "
                  f"TV(histogram, p) = {mc.tv:.3f}")
         top = max(top, *mc.frequencies)
     return _figure(data, dict(yaxis=_prob_axis(top, "share of rounds")), title, font_size, foot_lines=2)

@@ -16,12 +16,12 @@ from typing import Iterable, Iterator
 from specviz.engine import self_speculation
 from specviz.engine import Engine, RunSettings
 from specviz.drafters import CHAINS, LAYERS, REGISTRY
-from specviz.settings.bounds import MAX_K, TARGET_ONLY, TARGET_ONLY_LABEL
+from specviz.settings.bounds import MAX_K, TARGET_ONLY, TARGET_ONLY_LABEL, whole_number
 from specviz.record.trace import Baseline, Trace
 
 LABELS = {TARGET_ONLY: TARGET_ONLY_LABEL, **{key: d.label for key, d in CHAINS.items()}}  # a row's drafter -> its label
 ALL_KS = tuple(range(1, 9))  # the K range the lab offers
-DEFAULT_KS = (1, 2, 4, 8)  # a subset: each run of the real pair takes ~10 s on a 2-core CPU
+DEFAULT_KS = (1, 2, 4, 8)  # a subset: each K adds a run per drafter, and a run takes seconds on a CPU
 
 
 @dataclass(frozen=True)
@@ -51,22 +51,16 @@ def layers_label(n: int) -> str:
 def check_ks(ks: Iterable | None) -> tuple[int, ...]:
     """The K values to run, sorted and without repeats; ValueError for none, a fraction, or one out of range.
     check_ks([4, 1, 4.0]) -> (1, 4)."""
-    chosen = sorted({_whole(k) for k in ks or ()})
+    ks = list(ks or ())
+    numbers = [whole_number(k) for k in ks]
+    if None in numbers:
+        raise ValueError(f"K values must be whole numbers, got {ks[numbers.index(None)]!r}")
+    chosen = sorted(set(numbers))
     if not chosen:
         raise ValueError("choose at least one K value")
     if chosen[0] < 1 or chosen[-1] > MAX_K:
         raise ValueError(f"K values must be from 1 to {MAX_K}, got {chosen}")
     return tuple(chosen)
-
-
-def _whole(value) -> int:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = float("nan")
-    if isinstance(value, bool) or not number.is_integer():
-        raise ValueError(f"K values must be whole numbers, got {value!r}")
-    return int(number)
 
 
 def plan(ks: tuple[int, ...], drafters: tuple[str, ...] = tuple(CHAINS),

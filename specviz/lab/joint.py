@@ -18,7 +18,10 @@ import torch
 from specviz.lab.playground import ToyPair, check_monte_carlo, noise_tv, total_variation
 from specviz.algorithm.sampling import residual_distribution
 
-SAMPLERS = {"correct": "correct: a fresh draw r at each position", "one_draw": "wrong: one draw r for both positions"}
+JOINT_SAMPLER_LABELS = {  # the two-position samplers, as offered: key -> what the page calls it
+    "correct": "correct: a fresh draw r at each position",
+    "one_draw": "wrong: one draw r for both positions",
+}
 
 
 def conditionals(dist: tuple[float, ...]) -> torch.Tensor:
@@ -75,7 +78,7 @@ def sample_joint(pair: ToyPair, n: int, sampler: str, generator: torch.Generator
 
 @dataclass(frozen=True)
 class JointMonteCarlo:
-    sampler: str  # key of SAMPLERS
+    sampler: str  # key of JOINT_SAMPLER_LABELS
     n: int
     seed: int
     tokens: tuple[str, ...]
@@ -100,7 +103,7 @@ class JointMonteCarlo:
 
 def two_positions(pair: ToyPair, n: int, sampler: str = "correct", seed: int = 0) -> JointMonteCarlo:
     """n runs' first two tokens against the target's joint distribution."""
-    check_monte_carlo(n, sampler, SAMPLERS, seed)
+    check_monte_carlo(n, sampler, JOINT_SAMPLER_LABELS, seed)
     t0 = time.perf_counter()
     pairs = sample_joint(pair, n, sampler, torch.Generator().manual_seed(seed))
     v = len(pair.tokens)

@@ -24,7 +24,8 @@ from specviz.algorithm.sampling import accept_probability, residual_distribution
 MIN_TOKENS, MAX_TOKENS = 4, 8  # vocabulary size of the playground
 MAX_TOKEN_CHARS = 24
 MAX_SAMPLES = 100_000
-MAX_VERIFY_SAMPLES = 20_000  # verify() itself, one call per round, runs ~20 000 rounds a second
+MAX_VERIFY_SAMPLES = 20_000  # the verify sampler runs one Python call per round (its cost: docs/benchmarks.md,
+#                               "Timings behind choices in the code")
 
 
 # --- the toy pair ----------------------------------------------------------------------------------------
@@ -157,9 +158,10 @@ def playground(pair: ToyPair) -> Playground:
 
 # --- Monte Carlo: N one-token rounds (K = 1) ---------------------------------------------------------------
 #
-# `verify` is exact but costs ~45 µs a call in Python (100 000 calls: 5-8 s on 2 cores), so the lab runs the
-# same rule vectorised over N draws: `first_tokens` is verify's decision for K = 1 and tests/test_lab.py checks
-# it against verify draw by draw. The wrong samplers are the same code with one deliberate bug each.
+# `verify` is exact but is one Python call per round (its cost: docs/benchmarks.md, "Timings behind choices in
+# the code"), so the lab runs the same rule vectorised over N draws: `first_tokens` is verify's decision for K = 1
+# and tests/test_lab.py checks it against verify draw by draw. The wrong samplers are the same code with one
+# deliberate bug each.
 
 
 def accept_table(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
@@ -211,8 +213,8 @@ def sample_swapped_ratio(p, q, n, generator):
 
 
 def sample_with_verify(p, q, n, generator):
-    """The correct sampler through the project's own `verify`, one call per round (K = 1): slow, ~45 µs a
-    round, and the same histogram as `sample_speculative`."""
+    """The correct sampler through the project's own `verify`, one call per round (K = 1): slow (a Python call a
+    round), and the same histogram as `sample_speculative`."""
     drafts = torch.multinomial(q, n, replacement=True, generator=generator)  # (N,) x ~ q
     rows, cols = torch.stack([p, p]), q[None]  # p (K+1, V), q (K, V); row 1 is the bonus row, unused here
     verdicts = [verify(rows, cols, x, generator) for x in drafts[:, None].unbind(0)]
@@ -221,13 +223,14 @@ def sample_with_verify(p, q, n, generator):
     return torch.where(accepted, drafts, replacements), accepted
 
 
-SAMPLERS = {  # key -> (label, function)
+_SAMPLERS = {  # key -> (what the page calls it, the function)
     "correct": ("correct: residual max(0, p − q)", sample_speculative),
     "verify": ("correct, one call of the engine's own verify per round (slower)", sample_with_verify),
     "resample_from_p": ("wrong: resample from p", sample_resample_from_p),
     "always_accept": ("wrong: always accept", sample_always_accept),
     "swapped_ratio": ("wrong: ratio min(1, q/p)", sample_swapped_ratio),
 }
+SAMPLER_LABELS = {key: label for key, (label, _) in _SAMPLERS.items()}  # the one-position samplers, as offered
 
 
 def output_distribution(sampler: str, pair: ToyPair) -> list[float]:
@@ -255,7 +258,7 @@ def noise_tv(p, n: int) -> float:
 
 @dataclass(frozen=True)
 class MonteCarlo:
-    sampler: str  # key of SAMPLERS
+    sampler: str  # key of SAMPLER_LABELS
     n: int
     seed: int
     p: tuple[float, ...]  # the target the histogram is compared with
@@ -295,13 +298,13 @@ def check_monte_carlo(n, sampler: str, samplers, seed) -> None:
 
 def monte_carlo(pair: ToyPair, n: int, sampler: str = "correct", seed: int = 0) -> MonteCarlo:
     """Run n independent one-token rounds with a sampler and compare the histogram with p."""
-    check_monte_carlo(n, sampler, SAMPLERS, seed)
+    check_monte_carlo(n, sampler, SAMPLER_LABELS, seed)
     if sampler == "verify" and n > MAX_VERIFY_SAMPLES:
         raise ValueError(f"verify() itself runs one Python call per round; choose N <= {MAX_VERIFY_SAMPLES:,} "
                          "or the vectorised correct sampler")
     t0 = time.perf_counter()
     p, q = _tensors(pair, torch.float32)  # float32, the precision verify works in
-    tokens, accepted = SAMPLERS[sampler][1](p, q, n, torch.Generator().manual_seed(seed))
+    tokens, accepted = _SAMPLERS[sampler][1](p, q, n, torch.Generator().manual_seed(seed))
     v = len(pair.tokens)
     accepted_counts = torch.bincount(tokens[accepted], minlength=v).tolist()
     replaced_counts = torch.bincount(tokens[~accepted], minlength=v).tolist()

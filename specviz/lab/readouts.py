@@ -76,7 +76,7 @@ def exactness_html(pg: playground.Playground) -> str:
 
 
 def joint_html(mc: joint.JointMonteCarlo) -> str:
-    label = html.escape(joint.SAMPLERS[mc.sampler])
+    label = html.escape(joint.JOINT_SAMPLER_LABELS[mc.sampler])
     lead = (f"N = {mc.n:,} runs (seed {mc.seed}) in {mc.seconds * 1000:.0f} ms · TV(histogram of pairs, "
             f"p(a, b)) = <b>{mc.tv:.4f}</b> · sampling noise alone ≈ {mc.noise:.4f}")
     if mc.faithful and mc.sampler == "correct":
@@ -92,7 +92,7 @@ def joint_html(mc: joint.JointMonteCarlo) -> str:
 
 
 def histogram_html(mc: playground.MonteCarlo) -> str:
-    label = html.escape(playground.SAMPLERS[mc.sampler][0])
+    label = html.escape(playground.SAMPLER_LABELS[mc.sampler])
     lead = (f"N = {mc.n:,} rounds (seed {mc.seed}) in {mc.seconds * 1000:.0f} ms · "
             f"TV(histogram, p) = ½ Σ|histogram − p| = <b>{mc.tv:.4f}</b> (total variation distance: 0 when they "
             f"match) · sampling noise alone ≈ {mc.noise:.4f}")
@@ -184,11 +184,11 @@ def trace_html(trace: Trace | None, point: measured.MeasuredPoint | None) -> str
                    trace) else "This trace has no rounds to measure.")
         return f'<div style="{TEXT}">{msg}</div>'
     pair = f"{html.escape(trace.draft_model)} → {html.escape(trace.target_model)}"
-    speedup = (f"{point.speedup:.2f}× over its baseline" if point.speedup is not None
-                else "no speedup (the trace has no baseline run)")
+    gain = (f"{point.speedup:.2f}× over its baseline" if point.speedup is not None
+            else "no speedup (the trace has no baseline run)")
     return (f'<div id="lab-trace-readout" style="{TEXT}">■ Trace {pair}: K = {point.k}, {point.n_rounds} rounds · '
             f"α = <b>{point.alpha:.3f}</b> (accepted ÷ examined drafts) · {_costs(point)}<br>"
-            f"Measured: <b>{point.tokens_per_pass:.2f}</b> tokens per pass, <b>{speedup}</b>.{_theory(point)}</div>")
+            f"Measured: <b>{point.tokens_per_pass:.2f}</b> tokens per pass, <b>{gain}</b>.{_theory(point)}</div>")
 
 
 def _costs(point: measured.MeasuredPoint) -> str:
@@ -228,13 +228,15 @@ def warning_html(text: str = "") -> str:
 
 def comparison_status(rows: list[compare.CompareRow], ks: tuple[int, ...], seconds: float,
                       layers: tuple[int, ...] = (0,)) -> str:
-    """Progress while running ("3 of 9 runs … next: prompt lookup at K = 2"), a verdict once done."""
+    """Progress while running ("3 of 9 runs done in T s, about R s to go at that pace; next: prompt lookup at
+    K = 2"), a verdict once done. What is left is estimated from this comparison's own runs so far."""
     planned, done = compare.plan(ks, layers=layers), len(rows)
     total = len(planned)
     if done < total:
         drafter, k, n = planned[done]
         name = compare.layers_label(n) if n else compare.LABELS[drafter]
-        return (f'<div style="{TEXT}">Running… {done} of {total} runs done in {seconds:.0f} s; next: '
+        rest = f", about {seconds / done * (total - done):.0f} s to go at that pace" if done else ""
+        return (f'<div style="{TEXT}">Running… {done} of {total} runs done in {seconds:.0f} s{rest}; next: '
                 f"{html.escape(name)} at K = {k}.</div>")
     best = max(rows[1:], key=lambda r: r.speedup)  # rows[0] is the target alone
     return (f'<div style="{TEXT}">✓ {total} runs in {seconds:.0f} s. Fastest: '

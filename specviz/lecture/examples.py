@@ -16,7 +16,8 @@ from typing import Callable
 
 from specviz.drafters import LOOKUP
 from specviz.engine import Engine, RunSettings
-from specviz.settings.bounds import CODE_PROMPT, REWRITE_PROMPT, STORY_PROMPT, Progress
+from specviz.settings.bounds import Progress
+from specviz.settings.prompts import CODE_PROMPT, PARIS_PROMPT, REWRITE_PROMPT, STORY_PROMPT
 from specviz.record.trace import ACCEPTED, REJECTED, Trace
 from specviz.record.load import load_trace
 
@@ -24,7 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES_DIR = ROOT / "assets" / "examples"
 SUFFIX = ".json"  # not ".trace.json": .gitignore ignores those (downloaded traces), and these are committed
 MAX_EXAMPLE_BYTES = 150 * 1024  # each file stays small: the repository carries them, the first page load reads one
-PARIS_PROMPT = "What is the capital of France?"  # the Lab's toy example drafts " Paris"; this is the real run
 
 
 class ExampleError(ValueError):

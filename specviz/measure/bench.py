@@ -26,7 +26,8 @@ import torch
 from specviz.drafters import LAYERS, LOOKUP, MODEL, TREE
 from specviz.engine import Engine, RunSettings
 from specviz.engine.quant import FULL, pick_weights, quantize_linears, weights_name
-from specviz.settings.bounds import CODE_PROMPT, DRAFT_WEIGHTS, DTYPE_CHOICES, STORY_PROMPT, widths_text
+from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, widths_text
+from specviz.settings.prompts import CODE_PROMPT, STORY_PROMPT
 from specviz.measure.measured import SteadyState, steady_state
 from specviz.record.trace import acceptance_rate, baseline_decode_speed, decode_speed, step_times, target_step_time
 from specviz.algorithm.tree import parse_widths
@@ -166,11 +167,6 @@ def interleaved(configs: dict, prompts: list[str], repeats: int, say=lambda line
     return results
 
 
-def spread(values: list[float]) -> tuple[float, float, float]:
-    """(median, min, max): the spread beside every median the report shows."""
-    return statistics.median(values), min(values), max(values)
-
-
 def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature, peer=True,
               peer_draft=None) -> list[Row]:
     """peer_draft: the draft transformers is given as its users would run it (default: the engine's). transformers
@@ -195,7 +191,8 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
     return rows
 
 
-TRACING_REPEATS = 8  # at least this many runs each: the overhead is a few per cent, and 3 runs swung it by ±5 %
+TRACING_REPEATS = 8  # at least this many runs each: the overhead is a few per cent, within 3 runs' noise (the
+#                       goals table of docs/benchmarks.md has both)
 SAME_DRAFT_PEER = "transformers exactly K=4, specviz's draft"  # the like-for-like peer: same draft object, same K
 TREE_CONFIG = "specviz tree"  # + its widths: "specviz tree 2-2-1-1"
 

@@ -9,18 +9,16 @@ from html import escape
 import plotly.graph_objects as go
 
 from specviz.measure.costs import CostProfile, crossover_batch, speedup_at_batch
-from specviz.view.style import FONT, GRID, INK, P_COLOR, Q_COLOR
+from specviz.view.charts import FONT_SIZE, base_layout
+from specviz.view.style import GRID, INK, P_COLOR, Q_COLOR
 
-FONT_SIZE = 18
 BATCH_AXIS = list(range(1, 17))  # batch sizes the prediction is drawn for
 
 
 def _figure(data: list[dict], layout: dict, title: str, font_size: int) -> go.Figure:
-    base = dict(template={}, font=dict(size=font_size, color=INK, family=FONT), paper_bgcolor="white",
-                plot_bgcolor="white", height=420, margin=dict(l=80, r=24, t=70, b=110),
+    base = dict(base_layout(font_size), height=420, margin=dict(l=80, r=24, t=70, b=110),
                 title=dict(text=title, x=0, xanchor="left", font=dict(size=font_size + 2)),
-                legend=dict(orientation="h", x=0, y=-0.28, font=dict(size=font_size - 2)),
-                hoverlabel=dict(font_size=font_size))
+                legend=dict(orientation="h", x=0, y=-0.28, font=dict(size=font_size - 2)))  # below the axis title
     return go.Figure(data=data, layout={**base, **layout})
 
 

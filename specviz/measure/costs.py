@@ -5,7 +5,7 @@ the arithmetic, sets the time. Feeding n tokens at once (K drafts + 1) or b sequ
 read n or b times, so the time barely grows until the arithmetic catches up with the memory traffic. Then a
 verify pass stops being nearly free, and so does speculation. This module measures it on the loaded pair:
 
-    profile = measure_costs(engine)           # about half a minute for the packaged pair on 2 CPU cores
+    profile = measure_costs(engine)           # tens of seconds on 2 CPU cores (docs/benchmarks.md, "Why it pays")
     profile.v(4)                               # t(5) / t(1): what verifying 4 drafts costs, in one-token steps
     speedup_at_batch(profile, alpha=0.8, k=4, batch=8)
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specviz.engine.decoding import rollback
+from specviz.engine.decoding import rollback, synchronize
 from specviz.settings.bounds import Progress
 from specviz.algorithm.theory import expected_tokens_per_pass
 
@@ -41,7 +41,7 @@ class CostProfile:
     draft: str
     target: str
     context: int  # cached tokens under every pass
-    tokens: list[int]  # tokens fed in one target pass at batch 1: 1 … 17, then WIDE
+    tokens: list[int]  # tokens fed in one target pass at batch 1: NEW_TOKENS (1 … 17), then WIDE (32, 64)
     target_s: list[float]  # the target's pass over that many tokens
     batches: list[int]
     target_batch_s: list[float]  # the target's step at each batch size (one new token per sequence)
@@ -99,11 +99,6 @@ def crossover_batch(profile: CostProfile, alpha: float, k: int) -> int | None:
 
 # --- measuring -----------------------------------------------------------------------------------------------
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
 def _random_ids(model, shape: tuple[int, int], seed: int) -> torch.Tensor:
     """Token ids for timing: a pass costs the same whatever the tokens are."""
     return torch.randint(0, model.config.vocab_size, shape, generator=torch.Generator().manual_seed(seed))
@@ -139,11 +134,11 @@ def pass_time(model, cache, n_new: int, repeats: int = 1, warm_up: int = 0) -> f
     times = []
     with torch.inference_mode():
         for i in range(warm_up + repeats):
-            _sync(device)
+            synchronize(device)
             t0 = time.perf_counter()
             # logits for every new token, as the engine's verify pass keeps them (the LM head is no small part)
             model(input_ids=new, cache=cache, use_cache=True, logits_to_keep=n_new)
-            _sync(device)
+            synchronize(device)
             if i >= warm_up:
                 times.append(time.perf_counter() - t0)
             rollback(cache, length)
@@ -153,10 +148,10 @@ def pass_time(model, cache, n_new: int, repeats: int = 1, warm_up: int = 0) -> f
 def measure_costs(engine, context: int = CONTEXT, tokens: tuple[int, ...] = NEW_TOKENS + WIDE,
                   batches: tuple[int, ...] = BATCHES, repeats: int = 3,
                   progress: Progress | None = None) -> CostProfile:
-    """Time the loaded pair: the target over 1 to 17 (NEW_TOKENS, then WIDE) new tokens, both models at each
-    batch size. The
-    one-token steps every ratio divides by are medians of `repeats`; the other points are timed once (the
-    whole fits in about half a minute on 2 CPU cores)."""
+    """Time the loaded pair: the target over each count of new tokens in `tokens` (by default NEW_TOKENS, 1 to 17,
+    then WIDE, 32 and 64), both models at each batch size. The one-token steps every ratio divides by are medians
+    of `repeats`; the other points are timed once, so the whole takes tens of seconds on 2 CPU cores
+    (docs/benchmarks.md, "Why it pays", dates each run)."""
     say = progress or (lambda fraction, message: None)
     started, steps = time.perf_counter(), len(tokens) + 2 * len(batches)
     say(0.0, f"encoding a {context}-token context in both models")

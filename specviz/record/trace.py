@@ -22,7 +22,8 @@ FORMAT_VERSION = 5  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 
 READABLE_VERSIONS = (1, 2, 3, 4, 5)  # a version-1 file opens; what it did not record shows as "not recorded"
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
-MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); each step of a 10k-round trace costs ~0.5 s
+MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); a step through that many is slow already
+#                      (docs/benchmarks.md, "Timings behind choices in the code")
 
 # The fate of a token in a round. One word per fate, used by the CLI, the HTML and the charts alike.
 ACCEPTED, REJECTED, DISCARDED, REPLACEMENT, BONUS = "accepted", "rejected", "discarded", "replacement", "bonus"

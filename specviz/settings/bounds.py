@@ -1,4 +1,4 @@
-"""The names, choices and bounds that every layer shares, each defined once.
+"""The names, choices and bounds that every layer shares, each defined once (the example prompts: prompts.py).
 
 Imports nothing of specviz, so anything may import it: the engine checks a run's settings against
 `RUN_BOUNDS`, the page offers a stated subset of them (`specviz.app.inputs.LIMITS`), the CLI and the benchmark take
@@ -25,28 +25,6 @@ DRAFT_WEIGHTS = ("auto", "int4", "int8", "full")  # auto: on CPU the fastest of 
 #                                                    full weights elsewhere
 
 Progress = Callable[[float, str], None]  # (fraction done 0..1, message): how loading reports what it is doing
-
-# The example prompts: code drafts well, a fact fairly, a story poorly; a rewrite copies its prompt.
-CODE_PROMPT = "Write a Python function that returns the n-th Fibonacci number."
-FACT_PROMPT = "What is the capital of France? Answer in one sentence."
-STORY_PROMPT = "Write the opening of a short story about a lighthouse keeper."
-REWRITE_PROMPT = """Rewrite this function with type hints. Reply with the code only.
-
-def count_vowels(text, include_y):
-    vowels = "aeiou"
-    if include_y:
-        vowels += "y"
-    count = 0
-    for char in text.lower():
-        if char in vowels:
-            count += 1
-    return count
-"""  # scalar arguments: the hinted signature is short, and the answer soon copies the body line by line
-EXAMPLES = {"code": CODE_PROMPT, "fact": FACT_PROMPT, "story": STORY_PROMPT}  # the Rounds page's examples
-COMPARE_EXAMPLES = {  # the Lab's: the answer to the first copies most of its prompt, to the second nothing
-    "rewrite: the answer copies the prompt": REWRITE_PROMPT,
-    "story: nothing to copy": STORY_PROMPT,
-}
 
 
 @dataclass(frozen=True)
@@ -110,13 +88,32 @@ RUN_BOUNDS = {
 
 
 # A draft tree's bounds (tree.TreeShape checks them). Why these: a node costs one token in the target's verify pass,
-# which is nearly free only while the pass stays memory-bound (NOTES: 9 new tokens cost ~1.1x one on this CPU in
-# bf16, 5 cost ~2x in fp32), and the page draws every node with its token, p and q, which stays legible up to about
-# 32 nodes. Wider than 4 mostly repeats tokens (children are i.i.d. samples from a peaked q), and deeper than 6
-# rarely survives (a path of depth d survives with about alpha^d).
+# which is nearly free only while the pass stays memory-bound (docs/benchmarks.md, "Why it pays", dates each t(n)/t(1)
+# it quotes: nearly flat to 9 tokens in bfloat16 on a 2-core CPU, steep in float32 on an AVX2-only one), and the
+# page draws every node with its token, p and q, which stays legible up to about 32 nodes. Wider than 4 mostly
+# repeats tokens (children are i.i.d. samples from a peaked q), and deeper than 6 rarely survives (a path of depth d
+# survives with about alpha^d).
 WIDTH_BOUND = Bound(1, 4, whole=True)  # children per node at one depth
 DEPTH_BOUND = Bound(1, 6, whole=True)  # depths below the root
 MAX_TREE_NODES = 32  # drafted nodes (the root, already committed, not counted)
+
+
+def whole_number(value) -> int | None:
+    """value as an int when it is a whole number: an int, a whole float (4.0), or a string of one ('3', as a JSON
+    object's keys arrive); None otherwise (True, 2.5, 'x', None). Each caller says what the number was for."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            try:
+                value = float(value)
+            except ValueError:
+                return None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    return value
 
 
 def short_repr(value, limit: int = 40) -> str:

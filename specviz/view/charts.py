@@ -6,7 +6,8 @@ and icons come from style.py's colour language. Token text is shown as the token
 space, `⏎` for a newline) and escaped, because plotly reads a few HTML tags inside text.
 
 Figures are built from plain dicts in one `go.Figure(...)` call: plotly's `update_*` helpers, `make_subplots`
-and named templates cost ~100 ms per chart, too slow for stepping with ← →; this way a chart takes ~5 ms.
+and named templates cost many times more per chart, too slow for stepping with ← → (the readings:
+docs/benchmarks.md, "Timings behind choices in the code").
 """
 
 from __future__ import annotations
@@ -20,17 +21,27 @@ from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch, 
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, Trace
 
+FONT_SIZE = 18  # the Lab's and the Costs tab's figures, shown to a room: large enough for the back row
+
+
 def label(text: str) -> str:
     """Token text for a plotly label: whitespace visible, markup escaped. ' <b>' -> '·&lt;b&gt;'."""
     return escape(show(text), quote=False)
 
 
-def _figure(data: list[dict], layout: dict, font_size: int) -> go.Figure:
-    base = dict(template={}, font=dict(size=font_size, color=INK, family=FONT),
-                paper_bgcolor="white", plot_bgcolor="white", hoverlabel=dict(font_size=font_size),
+def base_layout(font_size: int, legend_size: int | None = None) -> dict:
+    """What every figure's layout starts from (the round view's, the Lab's, the Costs tab's): no template, the
+    page's font and ink on white, hover labels at the font size, the legend along the bottom, clear of titles, in
+    `legend_size` (the font size unless given). Each figure adds its own size, margins and title."""
+    legend_font = dict(size=font_size if legend_size is None else legend_size)
+    return dict(template={}, font=dict(size=font_size, color=INK, family=FONT), paper_bgcolor="white",
+                plot_bgcolor="white", hoverlabel=dict(font_size=font_size),
                 legend=dict(orientation="h", x=0, xanchor="left", yref="container", y=0, yanchor="bottom",
-                            font=dict(size=font_size)),  # along the bottom, clear of titles
-                barmode="group", bargap=0.22, bargroupgap=0.05)
+                            font=legend_font))
+
+
+def _figure(data: list[dict], layout: dict, font_size: int) -> go.Figure:
+    base = dict(base_layout(font_size), barmode="group", bargap=0.22, bargroupgap=0.05)
     return go.Figure(data=data, layout={**base, **layout})
 
 
@@ -44,7 +55,8 @@ def empty_figure(message: str, font_size: int = 15) -> go.Figure:
 def _frame(plot_px: int, head_px: int, font_size: int, label_chars: int) -> dict:
     """Height and margins around a plot area of plot_px: titles above; tick labels of up to label_chars on the
     left; axis title and legend below. Fixed margins, not plotly's automargin: that redraws the chart until
-    the margins settle, which made each step cost the browser a second."""
+    the margins settle, which made each step slow in the browser (docs/benchmarks.md, "Timings behind choices in
+    the code")."""
     foot_px = 5 * font_size + 30
     left_px = 16 + int(0.7 * font_size * label_chars)
     return dict(height=plot_px + head_px + foot_px, margin=dict(l=left_px, r=16, t=head_px, b=foot_px))

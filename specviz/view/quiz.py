@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from specviz.settings.bounds import short_repr
+from specviz.settings.bounds import short_repr, whole_number
 from specviz.record.trace import Round, Trace
 from specviz.record.load import load_trace, read_json
 
@@ -94,22 +94,20 @@ def quiz_from_dict(data) -> QuizState:
     if not isinstance(data, dict):
         raise ValueError("malformed quiz state: expected a JSON object")
     try:
-        rounds = {_whole(k, "round"): RoundQuiz(None if v.get("guess") is None else _whole(v["guess"], "answer"),
-                                                _whole(v.get("revealed", 0), "revealed"))
-                  for k, v in dict(data.get("rounds") or {}).items()}
-        return QuizState(bool(data.get("on", False)), _whole(data.get("current", 1), "current"), rounds)
+        rounds = {_quiz_number(k, "round"): RoundQuiz(
+            None if v.get("guess") is None else _quiz_number(v["guess"], "answer"),
+            _quiz_number(v.get("revealed", 0), "revealed")) for k, v in dict(data.get("rounds") or {}).items()}
+        return QuizState(bool(data.get("on", False)), _quiz_number(data.get("current", 1), "current"), rounds)
     except (AttributeError, TypeError) as e:
         raise ValueError(f"malformed quiz state: {e}") from None
 
 
-def _whole(value, name: str) -> int:
-    """An int from JSON (a round number arrives as a string key): '3' -> 3; True, 2.5, 'x' -> ValueError."""
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
+def _quiz_number(value, name: str) -> int:
+    """A quiz state's whole number (a round number arrives as a string key: '3' -> 3), or ValueError naming it."""
+    number = whole_number(value)
+    if number is None:
         raise ValueError(f"malformed quiz state: {name} {short_repr(value)} is not a whole number")
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"malformed quiz state: {name} {short_repr(value)} is not a whole number") from None
+    return number
 
 
 def quiz_to_dict(state: QuizState) -> dict:

@@ -1,0 +1,26 @@
+"""The example prompts, each written once: the Rounds page's examples, the Lab's comparison's, the recorded
+examples' and the benchmark's all take theirs from here. Code drafts well, a fact fairly, a story poorly; a rewrite
+copies its prompt.
+"""
+
+CODE_PROMPT = "Write a Python function that returns the n-th Fibonacci number."
+PARIS_PROMPT = "What is the capital of France?"  # the recorded Paris example's (the Lab's toy pair drafts " Paris")
+FACT_PROMPT = PARIS_PROMPT + " Answer in one sentence."
+STORY_PROMPT = "Write the opening of a short story about a lighthouse keeper."
+REWRITE_PROMPT = """Rewrite this function with type hints. Reply with the code only.
+
+def count_vowels(text, include_y):
+    vowels = "aeiou"
+    if include_y:
+        vowels += "y"
+    count = 0
+    for char in text.lower():
+        if char in vowels:
+            count += 1
+    return count
+"""  # scalar arguments: the hinted signature is short, and the answer soon copies the body line by line
+EXAMPLE_PROMPTS = {"code": CODE_PROMPT, "fact": FACT_PROMPT, "story": STORY_PROMPT}  # the Rounds page's examples
+COMPARE_PROMPTS = {  # the Lab's: the answer to the first copies most of its prompt, to the second nothing
+    "rewrite: the answer copies the prompt": REWRITE_PROMPT,
+    "story: nothing to copy": STORY_PROMPT,
+}

@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny random-weight models built from a config, and a character tokenizer.
+"""Shared fixtures: tiny random-weight models built from a config (tests/helpers.py), a character tokenizer,
+traces run on them, the app served on them, a headless browser, and one thread for torch.
 
 Everything here is built in the test process; nothing is downloaded.
 """
@@ -10,64 +11,18 @@ import os
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry or version check from tests
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded; unknown ids fail fast
 
-import copy
-import string
-import sys
-from pathlib import Path
-
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
-if str(TOOLS) not in sys.path:  # tests/test_load.py drives tools/load_test.py (`import load_test`)
-    sys.path.append(str(TOOLS))
-
 import pytest
 import torch
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from specviz.engine.engine import Engine, RunSettings
 from specviz.record.trace import load_trace
-
-# The device the device-aware tests run on: cpu unless told (tools/gpu_check.py runs them with cuda). The real-pair
-# tests take it too, where unset meaning auto (cuda → mps → cpu), as the app does.
-TEST_DEVICE = os.environ.get("SPECVIZ_TEST_DEVICE", "")
-
-CHARS = string.ascii_letters + string.digits + " .,:;()=+-*/\n'\"_<>"
-EOS = "<eos>"
-
-
-def char_tokenizer() -> PreTrainedTokenizerFast:
-    vocab = {EOS: 0, "<unk>": 1, **{c: i + 2 for i, c in enumerate(CHARS)}}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, unk_token="<unk>")
-
-
-def tiny_model(seed: int, layers: int = 2, vocab: int = len(CHARS) + 2, eos: int = 0) -> Qwen2ForCausalLM:
-    torch.manual_seed(seed)
-    config = Qwen2Config(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                         eos_token_id=eos, tie_word_embeddings=False)
-    model = Qwen2ForCausalLM(config).eval()
-    with torch.no_grad():  # sharper than the default init, so distributions are far from uniform
-        model.lm_head.weight.mul_(40)
-    model.generation_config.eos_token_id = eos
-    return model
+from tests.browser_util import launch_browser, serve
+from tests.helpers import FIXTURE, char_tokenizer, noisy_copy, tiny_model
 
 
 @pytest.fixture(scope="session")
 def tokenizer():
     return char_tokenizer()
-
-
-def noisy_copy(model: Qwen2ForCausalLM, scale: float, seed: int = 0) -> Qwen2ForCausalLM:
-    """A draft that agrees with the target often but not always: the target with noise on its weights."""
-    draft = copy.deepcopy(model)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for w in draft.parameters():
-            w.add_(torch.randn(w.shape, generator=gen) * scale * w.std())
-    return draft
 
 
 @pytest.fixture(scope="session")
@@ -103,4 +58,61 @@ def lookup_trace(tiny_pair, tokenizer):
 @pytest.fixture(scope="module")
 def recorded():
     """tests/fixtures/qwen_coder_fib.json: a run of the packaged pair (K=4, temperature 0.7, seed 1, 24 tokens)."""
-    return load_trace((Path(__file__).parent / "fixtures" / "qwen_coder_fib.json").read_bytes())
+    return load_trace(FIXTURE.read_bytes())
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models gain nothing from threads, and on a shared 2-core machine a second thread's spin-waits made a
+    tree round ~40x slower (1.3 s against 34 ms, measured). A module asks for it with
+    `pytestmark = pytest.mark.usefixtures("one_thread")`."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+class ModelCalls:
+    """Counts forward passes of both tiny models (stepping through rounds must never add any)."""
+
+    def __init__(self, *models):
+        self.n = 0
+        self.hooks = [m.register_forward_hook(self._count) for m in models]
+
+    def _count(self, *_):
+        self.n += 1
+
+    def remove(self):
+        for h in self.hooks:
+            h.remove()
+
+
+@pytest.fixture(scope="module")
+def models(tiny_pair, tokenizer):
+    """(engine on the tiny pair, ModelCalls counting its forward passes)."""
+    draft, target = tiny_pair
+    calls = ModelCalls(draft, target)
+    yield Engine(draft, target, tokenizer, "tiny-draft", "tiny-target"), calls
+    calls.remove()
+
+
+@pytest.fixture(scope="module")
+def url(tiny_pair, tokenizer):
+    """The app (`ui.build_demo`, with the theme, CSS and keys it is served with) on the tiny pair, one preset
+    "tiny", served in this process on a free loopback port."""
+    draft, target = tiny_pair
+    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
+    demo, url = serve(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")
+    yield url
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for a module's tests. Per module, not per session: a test that starts Playwright
+    itself (test_faults, test_examples_browser) cannot while another sync_playwright() runs in the thread."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = launch_browser(pw)
+        yield browser
+        browser.close()

@@ -27,8 +27,8 @@ from specviz.app import trace_files as trace_io
 from specviz.app import page as ui # noqa: E402
 from specviz.engine.engine import Engine  # noqa: E402
 from specviz.record.trace import MAX_TRACE_BYTES, Trace  # noqa: E402
-from browser_util import free_port  # noqa: E402
-from test_ui import FIXTURE, value  # noqa: E402
+from tests.browser_util import free_port  # noqa: E402
+from tests.helpers import FIXTURE, text, value  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 STATUS, INFO, DOWNLOAD, SLIDER, STAGE = range(5)  # outputs of /generate and /open_trace (after the hidden state)
@@ -49,11 +49,6 @@ def url(tiny_pair, tokenizer):
 @pytest.fixture(scope="module")
 def client(url, tmp_path_factory):
     return Client(url, verbose=False, download_files=str(tmp_path_factory.mktemp("downloads")))
-
-
-def text(markup: str) -> str:
-    """What a status line says, without its tags and entities."""
-    return html.unescape(re.sub(r"<[^>]+>", "", markup))
 
 
 def assert_no_raw_markup(outputs) -> None:

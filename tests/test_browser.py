@@ -17,9 +17,9 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 
-from browser_util import CHROMIUM, AppPage, launch_browser, serve  # noqa: E402
+from tests.browser_util import CHROMIUM, AppPage, serve  # noqa: E402
+from tests.helpers import FIXTURE  # noqa: E402
 
-FIXTURE = Path(__file__).parent / "fixtures" / "qwen_coder_fib.json"
 XSS = "<img src=x onerror=alert(1)>"
 SHOWN = "#stage .sv-round:not([hidden])"  # the round on the stage
 PANELS = [f"{SHOWN} .sv-strip", f"{SHOWN} .sv-cards", f"{SHOWN} .sv-last", "#tokens-per-pass", f"{SHOWN} .sv-explain"]
@@ -32,25 +32,6 @@ pytestmark = [
 sync_api = pytest.importorskip("playwright.sync_api")
 
 from specviz.record.trace import load_trace  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as pw:
-        browser = launch_browser(pw)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
-def url(tiny_pair, tokenizer):
-    from specviz.engine.engine import Engine
-
-    draft, target = tiny_pair
-    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
-    demo, url = serve(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")
-    yield url
-    demo.close()
 
 
 @pytest.fixture

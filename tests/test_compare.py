@@ -9,7 +9,7 @@ from specviz.lab import compare
 from specviz.lab import charts as lab_charts
 from specviz.engine.engine import RunSettings
 
-from conftest import CHARS
+from tests.helpers import CHARS
 
 GREEDY = RunSettings(temperature=0.0, max_new_tokens=12, chat=False)
 

@@ -14,8 +14,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on
 
 from gradio_client import Client  # noqa: E402
 
-from browser_util import free_port  # noqa: E402
-from test_ui import value  # noqa: E402
+from tests.browser_util import free_port  # noqa: E402
+from tests.helpers import value  # noqa: E402
 
 from specviz.lecture import examples
 from specviz.app import page as ui # noqa: E402

@@ -20,16 +20,14 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on
 
 from gradio_client import Client  # noqa: E402
 
-from conftest import noisy_copy, tiny_model  # noqa: E402
 from specviz.app import serving
 from specviz.app import page as ui # noqa: E402
 from specviz.app.actions import ModelActions, RunOutputs  # noqa: E402
 from specviz.app.round_view import RoundView  # noqa: E402
 from specviz.engine.engine import Engine  # noqa: E402
 from specviz.record.trace import load_trace  # noqa: E402
-from test_bad_input import text  # noqa: E402
-from browser_util import CHROMIUM, free_port  # noqa: E402
-from test_ui import value  # noqa: E402
+from tests.browser_util import CHROMIUM, free_port  # noqa: E402
+from tests.helpers import noisy_copy, text, tiny_model, value  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 STATUS, INFO, DOWNLOAD, SLIDER, STAGE = range(5)  # outputs of /generate (after the hidden trace state)
@@ -176,7 +174,7 @@ def test_generate_pressed_again_stops_the_run_after_its_round(app, client):
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")
 def test_generate_pressed_twice_in_the_page_stops_the_first_run_and_starts_the_second(app):
     sync_api = pytest.importorskip("playwright.sync_api")
-    from browser_util import launch_browser
+    from tests.browser_util import launch_browser
 
     with sync_api.sync_playwright() as pw:
         browser = launch_browser(pw)

@@ -2,12 +2,9 @@
 
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-
-import gpu_check  # noqa: E402
+from tests.helpers import ROOT
+from tools import gpu_check
 
 
 def test_the_dry_run_writes_a_report_with_every_step(tmp_path):

@@ -12,8 +12,8 @@ from specviz.lab import charts as lab_charts
 from specviz.lab import readouts as lab_render
 from specviz.algorithm.sampling import residual_distribution, verify
 from specviz.algorithm.theory import expected_tokens_per_pass, round_cost, round_size_probs, speedup
-from specviz.record.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
-                           TokenProb, Trace, load_trace, summarize)
+from specviz.record.trace import Trace, load_trace, summarize
+from tests.helpers import make_round, make_trace
 
 SEED = lab.SEED_EXAMPLE  # q(" Paris") = 0.9, p(" Paris") = 0.6
 
@@ -199,23 +199,6 @@ def test_tokens_per_round_is_a_distribution_with_mean_e(alpha, k):
 
 
 # --- a trace's measured point -------------------------------------------------------------------------------
-
-
-def make_round(i: int, k: int, n_accepted: int, draft_s: float, verify_s: float) -> Round:
-    fates = [ACCEPTED] * n_accepted + ([REJECTED] if n_accepted < k else []) + [DISCARDED] * (k - n_accepted - 1)
-    drafts = [DraftPosition(10 + j, "x", 0.5, 0.4, f) for j, f in enumerate(fates)]
-    kind = BONUS if n_accepted == k else REPLACEMENT
-    return Round(i, k, drafts, n_accepted, TokenProb(1, "y", 0.5), kind, None, None,
-                 [10 + j for j in range(n_accepted)] + [1], draft_s, verify_s)  # what a real round commits
-
-
-def make_trace(baseline: bool = True) -> Trace:
-    rounds = [make_round(0, 4, 4, 0.20, 0.10), make_round(1, 4, 1, 0.12, 0.10)]  # 5 + 2 tokens
-    summary = summarize(rounds, total_time_s=0.5)  # 14 tokens/s
-    return Trace(settings={"k": 4}, draft_model="<i>draft</i>", target_model="target", device="cpu",
-                 dtype="float32", prompt="hi", prompt_token_ids=[1], rounds=rounds,
-                 output_token_ids=[t for r in rounds for t in r.committed_ids], output_text="",
-                 summary=summary, baseline=Baseline([1] * 7, "", 0.05, 1.0, 7.0) if baseline else None)
 
 
 def test_measured_point_from_a_trace():

@@ -12,7 +12,7 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 
-from browser_util import CHROMIUM, Page, launch_browser, serve_demo  # noqa: E402
+from tests.browser_util import CHROMIUM, Page, launch_browser, serve_demo  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,
@@ -150,7 +150,7 @@ def test_sampling_and_the_wrong_sampler(lab):
 
 
 def test_upload_a_trace_and_take_its_point(lab, tmp_path):
-    from test_lab import make_trace
+    from tests.helpers import make_trace
 
     page = lab.page
     upload = page.locator("#lab-upload input[type=file]")

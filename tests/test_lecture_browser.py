@@ -16,11 +16,9 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 
-from browser_util import CHROMIUM, AppPage, serve  # noqa: E402
-from test_browser import browser  # noqa: E402,F401 (a fixture: one Chromium for the module)
-from test_ui import models  # noqa: E402,F401 (a fixture: the tiny engine and a count of its forward passes)
+from tests.browser_util import CHROMIUM, AppPage, serve  # noqa: E402
+from tests.helpers import FIXTURE  # noqa: E402 (a real recorded trace, 7 rounds)
 
-FIXTURE = Path(__file__).parent / "fixtures" / "qwen_coder_fib.json"  # a real recorded trace, 7 rounds
 SHOWN = "#stage .sv-round:not([hidden])"
 SLIDER = "#round-slider input[type=number]"
 

@@ -9,33 +9,24 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on the hub
 
 from gradio_client import Client  # noqa: E402
 
-import load_test  # noqa: E402
-from conftest import noisy_copy, tiny_model  # noqa: E402
 from specviz.app import serving
 from specviz.app import trace_files as trace_io
 from specviz.app import page as ui # noqa: E402
 from specviz.engine.engine import Engine, RunSettings  # noqa: E402
+from tests.helpers import noisy_copy, tiny_model  # noqa: E402
+from tools import load_test  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
+              pytest.mark.usefixtures("one_thread")]  # tiny models gain nothing from a second thread
 SESSIONS = 16
 SETTINGS = RunSettings(k=4, temperature=0.7, max_new_tokens=16)
 NAVIGATION = ("previous_round", "next_round", "show_round")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models gain nothing from a second thread, and on a busy machine its spinning costs 20x."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

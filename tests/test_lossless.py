@@ -16,7 +16,7 @@ from specviz.engine.engine import RunSettings
 from specviz.engine.quant import quantize_linears
 from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
 
-from conftest import TEST_DEVICE
+from tests.helpers import TEST_DEVICE
 
 DEVICE = TEST_DEVICE or "cpu"
 PROMPT = "def f"

@@ -1,8 +1,6 @@
 """Model loading: folders, presets, refusal of bad ids, mismatched tokenizers and corrupted chunks."""
 
 import dataclasses
-import errno
-import hashlib
 import json
 import os
 import signal
@@ -12,11 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
-from safetensors.torch import save_file
 
 from specviz.engine import pairs as models
 from specviz.engine.pairs import PackagedGGUF, check_same_tokenizer, load_pair, resolve_model
+from tests.helpers import ROOT, convert, fake_packaged, install
 
 
 @pytest.fixture
@@ -85,35 +82,6 @@ def test_dtype_and_device_choices():
 # --- preparing the packaged models: interrupted builds leave nothing a later start trusts --------------------
 # A fake packaged model (two small chunk files) and a fake conversion stand in for the real 3-minute one.
 
-def fake_packaged(folder: Path) -> PackagedGGUF:
-    """Two chunk files under folder and the PackagedGGUF entry that matches them."""
-    chunks = [folder / "part01.bin", folder / "part02.bin"]
-    for i, path in enumerate(chunks):
-        path.write_bytes(bytes([i]) * 1000)
-    joined = b"".join(p.read_bytes() for p in chunks)
-    return PackagedGGUF("Fake", ("fake-part1", "fake-part2"), len(joined), hashlib.sha256(joined).hexdigest())
-
-
-def convert(work: Path, progress=None, fail_after: str | None = None) -> None:
-    """What _convert_gguf leaves in work/out: a config, weights (a real safetensors file) and a tokenizer.
-    With fail_after, it stops after writing that file, as a full disk would stop it."""
-    out = work / "out"
-    out.mkdir()
-    (out / "config.json").write_text('{"model_type": "qwen2"}')
-    if fail_after == "config.json":
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    save_file({"w": torch.ones(64)}, str(out / "model.safetensors"))
-    (out / "tokenizer.json").write_text("{}")
-
-
-def install(packaged: PackagedGGUF, chunk_dir: Path, converter, setattr_) -> None:
-    """Point models at the fake: its PACKAGED entry, its chunk files, the converter (setattr_: monkeypatch's,
-    or plain setattr in a subprocess)."""
-    setattr_(models, "PACKAGED", {**models.PACKAGED, "Fake": packaged})
-    setattr_(models, "chunk_files", lambda p: sorted(chunk_dir.glob("part*.bin")))
-    setattr_(models, "_convert_gguf", converter)
-
-
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     """-> (cache folder, number of conversions so far as a list of one int)"""
@@ -158,11 +126,11 @@ def test_a_full_disk_leaves_nothing_trusted_and_the_next_start_prepares(fake, mo
 
 
 KILLED_BUILD = """
-import sys, time
+import os, time
 from pathlib import Path
-sys.path[:0] = [{tests!r}, {root!r}]
+os.chdir({root!r})  # `python -c` imports from the working folder: specviz and tests from the repository
 from specviz.engine import pairs as models
-from test_models import convert, fake_packaged, install
+from tests.helpers import convert, fake_packaged, install
 
 def hang(work, progress):  # half the files written, then killed
     (work / "out").mkdir()
@@ -179,8 +147,7 @@ models.prepare_packaged("Fake")
 def test_a_killed_preparation_is_cleaned_up_and_prepared_again(fake, tmp_path):
     cache, runs = fake
     started = tmp_path / "started"
-    script = KILLED_BUILD.format(tests=str(Path(__file__).parent), root=str(Path(__file__).parent.parent),
-                                 started=str(started), chunks=str(tmp_path / "chunks"))
+    script = KILLED_BUILD.format(root=str(ROOT), started=str(started), chunks=str(tmp_path / "chunks"))
     child = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "SPECVIZ_CACHE": str(cache)})
     try:
         deadline = time.time() + 60

@@ -9,7 +9,7 @@ import gc
 
 import pytest
 import torch
-from conftest import TEST_DEVICE
+from tests.helpers import TEST_DEVICE
 
 from specviz.engine.engine import Engine, RunSettings
 from specviz.engine.lean import LeanCache

@@ -18,10 +18,10 @@ import pytest
 import torch
 from scipy import stats
 
-from specviz.algorithm import tree as tree_module
-from specviz.algorithm.sampling import residual_distribution, sample, verify
+from specviz.algorithm.sampling import sample, verify
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT
 from specviz.algorithm.tree import MAX_TREE_NODES, TreeShape, check_widths, parse_widths, verify_tree
+from tests.helpers import _test_against_unchanged_p
 
 V = 4
 N_RUNS = 20_000
@@ -103,21 +103,6 @@ def committed_counts(toy, tree, n_tokens, runs=N_RUNS, verifier=verify_tree):
         key = first_tokens(toy, tree, n_tokens, seed, verifier)
         counts[key] = counts.get(key, 0) + 1
     return counts
-
-
-def _test_against_unchanged_p(tree, tokens, P, Q, gen, greedy=False):
-    """A wrong rule: every child is tested against the node's original p (no residual between siblings); only
-    the replacement after all rejections comes from the residual."""
-    real = tree_module.residual_distribution
-    tree_module.residual_distribution = lambda target, q: target
-    try:
-        v = verify_tree(tree, tokens, P, Q, gen)
-    finally:
-        tree_module.residual_distribution = real
-    if v.next_kind == REPLACEMENT:
-        node = v.path[-1] if v.path else 0
-        v.next_token = int(sample(residual_distribution(P[node], Q[node])[None], gen)[0])
-    return v
 
 
 # --- the shape -----------------------------------------------------------------------------------------------

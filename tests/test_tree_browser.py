@@ -7,8 +7,7 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 
-from browser_util import CHROMIUM, AppPage  # noqa: E402
-from test_browser import browser, url  # noqa: E402,F401 (fixtures: one browser, the app on tiny models)
+from tests.browser_util import CHROMIUM, AppPage  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,

@@ -12,24 +12,15 @@ import torch
 from scipy import stats
 from transformers import DynamicCache
 
-from conftest import noisy_copy, tiny_model
-from test_tree import _test_against_unchanged_p
 from specviz.algorithm.sampling import SamplingSettings, sample, warp
 from specviz.algorithm.tree import TreeShape, verify_tree
 from specviz.engine.tree_pass import check_tree_attention, draft_tree, keep_path, score_tree, tree_inputs
+from tests.helpers import _test_against_unchanged_p, noisy_copy, tiny_model
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models run on one thread
 
 PROMPT = [5, 17, 30, 8, 22, 41]
 ATOL = 1e-4
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads, and on a shared 2-core machine a second thread's spin-waits made a
-    tree round ~40x slower (1.3 s against 34 ms, measured)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module", params=["sdpa", "eager"])

@@ -14,14 +14,14 @@ import torch
 from scipy import stats
 from transformers import DynamicCache
 
-from conftest import noisy_copy, tiny_model
-from test_tree import _test_against_unchanged_p
-from test_tree_pass import one_thread  # noqa: F401 (autouse: tiny models run on one thread)
 from specviz.engine import tree_run
 from specviz.engine.decoding import forward
 from specviz.engine.engine import Engine, RunSettings
 from specviz.algorithm.sampling import SamplingSettings, warp
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, load_trace
+from tests.helpers import _test_against_unchanged_p, noisy_copy, tiny_model
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models run on one thread
 
 PROMPT = "def fib(n):"
 

@@ -9,12 +9,13 @@ import re
 
 import pytest
 
-from test_tree_pass import one_thread  # noqa: F401 (autouse: tiny models run on one thread)
 from specviz.engine.engine import Engine, RunSettings
 from specviz.app.inputs import settings_from
 from specviz.view.stage import round_section, stage_html
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import ACCEPTED, DISCARDED, REJECTED, load_trace
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models run on one thread
 
 
 @pytest.fixture(scope="module", params=[0.0, 1.0], ids=["greedy", "sampled"])

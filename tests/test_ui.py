@@ -14,44 +14,20 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on
 
 from gradio_client import Client, handle_file  # noqa: E402
 
-from browser_util import free_port  # noqa: E402
+from tests.browser_util import free_port  # noqa: E402
+from tests.helpers import FIXTURE, value  # noqa: E402
 
 from specviz.lab import compare
 from specviz.app import serving
 from specviz.app import page as ui
 from specviz.app import round_view as views # noqa: E402
-from specviz.engine.engine import Engine  # noqa: E402
 from specviz.record.trace import load_trace  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
-FIXTURE = Path(__file__).parent / "fixtures" / "qwen_coder_fib.json"
 PRESETS = {"tiny": "Tiny random pair", "broken": "A pair that fails to load"}
 # outputs of /generate and /open_trace: status, info, download, then the round view (and /open_trace: the quiz)
 STATUS, INFO, DOWNLOAD, SLIDER, STAGE, PER_PASS, SUMMARY, TIMELINE, QUIZ = range(9)
 VIEW = slice(SLIDER, QUIZ)
-
-
-class ModelCalls:
-    """Counts forward passes of both tiny models (stepping through rounds must never add any)."""
-
-    def __init__(self, *models):
-        self.n = 0
-        self.hooks = [m.register_forward_hook(self._count) for m in models]
-
-    def _count(self, *_):
-        self.n += 1
-
-    def remove(self):
-        for h in self.hooks:
-            h.remove()
-
-
-@pytest.fixture(scope="module")
-def models(tiny_pair, tokenizer):
-    draft, target = tiny_pair
-    calls = ModelCalls(draft, target)
-    yield Engine(draft, target, tokenizer, "tiny-draft", "tiny-target"), calls
-    calls.remove()
 
 
 @pytest.fixture(scope="module")
@@ -81,10 +57,6 @@ def generate(client, prompt="def fib(n):", preset="tiny", k=4, temperature=0.7, 
     job = client.submit(prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, False,
                         api_name="/generate")
     return job.result(), job.outputs()
-
-
-def value(update):
-    return update["value"] if isinstance(update, dict) else update
 
 
 def test_generate_streams_rounds_then_offers_the_trace(client):

@@ -1,0 +1,151 @@
+"""What the test files share that is not a fixture: tiny models and a character tokenizer, reading the app's
+outputs, the wrong tree rule the negative controls use, a fake packaged model, a hand-made trace.
+
+Imported as `tests.helpers` (by the tests, by tests/conftest.py for its fixtures, and by tools/screenshot_lecture.py);
+no test file imports another. Everything here is built in the calling process; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import hashlib
+import html
+import os
+import re
+import string
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from specviz.algorithm import tree as tree_module
+from specviz.algorithm.sampling import residual_distribution, sample
+from specviz.algorithm.tree import verify_tree
+from specviz.engine import pairs
+from specviz.engine.pairs import PackagedGGUF
+from specviz.record.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
+                                  TokenProb, Trace, summarize)
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository
+FIXTURE = ROOT / "tests" / "fixtures" / "qwen_coder_fib.json"  # a run of the packaged pair, 7 rounds
+
+# The device the device-aware tests run on: cpu unless told (tools/gpu_check.py runs them with cuda). The real-pair
+# tests take it too, where unset meaning auto (cuda → mps → cpu), as the app does.
+TEST_DEVICE = os.environ.get("SPECVIZ_TEST_DEVICE", "")
+
+
+# --- tiny models -----------------------------------------------------------------------------------------------
+
+CHARS = string.ascii_letters + string.digits + " .,:;()=+-*/\n'\"_<>"
+EOS = "<eos>"
+
+
+def char_tokenizer() -> PreTrainedTokenizerFast:
+    vocab = {EOS: 0, "<unk>": 1, **{c: i + 2 for i, c in enumerate(CHARS)}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, unk_token="<unk>")
+
+
+def tiny_model(seed: int, layers: int = 2, vocab: int = len(CHARS) + 2, eos: int = 0) -> Qwen2ForCausalLM:
+    torch.manual_seed(seed)
+    config = Qwen2Config(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                         eos_token_id=eos, tie_word_embeddings=False)
+    model = Qwen2ForCausalLM(config).eval()
+    with torch.no_grad():  # sharper than the default init, so distributions are far from uniform
+        model.lm_head.weight.mul_(40)
+    model.generation_config.eos_token_id = eos
+    return model
+
+
+def noisy_copy(model: Qwen2ForCausalLM, scale: float, seed: int = 0) -> Qwen2ForCausalLM:
+    """A draft that agrees with the target often but not always: the target with noise on its weights."""
+    draft = copy.deepcopy(model)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for w in draft.parameters():
+            w.add_(torch.randn(w.shape, generator=gen) * scale * w.std())
+    return draft
+
+
+# --- the app's outputs, as gradio_client returns them ----------------------------------------------------------
+
+def value(update):
+    return update["value"] if isinstance(update, dict) else update
+
+
+def text(markup: str) -> str:
+    """What a status line says, without its tags and entities."""
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
+
+
+# --- the tree rule's negative control --------------------------------------------------------------------------
+
+def _test_against_unchanged_p(tree, tokens, P, Q, gen, greedy=False):
+    """A wrong rule: every child is tested against the node's original p (no residual between siblings); only
+    the replacement after all rejections comes from the residual."""
+    real = tree_module.residual_distribution
+    tree_module.residual_distribution = lambda target, q: target
+    try:
+        v = verify_tree(tree, tokens, P, Q, gen)
+    finally:
+        tree_module.residual_distribution = real
+    if v.next_kind == REPLACEMENT:
+        node = v.path[-1] if v.path else 0
+        v.next_token = int(sample(residual_distribution(P[node], Q[node])[None], gen)[0])
+    return v
+
+
+# --- a fake packaged model: two small chunk files and a fake conversion stand in for the real 3-minute one -----
+
+def fake_packaged(folder: Path) -> PackagedGGUF:
+    """Two chunk files under folder and the PackagedGGUF entry that matches them."""
+    chunks = [folder / "part01.bin", folder / "part02.bin"]
+    for i, path in enumerate(chunks):
+        path.write_bytes(bytes([i]) * 1000)
+    joined = b"".join(p.read_bytes() for p in chunks)
+    return PackagedGGUF("Fake", ("fake-part1", "fake-part2"), len(joined), hashlib.sha256(joined).hexdigest())
+
+
+def convert(work: Path, progress=None, fail_after: str | None = None) -> None:
+    """What _convert_gguf leaves in work/out: a config, weights (a real safetensors file) and a tokenizer.
+    With fail_after, it stops after writing that file, as a full disk would stop it."""
+    out = work / "out"
+    out.mkdir()
+    (out / "config.json").write_text('{"model_type": "qwen2"}')
+    if fail_after == "config.json":
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    save_file({"w": torch.ones(64)}, str(out / "model.safetensors"))
+    (out / "tokenizer.json").write_text("{}")
+
+
+def install(packaged: PackagedGGUF, chunk_dir: Path, converter, setattr_) -> None:
+    """Point specviz.engine.pairs at the fake: its PACKAGED entry, its chunk files, the converter (setattr_:
+    monkeypatch's, or plain setattr in a subprocess)."""
+    setattr_(pairs, "PACKAGED", {**pairs.PACKAGED, "Fake": packaged})
+    setattr_(pairs, "chunk_files", lambda p: sorted(chunk_dir.glob("part*.bin")))
+    setattr_(pairs, "_convert_gguf", converter)
+
+
+# --- a hand-made trace: two rounds with known times, and a baseline --------------------------------------------
+
+def make_round(i: int, k: int, n_accepted: int, draft_s: float, verify_s: float) -> Round:
+    fates = [ACCEPTED] * n_accepted + ([REJECTED] if n_accepted < k else []) + [DISCARDED] * (k - n_accepted - 1)
+    drafts = [DraftPosition(10 + j, "x", 0.5, 0.4, f) for j, f in enumerate(fates)]
+    kind = BONUS if n_accepted == k else REPLACEMENT
+    return Round(i, k, drafts, n_accepted, TokenProb(1, "y", 0.5), kind, None, None,
+                 [10 + j for j in range(n_accepted)] + [1], draft_s, verify_s)  # what a real round commits
+
+
+def make_trace(baseline: bool = True) -> Trace:
+    rounds = [make_round(0, 4, 4, 0.20, 0.10), make_round(1, 4, 1, 0.12, 0.10)]  # 5 + 2 tokens
+    summary = summarize(rounds, total_time_s=0.5)  # 14 tokens/s
+    return Trace(settings={"k": 4}, draft_model="<i>draft</i>", target_model="target", device="cpu",
+                 dtype="float32", prompt="hi", prompt_token_ids=[1], rounds=rounds,
+                 output_token_ids=[t for r in rounds for t in r.committed_ids], output_text="",
+                 summary=summary, baseline=Baseline([1] * 7, "", 0.05, 1.0, 7.0) if baseline else None)

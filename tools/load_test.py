@@ -1,5 +1,5 @@
 """Load test: many sessions at once against the app, through gradio_client on loopback (a script; pytest calls
-`run_load` from tests/test_load.py on tiny models: tests/conftest.py puts tools/ on sys.path).
+`run_load` from tests/app/test_load.py on tiny models: tests/conftest.py puts tools/ on sys.path).
 
     python tools/load_test.py --real                  # the packaged pair: the README's numbers
     python tools/load_test.py --real --sessions 16 --tokens 32 --concurrency 1
@@ -37,7 +37,7 @@ for folder in (ROOT / "tests", ROOT):  # the tests' fixtures and browser_util, a
         sys.path.insert(0, str(folder))
 
 import torch  # noqa: E402
-from browser_util import free_port  # noqa: E402,F401 - tests/test_load.py uses load_test.free_port
+from browser_util import free_port  # noqa: E402,F401 - tests/app/test_load.py uses load_test.free_port
 from browser_util import serve as serve_app  # noqa: E402
 from gradio_client import Client  # noqa: E402
 

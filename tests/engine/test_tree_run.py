@@ -208,7 +208,8 @@ def two_token_chi_square(monkeypatch=None, verifier=None) -> tuple[float, int, f
     """Tiny models over an 8-token vocabulary: tokens 2 and 3 of N_RUNS seeded tree runs (round 1, the prefill,
     makes token 1; round 2's tree (2, 2, 1) decides tokens 2 and 3) against the target alone's
     p(y2, y3) = sum_x p(x) p(y2 | x) p(y3 | x, y2), by a chi-squared test over the 64 cells (expected < 5 pooled).
-    The draft is a copy with noise as large as its weights, so rounds reject often (as tests/test_tree_pass.py)."""
+    The draft is a copy with noise as large as its weights, so rounds reject often (as
+    tests/engine/test_tree_pass.py)."""
     target = tiny_model(seed=3, layers=2, vocab=8)
     with torch.no_grad():
         target.lm_head.weight.mul_(0.1)

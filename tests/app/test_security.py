@@ -1,6 +1,6 @@
 """What a hosted instance exposes: no code runs from a model or a file, uploads are bounded, only offered pairs
 can be named. (Trace files and prompts full of markup, and naming a pair the page does not offer:
-tests/test_bad_input.py. Interrupted preparation and the sha256 check: tests/test_models.py.)"""
+tests/app/test_bad_input.py. Interrupted preparation and the sha256 check: tests/engine/test_models.py.)"""
 
 import pickle
 import re
@@ -12,8 +12,9 @@ import app
 from specviz.engine import pairs as models
 from specviz.app import serving
 from specviz.record.trace import MAX_TRACE_BYTES, load_trace
+from tests.helpers import ROOT
 
-SOURCES = sorted((Path(__file__).parent.parent / "specviz").glob("*.py")) + [Path(app.__file__)]
+SOURCES = sorted((ROOT / "specviz").glob("*.py")) + [Path(app.__file__)]
 # Each of these can run code from a file: unpickling (torch.load without weights_only, pickle, joblib, numpy's
 # allow_pickle), a model's own Python (trust_remote_code), or a string as code.
 FORBIDDEN = {

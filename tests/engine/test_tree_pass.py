@@ -219,6 +219,7 @@ def test_sampled_tree_decoding_follows_the_target():
 
 
 def test_sampled_negative_control_fails_the_same_test():
-    """The wrong rule of tests/test_tree.py (every sibling tested against the unchanged p) through the models."""
+    """The wrong rule of tests/algorithm/test_tree.py (every sibling tested against the unchanged p) through the
+    models."""
     _, _, pval = first_two_chi_square(_test_against_unchanged_p)
     assert pval < 1e-6

@@ -1,8 +1,8 @@
 """Load test: many sessions at once against the app, through gradio_client on loopback (a script; pytest calls
-`run_load` from tests/app/test_load.py on tiny models: tests/conftest.py puts tools/ on sys.path).
+`run_load` from tests/app/test_load.py on tiny models, importing tools.load_test).
 
-    python tools/load_test.py --real                  # the packaged pair: the README's numbers
-    python tools/load_test.py --real --sessions 16 --tokens 32 --concurrency 1
+    python -m tools.load_test --real                  # the packaged pair: the README's numbers
+    python -m tools.load_test --real --sessions 16 --tokens 32 --concurrency 1
 
 Each session is a thread with its own Client (so its own Gradio session and trace state). All of them press
 Generate at once, each with its own prompt and seed, then step through every recorded round (show_round 1 to the
@@ -20,7 +20,6 @@ import dataclasses
 import json
 import math
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -31,14 +30,7 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # gradio_client must not look anything up on the hub
 
-ROOT = Path(__file__).resolve().parent.parent
-for folder in (ROOT / "tests", ROOT):  # the tests' fixtures and browser_util, and specviz (no PYTHONPATH needed)
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-
 import torch  # noqa: E402
-from browser_util import free_port  # noqa: E402,F401 - tests/app/test_load.py uses load_test.free_port
-from browser_util import serve as serve_app  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
 from specviz.settings import bounds as options
@@ -46,6 +38,8 @@ from specviz.view import text as render
 from specviz.app import serving # noqa: E402
 from specviz.engine.engine import Engine, RunSettings  # noqa: E402
 from specviz.record.trace import load_trace  # noqa: E402
+from tests.browser_util import free_port  # noqa: E402,F401 - tests/app/test_load.py uses load_test.free_port
+from tests.browser_util import serve as serve_app  # noqa: E402
 
 STATUS, INFO, DOWNLOAD, SLIDER, STAGE = range(5)  # outputs of /generate (after the hidden trace state)
 REAL_PROMPTS = list(options.EXAMPLES.values())
@@ -247,7 +241,7 @@ def real_pair():
 
 def tiny_pair():
     """The tests' tiny random pair -> preset, loader, engine, prompts."""
-    from conftest import char_tokenizer, noisy_copy, tiny_model  # tests/ is on the path (see the top)
+    from tests.helpers import char_tokenizer, noisy_copy, tiny_model
 
     torch.set_num_threads(1)  # tiny models gain nothing from a second thread, and it spins on a busy machine
     target = tiny_model(seed=2)

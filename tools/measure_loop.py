@@ -1,7 +1,9 @@
 """Per-round cost of everything but the forward passes: the engine with `forward` replaced by a lookup of
-precomputed logits (vocabulary 151,936 as the packaged pair; no model work at all). Best of N runs."""
-import statistics, sys, time
-sys.path.insert(0, sys.argv[1] if len(sys.argv) > 1 else ".")
+precomputed logits (vocabulary 151,936 as the packaged pair; no model work at all). Best of N runs.
+
+    python -m tools.measure_loop    # from the root of the checkout whose specviz it measures
+"""
+import statistics, time
 import torch
 import specviz.engine.engine as em
 from specviz.measure.bench import _tiny_engine

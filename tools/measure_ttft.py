@@ -1,6 +1,8 @@
-"""TTFT: speculative round 1 vs target-only first step, interleaved, on the packaged pair."""
+"""TTFT: speculative round 1 vs target-only first step, interleaved, on the packaged pair.
+
+    python -m tools.measure_ttft [max new tokens, default 6]
+"""
 import statistics, sys, time
-sys.path.insert(0, ".")
 import torch
 from specviz.engine.pairs import load_pair
 from specviz.engine.engine import Engine, RunSettings

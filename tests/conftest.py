@@ -1,5 +1,6 @@
 """Shared fixtures: tiny random-weight models built from a config (tests/helpers.py), a character tokenizer,
-traces run on them, the app served on them, a headless browser, and one thread for torch.
+traces run on them, the app served on them and a gradio_client Client on it, a headless browser, and one thread
+for torch. tests/app/conftest.py adds what only the app's tests use.
 
 Everything here is built in the test process; nothing is downloaded.
 """
@@ -72,39 +73,29 @@ def one_thread():
     torch.set_num_threads(before)
 
 
-class ModelCalls:
-    """Counts forward passes of both tiny models (stepping through rounds must never add any)."""
-
-    def __init__(self, *models):
-        self.n = 0
-        self.hooks = [m.register_forward_hook(self._count) for m in models]
-
-    def _count(self, *_):
-        self.n += 1
-
-    def remove(self):
-        for h in self.hooks:
-            h.remove()
-
-
-@pytest.fixture(scope="module")
-def models(tiny_pair, tokenizer):
-    """(engine on the tiny pair, ModelCalls counting its forward passes)."""
-    draft, target = tiny_pair
-    calls = ModelCalls(draft, target)
-    yield Engine(draft, target, tokenizer, "tiny-draft", "tiny-target"), calls
-    calls.remove()
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def url(tiny_pair, tokenizer):
     """The app (`ui.build_demo`, with the theme, CSS and keys it is served with) on the tiny pair, one preset
-    "tiny", served in this process on a free loopback port."""
+    "tiny", served in this process on a free loopback port; one server for the whole run (it keeps nothing between
+    tests but their sessions, and `client` gives each test a session of its own).
+
+    A module whose tests need another app overrides `url` with a fixture of its own (tests/app/test_ui.py: a pair
+    that fails to load too; test_faults.py: pairs that fail or are slow; test_lecture_browser.py: the real pairs'
+    names); `client` and `browser` pages there then reach that app."""
     draft, target = tiny_pair
     engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
     demo, url = serve(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")
     yield url
     demo.close()
+
+
+@pytest.fixture
+def client(url, tmp_path):
+    """A gradio_client Client on `url`, for one test: its own session (trace state), files the app offers land
+    in tmp_path. Call /generate through it with tests.helpers.generate."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, download_files=str(tmp_path))
 
 
 @pytest.fixture(scope="module")

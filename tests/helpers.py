@@ -1,8 +1,9 @@
-"""What the test files share that is not a fixture: tiny models and a character tokenizer, reading the app's
-outputs, the wrong tree rule the negative controls use, a fake packaged model, a hand-made trace.
+"""What the test files share that is not a fixture: tiny models and a character tokenizer, calling /generate and
+reading the app's outputs, the wrong tree rule the negative controls use, a fake packaged model, a hand-made trace.
 
-Imported as `tests.helpers` (by the tests, by tests/conftest.py for its fixtures, and by tools/screenshot_lecture.py);
-no test file imports another. Everything here is built in the calling process; nothing is downloaded.
+Imported as `tests.helpers`: by the test files (no test file imports another), by tests/conftest.py for its fixtures,
+and by tools/load_test.py and tools/screenshot_lecture.py. Everything here is built in the calling process; nothing
+is downloaded.
 """
 
 from __future__ import annotations
@@ -73,7 +74,42 @@ def noisy_copy(model: Qwen2ForCausalLM, scale: float, seed: int = 0) -> Qwen2For
     return draft
 
 
-# --- the app's outputs, as gradio_client returns them ----------------------------------------------------------
+# --- the app through gradio_client ----------------------------------------------------------------------------
+
+# Where each output of /generate, /open_trace and /open_example sits in what gradio_client returns (the hidden trace
+# state is not among them): status, info, download, then the round view (and for /open_trace, the quiz).
+STATUS, INFO, DOWNLOAD, SLIDER, STAGE, PER_PASS, SUMMARY, TIMELINE, QUIZ = range(9)
+
+# /generate's inputs after the prompt and the preset, in the page's order, each at the page's default but for the
+# run's own settings (K 4, temperature 0.7, seed 0, 24 new tokens).
+GENERATE_DEFAULTS = dict(k=4, temperature=0.7, top_p=1.0, top_k=0, seed=0, max_new_tokens=24, lecture=False,
+                         drafter="model", adaptive=False, draft_layers=0, tree_widths="2-2-1-1")
+
+
+def generate_inputs(prompt: str = "def fib(n):", preset: str = "tiny", **settings) -> list:
+    """Every input of /generate in order: the prompt, the preset, then GENERATE_DEFAULTS with `settings` in their
+    place (any value, valid or not: the tests of bad input send what the page could not)."""
+    unknown = settings.keys() - GENERATE_DEFAULTS.keys()
+    assert not unknown, f"/generate has no input {sorted(unknown)}"
+    return [prompt, preset, *{**GENERATE_DEFAULTS, **settings}.values()]
+
+
+def submit(client, prompt: str = "def fib(n):", preset: str = "tiny", **settings):
+    """Press Generate through `client` (a gradio_client Client) -> its Job: .result() the last frame's outputs,
+    .outputs() every frame's."""
+    return client.submit(*generate_inputs(prompt, preset, **settings), api_name="/generate")
+
+
+def generate(client, prompt: str = "def fib(n):", preset: str = "tiny", **settings) -> list:
+    """A whole run of /generate -> the outputs of its last frame (index them with STATUS, INFO, ...)."""
+    return submit(client, prompt, preset, **settings).result()
+
+
+def generate_frames(client, prompt: str = "def fib(n):", preset: str = "tiny", **settings) -> tuple[list, list]:
+    """A whole run of /generate -> (the outputs of its last frame, those of every frame streamed)."""
+    job = submit(client, prompt, preset, **settings)
+    return job.result(), job.outputs()
+
 
 def value(update):
     return update["value"] if isinstance(update, dict) else update

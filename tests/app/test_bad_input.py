@@ -18,37 +18,18 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: n
 os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on the hub
 
 import httpx  # noqa: E402
-from gradio_client import Client, handle_file  # noqa: E402
+from gradio_client import handle_file  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 from specviz.app import inputs
-from specviz.app import serving
 from specviz.app import trace_files as trace_io
-from specviz.app import page as ui # noqa: E402
-from specviz.engine.engine import Engine  # noqa: E402
 from specviz.record.trace import MAX_TRACE_BYTES, Trace  # noqa: E402
-from tests.browser_util import free_port  # noqa: E402
-from tests.helpers import FIXTURE, text, value  # noqa: E402
+from tests import helpers  # noqa: E402
+from tests.helpers import FIXTURE, INFO, STAGE, STATUS, text, value  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
-STATUS, INFO, DOWNLOAD, SLIDER, STAGE = range(5)  # outputs of /generate and /open_trace (after the hidden state)
 PAYLOADS = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>"]
 CONTEXT = "exceeds the models' context"  # the tiny models have 256 positions
-
-
-@pytest.fixture(scope="module")
-def url(tiny_pair, tokenizer):
-    engine = Engine(*tiny_pair, tokenizer, "tiny-draft", "tiny-target")
-    demo = ui.build_demo(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")
-    _, local_url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
-                                  quiet=True, **serving.launch_kwargs())
-    yield local_url
-    demo.close()
-
-
-@pytest.fixture(scope="module")
-def client(url, tmp_path_factory):
-    return Client(url, verbose=False, download_files=str(tmp_path_factory.mktemp("downloads")))
 
 
 def assert_no_raw_markup(outputs) -> None:
@@ -61,17 +42,13 @@ SETTINGS = dict(k=4, temperature=0.7, top_p=1.0, top_k=0, seed=0, max_new_tokens
 
 
 def generate(client, prompt="def fib(n):", **changes):
-    values = {**SETTINGS, **changes}
-    layers = values.pop("draft_layers", 0)  # after lecture, drafter and adaptive (tree widths last) in /generate
-    return client.predict(prompt, "tiny", *values.values(), False, "model", False, layers, "2-2-1-1",
-                          api_name="/generate")
+    """/generate on the tiny pair with SETTINGS (4 new tokens: quick), any of them changed."""
+    return helpers.generate(client, prompt, "tiny", **{**SETTINGS, **changes})
 
 
 def generate_raw(url, prompt="def fib(n):", **changes) -> list:
     """/generate over plain HTTP with a JSON text that may hold NaN, Infinity or a lone surrogate."""
-    values = {**SETTINGS, **changes}
-    layers = values.pop("draft_layers", 0)
-    data = [prompt, "tiny", *values.values(), False, "model", False, layers, "2-2-1-1"]  # every input: plain HTTP
+    data = helpers.generate_inputs(prompt, "tiny", **{**SETTINGS, **changes})  # every input: plain HTTP
     body = json.dumps({"data": data})  # NaN -> NaN, "\ud800" -> "\\ud800"
     with httpx.Client(base_url=url, timeout=60) as http:
         event_id = http.post("gradio_api/call/generate", content=body,

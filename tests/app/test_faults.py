@@ -18,19 +18,15 @@ import torch
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on the hub
 
-from gradio_client import Client  # noqa: E402
-
-from specviz.app import serving
-from specviz.app import page as ui # noqa: E402
 from specviz.app.actions import ModelActions, RunOutputs  # noqa: E402
 from specviz.app.round_view import RoundView  # noqa: E402
 from specviz.engine.engine import Engine  # noqa: E402
 from specviz.record.trace import load_trace  # noqa: E402
-from tests.browser_util import CHROMIUM, free_port  # noqa: E402
-from tests.helpers import noisy_copy, text, tiny_model, value  # noqa: E402
+from tests import helpers  # noqa: E402
+from tests.browser_util import CHROMIUM, serve  # noqa: E402
+from tests.helpers import DOWNLOAD, SLIDER, STAGE, STATUS, noisy_copy, text, tiny_model, value  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
-STATUS, INFO, DOWNLOAD, SLIDER, STAGE = range(5)  # outputs of /generate (after the hidden trace state)
 RECORD_STATUS = """() => {  // every text the status line shows, however briefly
     window.statuses = [];
     const status = document.querySelector('#status');
@@ -66,20 +62,20 @@ def app(tokenizer):
     engines = {"tiny": Engine(draft, target, tokenizer, "tiny-draft", "tiny-target"),
                "slow": Engine(draft, slow_target, tokenizer, "tiny-draft", "tiny-target")}
     faulty, slow = Fault(target), Fault(slow_target, delay=0.1)
-    demo = ui.build_demo(lambda preset, progress: engines[preset], {"slow": "Slow", "tiny": "Tiny"}, "slow")
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                            **serving.launch_kwargs())
+    demo, url = serve(lambda preset, progress: engines[preset], {"slow": "Slow", "tiny": "Tiny"}, "slow")
     yield dict(url=url, faulty=faulty, slow=slow, engines=engines)
     demo.close()
 
 
-@pytest.fixture
-def client(app, tmp_path):
-    return Client(app["url"], verbose=False, download_files=str(tmp_path))
+@pytest.fixture(scope="module")
+def url(app):
+    """This module's app, in place of conftest's `url`: `client` here is on it."""
+    return app["url"]
 
 
 def submit(client, preset="tiny", max_new_tokens=40):
-    return client.submit("def fib(n):", preset, 4, 0.0, 1.0, 0, 0, max_new_tokens, False, api_name="/generate")
+    """A greedy run of "def fib(n):" on one of this module's pairs -> its gradio_client Job."""
+    return helpers.submit(client, "def fib(n):", preset, temperature=0.0, max_new_tokens=max_new_tokens)
 
 
 def generate(client, preset="tiny", max_new_tokens=40):

@@ -73,6 +73,7 @@ GUESS_RECORDER = """() => {
 
 @pytest.fixture(scope="module")
 def url(models):
+    """This module's app, in place of conftest's `url`: the tiny pair under every real pair's name."""
     from specviz.app.serving import preset_labels
 
     engine, _ = models

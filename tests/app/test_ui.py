@@ -14,24 +14,23 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on
 
 from gradio_client import Client, handle_file  # noqa: E402
 
-from tests.browser_util import free_port  # noqa: E402
-from tests.helpers import FIXTURE, value  # noqa: E402
-
 from specviz.lab import compare
 from specviz.app import serving
-from specviz.app import page as ui
 from specviz.app import round_view as views # noqa: E402
 from specviz.record.trace import load_trace  # noqa: E402
+from tests.browser_util import serve  # noqa: E402
+from tests.helpers import DOWNLOAD, FIXTURE, INFO, PER_PASS, QUIZ, SLIDER, STAGE, STATUS, value  # noqa: E402
+from tests.helpers import generate_frames as generate  # noqa: E402 (here it gives the last frame and every frame)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 PRESETS = {"tiny": "Tiny random pair", "broken": "A pair that fails to load"}
-# outputs of /generate and /open_trace: status, info, download, then the round view (and /open_trace: the quiz)
-STATUS, INFO, DOWNLOAD, SLIDER, STAGE, PER_PASS, SUMMARY, TIMELINE, QUIZ = range(9)
 VIEW = slice(SLIDER, QUIZ)
 
 
 @pytest.fixture(scope="module")
 def url(models):
+    """This module's app (in place of conftest's `url`, so `client` here is on it): the tiny pair, its forward
+    passes counted, which reports progress while it loads, and a pair that fails to load ("broken")."""
     engine, _ = models
 
     def get_engine(preset, progress):
@@ -40,23 +39,9 @@ def url(models):
         progress(0.5, "loading tiny models")
         return engine
 
-    demo = ui.build_demo(get_engine, PRESETS, "tiny")
-    _, local_url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
-                                  quiet=True, **serving.launch_kwargs())
-    yield local_url
+    demo, url = serve(get_engine, PRESETS, "tiny")
+    yield url
     demo.close()
-
-
-@pytest.fixture
-def client(url, tmp_path):
-    return Client(url, verbose=False, download_files=str(tmp_path))  # files the app offers land in tmp_path
-
-
-def generate(client, prompt="def fib(n):", preset="tiny", k=4, temperature=0.7, top_p=1.0, top_k=0, seed=0,
-             max_new_tokens=24):
-    job = client.submit(prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, False,
-                        api_name="/generate")
-    return job.result(), job.outputs()
 
 
 def test_generate_streams_rounds_then_offers_the_trace(client):

@@ -12,7 +12,7 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 
-from tests.browser_util import CHROMIUM, Page, launch_browser, serve_demo  # noqa: E402
+from tests.browser_util import CHROMIUM, Page, serve_demo  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,
@@ -56,7 +56,8 @@ class LabPage(Page):
 
 
 @pytest.fixture(scope="module")
-def url(tiny_pair, tokenizer):
+def lab_url(tiny_pair, tokenizer):
+    """The Lab alone (`lab_ui.demo()`), served in this process for the module."""
     from specviz.app import lab_tab as lab_ui
     from specviz.engine.engine import Engine
     from specviz.app.serving import launch_kwargs  # the page's theme and CSS, as the lab is seen inside the app
@@ -69,17 +70,9 @@ def url(tiny_pair, tokenizer):
         demo.close()
 
 
-@pytest.fixture(scope="module")
-def browser(url):
-    with sync_api.sync_playwright() as pw:
-        browser = launch_browser(pw)
-        yield browser
-        browser.close()
-
-
 @pytest.fixture
-def lab(browser, url):
-    tab = LabPage(browser, url, viewport=(1400, 1000))
+def lab(browser, lab_url):
+    tab = LabPage(browser, lab_url, viewport=(1400, 1000))
     yield tab
     tab.close()
 

@@ -12,20 +12,13 @@ import pytest
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on the hub
 
-from gradio_client import Client  # noqa: E402
-
-from tests.browser_util import free_port  # noqa: E402
-from tests.helpers import value  # noqa: E402
-
-from specviz.lecture import examples
-from specviz.app import page as ui # noqa: E402
-from specviz.engine.engine import Engine  # noqa: E402
+from specviz.lecture import examples  # noqa: E402
 from specviz.lecture.examples import EXAMPLES, ExampleError, load_example  # noqa: E402
 from specviz.record.trace import token_texts  # noqa: E402
+from tests.helpers import INFO, STAGE, STATUS, value  # noqa: E402 (outputs of /open_example as of /open_trace)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 PACKAGED_TARGET = "Qwen2.5-Coder-1.5B-Instruct"
-STATUS, INFO, DOWNLOAD, SLIDER, STAGE = range(5)  # outputs of /open_example (as of /open_trace)
 
 
 def test_the_catalogue_and_the_files_match():
@@ -134,16 +127,6 @@ def test_recording_writes_files_that_load_back(tmp_path, engine):
 
 
 # --- the page --------------------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def client(tiny_pair, tokenizer):
-    draft, target = tiny_pair
-    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
-    demo = ui.build_demo(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
-    yield Client(url, verbose=False)
-    demo.close()
-
 
 def test_the_gallery_opens_each_example(client):
     for index, example in enumerate(EXAMPLES.values()):

@@ -14,7 +14,7 @@ from specviz.app import serving
 from specviz.record.trace import MAX_TRACE_BYTES, load_trace
 from tests.helpers import ROOT
 
-SOURCES = sorted((ROOT / "specviz").glob("*.py")) + [Path(app.__file__)]
+SOURCES = sorted((ROOT / "specviz").rglob("*.py")) + [Path(app.__file__)]  # every folder of the package
 # Each of these can run code from a file: unpickling (torch.load without weights_only, pickle, joblib, numpy's
 # allow_pickle), a model's own Python (trust_remote_code), or a string as code.
 FORBIDDEN = {

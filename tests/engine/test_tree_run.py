@@ -19,7 +19,7 @@ from specviz.engine.decoding import forward
 from specviz.engine.engine import Engine, RunSettings
 from specviz.algorithm.sampling import SamplingSettings, warp
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, load_trace
-from tests.helpers import _test_against_unchanged_p, noisy_copy, tiny_model
+from tests.helpers import _test_against_unchanged_p, char_tokenizer, noisy_copy, tiny_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models run on one thread
 
@@ -213,7 +213,7 @@ def two_token_chi_square(monkeypatch=None, verifier=None) -> tuple[float, int, f
     target = tiny_model(seed=3, layers=2, vocab=8)
     with torch.no_grad():
         target.lm_head.weight.mul_(0.1)
-    engine = Engine(noisy_copy(target, 1.0, seed=1), target, __import__("conftest").char_tokenizer())
+    engine = Engine(noisy_copy(target, 1.0, seed=1), target, char_tokenizer())
     engine.eos_ids = set()  # every run makes exactly its tokens
     settings = tree((2, 2, 1), temperature=1.0, max_new_tokens=4, chat=False)
     ids = engine.encode("abc", settings)  # ids 2, 3, 4: inside the 8-token vocabulary

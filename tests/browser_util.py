@@ -1,7 +1,8 @@
 """What the browser tests and the scripts in tools/ share: headless Debian Chromium, a free loopback port, a Gradio
 demo served in this process, and a browser tab with waits (a plain module, not a test file and not a fixture).
 
-The test files import it by name (pytest puts tests/ on sys.path); the scripts in tools/ put tests/ there first.
+Imported as `tests.browser_util`: by the test files, and by the scripts in tools/ (run from the repository root as
+`python -m tools.NAME`).
 
 Every wait polls every 50 ms (streamed updates can be shorter than playwright's default polling) and returns the
 value it saw true, so a test asserts on exactly what it waited for, never on a second, later read. Text waits read

@@ -1,4 +1,6 @@
-"""Shared fixtures: tiny random-weight models built from a config, and a character tokenizer.
+"""Shared fixtures: tiny random-weight models built from a config (tests/helpers.py), a character tokenizer,
+traces run on them, the app served on them and a gradio_client Client on it, a headless browser, and one thread
+for torch. tests/app/conftest.py adds what only the app's tests use.
 
 Everything here is built in the test process; nothing is downloaded.
 """
@@ -10,64 +12,18 @@ import os
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry or version check from tests
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded; unknown ids fail fast
 
-import copy
-import string
-import sys
-from pathlib import Path
-
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
-if str(TOOLS) not in sys.path:  # tests/test_load.py drives tools/load_test.py (`import load_test`)
-    sys.path.append(str(TOOLS))
-
 import pytest
 import torch
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from specviz.engine import Engine, RunSettings
 from specviz.record.load import load_trace
-
-# The device the device-aware tests run on: cpu unless told (tools/gpu_check.py runs them with cuda). The real-pair
-# tests take it too, where unset meaning auto (cuda → mps → cpu), as the app does.
-TEST_DEVICE = os.environ.get("SPECVIZ_TEST_DEVICE", "")
-
-CHARS = string.ascii_letters + string.digits + " .,:;()=+-*/\n'\"_<>"
-EOS = "<eos>"
-
-
-def char_tokenizer() -> PreTrainedTokenizerFast:
-    vocab = {EOS: 0, "<unk>": 1, **{c: i + 2 for i, c in enumerate(CHARS)}}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, unk_token="<unk>")
-
-
-def tiny_model(seed: int, layers: int = 2, vocab: int = len(CHARS) + 2, eos: int = 0) -> Qwen2ForCausalLM:
-    torch.manual_seed(seed)
-    config = Qwen2Config(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                         eos_token_id=eos, tie_word_embeddings=False)
-    model = Qwen2ForCausalLM(config).eval()
-    with torch.no_grad():  # sharper than the default init, so distributions are far from uniform
-        model.lm_head.weight.mul_(40)
-    model.generation_config.eos_token_id = eos
-    return model
+from tests.browser_util import launch_browser, serve
+from tests.helpers import FIXTURE, char_tokenizer, noisy_copy, tiny_model
 
 
 @pytest.fixture(scope="session")
 def tokenizer():
     return char_tokenizer()
-
-
-def noisy_copy(model: Qwen2ForCausalLM, scale: float, seed: int = 0) -> Qwen2ForCausalLM:
-    """A draft that agrees with the target often but not always: the target with noise on its weights."""
-    draft = copy.deepcopy(model)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for w in draft.parameters():
-            w.add_(torch.randn(w.shape, generator=gen) * scale * w.std())
-    return draft
 
 
 @pytest.fixture(scope="session")
@@ -103,4 +59,51 @@ def lookup_trace(tiny_pair, tokenizer):
 @pytest.fixture(scope="module")
 def recorded():
     """tests/fixtures/qwen_coder_fib.json: a run of the packaged pair (K=4, temperature 0.7, seed 1, 24 tokens)."""
-    return load_trace((Path(__file__).parent / "fixtures" / "qwen_coder_fib.json").read_bytes())
+    return load_trace(FIXTURE.read_bytes())
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models gain nothing from threads, and on a shared 2-core machine a second thread's spin-waits made a
+    tree round ~40x slower (1.3 s against 34 ms, measured). A module asks for it with
+    `pytestmark = pytest.mark.usefixtures("one_thread")`."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def url(tiny_pair, tokenizer):
+    """The app (`ui.build_demo`, with the theme, CSS and keys it is served with) on the tiny pair, one preset
+    "tiny", served in this process on a free loopback port; one server for the whole run (it keeps nothing between
+    tests but their sessions, and `client` gives each test a session of its own).
+
+    A module whose tests need another app overrides `url` with a fixture of its own (tests/app/test_ui.py: a pair
+    that fails to load too; test_faults.py: pairs that fail or are slow; test_lecture_browser.py: the real pairs'
+    names); `client` and `browser` pages there then reach that app."""
+    draft, target = tiny_pair
+    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
+    demo, url = serve(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")
+    yield url
+    demo.close()
+
+
+@pytest.fixture
+def client(url, tmp_path):
+    """A gradio_client Client on `url`, for one test: its own session (trace state), files the app offers land
+    in tmp_path. Call /generate through it with tests.helpers.generate."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, download_files=str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for a module's tests. Per module, not per session: a test that starts Playwright
+    itself (test_faults, test_examples_browser) cannot while another sync_playwright() runs in the thread."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = launch_browser(pw)
+        yield browser
+        browser.close()

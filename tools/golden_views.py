@@ -1,6 +1,6 @@
 """The golden views: every shipped example rendered by the round view (the stage of all rounds, the summary, the
 baseline report, the tokens-per-pass chart's data), written as one gzip file per example under
-tests/fixtures/golden/. tests/test_golden_views.py renders them again and compares byte for byte, so a change
+tests/fixtures/golden/. tests/view/test_golden_views.py renders them again and compares byte for byte, so a change
 that should leave the page as it was (a refactor) is checked against what the page showed before.
 
 Run it only when a change of what the page shows is intended, and say so in the commit:

@@ -61,10 +61,11 @@ def steps(dry: bool, out: Path) -> list[Step]:
     device = "cpu" if dry else "cuda"
     on = {"SPECVIZ_TEST_DEVICE": device}
     real = "needs the packaged pair on a GPU: skipped in --dry-run" if dry else ""
-    lossless = (pytest("tests/test_sampling.py", "-k", "preserves_p or negative_control") if dry else  # the rule's
-                pytest("tests/test_lossless.py", "-k", "engine_output and not int8 and not int4"))  # through the whole engine
-    identity = (pytest("tests/test_engine.py", "-k", "greedy_equals_target_only") if dry else
-                pytest("-m", "real", "tests/test_real_pair.py", "-k", "fp32"))
+    # dry: the rule's own tests; on the GPU: the rule through the whole engine
+    lossless = (pytest("tests/algorithm/test_sampling.py", "-k", "preserves_p or negative_control") if dry else
+                pytest("tests/engine/test_lossless.py", "-k", "engine_output and not int8 and not int4"))
+    identity = (pytest("tests/engine/test_engine.py", "-k", "greedy_equals_target_only") if dry else
+                pytest("-m", "real", "tests/engine/test_real_pair.py", "-k", "fp32"))
     peer = [sys.executable, "-m", "specviz", "bench", "--out", str(out / "peer"), "--modes", "greedy", "--ks", "4",
             "--lookup-ks", "4", "--adaptive-k", "8"]  # greedy, K = 4: like for like with transformers' K = 4
     peer += (["--tiny", "--types", "code", "--repeats", "1", "--max-new-tokens", "12"] if dry else
@@ -75,7 +76,7 @@ def steps(dry: bool, out: Path) -> list[Step]:
         Step("Packaged pair prepared", [sys.executable, "-c", PREPARE], {}, 240, real),
         Step(f"Lossless tests on {device}" + (" (the sampler's only)" if dry else ""), lossless, on, 120),
         Step(f"Real-pair tests on {device}, auto dtype and float16",
-             pytest("-m", "real", "tests/test_real_pair.py", "-k", "not fp32"), on, 150, real),
+             pytest("-m", "real", "tests/engine/test_real_pair.py", "-k", "not fp32"), on, 150, real),
         Step(f"Float32 greedy identity on {device}" + (" (tiny models)" if dry else ""), identity, on, 120),
         Step("GPU projection" + (" (tiny shapes on CPU)" if dry else " (random-weight Qwen2.5-0.5B → 7B)"),
              projection + (["--tiny"] if dry else []), {}, 120),

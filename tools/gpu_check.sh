@@ -6,4 +6,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 GRADIO_ANALYTICS_ENABLED=False
-exec "${PYTHON:-python}" tools/gpu_check.py "$@"
+exec "${PYTHON:-python}" -m tools.gpu_check "$@"

@@ -2,18 +2,15 @@
 of 24 distinct layers (896 -> 4864, Qwen2.5-0.5B's MLP; 209 MB in bfloat16) run in turn, so the weights come from
 memory, not from a cache (one layer timed alone fits in the caches and misleads). ms per layer, median of 7.
 
-    python tools/int4_check.py [--dtype bfloat16|float32]
+    python -m tools.int4_check [--dtype bfloat16|float32]
 """
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from specviz.engine.quant import Int4Linear, Int8Linear, fastest_weights  # noqa: E402
+from specviz.engine.quant import Int4Linear, Int8Linear, fastest_weights
 
 IN, OUT, LAYERS = 896, 4864, 24
 

@@ -1,8 +1,8 @@
 """Load test: many sessions at once against the app, through gradio_client on loopback (a script; pytest calls
-`run_load` from tests/test_load.py on tiny models: tests/conftest.py puts tools/ on sys.path).
+`run_load` from tests/app/test_load.py on tiny models, importing tools.load_test).
 
-    python tools/load_test.py --real                  # the packaged pair: the README's numbers
-    python tools/load_test.py --real --sessions 16 --tokens 32 --concurrency 1
+    python -m tools.load_test --real                  # the packaged pair: the README's numbers
+    python -m tools.load_test --real --sessions 16 --tokens 32 --concurrency 1
 
 Each session is a thread with its own Client (so its own Gradio session and trace state). All of them press
 Generate at once, each with its own prompt and seed, then step through every recorded round (show_round 1 to the
@@ -20,7 +20,6 @@ import dataclasses
 import json
 import math
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -31,23 +30,18 @@ from pathlib import Path
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # gradio_client must not look anything up on the hub
 
-ROOT = Path(__file__).resolve().parent.parent
-for folder in (ROOT / "tests", ROOT):  # the tests' fixtures and browser_util, and specviz (no PYTHONPATH needed)
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-
 import torch  # noqa: E402
-from browser_util import free_port  # noqa: E402,F401 - tests/test_load.py uses load_test.free_port
-from browser_util import serve as serve_app  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
-from specviz.settings.prompts import EXAMPLE_PROMPTS
-from specviz.view import page_text
+from specviz.settings.prompts import EXAMPLE_PROMPTS  # noqa: E402
+from specviz.view import page_text  # noqa: E402
 from specviz.app import serving # noqa: E402
 from specviz.engine import Engine, RunSettings  # noqa: E402
 from specviz.record.load import load_trace  # noqa: E402
+from tests.browser_util import free_port  # noqa: E402,F401 - tests/app/test_load.py uses load_test.free_port
+from tests.browser_util import serve as serve_app  # noqa: E402
+from tests.helpers import named, submit  # noqa: E402
 
-STATUS, INFO, DOWNLOAD, SLIDER, STAGE = range(5)  # outputs of /generate (after the hidden trace state)
 REAL_PROMPTS = list(EXAMPLE_PROMPTS.values())
 
 
@@ -122,18 +116,18 @@ def run_session(url: str, session: Session, settings: RunSettings, preset: str, 
         client = Client(url, verbose=False, download_files=str(downloads))
         go.wait(timeout)  # every client connected: now all press Generate at once
         t0 = time.perf_counter()
-        job = client.submit(session.prompt, preset, settings.k, settings.temperature, settings.top_p,
-                            settings.top_k, session.seed, settings.max_new_tokens, False, settings.drafter,
-                            api_name="/generate")
-        final = job.result(timeout=timeout)
+        job = submit(client, session.prompt, preset, k=settings.k, temperature=settings.temperature,
+                     top_p=settings.top_p, top_k=settings.top_k, seed=session.seed,
+                     max_new_tokens=settings.max_new_tokens, drafter=settings.drafter)
+        final = named("generate", job.result(timeout=timeout))
         session.gen_s = time.perf_counter() - t0
-        assert "Done" in final[STATUS], f"status: {final[STATUS]}"
-        trace = load_trace(Path(value(final[DOWNLOAD])).read_bytes())
+        assert "Done" in final["status"], f"status: {final['status']}"
+        trace = load_trace(Path(value(final["download"])).read_bytes())
         assert trace.prompt == session.prompt and trace.settings["seed"] == session.seed, "another session's trace"
         session.tokens = trace.output_token_ids
-        n = value(final[SLIDER])
+        n = value(final["slider"])
         assert n == len(trace.rounds), f"slider at {n}, trace has {len(trace.rounds)} rounds"
-        assert page_text.text_html(session.prompt) in final[STAGE], "another session's prompt on the stage"
+        assert page_text.text_html(session.prompt) in final["stage"], "another session's prompt on the stage"
         for r in range(1, n + 1):
             step(client, session, overlap, r, trace, timeout)
     except Exception as e:  # noqa: BLE001 - the report says which session failed and how
@@ -247,7 +241,7 @@ def real_pair():
 
 def tiny_pair():
     """The tests' tiny random pair -> preset, loader, engine, prompts."""
-    from conftest import char_tokenizer, noisy_copy, tiny_model  # tests/ is on the path (see the top)
+    from tests.helpers import char_tokenizer, noisy_copy, tiny_model
 
     torch.set_num_threads(1)  # tiny models gain nothing from a second thread, and it spins on a busy machine
     target = tiny_model(seed=2)

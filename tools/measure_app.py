@@ -1,6 +1,6 @@
 """Measure the app's issue-3 performance goals on the real pair (a script, not collected by pytest).
 
-    python tools/measure_app.py
+    python -m tools.measure_app
 
 Prints: time until the page is interactive after the server is up (headless Chromium), the same for a bare
 Gradio page (one button, one load event: the floor Gradio itself sets on this machine), and tokens/s of Generate
@@ -9,17 +9,10 @@ through the app (wall clock at the client) vs the engine alone.
 import argparse
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-ROOT = Path(__file__).resolve().parent.parent
-for folder in (ROOT / "tests", ROOT):  # browser_util, and specviz (no PYTHONPATH needed)
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
 
 REPEATS = 5
 PROMPT = "Write a Python function that returns the n-th Fibonacci number."
@@ -28,7 +21,7 @@ PROMPT = "Write a Python function that returns the n-th Fibonacci number."
 def interactive_times(browser, url: str, info_text: str, n: int = 3) -> list[float]:
     """Seconds from navigation (a fresh browser context: nothing cached) until Generate is enabled and the
     model info has arrived from the server."""
-    from browser_util import AppPage
+    from tests.browser_util import AppPage
 
     times = []
     for _ in range(n):
@@ -54,7 +47,7 @@ def main() -> None:
     from gradio_client import Client
     from playwright.sync_api import sync_playwright
 
-    from browser_util import launch_browser, serve_demo
+    from tests.browser_util import launch_browser, serve_demo
     from specviz.app import serving
     from specviz.app import page as ui
     from specviz.engine import RunSettings

@@ -1,6 +1,6 @@
 """The draft's weights compared on the packaged pair: full (as loaded), int8 and int4, side by side in one run.
 
-    python tools/measure_draft_weights.py [--repeats 2] [--max-new-tokens 48]
+    python -m tools.measure_draft_weights [--repeats 2] [--max-new-tokens 48]
 
 For each prompt type (the benchmark's first code, factual and story prompts) and mode (greedy, sampled at 0.7), the
 target alone and specviz K = 4 with each draft take turns (A B C D A B C D …). Per draft: its step time, c (a draft
@@ -11,17 +11,13 @@ table: what `--draft-weights auto` chose is the one with the best speedups where
 import argparse
 import copy
 import statistics
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from specviz.measure.bench import PROMPTS, interleaved  # noqa: E402
-from specviz.engine import Engine, RunSettings  # noqa: E402
-from specviz.measure.measured import steady_state  # noqa: E402
-from specviz.engine.pairs import load_pair  # noqa: E402
-from specviz.engine.quant import FULL, INT4, INT8, fastest_weights, quantize_linears, weights_name  # noqa: E402
-from specviz.record.trace import target_step_time  # noqa: E402
+from specviz.measure.bench import PROMPTS, interleaved
+from specviz.engine import Engine, RunSettings
+from specviz.measure.measured import steady_state
+from specviz.engine.pairs import load_pair
+from specviz.engine.quant import FULL, INT4, INT8, fastest_weights, quantize_linears, weights_name
+from specviz.record.trace import target_step_time
 
 KINDS = (FULL, INT8, INT4)
 

@@ -1,6 +1,6 @@
 """Drafters compared on the real pair (a script, not collected by pytest): the Lab's comparison, once per prompt.
 
-    python tools/measure_drafters.py [--max-new-tokens 32] [--ks 1,2,4,8] [--temperature 0] \
+    python -m tools.measure_drafters [--max-new-tokens 32] [--ks 1,2,4,8] [--temperature 0] \
         [--examples rewrite,story]
 
 Loads the packaged pair as the app does (`load_pair()`), warms it up, then runs `compare.compare_drafters` on the
@@ -11,20 +11,14 @@ import argparse
 import datetime
 import os
 import platform
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # specviz, without PYTHONPATH
-    sys.path.insert(0, str(ROOT))
+import torch
 
-import torch  # noqa: E402
-
-from specviz.lab import compare # noqa: E402
-from specviz.engine import Engine, RunSettings  # noqa: E402
-from specviz.engine.pairs import load_pair  # noqa: E402
-from specviz.settings.prompts import COMPARE_PROMPTS  # noqa: E402
+from specviz.lab import compare
+from specviz.engine import Engine, RunSettings
+from specviz.engine.pairs import load_pair
+from specviz.settings.prompts import COMPARE_PROMPTS
 
 
 def main() -> None:

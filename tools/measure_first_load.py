@@ -1,7 +1,7 @@
 """A new user's first start, measured: `python app.py` with an empty model cache (so it prepares the packaged pair,
 minutes of joining, checking and converting), and a browser opening the page as soon as the server answers.
 
-    python tools/measure_first_load.py [--runs 3] [--keep-cache DIR]
+    python -m tools.measure_first_load [--runs 3] [--keep-cache DIR]
 
 Prints, per run, the seconds from navigation until the stage shows the first recorded round ("Round 1 of …"), and
 whether the models were still preparing then (the cache's completion marker not yet written). Each run starts the
@@ -18,7 +18,6 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # browser_util
 HEAD = "#stage .sv-round:not([hidden]) .sv-round-head"
 
 
@@ -44,7 +43,7 @@ def preparing(cache: Path) -> bool:
 def one_run(port: int, cache: Path) -> tuple[float, float, bool]:
     from playwright.sync_api import sync_playwright
 
-    from browser_util import Page, launch_browser
+    from tests.browser_util import Page, launch_browser
 
     env = {**os.environ, "SPECVIZ_CACHE": str(cache), "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
     app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, env=env,

@@ -1,7 +1,7 @@
 """Memory per preset, for the README's hosting table.
 
-    python tools/measure_memory.py                 # the packaged pair, measured; every preset, computed
-    python tools/measure_memory.py --dtypes float32,bfloat16
+    python -m tools.measure_memory                 # the packaged pair, measured; every preset, computed
+    python -m tools.measure_memory --dtypes float32,bfloat16
 
 Measured (the packaged pair, which is on disk here): a fresh process loads the pair on CPU in a dtype, makes one
 16-token run, and reports its peak resident memory (VmHWM in /proc/self/status, Linux). Computed (every preset,

@@ -1,7 +1,7 @@
 """The README's lecture screenshot: the recorded Qwen trace (tests/fixtures/qwen_coder_fib.json) in lecture mode
 at 1280x720, one round on one screen (a script, not collected by pytest).
 
-    python tools/screenshot_lecture.py [--round 4] [--out assets/lecture-1280x720.png]
+    python -m tools.screenshot_lecture [--round 4] [--out assets/lecture-1280x720.png]
 
 Opening a recorded trace needs no model: the page is served with tiny random-weight models (never run here) so
 that it starts in seconds. Headless Debian Chromium, as in the browser tests. The PNG is quantized to 256
@@ -9,16 +9,12 @@ colours to stay small.
 """
 import argparse
 import os
-import sys
 from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
-for folder in (ROOT / "tests", ROOT):  # browser_util and conftest's tiny models, and specviz
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
 
 TRACE = ROOT / "tests" / "fixtures" / "qwen_coder_fib.json"
 SIZE = (1280, 720)
@@ -26,7 +22,7 @@ SIZE = (1280, 720)
 
 def tiny_engine():
     """An engine the page can load at once; opening a recorded trace never runs it."""
-    from conftest import char_tokenizer, noisy_copy, tiny_model
+    from tests.helpers import char_tokenizer, noisy_copy, tiny_model
     from specviz.engine import Engine
 
     target = tiny_model(seed=2)
@@ -37,7 +33,7 @@ def screenshot(round_number: int, out: Path) -> None:
     from PIL import Image
     from playwright.sync_api import sync_playwright
 
-    from browser_util import AppPage, launch_browser, serve
+    from tests.browser_util import AppPage, launch_browser, serve
 
     engine = tiny_engine()
     demo, url = serve(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")

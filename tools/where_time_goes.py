@@ -2,22 +2,18 @@
 models' forward passes, and the rest (each loop's own work between them). Forward hooks time transformers' calls
 of both models and specviz's target passes; specviz's lean draft pass (lean.py) is timed around its call.
 
-    python tools/where_time_goes.py [--mode greedy|sampled] [--repeats 2]
+    python -m tools.where_time_goes [--mode greedy|sampled] [--repeats 2]
 
 Prints one line per run: tokens/s, milliseconds in the draft's passes, in the target's, and the rest, per run and
 per round (target passes).
 """
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from specviz.engine import lean # noqa: E402
-from specviz.measure.bench import PROMPTS, SAME_DRAFT_PEER, _transformers_tokens_per_s  # noqa: E402
-from specviz.engine import Engine, RunSettings  # noqa: E402
-from specviz.engine.pairs import load_pair  # noqa: E402
+from specviz.engine import lean
+from specviz.measure.bench import PROMPTS, SAME_DRAFT_PEER, _transformers_tokens_per_s
+from specviz.engine import Engine, RunSettings
+from specviz.engine.pairs import load_pair
 
 SPENT: dict[str, float] = {}
 CALLS: dict[str, int] = {}

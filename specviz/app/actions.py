@@ -26,7 +26,7 @@ from specviz.app.serving import EngineLoader, EngineRef, Runs, engine_ref, run_b
 from specviz.record.trace import Trace
 from specviz.view.quiz import QuizState, check_quiz, quiz_from_dict
 from specviz.app.trace_files import check_tokenizer, pack_file, read_lecture, trace_file, trace_settings
-from specviz.app.round_view import RoundView, round_view
+from specviz.app.round_view import STEP_NAMES, RoundView, round_view
 
 # Each event that shows a run, and which of RunOutputs' lists it writes.
 EVENT_OUTPUTS = {"generate": "all", "open_example": "all", "open_trace": "of_open", "baseline": "of_baseline"}
@@ -71,6 +71,8 @@ class RunOutputs:
 def api_outputs(event: str) -> list[str]:
     """What the API endpoint `event` returns, by name and in order (the trace state is never sent): an API client
     or a test reads `dict(zip(api_outputs("generate"), result))`, never a position."""
+    if event == "show_round":  # stepping: the round view's step outputs only
+        return list(STEP_NAMES)
     return [name for name in RunOutputs.names().of(event) if name != "trace"]
 
 

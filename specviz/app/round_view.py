@@ -26,6 +26,9 @@ HINT = ("Press Generate, or open a recorded trace, to watch speculative decoding
         "bars, the verdicts and the tokens-per-pass chart appear below.")
 
 
+STEP_NAMES = ("slider", "per_pass")  # what a step to another round changes on the server's side, by RoundView name
+
+
 @dataclass
 class RoundView:
     """The panels that show a trace. To add a panel: add a field at the end (API clients read outputs by
@@ -48,7 +51,7 @@ class RoundView:
 
     def step_outputs(self) -> list:
         """What stepping to another round changes on the server's side; the stage itself steps in the browser."""
-        return [self.slider, self.per_pass]
+        return [getattr(self, name) for name in STEP_NAMES]
 
 
 def empty_view() -> RoundView:

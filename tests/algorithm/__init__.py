@@ -1,0 +1,1 @@
+"""Tests of specviz/algorithm/: sampling (warp, verify, residual) and the tree rule."""

@@ -1,0 +1,31 @@
+"""Fixtures of the app's tests: the tiny engine with a count of its forward passes."""
+
+from __future__ import annotations
+
+import pytest
+
+from specviz.engine import Engine
+
+
+class ModelCalls:
+    """Counts forward passes of both tiny models (stepping through rounds must never add any)."""
+
+    def __init__(self, *models):
+        self.n = 0
+        self.hooks = [m.register_forward_hook(self._count) for m in models]
+
+    def _count(self, *_):
+        self.n += 1
+
+    def remove(self):
+        for h in self.hooks:
+            h.remove()
+
+
+@pytest.fixture(scope="module")
+def models(tiny_pair, tokenizer):
+    """(engine on the tiny pair, ModelCalls counting its forward passes)."""
+    draft, target = tiny_pair
+    calls = ModelCalls(draft, target)
+    yield Engine(draft, target, tokenizer, "tiny-draft", "tiny-target"), calls
+    calls.remove()

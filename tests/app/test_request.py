@@ -1,0 +1,54 @@
+"""The request contract: Generate's parameters are RunSettings' field names (beside the prompt, the pair and lecture
+mode), the page's inputs and the API's parameter list follow them, and every output is read by name."""
+
+import dataclasses
+import inspect
+import os
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+
+import pytest  # noqa: E402
+
+from specviz.app.actions import EVENT_OUTPUTS, ModelActions, api_outputs  # noqa: E402
+from specviz.app.inputs import LIMITS  # noqa: E402
+from specviz.app.page import build_demo  # noqa: E402
+from specviz.engine import RunSettings  # noqa: E402
+
+PAGE_ONLY = {"prompt", "preset", "lecture"}  # what Generate reads beside the run's settings
+
+
+def generate_parameters() -> list[str]:
+    return [name for name in inspect.signature(ModelActions.generate).parameters
+            if name not in ("self", "progress", "request")]
+
+
+@pytest.fixture(scope="module")
+def api():
+    return build_demo(lambda preset, progress: None, {"tiny": "tiny"}).get_api_info()["named_endpoints"]
+
+
+def test_generate_takes_the_contracts_fields_by_their_names():
+    run_fields = {f.name for f in dataclasses.fields(RunSettings)}
+    names = generate_parameters()
+    assert set(names) - PAGE_ONLY <= run_fields
+    assert set(LIMITS) <= set(names)  # every bounded field the page offers reaches the run
+
+
+def test_the_apis_parameters_follow_the_handlers_signature(api):
+    # the same names in the same order as before the contract: API clients keep working
+    assert [p["parameter_name"] for p in api["/generate"]["parameters"]] == generate_parameters() == [
+        "prompt", "preset", "k", "temperature", "top_p", "top_k", "seed", "max_new_tokens", "lecture", "drafter",
+        "adaptive", "draft_layers", "tree_widths"]
+
+
+@pytest.mark.parametrize("event", sorted(EVENT_OUTPUTS))
+def test_each_events_outputs_have_names_in_the_apis_order(api, event):
+    names = api_outputs(event)
+    assert len(names) == len(set(names)) == len(api[f"/{event}"]["returns"])
+    assert names[0] == "status" and "trace" not in names
+    assert api_outputs("generate") == ["status", "info", "download", "slider", "stage", "per_pass", "summary",
+                                       "timeline"]
+
+
+def test_a_steps_outputs_have_names_too(api):
+    assert api_outputs("show_round") == ["slider", "per_pass"] and len(api["/show_round"]["returns"]) == 2

@@ -1,0 +1,1 @@
+"""Tests of specviz/drafters: the registry and each drafter."""

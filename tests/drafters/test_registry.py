@@ -1,0 +1,56 @@
+"""The drafter registry: each drafter declared once, and its key written as a string only there, so the page, the
+CLI, the API, the bench and the Lab all read it from the registry."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from specviz.drafters import CHAINS, DEFAULT, REGISTRY, drafter, recorded
+from specviz.drafters.base import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS
+from specviz.drafters.lookup import prompt_lookup
+from tests.helpers import ROOT
+
+PACKAGE = ROOT / "specviz"
+
+
+def test_each_drafter_is_declared_once_with_its_own_key_and_label():
+    assert list(REGISTRY) == ["model", "lookup", "layers", "tree", "distinct"]  # what traces and API clients use
+    assert len({d.label for d in REGISTRY.values()}) == len(REGISTRY)
+    assert all(key == d.key for key, d in REGISTRY.items())
+    assert {d.source for d in REGISTRY.values()} == {DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS}
+    assert DEFAULT is REGISTRY["model"] and list(CHAINS) == ["model", "lookup", "layers"]
+    assert all(d.proposed for d in CHAINS.values())  # every chain drafter says what it proposed
+    assert REGISTRY["lookup"].propose is prompt_lookup and not REGISTRY["lookup"].has_draft_cache
+    assert [key for key, d in REGISTRY.items() if d.tree] == ["tree", "distinct"] and REGISTRY["distinct"].distinct
+
+
+def test_an_unknown_drafter_is_refused_by_name():
+    with pytest.raises(ValueError, match="drafter must be one of model, lookup, layers, tree, distinct, got 'medusa'"):
+        drafter("medusa")
+    assert recorded({}) is DEFAULT and recorded({"drafter": "lookup"}) is REGISTRY["lookup"]
+
+
+def test_the_round_view_sentences_count_in_words():
+    assert REGISTRY["model"].proposed(1, "“·a”", "d") == "The draft model proposed 1 token, one at a time: “·a”."
+    assert "copied 3 tokens" in REGISTRY["lookup"].proposed(3, "x", "d")
+    assert "self-speculation: t, its first 7 of 28 layers" in REGISTRY["layers"].proposed(2, "x",
+                                                                                      "t, its first 7 of 28 layers")
+
+
+def _string_constants(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            parent = parents.get(node)
+            if isinstance(parent, ast.Call) and getattr(parent.func, "id", "") in ("getattr", "hasattr", "setattr"):
+                continue  # an attribute's name (model.model, inner.layers), not a drafter
+            yield node.lineno, node.value
+
+
+@pytest.mark.parametrize("path", sorted(p for p in PACKAGE.rglob("*.py") if "drafters" not in p.parts),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_a_drafter_key_is_written_only_in_the_registry(path):
+    found = [(line, text) for line, text in _string_constants(path) if text in REGISTRY]
+    assert not found, f"{path.name} writes drafter keys as strings at {found}: read them from specviz.drafters"

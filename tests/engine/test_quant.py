@@ -1,0 +1,111 @@
+"""The int8 and int4 drafts (quant.py): close to the layer they replace, the engine stays exact with them, and
+`auto` takes the kind this CPU runs fastest."""
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from specviz.engine import Engine, RunSettings
+from specviz.engine.quant import INT4, INT8, Int4Linear, Int8Linear, pick_weights, quantize_linears
+
+from tests.helpers import tiny_model
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("bias", [True, False])
+def test_int8_linear_matches_the_linear_it_replaces(dtype, bias):
+    torch.manual_seed(0)
+    linear = nn.Linear(96, 40, bias=bias).to(dtype)
+    x = torch.randn(2, 3, 96, dtype=dtype)
+    want, got = linear(x).float(), Int8Linear(linear)(x).float()
+    assert got.shape == want.shape
+    # int8 rounding of the weights: error well under 2 % of the output's scale (bf16 adds its own rounding)
+    assert (got - want).abs().max() < 0.02 * want.abs().max()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("bias", [True, False])
+def test_int4_linear_matches_its_own_groups_and_stays_close_to_the_linear(dtype, bias):
+    torch.manual_seed(0)
+    linear = nn.Linear(96, 48, bias=bias).to(dtype)
+    packed = Int4Linear(linear)
+    x = torch.randn(2, 3, 96, dtype=dtype)
+    # the kernel computes exactly with the dequantized weights: each group of 32 is code * step + its minimum
+    w = linear.weight.detach().float().reshape(48, 3, 32)
+    low, step = w.amin(-1, keepdim=True), (w.amax(-1, keepdim=True) - w.amin(-1, keepdim=True)) / 15
+    dequantized = (((w - low) / step).round() * step + low).reshape(48, 96)
+    want = x.float() @ dequantized.T + (linear.bias.float() if bias else 0)
+    got = packed(x).float()
+    assert got.shape == (2, 3, 48)
+    assert (got - want).abs().max() < (1e-4 if dtype == torch.float32 else 0.01) * want.abs().max()
+    # and 4-bit rounding moves the output by a few per cent of its scale at most
+    assert (got - linear(x).float()).abs().max() < 0.1 * want.abs().max()
+
+
+def test_int4_takes_only_the_shapes_its_kernel_can():
+    assert Int4Linear.fits(nn.Linear(64, 32)) and not Int4Linear.fits(nn.Linear(48, 32))  # whole groups of 32 inputs
+    assert not Int4Linear.fits(nn.Linear(64, 40))  # outputs in multiples of 16
+    model = quantize_linears(nn.Sequential(nn.Linear(64, 32), nn.Linear(32, 40)), INT4)
+    assert [type(m) for m in model] == [Int4Linear, Int8Linear]  # the other layer gets int8, not left full
+
+
+@pytest.mark.parametrize("weights, kind", [(INT8, Int8Linear), (INT4, Int4Linear)])
+def test_quantize_replaces_every_linear_and_keeps_the_model_close(weights, kind):
+    model = tiny_model(seed=3)
+    quantized = quantize_linears(copy.deepcopy(model), weights)
+    assert not any(type(m) is nn.Linear for m in quantized.modules())
+    assert all(type(m) is kind for m in quantized.model.layers.modules() if isinstance(m, (Int8Linear, Int4Linear)))
+    # an LM head int4's kernel could take (96 outputs) stays int8 all the same: its rounding moves the logits
+    assert type(quantize_linears(tiny_model(seed=3, vocab=96), weights).lm_head) is Int8Linear
+    ids = torch.tensor([[5, 9, 12, 7, 30]])
+    with torch.inference_mode():
+        p, q = model(ids).logits.softmax(-1), quantized(ids).logits.softmax(-1)
+    overlap = torch.minimum(p, q).sum(-1)  # per position: 1 where the two distributions are the same
+    if weights == INT8:
+        assert overlap.min() > 0.9
+    else:  # 4 bits move a random-weight model's sharp distributions more (the real draft: 0.89, docs/engine.md)
+        assert overlap.mean() > 0.8
+
+
+@pytest.mark.parametrize("weights", [INT8, INT4])
+def test_engine_with_a_quantized_draft_still_gives_the_target_greedy_output(tiny_pair, tokenizer, weights):
+    draft, target = tiny_pair
+    engine = Engine(quantize_linears(copy.deepcopy(draft), weights), target, tokenizer)
+    settings = RunSettings(k=4, temperature=0.0, max_new_tokens=24, chat=False)
+    trace = engine.run("def fib(n):", settings, baseline=True)
+    assert trace.output_token_ids == trace.baseline.output_token_ids
+
+
+def test_draft_weights_setting():
+    assert pick_weights("auto", "cuda") == "full" and pick_weights("int8", "cpu") == INT8
+    assert pick_weights("int4", "cpu") == INT4 and pick_weights("full", "cpu") == "full"
+    with pytest.raises(ValueError, match="draft weights must be one of auto, int4, int8, full"):
+        pick_weights("int2", "cpu")
+    with pytest.raises(ValueError, match="quantize to int8 or int4"):
+        quantize_linears(tiny_model(seed=0), "full")
+
+
+def test_auto_takes_the_kind_this_cpu_runs_fastest(monkeypatch):
+    """The choice weighs a typical run: 48 one-row steps and one 32-row prompt per kind (faked timings here)."""
+    from specviz.engine import quant
+
+    def fake(times):  # kind -> (seconds for one row, for 32 rows)
+        def timer(stack, x, repeats=5):
+            kind = {Int8Linear: INT8, Int4Linear: INT4}.get(type(stack[0]), "full")
+            return times[kind][0 if x.shape[0] == 1 else 1]
+        return timer
+
+    for times, expected in (
+            ({"full": (1.0, 2.0), INT8: (0.4, 5.0), INT4: (0.25, 6.0)}, INT4),  # int4 wins the steps by enough
+            ({"full": (1.0, 2.0), INT8: (0.4, 5.0), INT4: (0.39, 30.0)}, INT8),  # int4's prompt costs too much
+            ({"full": (1.0, 2.0), INT8: (3.0, None), INT4: (4.0, None)}, "full")):  # an AVX2-only CPU: both slower
+        # (None: a kind no faster at one row is not timed on 32 rows, which could take seconds there)
+        monkeypatch.setattr(quant, "_FASTEST", {})
+        monkeypatch.setattr(quant, "_time", fake(times))
+        assert quant.pick_weights("auto", "cpu") == expected
+    monkeypatch.undo()
+    monkeypatch.setattr(quant, "_FASTEST", {})
+    measured = quant.fastest_weights(torch.float32, shape=(64, 128), layers=2)  # the real measurement, small layers
+    assert measured in ("full", INT8, INT4) and quant._FASTEST == {torch.float32: measured}

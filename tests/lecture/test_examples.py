@@ -1,0 +1,177 @@
+"""The recorded examples that ship in assets/examples/: the catalogue and the files match, each file loads, holds a
+baseline and shows what its description says, its tokens are the packaged tokenizer's, and a missing or corrupt
+file gives a message that names it (on the page too, where everything else keeps working)."""
+
+import html
+import json
+import os
+import shutil
+
+import pytest
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
+os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on the hub
+
+from specviz.lecture import examples  # noqa: E402
+from specviz.lecture.examples import EXAMPLES, ExampleError, load_example  # noqa: E402
+from specviz.record.load import token_texts  # noqa: E402
+from tests.helpers import named, open_example, show_round, value  # noqa: E402 (outputs of /open_example as of /open_trace)
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
+PACKAGED_TARGET = "Qwen2.5-Coder-1.5B-Instruct"
+
+
+def test_the_catalogue_and_the_files_match():
+    files = {p.name for p in examples.EXAMPLES_DIR.iterdir()}
+    assert files == {e.file for e in EXAMPLES.values()}  # none missing, none stray
+    assert examples.FIRST in EXAMPLES and all(name == e.name for name, e in EXAMPLES.items())
+    assert len({e.title for e in EXAMPLES.values()}) == len(EXAMPLES)
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_each_example_loads_and_shows_what_it_says(name):
+    example, trace = EXAMPLES[name], load_example(name)
+    assert (examples.EXAMPLES_DIR / example.file).stat().st_size <= examples.MAX_EXAMPLE_BYTES
+    assert trace.target_model == PACKAGED_TARGET and trace.prompt == example.prompt
+    assert trace.baseline is not None and trace.baseline.output_token_ids
+    assert len(trace.rounds) >= 2 and example.shows(trace), example.description
+
+
+def test_the_claims_can_fail():
+    """Each example's check is not true of every trace: the greedy code run does not show the story's rejections,
+    nor the adaptive run's changing K, and the story does not accept " Paris"."""
+    code, story = load_example("code"), load_example("story")
+    assert not EXAMPLES["story"].shows(code) and not EXAMPLES["adaptive"].shows(code)
+    assert not EXAMPLES["paris"].shows(story) and not EXAMPLES["code"].shows(story)
+
+
+@pytest.mark.real
+def test_every_token_decodes_with_the_packaged_tokenizer():
+    from specviz.engine.pairs import load_tokenizer, prepare_packaged
+
+    tokenizer = load_tokenizer(str(prepare_packaged(PACKAGED_TARGET)))
+    for name in EXAMPLES:
+        trace = load_example(name)
+        texts = token_texts(trace)
+        assert len(texts) > 50
+        for token_id, text in texts.items():
+            assert token_id < len(tokenizer)
+            if text is not None:
+                assert tokenizer.decode([token_id]) == text, (name, token_id)
+        assert tokenizer.decode(trace.output_token_ids, skip_special_tokens=True) == trace.output_text
+        assert tokenizer.decode(trace.baseline.output_token_ids, skip_special_tokens=True) == trace.baseline.output_text
+        assert trace.prompt.strip() in tokenizer.decode(trace.prompt_token_ids)
+
+
+# --- bad files -----------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def folder(tmp_path):
+    """A copy of the shipped examples to break."""
+    shutil.copytree(examples.EXAMPLES_DIR, tmp_path / "examples")
+    return tmp_path / "examples"
+
+
+def test_a_missing_file_is_named(folder):
+    (folder / "story.json").unlink()
+    with pytest.raises(ExampleError, match=r"story\.json is missing; record it again with `python -m specviz "
+                                           r"record-examples`"):
+        load_example("story", folder)
+    assert load_example("paris", folder).rounds  # the others still load
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"", "not valid JSON"), (b'{"format": "specviz-trace", "rounds": [', "not valid JSON"),
+    (b"\xff\xfe garbage", "not valid JSON"), (b'{"format": "something else"}', "not a specviz trace"),
+    (b'{"format": "specviz-trace", "format_version": 99}', "unsupported trace format_version 99"),
+])
+def test_a_corrupt_file_is_named_with_what_is_wrong(folder, content, why):
+    (folder / "code.json").write_bytes(content)
+    with pytest.raises(ExampleError, match="code.json is corrupt") as e:
+        load_example("code", folder)
+    assert why in str(e.value)
+
+
+def test_a_file_from_another_recording_is_refused(folder):
+    shutil.copy(folder / "story.json", folder / "code.json")  # a valid trace, but not the one the catalogue describes
+    with pytest.raises(ExampleError, match="code.json does not match its description .*prompt, temperature"):
+        load_example("code", folder)
+
+
+def test_a_setting_newer_than_the_recording_counts_as_its_default(folder):
+    data = json.loads((folder / "code.json").read_text())
+    del data["settings"]["draft_layers"]  # as a recording made before self-speculation existed: it opens
+    (folder / "code.json").write_text(json.dumps(data))
+    assert load_example("code", folder).settings.get("draft_layers") is None
+    data["settings"]["draft_layers"] = 3  # ... but a recording that used another value is not this example
+    (folder / "code.json").write_text(json.dumps(data))
+    with pytest.raises(ExampleError, match="differs in draft_layers"):
+        load_example("code", folder)
+
+
+def test_an_unknown_name_lists_the_known_ones():
+    with pytest.raises(ExampleError, match="no recorded example 'nope'; the examples are code, paris"):
+        load_example("nope")
+
+
+def test_recording_writes_files_that_load_back(tmp_path, engine):
+    recorded = examples.record_examples(engine, ["code", "paris"], tmp_path)
+    assert [r.example.name for r in recorded] == ["code", "paris"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["code.json", "paris.json"]
+    for r in recorded:
+        back = load_example(r.example.name, tmp_path)
+        assert back.to_json() == r.trace.to_json() and back.baseline is not None
+        assert r.size == len(r.path.read_bytes())
+    with pytest.raises(ValueError, match="unknown example nope"):
+        examples.record_examples(engine, ["nope"], tmp_path)
+
+
+# --- the page --------------------------------------------------------------------------------------------------
+
+def test_the_gallery_opens_each_example(client):
+    for index, example in enumerate(EXAMPLES.values()):
+        opened = open_example(client, index)
+        assert f"Recorded example “{example.title}”" in opened["status"]
+        assert "with its target-only baseline" in opened["status"]
+        assert "recorded on" in opened["info"] and PACKAGED_TARGET in opened["info"]
+        n = len(load_example(list(EXAMPLES)[index]).rounds)
+        assert f"Round 1 of {n}" in opened["stage"] and opened["stage"].count('<section class="sv-round"') == n
+    assert show_round(client, 2) == 2  # stepping through it needs no model
+
+
+def test_a_broken_example_gives_a_message_and_the_page_keeps_working(client, folder, monkeypatch):
+    opened = open_example(client, 0)
+    assert "Round 1 of" in opened["stage"]
+    (folder / "story.json").write_text("{ not json")
+    (folder / "paris.json").unlink()
+    monkeypatch.setattr(examples, "EXAMPLES_DIR", folder)  # the server runs in this process
+    for index, message in [(2, "examples/story.json is corrupt: not a specviz trace: the file is not valid JSON"),
+                           (1, "examples/paris.json is missing"), (99, "there is no recorded example number 99"),
+                           ("two", "there is no recorded example number 'two'")]:
+        failed = open_example(client, index)
+        assert html.escape(message) in failed["status"] and "sv-status-error" in failed["status"]
+        n = len(load_example("code").rounds)  # the example opened before is still the trace:
+        assert show_round(client, 10**6) == n
+    assert "Recorded example" in open_example(client, 3)["status"]  # the rest still open
+    done = named("generate", client.predict("def f(x):", "tiny", 3, 0.0, 1.0, 0, 0, 8, False, "model", False, api_name="/generate"))
+    assert "Done" in done["status"]
+
+
+def test_the_command_records_into_a_folder(tmp_path, tiny_pair, tokenizer, monkeypatch, capsys):
+    """`python -m specviz record-examples` end to end, in this process, with the tiny pair standing in for the
+    packaged one (a real recording takes minutes)."""
+    from specviz import cli
+    from specviz.engine import pairs as models
+
+    draft, target = tiny_pair
+    pair = models.ModelPair(draft, target, tokenizer, "tiny-draft", "tiny-target", "cpu", "float32")
+    monkeypatch.setattr(models, "load_pair", lambda **kwargs: pair)
+    status = cli.main(["record-examples", "--only", "code", "paris", "--folder", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["code.json", "paris.json"]
+    assert "KiB" in out and "rounds" in out and "speedup" in out
+    shows = [EXAMPLES[name].shows(load_example(name, tmp_path)) for name in ("code", "paris")]
+    assert status == (0 if all(shows) else 1)  # random weights rarely show what the real pair does
+    assert ("WARNING: it does not show what its description says" in out) == (not all(shows))
+    with pytest.raises(SystemExit):  # argparse: an unknown example name is a usage error
+        cli.main(["record-examples", "--only", "nope"])

@@ -1,0 +1,106 @@
+"""A tree round on the page (tree_view.py through the stage): the tree drawn with every node's token, p and q and
+fate, the verdicts along the path, the cache sentence, the comparison with a chain by the named formula, one quiz
+step whose answers run to the tree's depth, a strip that shows the path alone, and escaped token text."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+from specviz.engine import Engine, RunSettings
+from specviz.app.inputs import settings_from
+from specviz.view.stage import round_section, stage_html
+from specviz.algorithm.theory import expected_tokens_per_pass
+from specviz.record.trace import ACCEPTED, DISCARDED, REJECTED
+from specviz.record.load import load_trace
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models run on one thread
+
+
+@pytest.fixture(scope="module", params=[0.0, 1.0], ids=["greedy", "sampled"])
+def tree_trace(request, tiny_pair, tokenizer):
+    draft, target = tiny_pair
+    settings = RunSettings(drafter="tree", tree_widths=(2, 2, 1), temperature=request.param, seed=3,
+                           max_new_tokens=24)
+    return Engine(draft, target, tokenizer).run("def fib(n):", settings)
+
+
+def section(trace, number: int) -> str:
+    return round_section(trace, number, shown=True)
+
+
+def test_every_node_is_drawn_with_its_fate_and_numbers(tree_trace):
+    for number, rnd in enumerate(tree_trace.rounds[1:], start=2):
+        html = section(tree_trace, number)
+        for fate in (ACCEPTED, REJECTED, DISCARDED):
+            assert html.count(f"sv-tree-node sv-tree-{fate}") == sum(d.fate == fate for d in rnd.drafts)
+        assert html.count('class="sv-tree-pq"') == rnd.k and "sv-tree-root" in html
+        verdicts = html.split("Verdicts along the path", 1)[1].split("</ol>", 1)[0]
+        tested = sum(d.fate != DISCARDED for d in rnd.drafts)
+        assert verdicts.count("<li>") == tested + 1  # each tested node, then the last token
+        shape = "-".join(map(str, rnd.tree.widths))  # 2-2-1, or shallower near max_new_tokens
+        assert f"tree {shape} ({rnd.k} nodes)" in html and "index-select" in html
+        t, d = rnd.cache.target, rnd.cache.draft
+        assert t[3] == t[0] + len(rnd.committed_ids) and d[3] <= t[3]  # the root and the committed path nodes
+        assert f"(target {t[2]} → {t[3]} positions, draft {d[1]} → {d[3]})" in html
+
+
+def test_the_quiz_asks_for_the_path_length_and_reveals_once(tree_trace):
+    html = section(tree_trace, 3)
+    assert 'data-k="3"' in html and 'data-steps="1"' in html  # answers 0..depth, one Reveal
+    assert "How long a path of this 3-deep tree" in html and 'data-guess="3"' in html and 'data-guess="4"' not in html
+    strip = html.split('class="sv-text"', 1)[1].split('class="sv-legend"', 1)[0]
+    chips = re.findall(r'class="sv-tok sv-(\w+)', strip.split("▏", 1)[1])
+    rnd = tree_trace.rounds[2]
+    assert chips == [ACCEPTED] * rnd.n_accepted + [rnd.next_kind]  # the path, then the last token: no siblings
+
+
+def test_the_chain_comparison_uses_the_named_formula(tree_trace):
+    rnd, alpha = tree_trace.rounds[2], tree_trace.summary.acceptance_rate
+    html = section(tree_trace, 3)
+    assert f"{expected_tokens_per_pass(alpha, rnd.k):.2f}" in html
+    assert f"{expected_tokens_per_pass(alpha, 3):.2f}" in html and f"<b>{rnd.tokens_this_pass}</b>" in html
+
+
+def test_token_text_is_escaped(tree_trace):
+    evil = copy.deepcopy(tree_trace)
+    for r in evil.rounds[1:]:
+        r.tree.root_text = "<img src=x onerror=alert(1)>"
+        for d in r.drafts:
+            d.text = "<script>alert(1)</script>"
+    html = stage_html(evil, 2)
+    assert "<img" not in html and "<script" not in html and "&lt;script&gt;" in html
+
+
+def test_a_saved_tree_trace_shows_the_same(tree_trace):
+    loaded = load_trace(tree_trace.to_json())
+    assert stage_html(loaded, 3) == stage_html(tree_trace, 3)
+
+
+def page_fields(drafter: str, tree_widths) -> dict:
+    """Generate's fields as the page sends them, by name."""
+    return dict(k=4, temperature=0.0, top_p=1.0, top_k=0, seed=0, max_new_tokens=16, drafter=drafter, adaptive=False,
+                draft_layers=0, tree_widths=tree_widths)
+
+
+def test_the_pages_fields_make_tree_settings():
+    s = settings_from(**page_fields("tree", "3-2-1"))
+    assert s.drafter == "tree" and s.tree_widths == (3, 2, 1)
+    assert settings_from(**page_fields("model", "9-9")).tree_widths is None  # only read for trees
+    assert settings_from(**page_fields("tree", " ")).widths == (2, 2, 1, 1)  # blank: the default
+    for bad, message in (("5-1", "width at depth 1"), ("2-x", "whole numbers separated by '-'"),
+                         ([2, 1], "tree widths must be text")):
+        with pytest.raises(ValueError, match=message):
+            settings_from(**page_fields("tree", bad))
+
+
+def test_the_tokens_per_pass_chart_caps_a_tree_at_its_depth(tree_trace):
+    from specviz.view.charts import tokens_per_pass
+
+    figure = tokens_per_pass(tree_trace)
+    names = [t.name for t in figure.data]
+    assert "a draft tree: at most its depth + 1 per pass" in figure.layout.title.text
+    assert not any(n.startswith("expected") for n in names)  # the chain's formula is not a tree's expectation
+    assert any(n.startswith("ceiling: mean depth + 1") for n in names)

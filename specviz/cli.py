@@ -14,6 +14,8 @@ from specviz.settings.errors import message_of
 from specviz.drafters import REGISTRY, layers, tree
 from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, widths_text
 from specviz.view.style import FATES, show
+from specviz.algorithm.theory import round_size_probs
+from specviz.record.acceptance import per_position, round_sizes
 from specviz.record.trace import ACCEPTED, DISCARDED, REJECTED, Round, Trace
 
 
@@ -49,6 +51,7 @@ def summary_lines(trace: Trace) -> list[str]:
         f"speculative {s.tokens_per_s:.2f} tokens/s ({s.total_time_s:.2f} s: draft {s.draft_time_s:.2f}, verify "
         f"{s.verify_time_s:.2f}; first tokens after {s.first_token_time_s:.2f})",
     ]
+    lines += acceptance_lines(trace)
     b = trace.baseline
     if b is not None:
         lines.append(f"target-only {b.tokens_per_s:.2f} tokens/s ({b.total_time_s:.2f} s) → speedup "
@@ -58,6 +61,22 @@ def summary_lines(trace: Trace) -> list[str]:
             lines.append("greedy output identical to target-only: yes" if same else
                          f"greedy output identical to target-only: NO ({trace.dtype} numerics: a multi-token "
                          "verify pass rounds differently from one-token steps; use --dtype float32 to compare exactly)")
+    return lines
+
+
+def acceptance_lines(trace: Trace) -> list[str]:
+    """Per-position acceptance and round sizes against E(α, K)'s prediction (record/acceptance.py's counts)."""
+    positions, alpha = per_position(trace), trace.summary.acceptance_rate
+    if not any(c.tested for c in positions):
+        return []
+    lines = ["acceptance by draft position (accepted/tested): " + ", ".join(
+        f"{c.position}: {c.accepted}/{c.tested}" for c in positions) + f" (E(α, K) assumes α = {alpha:.2f} at each)"]
+    k = trace.settings.get("k")
+    sizes = round_sizes(trace, k) if isinstance(k, int) and k > 0 else []
+    if sum(sizes):
+        predicted = round_size_probs(alpha, k)
+        lines.append(f"round sizes of the {sum(sizes)} rounds of K={k} (tokens: rounds, predicted share): " + ", ".join(
+            f"{n + 1}: {count} ({p:.2f})" for n, (count, p) in enumerate(zip(sizes, predicted))))
     return lines
 
 

@@ -11,6 +11,12 @@ module decides which path survives, exactly:
   token is sampled from the last residual. By induction on the number of children the token leaving a node is
   distributed as p (accepted mass min(p, q) plus (1 - accepted) times the residual of the rest), so the
   committed tokens follow the target alone, as the chain's `sampling.verify` does for one child per node.
+- temperature > 0, children drawn WITHOUT replacement (distinct siblings; recursive rejection sampling, Jeon et al.
+  2024, arXiv 2402.14160): child i is drawn from q_i, q with the earlier siblings' tokens removed and renormalised,
+  and tested with min(1, p_i(x)/q_i(x)), where p_1 = p and after a rejection p_(i+1) = norm(max(0, p_i − q_i)). Each
+  test is the one-child rule against the distribution the child really came from, so the same induction holds. A
+  rejected token has p_i < q_i, so the residual leaves it no mass and its removal from q loses nothing; when q_i has
+  no mass left (q had fewer tokens than children), the remaining children are not tested.
 - temperature 0: the children are the draft's top-w distinct tokens; a child survives iff it is the target's
   argmax, else the next token is the argmax. The output is the target's greedy path.
 At a leaf the walk ends with a bonus token sampled from p there.
@@ -136,6 +142,8 @@ class TreeVerdict:
     test_p: list[float | None]  # p'(x): the (residual) target probability the child was tested against
     uniforms: list[float | None]  # the draw r (accepted iff r < accept prob); None untested or at temperature 0
     residual: torch.Tensor | None  # (V,) the last residual, sampled from after all children were rejected
+    test_q: list[float | None] = field(default_factory=list)  # q'(x): the proposal the child came from (q, or
+    #                                                            without replacement q without earlier siblings)
 
     @property
     def n_accepted(self) -> int:
@@ -149,19 +157,23 @@ def verify_tree(
     q: torch.Tensor | None,
     generator: torch.Generator | None = None,
     greedy: bool = False,
+    distinct: bool = False,
 ) -> TreeVerdict:
     """Walk the tree from the root, accepting at most one child per node (see the module docstring).
 
     tokens: (n,) node tokens (tokens[0], the root, is not tested). p: (n, V) the target's warped distribution
     after each node's path. q: (n, V) the draft distribution each node's children were sampled from (leaf rows
     unused); ignored when greedy, where the children are the draft's top tokens and p is the target's one-hot.
+    distinct: the children were drawn without replacement (sample_distinct), so each is tested against q without
+    its earlier siblings.
     """
     n = tree.n_nodes
     tokens = [int(t) for t in (tokens.tolist() if isinstance(tokens, torch.Tensor) else tokens)]
     if len(tokens) != n or p.ndim != 2 or p.shape[0] != n or (not greedy and (q is None or q.shape != p.shape)):
         raise ValueError(f"verify_tree wants tokens ({n},), p ({n}, V) and q ({n}, V) for a tree of {n} nodes; got "
                          f"{len(tokens)}, {tuple(p.shape)}, {None if q is None else tuple(q.shape)}")
-    v = TreeVerdict([], -1, BONUS, [None] + [DISCARDED] * (n - 1), [None] * n, [None] * n, [None] * n, None)
+    v = TreeVerdict([], -1, BONUS, [None] + [DISCARDED] * (n - 1), [None] * n, [None] * n, [None] * n, None,
+                    [None] * n)
     p = p.float()
     node = 0
     while True:
@@ -169,7 +181,7 @@ def verify_tree(
         if not kids:  # a leaf: the bonus comes from the target's distribution after the whole path
             v.next_token = int(p[node].argmax()) if greedy else int(sample(p[node][None], generator)[0])
             return v
-        child = _test_children(v, kids, tokens, p[node], None if greedy else q[node].float(), generator)
+        child = _test_children(v, kids, tokens, p[node], None if greedy else q[node].float(), generator, distinct)
         if child is None:
             v.next_kind = REPLACEMENT
             v.next_token = int(p[node].argmax()) if greedy else int(sample(v.residual[None], generator)[0])
@@ -179,24 +191,56 @@ def verify_tree(
 
 
 def _test_children(v: TreeVerdict, kids: list[int], tokens: list[int], p_u: torch.Tensor, q_u: torch.Tensor | None,
-                   generator: torch.Generator | None) -> int | None:
+                   generator: torch.Generator | None, distinct: bool = False) -> int | None:
     """Test a node's children in order; record each test in v; the accepted child, or None (then v.residual is
     the distribution to sample the replacement from). q_u None means greedy."""
-    target = p_u
+    target, proposal = p_u, q_u
     for c in kids:
         x = tokens[c]
         if q_u is None:  # greedy: survive iff the target's top token (p_u is one-hot there)
             a, r = (1.0 if x == int(p_u.argmax()) else 0.0), None
             accepted = a == 1.0
         else:
-            a = accept_probability(target[x].item(), q_u[x].item())
+            if distinct and proposal.sum() <= 0:
+                break  # q had fewer tokens than children: the rest were never drawn from it, so never tested
+            a = accept_probability(target[x].item(), proposal[x].item())
             r = float(torch.rand(1, generator=generator, dtype=torch.float64))  # a fresh draw per child
             accepted = r < a
+            v.test_q[c] = float(proposal[x])
         v.accept_probs[c], v.uniforms[c], v.test_p[c] = a, r, float(target[x])
         v.fates[c] = ACCEPTED if accepted else REJECTED
         if accepted:
             return c
         if q_u is not None:  # what the next sibling (or the replacement) must be drawn against
-            target = residual_distribution(target, q_u)
+            target = residual_distribution(target, proposal)
+            proposal = without(proposal, x) if distinct else proposal
     v.residual = None if q_u is None else target
     return None
+
+
+def without(q: torch.Tensor, x: int) -> torch.Tensor:
+    """q with token x removed and the rest renormalised (all zeros when nothing is left).
+
+    >>> without(torch.tensor([0.5, 0.25, 0.25]), 0).tolist()
+    [0.0, 0.5, 0.5]
+    """
+    rest = q.clone()
+    rest[x] = 0
+    total = rest.sum()
+    return rest / total if total > 0 else rest
+
+
+def sample_distinct(rows: torch.Tensor, w: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """(n, V) distributions -> (n, w) tokens, each row's drawn one after another WITHOUT replacement (each draw from
+    the row with the earlier draws removed and renormalised). A row with fewer than w tokens of positive mass repeats
+    its last draw for the rest, which verify_tree(distinct=True) leaves untested."""
+    out = torch.empty(rows.shape[0], w, dtype=torch.long)
+    for i, row in enumerate(rows):
+        left = row.float()
+        for j in range(w):
+            if left.sum() <= 0:
+                out[i, j:] = out[i, j - 1]
+                break
+            out[i, j] = sample(left[None], generator)[0]
+            left = without(left, int(out[i, j]))
+    return out

@@ -38,6 +38,7 @@ class Drafter:
     #                                                         drafts as quoted HTML, the draft's escaped name) -> HTML
     tree: bool = False  # drafts a tree of continuations (engine/tree_run.py) instead of a chain; the tree view
     #                     draws and explains its rounds
+    distinct: bool = False  # a tree drafter whose siblings are drawn without replacement (verified accordingly)
     params: tuple[Param, ...] = ()
     propose: Callable[[list[int], int], list[int]] | None = None  # EARLIER_TEXT: (ids so far, k) -> up to k drafts
     nothing_found: str = ""  # why a round drafted nothing while tokens were left (a copy with no match)

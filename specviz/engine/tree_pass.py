@@ -24,7 +24,7 @@ from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
 from specviz.algorithm.sampling import SamplingSettings, sample, warp
-from specviz.algorithm.tree import TreeShape
+from specviz.algorithm.tree import TreeShape, sample_distinct
 
 TREE_ATTENTION = ("eager", "sdpa")  # attention implementations that take a custom 4D additive mask
 
@@ -97,11 +97,13 @@ def score_tree(model, cache: DynamicCache, pending: Sequence[int], tree: TreeSha
 
 
 def draft_tree(model, cache: DynamicCache, pending: Sequence[int], tree: TreeShape, sampling: SamplingSettings,
-               vocab: int, generator: torch.Generator | None = None) -> tuple[list[int], torch.Tensor]:
+               vocab: int, generator: torch.Generator | None = None,
+               distinct: bool = False) -> tuple[list[int], torch.Tensor]:
     """Draft a tree, one draft pass per depth (every node of a depth at once, with the tree's mask):
     (tokens (n_nodes,) with tokens[0] the root, q (n_nodes, vocab) the warped draft distribution each node's
     children came from; a leaf's row is zeros). Children are i.i.d. samples from q, or at temperature 0 the
-    draft's top-w distinct tokens (q is then the one-hot of its argmax, as warp gives).
+    draft's top-w distinct tokens (q is then the one-hot of its argmax, as warp gives); `distinct`: sampled children
+    are drawn without replacement (algorithm/tree.py's sample_distinct).
 
     pending: the committed tokens the draft cache lacks, ending with the root. Afterwards the cache holds every
     node but the leaves (the deepest depth is never fed: nothing is drafted after it)."""
@@ -117,6 +119,8 @@ def draft_tree(model, cache: DynamicCache, pending: Sequence[int], tree: TreeSha
         qs.append(q)
         if sampling.greedy:
             kids = torch.topk(logits, w, dim=-1).indices  # distinct, best first
+        elif distinct:
+            kids = sample_distinct(q, w, generator)  # w distinct draws per node
         else:
             kids = sample(q.repeat_interleave(w, dim=0), generator)  # w i.i.d. draws per node
         fed = kids.flatten().tolist()  # breadth-first: node by node, w children each

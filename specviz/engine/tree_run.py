@@ -23,6 +23,7 @@ from dataclasses import replace
 import torch
 from transformers import DynamicCache
 
+from specviz.drafters import drafter
 from specviz.engine.decoding import DecodingRun, forward, synchronize
 from specviz.algorithm.sampling import sample, warp
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, CacheLengths, DraftPosition, Round, TokenProb, TreeRecord
@@ -63,8 +64,9 @@ class TreeRun(DecodingRun):
         # 1. Draft: the tree, depth by depth; children i.i.d. from q (greedy: the draft's top tokens).
         before = self._cache_lengths()
         t0 = time.perf_counter()
+        distinct = drafter(s.drafter).distinct
         tokens, q = draft_tree(self.drafter, self.draft_cache, self.ids[self.draft_cache.get_seq_length():], tree,
-                               s.sampling, e.vocab, self.gen)
+                               s.sampling, e.vocab, self.gen, distinct)
         synchronize(e.device)
         t1 = time.perf_counter()
         drafted = self._cache_lengths()
@@ -74,7 +76,7 @@ class TreeRun(DecodingRun):
         p = warp(logits[:, :e.vocab], s.sampling)
 
         # 3. Verify: the surviving path, then a replacement from the last residual or a bonus at a leaf.
-        verdict = verify_tree(tree, tokens, p, q, self.gen, greedy=s.sampling.greedy)
+        verdict = verify_tree(tree, tokens, p, q, self.gen, greedy=s.sampling.greedy, distinct=distinct)
         synchronize(e.device)
         t2 = time.perf_counter()
         verified = self._cache_lengths()
@@ -121,7 +123,8 @@ class TreeRun(DecodingRun):
         for i in range(1, tree.n_nodes):
             first = v.fates[i] != DISCARDED and tree.kids[tree.parents[i]][0] == i
             drafts.append(DraftPosition(
-                token_id=tokens[i], text=e.text(tokens[i]), q=q_x[i - 1], p=p_x[i - 1], fate=v.fates[i],
+                token_id=tokens[i], text=e.text(tokens[i]), p=p_x[i - 1], fate=v.fates[i],
+                q=q_x[i - 1] if v.test_q[i] is None else v.test_q[i],  # what its test compared with: q or q
                 accept_prob=v.accept_probs[i], uniform=v.uniforms[i],
                 overlap=overlaps[tree.parents[i]] if self.details and first else None))
         last, nxt = (v.path[-1] if v.path else 0), v.next_token

@@ -50,7 +50,8 @@ def exactness_html(pg: playground.Playground) -> str:
     """Why the output is exactly p, as three lines with this pair's numbers: for the token the draft favours and
     for the one it proposes least often relative to p."""
     favourite = max(pg.rows, key=lambda r: r.q)
-    short = max(pg.rows, key=lambda r: r.p - r.q)
+    others = [r for r in pg.rows if r is not favourite]  # the second line names another token, never the same twice
+    short = max(others, key=lambda r: r.p - r.q) if others else None
     rest = 1 - pg.alpha
 
     def tok(r):
@@ -69,18 +70,33 @@ def exactness_html(pg: playground.Playground) -> str:
         f"2. A draft is rejected with probability 1 − Σ min(p, q) = 1 − α = 1 − {pg.alpha:.3f} = <b>{rest:.3f}</b>, "
         f"which is also the mass of max(0, p − q): Σ max(0, p − q) = Σ p − Σ min(p, q).",
         f"3. Then the token comes from the residual norm(max(0, p − q)), so min(p, q) + (1 − α)·residual = p, token "
-        f"by token: {parts(favourite)}; {parts(short)}.",
+        f"by token: {parts(favourite)}" + (f"; {parts(short)}." if short else "."),
     ]
     return (f'<div id="lab-exactness" style="{TEXT}"><b>Why the output is exactly p</b><br>'
             + "<br>".join(lines) + "</div>")
 
 
+def _noise(expected: float, limit: float) -> str:
+    """How large sampling noise alone gets at this N, by the simulation behind playground.noise_limit."""
+    return (f"sampling noise alone: {expected:.4f} on average, below {limit:.4f} in 99 of 100 exact runs "
+            f"({playground.NOISE_RUNS:,} simulated histograms of the same N from p)")
+
+
+def _gap(tv: float, limit: float) -> str:
+    """The correct sampler's gap, said as what it is."""
+    if tv <= limit:
+        return "its gap from p is within sampling noise"
+    return ("its gap from p is above 99 % of exact runs' at this N, which an exact sampler does 1 time in 100; "
+            "another seed or a larger N shows whether it stays")
+
+
 def joint_html(mc: joint.JointMonteCarlo) -> str:
     label = html.escape(joint.JOINT_SAMPLER_LABELS[mc.sampler])
     lead = (f"N = {mc.n:,} runs (seed {mc.seed}) in {mc.seconds * 1000:.0f} ms · TV(histogram of pairs, "
-            f"p(a, b)) = <b>{mc.tv:.4f}</b> · sampling noise alone ≈ {mc.noise:.4f}")
+            f"p(a, b)) = <b>{mc.tv:.4f}</b> · {_noise(mc.noise, mc.noise_99)}")
     if mc.faithful and mc.sampler == "correct":
-        verdict = (f"✓ <b>{label}</b>: the pairs follow the target's joint p(a)·p(b | a); the gap is sampling noise.")
+        verdict = (f"✓ <b>{label}</b>: the pairs follow the target's joint p(a)·p(b | a); "
+                   f"{_gap(mc.tv, mc.noise_99)}.")
     elif mc.faithful:
         verdict = (f"✓ <b>{label}</b>, yet harmless with this pair: no draft is ever rejected, so the shared draw "
                    f"never matters. Pick a pair where the draft over-proposes a token to see the bug.")
@@ -95,9 +111,9 @@ def histogram_html(mc: playground.MonteCarlo) -> str:
     label = html.escape(playground.SAMPLER_LABELS[mc.sampler])
     lead = (f"N = {mc.n:,} rounds (seed {mc.seed}) in {mc.seconds * 1000:.0f} ms · "
             f"TV(histogram, p) = ½ Σ|histogram − p| = <b>{mc.tv:.4f}</b> (total variation distance: 0 when they "
-            f"match) · sampling noise alone ≈ {mc.noise:.4f}")
+            f"match) · {_noise(mc.noise, mc.noise_99)}")
     if mc.faithful:
-        verdict = f"✓ <b>{label}</b>: the histogram fills p's outline; the gap is sampling noise."
+        verdict = f"✓ <b>{label}</b>: the histogram fills p's outline; {_gap(mc.tv, mc.noise_99)}."
     else:
         verdict = (f"✗ <b>{label}</b>: its tokens follow a distribution {mc.exact_tv:.3f} away from p (TV), "
                    "so more samples will not close the gap.")
@@ -106,7 +122,11 @@ def histogram_html(mc: playground.MonteCarlo) -> str:
 
 def explorer_html(ex: explorer.Explorer) -> str:
     a, k, c, v = ex.alpha, ex.k, ex.c, ex.v
-    return (f'<div style="{TEXT}">E = (1 − {a:.2f}<sup>{k + 1}</sup>) / (1 − {a:.2f}) = '
+    # at α = 1 the formula is 0/0; its limit is K + 1 (every draft kept, then the bonus)
+    formula = (f"E = (1 − {a:.2f}<sup>{k + 1}</sup>) / (1 − {a:.2f})" if a < 1 else
+               "at α = 1 every draft is kept: (1 − α<sup>K+1</sup>) / (1 − α) is 0/0 there, and its limit is "
+               f"E = K + 1 = {k} + 1")
+    return (f'<div style="{TEXT}">{formula} = '
             f'<b id="lab-expected" style="font-size:30px">{ex.expected_at_k:.2f}</b> tokens per target pass · '
             f'speedup = E / (K·c + v) = {ex.expected_at_k:.2f} / ({k} × {c:.2f} + {v:.2f}) = '
             f'<b id="lab-speedup" style="font-size:30px">{ex.speedup_at_k:.2f}×</b> · '

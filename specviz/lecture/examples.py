@@ -17,7 +17,7 @@ from typing import Callable
 from specviz.drafters import LOOKUP
 from specviz.engine import Engine, RunSettings
 from specviz.settings.bounds import Progress
-from specviz.settings.prompts import CODE_PROMPT, PARIS_PROMPT, REWRITE_PROMPT, STORY_PROMPT
+from specviz.settings.prompts import CODE_ONLY_PROMPT, CODE_PROMPT, PARIS_MORE_PROMPT, REWRITE_PROMPT, STORY_PROMPT
 from specviz.record.trace import ACCEPTED, REJECTED, Trace
 from specviz.record.load import load_trace
 
@@ -54,10 +54,6 @@ def rejections(trace: Trace) -> int:
     return sum(1 for r in trace.rounds if any(d.fate == REJECTED for d in r.drafts))
 
 
-def accepted_paris(trace: Trace) -> bool:
-    return any(d.text.strip() == "Paris" and d.fate == ACCEPTED for r in trace.rounds for d in r.drafts)
-
-
 def clean_sweeps(trace: Trace) -> int:
     """Rounds that accepted every draft (and so drew a bonus token)."""
     return sum(1 for r in trace.rounds if r.drafts and r.n_accepted == r.k)
@@ -69,7 +65,10 @@ def _shows_code(trace: Trace) -> bool:
 
 
 def _shows_paris(trace: Trace) -> bool:
-    return accepted_paris(trace) and len(trace.rounds) == 3
+    # " Paris" drafted and kept with min(1, p/q) = 1 (both models sure of it), and rejections after it
+    sure = any(d.text.strip() == "Paris" and d.fate == ACCEPTED and d.accept_prob == 1.0
+               for r in trace.rounds for d in r.drafts)
+    return sure and rejections(trace) >= 2
 
 
 def _shows_story(trace: Trace) -> bool:
@@ -83,7 +82,8 @@ def _shows_rewrite(trace: Trace) -> bool:
 def _shows_adaptive(trace: Trace) -> bool:
     # Round 1 is the target's own prefill (it drafts nothing); the last round may be cut short by max_new_tokens.
     ks = [r.k for r in trace.rounds[1:-1]]
-    return bool(ks) and trace.settings["adaptive"] and min(ks) <= 2 and max(ks) == trace.settings["k"]
+    code = "def " in trace.output_text and "return" in trace.output_text
+    return bool(ks) and trace.settings["adaptive"] and min(ks) <= 2 and max(ks) == trace.settings["k"] and code
 
 
 EXAMPLES = {e.name: e for e in [
@@ -92,23 +92,27 @@ EXAMPLES = {e.name: e for e in [
             "and one target pass commits K + 1 tokens; the text equals the target's own greedy output.",
             CODE_PROMPT, RunSettings(k=4, temperature=0.0, seed=0, max_new_tokens=64), _shows_code),
     Example("paris", "Paris, sampled",
-            "The Lab's Paris example with the real models, sampled at temperature 0.7: after the target's own first "
-            "token (round 1), the draft proposes “ capital of France is Paris” and the target accepts all of it in "
-            "one pass; the one-sentence answer takes three target passes.",
-            PARIS_PROMPT, RunSettings(k=5, temperature=0.7, seed=0, max_new_tokens=48), _shows_paris),
+            "The Lab's Paris question asked of the real models at temperature 1: unlike the Lab's toy pair (q 0.9, "
+            "p 0.6, kept with probability 0.667), both models are sure of “ Paris”, so min(1, p/q) = 1 keeps it for "
+            "certain; in the sentence after it they differ, drafts are rejected and the residual max(0, p − q) "
+            "picks each replacement.",
+            PARIS_MORE_PROMPT, RunSettings(k=5, temperature=1.0, seed=1, max_new_tokens=48), _shows_paris),
     Example("story", "Story, sampled",
-            "A story opening at temperature 1: the models disagree on word choice, so most rounds end in a rejection "
-            "and a replacement drawn from the residual max(0, p − q).",
-            STORY_PROMPT, RunSettings(k=4, temperature=1.0, seed=0, max_new_tokens=30), _shows_story),
+            "A story opening sampled at temperature 0.8 with top-p 0.95 (the text reads well; at temperature 1 the "
+            "rare words it drew looked like a fault): the models still disagree on word choice, so most rounds end in "
+            "a rejection and a replacement drawn from the residual max(0, p − q).",
+            STORY_PROMPT, RunSettings(k=4, temperature=0.8, top_p=0.95, seed=2, max_new_tokens=30), _shows_story),
     Example("rewrite", "Rewrite, prompt lookup",
             "Adding type hints to a function, drafted by prompt lookup (no draft model): once the answer copies the "
             "function's body, copied drafts are accepted K at a time; where nothing matches, a round drafts nothing.",
             REWRITE_PROMPT, RunSettings(k=4, temperature=0.0, seed=0, max_new_tokens=64, drafter=LOOKUP.key),
             _shows_rewrite),
     Example("adaptive", "Adaptive K",
-            "Adaptive K (at most 8): the draft stops once its own confidence in its drafts falls below 0.25, so each "
-            "round drafts as far as the draft is sure: all 8 where the code is predictable, one or two where not.",
-            CODE_PROMPT, RunSettings(k=8, temperature=0.7, seed=0, max_new_tokens=48, adaptive=True), _shows_adaptive),
+            "Adaptive K (at most 8) on code: the draft stops once the product of its own probabilities of its drafts "
+            "(at temperature 1) falls below 0.25, so each round drafts as far as the draft is sure: all 8 where the "
+            "code is predictable, one or two where not.",
+            CODE_ONLY_PROMPT, RunSettings(k=8, temperature=0.7, seed=1, max_new_tokens=48, adaptive=True),
+            _shows_adaptive),
 ]}
 FIRST = "code"  # the one the page opens while the models prepare
 

@@ -8,7 +8,7 @@ from html import escape
 
 import plotly.graph_objects as go
 
-from specviz.measure.costs import CostProfile, crossover_batch, speedup_at_batch
+from specviz.measure.costs import CostProfile, crossover_batch, crossover_range, speedup_at_batch
 from specviz.view.charts import FONT_SIZE, base_layout
 from specviz.view.style import GRID, INK, P_COLOR, Q_COLOR
 
@@ -48,10 +48,18 @@ def batch_figure(p: CostProfile, alpha: float, k: int, font_size: int = FONT_SIZ
     speedups = [speedup_at_batch(p, alpha, k, b) for b in BATCH_AXIS]
     data = [dict(type="scatter", x=BATCH_AXIS, y=speedups, mode="lines+markers", name=f"α = {alpha:.2f}, K = {k}",
                  line=dict(color=Q_COLOR, width=3), hovertemplate="batch %{x}: %{y:.2f}×<extra></extra>")]
+    if p.spread:  # a band between the spread's two ends, under the median curve: how sure each point of it is
+        band = [dict(type="scatter", x=BATCH_AXIS, y=[speedup_at_batch(p.extreme(favoured), alpha, k, b)
+                                                      for b in BATCH_AXIS],
+                     mode="lines", line=dict(width=0, color=Q_COLOR), fill="tonexty" if favoured else "none",
+                     fillcolor="rgba(86,180,233,0.25)", showlegend=favoured, hoverinfo="skip",
+                     name=f"spread: least to most of {p.repeats} timings a point") for favoured in (False, True)]
+        data = band + data
     cross = crossover_batch(p, alpha, k)
     if cross is not None and cross <= BATCH_AXIS[-1]:
         data.append(dict(type="scatter", x=[cross], y=[speedups[cross - 1]], mode="markers+text",
-                         text=[f"stops paying at batch {cross}" if cross > 1 else "does not pay even at batch 1"],
+                         text=[f"stops paying at batch {_batches(p, alpha, k)}" if cross > 1 else
+                               "does not pay even at batch 1"],
                          textposition="top right", name="crossover",
                          marker=dict(symbol="x", size=16, color=INK)))
     top = max(speedups + [1]) * 1.25
@@ -64,6 +72,22 @@ def batch_figure(p: CostProfile, alpha: float, k: int, font_size: int = FONT_SIZ
                    font_size)
 
 
+def _batches(p: CostProfile, alpha: float, k: int) -> str:
+    """The crossover, and its range over the measurement's spread: '11', '11 (9–13)', '11 (9 to beyond 16)'."""
+    cross, (low, high) = crossover_batch(p, alpha, k), crossover_range(p, alpha, k)
+    if not p.spread or low == high == cross:
+        return str(cross)
+    ends = [str(b) if b is not None else f"beyond {p.batches[-1]}" for b in (low, high)]
+    return f"{cross} ({ends[0]}–{ends[1]})" if high is not None else f"{cross} ({ends[0]} to {ends[1]})"
+
+
+def _how_sure(p: CostProfile) -> str:
+    if not p.spread:
+        return "; each pass was timed once, so how sure that is was not measured"
+    return (f"; in brackets, the crossover with every pass time at the least or the most of its {p.repeats} "
+            f"timings: one timing of a point is noise, the bracket is what these timings cannot tell apart")
+
+
 def readout(p: CostProfile, alpha: float, k: int) -> str:
     """The measured figures in sentences, each naming the formula it comes from."""
     cross = crossover_batch(p, alpha, k)
@@ -72,7 +96,8 @@ def readout(p: CostProfile, alpha: float, k: int) -> str:
     elif cross == 1:
         where = "it does not pay even at batch 1 here (predicted speedup below 1)"
     else:
-        where = f"speculation stops paying at batch <b>{cross}</b> (predicted speedup below 1)"
+        where = f"speculation stops paying at batch <b>{_batches(p, alpha, k)}</b> (predicted speedup below 1)"
+    where += _how_sure(p)
     return (f'<div id="cost-readout" style="font-size:20px;line-height:1.5">Measured on <b>{escape(p.device)}</b> '
             f"({escape(p.dtype)}, {escape(p.target)}, a {p.context}-token cache, in {p.seconds:.1f} s): one target "
             f"step t(1) = {p.target_s[0] * 1000:.0f} ms; verifying K = {k} drafts costs v = t({k + 1}) / t(1) = "

@@ -15,6 +15,7 @@ passes see the same cache. No gradio, no plots.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from copy import deepcopy
@@ -48,6 +49,21 @@ class CostProfile:
     draft_batch_s: list[float]  # the draft's step at each batch size
     seconds: float = 0.0  # how long the measurement took
     notes: list[str] = field(default_factory=list)
+    repeats: int = 1  # timings of each point; the medians above, their least and most in `spread`
+    spread: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # "target_s", "target_batch_s",
+    #                                   "draft_batch_s" -> (least, most) per point; empty: each point timed once
+
+    def extreme(self, speculation_favoured: bool) -> "CostProfile":
+        """This profile at the ends of its spread: every time at the end that favours speculation (the target's
+        one-token steps at their most, its verify passes and the draft's steps at their least), or the other end.
+        Where the crossover falls between the two is how sure the measurement is of it."""
+        if not self.spread:
+            return self
+        pick = {"target_s": not speculation_favoured, "target_batch_s": speculation_favoured,
+                "draft_batch_s": not speculation_favoured}  # True: the most
+        ends = {name: [high if most else low for low, high in self.spread[name]] for name, most in pick.items()}
+        ends["target_s"][0] = self.spread["target_s"][0][1 if speculation_favoured else 0]  # t(1) is a step too
+        return dataclasses.replace(self, **ends, spread={})
 
     def t(self, n: float) -> float:
         """The target's pass over n tokens at batch 1, interpolated linearly between measured counts."""
@@ -86,6 +102,12 @@ def speedup_at_batch(profile: CostProfile, alpha: float, k: int, batch: int) -> 
     t_target = _interpolate(profile.batches, profile.target_batch_s, batch)
     t_draft = _interpolate(profile.batches, profile.draft_batch_s, batch)
     return expected_tokens_per_pass(alpha, k) * t_target / (k * t_draft + profile.t(batch * (k + 1)))
+
+
+def crossover_range(profile: CostProfile, alpha: float, k: int) -> tuple[int | None, int | None]:
+    """The crossover at the two ends of the measurement's spread (CostProfile.extreme): (disfavoured, favoured).
+    None in a slot: it pays at every measured batch there."""
+    return (crossover_batch(profile.extreme(False), alpha, k), crossover_batch(profile.extreme(True), alpha, k))
 
 
 def crossover_batch(profile: CostProfile, alpha: float, k: int) -> int | None:
@@ -128,6 +150,11 @@ def batched(cache, batch: int):
 def pass_time(model, cache, n_new: int, repeats: int = 1, warm_up: int = 0) -> float:
     """Median seconds of one forward pass over n_new tokens per sequence on top of `cache` (cropped back after
     each pass, so every pass sees the same cache)."""
+    return statistics.median(pass_times(model, cache, n_new, repeats, warm_up))
+
+
+def pass_times(model, cache, n_new: int, repeats: int = 1, warm_up: int = 0) -> list[float]:
+    """Seconds of each of `repeats` forward passes over n_new tokens per sequence (see pass_time)."""
     device = next(model.parameters()).device
     batch, length = cache.layers[0].keys.shape[0], cache.get_seq_length()  # (batch, heads, length, dim)
     new = _random_ids(model, (batch, n_new), seed=n_new).to(device)
@@ -142,32 +169,35 @@ def pass_time(model, cache, n_new: int, repeats: int = 1, warm_up: int = 0) -> f
             if i >= warm_up:
                 times.append(time.perf_counter() - t0)
             rollback(cache, length)
-    return statistics.median(times)
+    return times
 
 
 def measure_costs(engine, context: int = CONTEXT, tokens: tuple[int, ...] = NEW_TOKENS + WIDE,
                   batches: tuple[int, ...] = BATCHES, repeats: int = 3,
                   progress: Progress | None = None) -> CostProfile:
     """Time the loaded pair: the target over each count of new tokens in `tokens` (by default NEW_TOKENS, 1 to 17,
-    then WIDE, 32 and 64), both models at each batch size. The one-token steps every ratio divides by are medians
-    of `repeats`; the other points are timed once, so the whole takes tens of seconds on 2 CPU cores
-    (docs/benchmarks.md, "Why it pays", dates each run)."""
+    then WIDE, 32 and 64), both models at each batch size, each point `repeats` times (its median kept, and its least
+    and most in the profile's spread, so the readout can say how sure a crossover is). Tens of seconds on 2 CPU
+    cores (docs/benchmarks.md, "Why it pays", dates each run)."""
     say = progress or (lambda fraction, message: None)
     started, steps = time.perf_counter(), len(tokens) + 2 * len(batches)
     say(0.0, f"encoding a {context}-token context in both models")
     target, draft = prefill(engine.target, context), prefill(engine.draft, context)
     for model, cache in ((engine.target, target), (engine.draft, draft)):
         pass_time(model, cache, 1, repeats=1, warm_up=1)  # the first pass of a shape pays for kernel choice
-    target_s = []
+    runs = {"target_s": [], "target_batch_s": [], "draft_batch_s": []}  # each point's timings
     for i, n in enumerate(tokens):
         say(i / steps, f"target pass over {n} new token{'s' * (n != 1)}")
-        target_s.append(pass_time(engine.target, target, n, repeats if n == 1 else 1))  # t(1): every ratio's base
-    target_batch_s, draft_batch_s = [], []
+        runs["target_s"].append(pass_times(engine.target, target, n, repeats))
     for j, b in enumerate(batches):
         say((len(tokens) + 2 * j) / steps, f"target step at batch {b}")
-        target_batch_s.append(target_s[0] if b == 1 else pass_time(engine.target, batched(target, b), 1))
+        runs["target_batch_s"].append(runs["target_s"][0] if b == 1 else
+                                      pass_times(engine.target, batched(target, b), 1, repeats))
         say((len(tokens) + 2 * j + 1) / steps, f"draft step at batch {b}")
-        draft_batch_s.append(pass_time(engine.draft, batched(draft, b), 1, repeats if b == 1 else 1))
+        runs["draft_batch_s"].append(pass_times(engine.draft, batched(draft, b), 1, repeats))
     say(1.0, "measured")
+    medians = {name: [statistics.median(times) for times in points] for name, points in runs.items()}
+    spread = {name: [(min(times), max(times)) for times in points] for name, points in runs.items()}
     return CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, context, list(tokens),
-                       target_s, list(batches), target_batch_s, draft_batch_s, time.perf_counter() - started)
+                       medians["target_s"], list(batches), medians["target_batch_s"], medians["draft_batch_s"],
+                       time.perf_counter() - started, repeats=repeats, spread=spread if repeats > 1 else {})

@@ -4,9 +4,12 @@ copies its prompt.
 """
 
 CODE_PROMPT = "Write a Python function that returns the n-th Fibonacci number."
-PARIS_PROMPT = "What is the capital of France?"  # the recorded Paris example's (the Lab's toy pair drafts " Paris")
+PARIS_PROMPT = "What is the capital of France?"  # the Lab's toy pair drafts " Paris" for it
 FACT_PROMPT = PARIS_PROMPT + " Answer in one sentence."
+PARIS_MORE_PROMPT = "What is the capital of France, and what is it known for? Answer in two sentences."  # the
+#                    recorded Paris example's: " Paris" comes sure, the sentence after it gives the models room to differ
 STORY_PROMPT = "Write the opening of a short story about a lighthouse keeper."
+CODE_ONLY_PROMPT = CODE_PROMPT + " Reply with the code only."  # the adaptive example's: its answer is code
 REWRITE_PROMPT = """Rewrite this function with type hints. Reply with the code only.
 
 def count_vowels(text, include_y):

@@ -13,11 +13,12 @@ import math
 from html import escape
 
 from specviz.drafters import recorded
+from specviz.view.acceptance import acceptance_html
 from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, widths_text
 from specviz.view.quiz import reveal_steps, step_of_draft
 from specviz.view.style import CONTROLS, FATES, VISIBLE, num, show, verdict_numbers, verdict_text
-from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, DraftPosition, Round, Trace, baseline_decode_speed, \
-    decode_speed
+from specviz.record.trace import (ACCEPTED, BONUS, PLAIN, REPLACEMENT, DraftPosition, Round, Trace,
+                                  baseline_decode_speed, decode_speed)
 
 
 # --- token text --------------------------------------------------------------------------------------------
@@ -43,8 +44,8 @@ def token_html(text: str, breaks: bool = False) -> str:
 
 
 def quoted(text: str) -> str:
-    """A token inside a sentence: “·fib”, escaped."""
-    return f'<code class="sv-q-tok">{token_html(text)}</code>'
+    """A token inside a sentence, quoted so that a comma token reads “,”, not as punctuation: “·fib”, escaped."""
+    return f'<code class="sv-q-tok">“{token_html(text)}”</code>'
 
 
 # --- what a round decided ----------------------------------------------------------------------------------
@@ -101,8 +102,14 @@ def _round_header(trace: Trace, index: int) -> str:
 
 def _past_round(rnd: Round, old: bool = False) -> str:
     title, classes = f"round {rnd.index + 1}", "sv-past sv-old" if old else "sv-past"
-    return "".join(f'<span class="{classes}" title="{title}">{token_html(t, breaks=True)}</span>'
+    return "".join(f'{_break_before(t)}<span class="{classes}" title="{title}">{token_html(t, breaks=True)}</span>'
                    for t in committed_texts(rnd))
+
+
+def _break_before(text: str) -> str:
+    """Where a line may wrap in the strip: before a token that starts with whitespace (a word's start), never inside a
+    word ("t|wo"); the strip's CSS breaks inside a token only when one is wider than the line."""
+    return "<wbr>" if text[:1].isspace() else ""
 
 
 def _round_tokens(rnd: Round, greedy: bool) -> str:
@@ -127,7 +134,8 @@ def _chip(text: str, fate: str, title: str, step: int, cut: bool = False, last: 
     if cut:
         title += "\n(not committed: the run ended before it)"
     classes = f"sv-tok sv-{fate}" + " sv-cut-off" * cut + " sv-next" * last
-    return (f'<span class="{classes}" data-step="{step}" title="{escape(title)}">{token_html(text)}'
+    return (f'{_break_before(text)}<span class="{classes}" data-step="{step}" title="{escape(title)}">'
+            f'{token_html(text)}'
             f'<sup class="sv-icon" aria-label="{s.label}">{s.icon}</sup></span>')
 
 
@@ -247,17 +255,44 @@ def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
 def _explain_tree(trace: Trace, rnd: Round) -> str:
     """A tree round in words: how it was drafted, scored and walked (the drawing and the verdicts show the rest)."""
     t, greedy = rnd.tree, trace.settings.get("temperature") == 0
+    distinct = recorded(trace.settings).distinct and not greedy
     rule = ("a child survives when it is the target's top token" if greedy else
+            "each child is tested in turn with min(1, p′/q′), where q′ is q without the earlier siblings' tokens, "
+            "renormalised (what the child was really drawn from), p′ is p for the first child and, after a rejected "
+            "sibling, the residual norm(max(0, p′ − q′)) it left" if distinct else
             "each child is tested in turn with min(1, p′/q), where p′ is p for the first child and, after a "
             "rejected sibling, the residual norm(max(0, p′ − q)) it left")
+    how = ("its top tokens" if greedy else "drawn without replacement, so siblings are distinct" if distinct
+           else "independent draws, so some repeat")
     widths = ", ".join(map(str, t.widths))
     return (f"The draft model proposed a tree, one draft pass per depth: {widths} "
             f"{'children' if greedy else 'samples from q'} per node at depths 1 to {len(t.widths)} "
-            f"({'its top tokens' if greedy else 'independent draws, so some repeat'}), {rnd.k} nodes in all. The "
+            f"({how}), {rnd.k} nodes in all. The "
             f"target scored every node in <b>one</b> forward pass: a tree attention mask lets each node see only the "
             f"prefix and its own ancestors, and its position is the prefix length plus its depth. Walking from the "
             f"root, {rule}; at most one child per node survives, so the accepted nodes form one path, here "
-            f"{rnd.n_accepted} long. That keeps the output exactly the target's.")
+            f"{rnd.n_accepted} long. That keeps the output distributed as the target's own (in exact arithmetic)."
+            + ("" if greedy or distinct else _duplicates_note(rnd)))
+
+
+def _duplicates_note(rnd: Round) -> str:
+    """Why a sampled tree holds the same token twice under one node, when it does."""
+    t, seen, twice = rnd.tree, set(), []
+    for i, parent in enumerate(t.parents[1:], start=1):
+        key = (parent, rnd.drafts[i - 1].token_id)
+        if key in seen and key not in twice:
+            twice.append(key)
+        seen.add(key)
+    if not twice:
+        return ""
+    parent, token = twice[0]
+    text = next(d.text for d in rnd.drafts if d.token_id == token)
+    where = "the root" if parent == 0 else f"node {parent}"
+    more = "" if len(twice) == 1 else f", and {len(twice) - 1} more pair{'s' * (len(twice) > 2)} elsewhere"
+    return (f" Some nodes repeat ({quoted(text)} twice under {where}{more}): each child is an independent draw "
+            f"from q, and a peaked q draws its favourite again. A repeat adds no chance of acceptance: a token is "
+            f"rejected only where p &lt; q, and there the residual max(0, p − q) leaves it no mass, so its twin "
+            f"fails for certain. A greedy tree, whose children are the top tokens, never repeats.")
 
 
 def _clean_sweep(rnd: Round, greedy: bool) -> list[str]:
@@ -295,7 +330,8 @@ def _rejection(rnd: Round, greedy: bool) -> list[str]:
     parts.append(f"In its place the target sampled {quoted(rnd.next_token.text)} from the residual "
                  f"norm(max(0, p − q)). Rejections happen where the draft spent more probability than the target "
                  f"(q &gt; p); the residual gives that mass back to the tokens where p exceeds q, so the output is "
-                 f"distributed exactly as if the target had generated alone.")
+                 f"distributed as if the target had generated alone (exactly in exact arithmetic; the hardware's "
+                 f"rounding can still tip a near-tie, as the baseline's greedy check shows).")
     return parts
 
 
@@ -318,7 +354,7 @@ def summary_html(trace: Trace) -> str:
                       f"in {b.total_time_s:.2f} s"))
     cells = "".join(f'<span class="sv-stat" title="{escape(why)}"><span class="sv-stat-name">{name}</span> '
                     f'<span class="sv-stat-value">{value}</span></span>' for name, value, why in items)
-    return f'<div class="sv-summary">{cells}</div>{baseline_report(trace)}'
+    return f'<div class="sv-summary">{cells}</div>{acceptance_html(trace)}{baseline_report(trace)}'
 
 
 def _latency_items(trace: Trace) -> list[tuple[str, str, str]]:
@@ -328,14 +364,20 @@ def _latency_items(trace: Trace) -> list[tuple[str, str, str]]:
     decode = decode_speed(trace)
     ttft = _duration(s.first_token_time_s)
     speed = f"{decode:.1f} tok/s" if decode else "– (one round)"
+    same_prefill = trace.format_version >= 3  # round 1 is then the target's own first step, as the baseline's
+    why = ("round 1, the target's prefill alone, as the target alone's first step: the same work, so any "
+           "difference between the two is run-to-run noise, not speculation" if same_prefill else
+           "round 1, which also encoded the prompt (and drafted, in this older trace); beside it the target alone's "
+           "first step, and their ratio (above 1: speculation was faster)")
     if b is not None:
         b_decode = baseline_decode_speed(b)
-        ttft += f" vs {_duration(b.first_token_time_s)} ({b.first_token_time_s / s.first_token_time_s:.2f}×)" \
-            if s.first_token_time_s > 0 else ""
+        if same_prefill:
+            ttft += f" vs {_duration(b.first_token_time_s)} (the same pass: the gap is noise)"
+        elif s.first_token_time_s > 0:
+            ttft += f" vs {_duration(b.first_token_time_s)} ({b.first_token_time_s / s.first_token_time_s:.2f}×)"
         if decode and b_decode:
             speed += f" vs {b_decode:.1f} ({decode / b_decode:.2f}×)"
-    return [("time to first token", ttft, "round 1, which also encoded the prompt; beside it the target alone's "
-             "first step, and their ratio (above 1: speculation was faster)"),
+    return [("time to first token", ttft, why),
             ("decode speed", speed, "tokens/s after the first round (after the first token for the target alone): "
              "throughput, apart from the prompt's encoding")]
 
@@ -369,9 +411,12 @@ def baseline_report(trace: Trace) -> str:
                    + "another device or batch shape can still differ.")
     else:
         temperature = escape(str(trace.settings.get("temperature")))  # from a file: any text
-        verdict = (f"Sampling at temperature {temperature}: the two runs use their random "
-                   f"draws differently, so the texts {'happen to match' if same else 'differ'}; both follow the "
-                   f"target's distribution exactly.")
+        here = ("Here the two samples are the same text: that is chance, not the method (another seed can give "
+                "two different texts with equal right)." if same else "Here they differ, as two samples may.")
+        verdict = (f"Sampling at temperature {temperature}: each run makes its own random draws (the speculative "
+                   f"run one per tested draft and one per replacement or bonus, the target alone one per token), so "
+                   f"the texts are two samples of the target's distribution, not one text made twice. {here} Both "
+                   f"follow that distribution up to the hardware's rounding ({escape(trace.dtype)}).")
     return (f'<div class="sv-baseline">{verdict}<details><summary>both texts</summary>'
             f'<div class="sv-compare"><b>speculative</b><pre>{text_html(trace.output_text)}</pre>'
             f'<b>target alone</b><pre>{text_html(b.output_text)}</pre></div></details></div>')

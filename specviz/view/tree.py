@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from html import escape
 
+from specviz.drafters import recorded
 from specviz.settings.bounds import widths_text
 from specviz.view.quiz import reveal_steps
 from specviz.view.page_text import quoted, token_html
@@ -59,7 +60,8 @@ def path_verdicts(trace: Trace, index: int) -> str:
     """Each tested node in the order the walk tested it: its test, then the round's last token."""
     rnd = trace.rounds[index]
     greedy = trace.settings.get("temperature") == 0
-    rows = [f'<li>{quoted(rnd.drafts[i - 1].text)} {escape(_test_text(rnd, i, greedy))}</li>'
+    distinct = recorded(trace.settings).distinct
+    rows = [f'<li>{quoted(rnd.drafts[i - 1].text)} {escape(_test_text(rnd, i, greedy, distinct))}</li>'
             for i in _tested_order(rnd)]
     t = rnd.next_token
     if rnd.next_kind == REPLACEMENT:
@@ -83,12 +85,14 @@ def _tested_order(rnd: Round) -> list[int]:
     return out
 
 
-def _test_text(rnd: Round, i: int, greedy: bool) -> str:
+def _test_text(rnd: Round, i: int, greedy: bool, distinct: bool = False) -> str:
     d, p_test = rnd.drafts[i - 1], rnd.tree.test_p[i - 1]
     ok = d.fate == ACCEPTED
     if greedy:
         return "is the target's top token → accept" if ok else "is not the target's top token → reject"
     residual = "" if p_test is None or abs(p_test - d.p) < 5e-7 else " (p′: the residual after the rejected sibling)"
+    if distinct and residual:
+        residual = " (p′: the residual after the rejected sibling; q′: q without it, renormalised)"
     p, q, ratio, r = verdict_numbers(d.p if p_test is None else p_test, d.q, d.uniform, ok)
     return f"r = {r} {'<' if ok else '≥'} min(1, {p}/{q}) = {ratio}{residual} → {'accept' if ok else 'reject'}"
 
@@ -105,8 +109,10 @@ def tree_against_chain(trace: Trace, index: int) -> str:
             f'and its pass gave <b>{rnd.tokens_this_pass}</b>; the run averaged '
             f'{num(s.tokens_per_pass if s else 0.0)} tokens per target pass. By the chain\'s formula '
             f'E = (1 − α<sup>K+1</sup>)/(1 − α) at this run\'s α = {num(alpha)} (accepted over tested nodes), a '
-            f'chain would expect {num(chain)} with K = {rnd.k} (as many drafted tokens) and {num(same_depth)} with '
-            f'K = {len(rnd.tree.widths)} (as many draft passes).</div>')
+            f'chain gives {num(same_depth)} tokens per pass with K = {len(rnd.tree.widths)} (as many draft passes '
+            f'as this tree) and {num(chain)} with K = {rnd.k} (as many drafted tokens), but that chain pays '
+            f'{rnd.k} draft steps and a verify pass over {rnd.k + 1} tokens for them: tokens per pass alone do not '
+            f'say which is faster.</div>')
 
 
 def tree_cache(trace: Trace, index: int) -> str:

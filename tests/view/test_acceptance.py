@@ -1,0 +1,52 @@
+"""Acceptance by draft position and round sizes (record/acceptance.py, view/acceptance.py, the CLI's lines): the
+counts add up to the summary's, the prediction is E(α, K)'s own, and the page names each formula."""
+
+import re
+
+from specviz.algorithm.theory import round_size_probs
+from specviz.cli import acceptance_lines
+from specviz.record.acceptance import chain_rounds, per_position, round_sizes
+from specviz.view.acceptance import acceptance_html
+from specviz.view.page_text import summary_html
+
+
+def test_the_counts_add_up_to_the_summarys(trace):
+    positions, s = per_position(trace), trace.summary
+    assert sum(c.tested for c in positions) == s.n_examined and sum(c.accepted for c in positions) == s.n_accepted
+    assert positions[0].tested == len(chain_rounds(trace))  # every chain round tests its first draft
+    assert all(c.tested >= later.tested for c, later in zip(positions, positions[1:]))  # fewer get further
+    sizes = round_sizes(trace, 4)
+    assert 0 < sum(sizes) <= len(chain_rounds(trace)) and len(sizes) == 5
+
+
+def test_the_page_shows_both_tables_with_their_formulas(trace):
+    html = acceptance_html(trace)
+    assert html in summary_html(trace)
+    alpha = trace.summary.acceptance_rate
+    assert f"one α = {alpha:.2f}" in html and "(1 − α)·α<sup>n−1</sup>" in html
+    predicted = [f"<td>{p:.3f}</td>" for p in round_size_probs(alpha, 4)]
+    assert all(cell in html for cell in predicted)
+    for c in per_position(trace):
+        assert f"<td>{c.position}</td><td>{c.accepted} of {c.tested}</td>" in html
+
+
+def test_the_cli_says_the_same(trace):
+    lines = acceptance_lines(trace)
+    assert lines[0].startswith("acceptance by draft position") and "round sizes" in lines[1]
+    counts = re.findall(r"(\d+): (\d+)/(\d+)", lines[0])
+    assert [(int(a), int(t)) for _, a, t in counts] == [(c.accepted, c.tested) for c in per_position(trace)]
+
+
+def test_a_run_without_chains_shows_no_tables(trace):
+    import copy
+
+    prefill_only = copy.deepcopy(trace)
+    prefill_only.rounds = prefill_only.rounds[:1]  # round 1 drafts nothing
+    assert acceptance_html(prefill_only) == "" and acceptance_lines(prefill_only) == []
+
+
+def test_the_runs_alpha_stands_beside_the_published_ones(trace):
+    html = acceptance_html(trace)
+    assert f"This run: α = {trace.summary.acceptance_rate:.2f}." in html
+    assert "0.53 to 0.89" in html and "0.75 for T5-small drafting for T5-XXL" in html
+    assert "does not check that the text is true" in html and "share one tokenizer" in html

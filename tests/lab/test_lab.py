@@ -445,3 +445,20 @@ def test_the_noise_limit_holds_the_correct_samplers_runs():
     assert sum(mc.tv > limit for mc in runs) <= 3  # about 1 in 100 expected
     wrong = lab.monte_carlo(pair, n, "resample_from_p", 0)
     assert wrong.tv > 5 * wrong.noise_99
+
+
+def test_the_explorer_at_alpha_one_gives_the_limit_not_zero_over_zero():
+    from specviz.lab.readouts import explorer_html
+
+    said = explorer.explore(1.0, 4, 0.1, 1.0)
+    html = explorer_html(said)
+    assert "(1 − 1.00" not in html and "its limit is E = K + 1 = 4 + 1" in html and ">5.00<" in html
+
+
+def test_the_identity_lines_name_two_different_tokens():
+    from specviz.lab.readouts import exactness_html
+
+    html = exactness_html(lab.playground(lab.TOY_PAIRS["p(Paris) 0.95"]))
+    lines = html.split("token by token: ")[1]
+    first, second = lines.split("; ")
+    assert first.split(":")[0] != second.split(":")[0]  # not "·Paris" twice

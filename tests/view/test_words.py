@@ -91,3 +91,25 @@ def test_time_to_first_token_is_not_shown_as_a_speedup(trace):
 
     html = summary_html(trace)  # round 1 is the target's own prefill: the same pass as the baseline's first step
     assert "the same pass: the gap is noise" in html and not re.search(r"ms \(\d\.\d\d×\)", html)
+
+
+def test_a_comma_token_reads_as_a_token_in_a_sentence():
+    assert page_text.quoted(",") == '<code class="sv-q-tok">“,”</code>'
+    assert ",, " not in ", ".join([page_text.quoted(","), page_text.quoted(" I")])
+
+
+def test_the_strip_wraps_between_words_never_inside_one(trace):
+    # a break opportunity before each token that starts a word; none inside "two" made of "t" and "wo"
+    html = page_text.token_strip(trace, len(trace.rounds) - 1)
+    starts = sum(t[:1].isspace() for r in trace.rounds[:-1] for t in page_text.committed_texts(r))
+    assert html.count("<wbr>") >= starts and "<wbr>" not in page_text.token_html(" two")
+
+
+def test_a_trees_chain_comparison_names_what_the_chain_pays(tiny_pair, tokenizer):
+    from specviz.view.tree import tree_against_chain
+
+    engine = Engine(*tiny_pair, tokenizer)
+    trace = engine.run("def fib(n):", RunSettings(temperature=0.7, seed=3, max_new_tokens=16, drafter="tree"))
+    said = tree_against_chain(trace, 2)
+    assert "but that chain pays" in said and "tokens per pass alone do not say which is faster" in said
+    assert "would expect" not in said

@@ -23,7 +23,7 @@ def render_views(name: str) -> str:
     from specviz.view.charts import tokens_per_pass
     from specviz.lecture.examples import load_example
     from specviz.view.quiz import QuizState
-    from specviz.view.page_text import baseline_report, summary_html
+    from specviz.view.summary import baseline_report, summary_html
     from specviz.view.stage import stage_html
 
     trace = load_example(name)

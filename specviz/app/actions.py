@@ -17,6 +17,7 @@ import gradio as gr
 
 from specviz.view import charts
 from specviz.view import page_text
+from specviz.view import summary
 from specviz.engine import Engine, RunSettings
 from specviz.settings.errors import message_of
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
@@ -212,7 +213,7 @@ class ModelActions:
         message = (f"Baseline: the target alone made {len(result.output_token_ids)} tokens at "
                    f"{result.tokens_per_s:.1f} tok/s.")
         return {self.out.trace: timed, self.out.status: page_text.status(message, "done"),
-                self.out.panels.summary: page_text.summary_html(timed), self.out.download: download(timed),
+                self.out.panels.summary: summary.summary_html(timed), self.out.download: download(timed),
                 self.out.panels.timeline: charts.timeline(timed)}
 
     def open_trace(self, path, lecture, preset=None):

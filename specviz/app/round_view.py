@@ -15,7 +15,7 @@ from typing import Any
 import gradio as gr
 
 from specviz.view import charts
-from specviz.view import page_text
+from specviz.view import summary
 from specviz.app.inputs import round_number
 from specviz.view.quiz import QuizState
 from specviz.view.stage import stage_html
@@ -72,7 +72,7 @@ def round_view(trace: Trace | None, number: float | None, lecture: bool = False,
         return empty_view()
     font, n, i = CHART_FONT[bool(lecture)], len(trace.rounds), _index(trace, number)
     return RoundView(slider=_slider(n, i), stage=stage_html(trace, i + 1, quiz, latest_only),
-                     per_pass=charts.tokens_per_pass(trace, i, font), summary=page_text.summary_html(trace),
+                     per_pass=charts.tokens_per_pass(trace, i, font), summary=summary.summary_html(trace),
                      timeline=charts.timeline(trace, font))
 
 

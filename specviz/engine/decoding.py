@@ -122,4 +122,5 @@ class DecodingRun:
             target_model=e.target_name, device=e.device,
             dtype=e.dtype, prompt=self.prompt, prompt_token_ids=list(self.prompt_ids), rounds=list(self.rounds),
             output_token_ids=new, output_text=e.tokenizer.decode(new, skip_special_tokens=True),
-            summary=summarize(self.rounds, self.elapsed), eos_token_ids=sorted(e.eos_ids))
+            summary=summarize(self.rounds, self.elapsed), eos_token_ids=sorted(e.eos_ids),
+            draft_memory=e.memory_of(self.drafter))

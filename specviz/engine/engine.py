@@ -27,6 +27,7 @@ from specviz.engine import self_speculation
 from specviz.engine.chain import ChainRun
 from specviz.engine.decoding import DecodingRun, forward, synchronize
 from specviz.engine.lean import LeanCache, LeanDecoder
+from specviz.engine.memory import draft_memory
 from specviz.engine.request import RunSettings
 from specviz.engine.tree_pass import check_tree_attention
 from specviz.engine.tree_run import TreeRun
@@ -51,7 +52,8 @@ class Engine:
         self._text: dict[int, str] = {}
         self._early: dict[int, object] = {}  # self-speculation's drafts, one per N (they share the target's weights)
         self.lean_draft = lean_draft  # draft with lean.py's pass where the draft's architecture allows (same logits)
-        self._lean: dict[object, LeanDecoder | None] = {}  # draft model -> its lean pass, None where unsupported
+        self._lean: dict[object, LeanDecoder | None] = {}
+        self._memory: dict[object, object] = {}  # drafter model -> its DraftMemory  # draft model -> its lean pass, None where unsupported
 
     def draft_for(self, settings: RunSettings) -> tuple[object | None, str]:
         """(the model that drafts, the name a trace records) for a run: the draft model, the target's first N
@@ -66,6 +68,12 @@ class Engine:
             self._early[n] = self_speculation.early_exit(self.target, n)
         return self._early[n], (f"{self.target_name}, its first {n} of {self_speculation.layer_count(self.target)} "
                                 f"layers")
+
+    def memory_of(self, drafter):
+        """The drafter model's memory (engine/memory.py), measured once per model."""
+        if drafter not in self._memory:
+            self._memory[drafter] = draft_memory(drafter, self.target)
+        return self._memory[drafter]
 
     def new_draft_cache(self, drafter) -> DynamicCache | LeanCache:
         """An empty cache for a run's drafter: a LeanCache, which runs lean.py's pass, where the drafter's

@@ -18,7 +18,7 @@ FORMAT = "specviz-trace"
 FORMAT_VERSION = 5  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
 #                    (no drafts), and the draft reads the prompt in round 2 (before, round 1 drafted too);
 #                    4 added Round.drafter and Round.tree (the tree drafter's rounds), settings.tree_widths;
-#                    5 added DraftPosition.confidence (adaptive K's factors)
+#                    5 added DraftPosition.confidence (adaptive K's factors) and Trace.draft_memory
 READABLE_VERSIONS = (1, 2, 3, 4, 5)  # a version-1 file opens; what it did not record shows as "not recorded"
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
@@ -162,6 +162,15 @@ class Baseline:
 
 
 @dataclass
+class DraftMemory:
+    """What the draft holds in memory for a run, measured on the loaded models (engine/memory.py)."""
+
+    weights_bytes: int  # its own parameters and buffers (quantized weights as stored)
+    shared_bytes: int  # weights it shares with the target and so costs nothing more (self-speculation: all)
+    kv_bytes_per_token: int  # its KV cache per token: 2 (keys, values) × layers × KV heads × head size × dtype
+
+
+@dataclass
 class Trace:
     settings: dict[str, Any]  # k, temperature, top_k, top_p, seed, max_new_tokens, drafter, adaptive, dtype ...
     draft_model: str
@@ -176,6 +185,7 @@ class Trace:
     summary: Summary | None = None
     baseline: Baseline | None = None
     eos_token_ids: list[int] = field(default_factory=list)
+    draft_memory: DraftMemory | None = None  # None: no draft model (prompt lookup), or recorded before version 5
     format: str = FORMAT
     format_version: int = FORMAT_VERSION
 

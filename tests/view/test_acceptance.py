@@ -7,7 +7,7 @@ from specviz.algorithm.theory import round_size_probs
 from specviz.cli import acceptance_lines
 from specviz.record.acceptance import chain_rounds, per_position, round_sizes
 from specviz.view.acceptance import acceptance_html
-from specviz.view.page_text import summary_html
+from specviz.view.summary import summary_html
 
 
 def test_the_counts_add_up_to_the_summarys(trace):

@@ -13,6 +13,7 @@ import pytest
 
 from specviz.view import cards as bars
 from specviz.view import page_text
+from specviz.view import summary
 from specviz.view import style
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, PLAIN, REJECTED, REPLACEMENT, DraftPosition
 
@@ -87,7 +88,7 @@ def test_prompt_and_token_text_are_escaped_everywhere(trace):
     html = "".join(page_text.token_strip(evil, i) + bars.last_token_card(r) + page_text.explanation(evil, i)
                    + "".join(bars.position_card(r, j, False) for j in range(len(r.drafts)))
                    for i, r in enumerate(evil.rounds))
-    html += page_text.summary_html(evil) + page_text.run_info(evil.device, evil.dtype, "<i>d</i>", "<i>t</i>")
+    html += summary.summary_html(evil) + page_text.run_info(evil.device, evil.dtype, "<i>d</i>", "<i>t</i>")
     assert "<script" not in html and "<img" not in html and "<i>" not in html and "<b>bf16" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html
 
@@ -109,21 +110,21 @@ def test_explanation_tells_what_happened(trace):
 
 def test_summary_quotes_the_record(trace):
     s = trace.summary
-    html = page_text.summary_html(trace)
+    html = summary.summary_html(trace)
     assert f"{s.acceptance_rate:.2f}" in html and f"{s.tokens_per_pass:.2f}" in html
     assert f"{s.n_rounds} for {s.n_new_tokens} tokens" in html
     assert f"{s.n_new_tokens - s.n_rounds} target passes saved" in html
     assert f"{s.tokens_per_s / trace.baseline.tokens_per_s:.2f}×" in html
     no_baseline = copy.deepcopy(trace)
     no_baseline.baseline = None
-    assert "×" not in page_text.summary_html(no_baseline) and "Baseline" in page_text.summary_html(no_baseline)
+    assert "×" not in summary.summary_html(no_baseline) and "Baseline" in summary.summary_html(no_baseline)
 
 
 def test_summary_separates_latency_from_throughput(trace):
     from specviz.record.trace import baseline_decode_speed, decode_speed
 
     s, b = trace.summary, trace.baseline
-    html = page_text.summary_html(trace)
+    html = summary.summary_html(trace)
     assert "time to first token" in html and "decode speed" in html
     assert f"{s.first_token_time_s * 1000:.0f} ms vs {b.first_token_time_s * 1000:.0f} ms" in html  # tiny: < 1 s
     assert f"{decode_speed(trace):.1f} tok/s vs {baseline_decode_speed(b):.1f}" in html
@@ -135,13 +136,13 @@ def test_baseline_report_in_greedy_mode(trace):
     greedy = copy.deepcopy(trace)
     greedy.settings["temperature"] = 0
     greedy.baseline.output_token_ids = list(greedy.output_token_ids)
-    assert "identical" in page_text.baseline_report(greedy)
+    assert "identical" in summary.baseline_report(greedy)
     greedy.baseline.output_token_ids[3] += 1
     greedy.dtype = "bfloat16"
-    report = page_text.baseline_report(greedy)
+    report = summary.baseline_report(greedy)
     assert "differ from token 4" in report and "bfloat16" in report and "rounds differently" in report
     greedy.dtype = "float32"  # the report never claims float32 always matches, least of all when it did not
-    report = page_text.baseline_report(greedy)
+    report = summary.baseline_report(greedy)
     assert "Even float32 rounds" in report and "In float32 the texts match" not in report
 
 

@@ -77,7 +77,7 @@ def test_a_sampled_tree_says_why_a_node_repeats(tiny_pair, tokenizer):
 def test_a_sampled_runs_baseline_says_two_samples_not_a_coincidence(trace):
     import copy
 
-    from specviz.view.page_text import baseline_report
+    from specviz.view.summary import baseline_report
 
     report = baseline_report(trace)
     assert "two samples of the target's distribution" in report and "happen to match" not in report
@@ -87,7 +87,7 @@ def test_a_sampled_runs_baseline_says_two_samples_not_a_coincidence(trace):
 
 
 def test_time_to_first_token_is_not_shown_as_a_speedup(trace):
-    from specviz.view.page_text import summary_html
+    from specviz.view.summary import summary_html
 
     html = summary_html(trace)  # round 1 is the target's own prefill: the same pass as the baseline's first step
     assert "the same pass: the gap is noise" in html and not re.search(r"ms \(\d\.\d\d×\)", html)

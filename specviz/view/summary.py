@@ -1,0 +1,120 @@
+"""A run's summary: its figures (acceptance, tokens per pass, passes saved, speed, time to first token, decode speed,
+the draft's memory), the acceptance tables, and the comparison with the target alone. Pure functions of a trace;
+text from a file is escaped."""
+
+from __future__ import annotations
+
+from html import escape
+
+from specviz.record.trace import Trace, baseline_decode_speed, decode_speed
+from specviz.view.acceptance import acceptance_html
+from specviz.view.page_text import placeholder, text_html
+
+
+def summary_html(trace: Trace) -> str:
+    """The run's figures (from trace.summary only) and, when present, the baseline comparison."""
+    s = trace.summary
+    if s is None or not s.n_rounds:
+        return placeholder("No rounds yet.")
+    items = [("acceptance α", f"{s.acceptance_rate:.2f}",
+              f"{s.n_accepted} of {s.n_examined} examined draft tokens accepted (bonus and replacements not counted)"),
+             ("tokens / target pass", f"{s.tokens_per_pass:.2f}", "new tokens divided by target passes"),
+             ("target passes", f"{s.n_rounds} for {s.n_new_tokens} tokens",
+              f"{s.n_new_tokens - s.n_rounds} target passes saved (new tokens − passes)"),
+             ("speed", f"{s.tokens_per_s:.1f} tok/s", f"{s.n_new_tokens} tokens in {s.total_time_s:.2f} s")]
+    items += _latency_items(trace) + _memory_items(trace)
+    b = trace.baseline
+    if b is not None and b.tokens_per_s > 0:
+        items.append(("vs target alone", f"{s.tokens_per_s / b.tokens_per_s:.2f}×",
+                      f"target-only decoding: {b.tokens_per_s:.1f} tok/s, {len(b.output_token_ids)} tokens "
+                      f"in {b.total_time_s:.2f} s"))
+    cells = "".join(f'<span class="sv-stat" title="{escape(why)}"><span class="sv-stat-name">{name}</span> '
+                    f'<span class="sv-stat-value">{value}</span></span>' for name, value, why in items)
+    return f'<div class="sv-summary">{cells}</div>{acceptance_html(trace)}{baseline_report(trace)}'
+
+
+def _latency_items(trace: Trace) -> list[tuple[str, str, str]]:
+    """Latency and throughput apart: time to the first tokens (round 1, which also encodes the prompt) and the
+    speed after it, each beside the target alone's when there is a baseline."""
+    s, b = trace.summary, trace.baseline
+    decode = decode_speed(trace)
+    ttft = _duration(s.first_token_time_s)
+    speed = f"{decode:.1f} tok/s" if decode else "– (one round)"
+    same_prefill = trace.format_version >= 3  # round 1 is then the target's own first step, as the baseline's
+    why = ("round 1, the target's prefill alone, as the target alone's first step: the same work, so any "
+           "difference between the two is run-to-run noise, not speculation" if same_prefill else
+           "round 1, which also encoded the prompt (and drafted, in this older trace); beside it the target alone's "
+           "first step, and their ratio (above 1: speculation was faster)")
+    if b is not None:
+        b_decode = baseline_decode_speed(b)
+        if same_prefill:
+            ttft += f" vs {_duration(b.first_token_time_s)} (the same pass: the gap is noise)"
+        elif s.first_token_time_s > 0:
+            ttft += f" vs {_duration(b.first_token_time_s)} ({b.first_token_time_s / s.first_token_time_s:.2f}×)"
+        if decode and b_decode:
+            speed += f" vs {b_decode:.1f} ({decode / b_decode:.2f}×)"
+    return [("time to first token", ttft, why),
+            ("decode speed", speed, "tokens/s after the first round (after the first token for the target alone): "
+             "throughput, apart from the prompt's encoding")]
+
+
+def _memory_items(trace: Trace) -> list[tuple[str, str, str]]:
+    """The draft's own memory, as the engine measured it on the loaded models."""
+    m = trace.draft_memory
+    if m is None:
+        return []
+    tokens = len(trace.prompt_token_ids) + len(trace.output_token_ids)
+    shared = (f"; {_bytes(m.shared_bytes)} of weights it shares with the target cost nothing more"
+              if m.shared_bytes else "")
+    return [("draft's memory", f"{_bytes(m.weights_bytes)} + {_bytes(m.kv_bytes_per_token)}/token",
+             f"its own weights as stored{shared}; its KV cache grows {_bytes(m.kv_bytes_per_token)} a token "
+             f"(2 · layers · KV heads · head size · bytes), {_bytes(m.kv_bytes_per_token * tokens)} for this run's "
+             f"{tokens} tokens")]
+
+
+def _bytes(n: int) -> str:
+    """2_147_483_648 -> '2.0 GiB'; 12288 -> '12 KiB'."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}" if n < 10 * size else f"{n / size:.0f} {unit}"
+    return f"{n} B"
+
+
+def _duration(seconds: float) -> str:
+    """0.0042 -> '4 ms'; 1.234 -> '1.23 s'."""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def baseline_report(trace: Trace) -> str:
+    """Does the speculative text equal target-only decoding? In greedy mode it should, up to numerics."""
+    b = trace.baseline
+    if b is None:
+        return ('<div class="sv-baseline sv-muted">Press <b>Baseline</b> to time the target alone with the same '
+                'settings and seed.</div>')
+    greedy = trace.settings.get("temperature") == 0
+    same = trace.output_token_ids == b.output_token_ids
+    if greedy and same:
+        verdict = ("✓ Greedy decoding: the text is <b>identical</b> to the target's own greedy text. Speculative "
+                   "decoding changed the speed, not the output.")
+    elif greedy:
+        first = next(i for i, (x, y) in enumerate(zip(trace.output_token_ids + [-1], b.output_token_ids + [-2]))
+                     if x != y)
+        dtype = escape(trace.dtype)
+        verdict = (f"✗ Greedy decoding, yet the texts differ from token {first + 1} on. That is hardware numerics, "
+                   f"not the algorithm: in {dtype} the target's one pass over several tokens rounds differently from "
+                   f"one-token steps (it adds in another order), so a near-tie between the two top tokens can flip. "
+                   + ("float32 rounds far less, and greedy float32 runs matched the target alone in every test on "
+                      "this project's machines; " if dtype != "float32" else "Even float32 rounds, though greedy "
+                      "float32 runs matched the target alone in every test on this project's machines; ")
+                   + "another device or batch shape can still differ.")
+    else:
+        temperature = escape(str(trace.settings.get("temperature")))  # from a file: any text
+        here = ("Here the two samples are the same text: that is chance, not the method (another seed can give "
+                "two different texts with equal right)." if same else "Here they differ, as two samples may.")
+        verdict = (f"Sampling at temperature {temperature}: each run makes its own random draws (the speculative "
+                   f"run one per tested draft and one per replacement or bonus, the target alone one per token), so "
+                   f"the texts are two samples of the target's distribution, not one text made twice. {here} Both "
+                   f"follow that distribution up to the hardware's rounding ({escape(trace.dtype)}).")
+    return (f'<div class="sv-baseline">{verdict}<details><summary>both texts</summary>'
+            f'<div class="sv-compare"><b>speculative</b><pre>{text_html(trace.output_text)}</pre>'
+            f'<b>target alone</b><pre>{text_html(b.output_text)}</pre></div></details></div>')

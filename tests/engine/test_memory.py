@@ -1,0 +1,43 @@
+"""The draft's memory, measured on the loaded models (engine/memory.py): its own weights as stored, what it shares
+with the target, its KV cache per token; recorded in the trace and shown in the summary."""
+
+from specviz.engine import Engine, RunSettings
+from specviz.engine.memory import draft_memory
+from specviz.engine.quant import INT8, quantize_linears
+from specviz.record.load import load_trace
+from specviz.view.summary import summary_html
+
+
+def _bytes(model) -> int:
+    return sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
+
+
+def test_a_draft_models_weights_and_cache(tiny_pair):
+    draft, target = tiny_pair
+    m = draft_memory(draft, target)
+    c = draft.config
+    assert m.weights_bytes == _bytes(draft) and m.shared_bytes == 0
+    assert m.kv_bytes_per_token == 2 * c.num_hidden_layers * c.num_key_value_heads * (c.hidden_size // c.num_attention_heads) * 4
+    assert draft_memory(None, target) is None  # prompt lookup runs no draft model
+
+
+def test_quantized_weights_count_at_their_stored_size(tiny_pair):
+    import copy
+
+    draft, target = tiny_pair
+    int8 = quantize_linears(copy.deepcopy(draft), INT8)
+    assert draft_memory(int8, target).weights_bytes < draft_memory(draft, target).weights_bytes
+
+
+def test_self_speculation_shares_every_weight_and_the_trace_says_so(tiny_pair, tokenizer):
+    draft, target = tiny_pair
+    engine = Engine(draft, target, tokenizer)
+    trace = engine.run("def fib(n):", RunSettings(drafter="layers", draft_layers=1, max_new_tokens=6))
+    m = trace.draft_memory
+    assert m.weights_bytes == 0 and m.shared_bytes > 0  # the target's own first layer, norm and LM head
+    assert load_trace(trace.to_json()).draft_memory == m
+    html = summary_html(trace)
+    assert "draft&#x27;s memory" in html or "draft's memory" in html
+    assert "shares with the target cost nothing more" in html
+    lookup = engine.run("def fib(n):", RunSettings(drafter="lookup", max_new_tokens=6))
+    assert lookup.draft_memory is None and "draft's memory" not in summary_html(lookup)

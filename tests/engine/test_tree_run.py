@@ -22,7 +22,7 @@ from specviz.engine import Engine, RunSettings
 from specviz.algorithm.sampling import SamplingSettings, warp
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, FORMAT_VERSION, REJECTED, REPLACEMENT
 from specviz.record.load import load_trace
-from tests.helpers import _test_against_unchanged_p, char_tokenizer, noisy_copy, tiny_model
+from tests.helpers import _test_against_unchanged_p, _test_against_unchanged_q, char_tokenizer, noisy_copy, tiny_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models run on one thread
 
@@ -249,10 +249,47 @@ def test_sampled_tree_runs_follow_the_target():
 
 def test_distinct_siblings_follow_the_target():
     # children drawn without replacement, each tested against q without its earlier siblings (recursive rejection
-    # sampling): exact as the i.i.d. tree is, through the engine. Its negative control (the i.i.d. rule applied to
-    # distinct siblings) is tests/algorithm/test_tree.py's, on peaked tables where that bias is large enough to see
+    # sampling): exact as the i.i.d. tree is, through the engine (its negative control: on a peaked draft, below)
     _, dof, pval = two_token_chi_square(drafter="distinct")
     assert dof >= 30 and pval > 1e-3
+
+
+def peaked_distinct_chi_square(monkeypatch, verifier=None) -> float:
+    """Token 2 of N_RUNS seeded runs of the distinct-sibling drafter, widths (3, 1), with a PEAKED draft (its LM head
+    ×10: it proposes its favourite again and again, where drawing without replacement matters), against the target
+    alone's marginal p(y2) = sum_x p(x) p(y2 | x): the p-value of a chi-squared test over the 8 tokens."""
+    target = tiny_model(seed=3, layers=2, vocab=8)
+    with torch.no_grad():
+        target.lm_head.weight.mul_(0.1)
+    draft = noisy_copy(target, 1.0, seed=1)
+    with torch.no_grad():
+        draft.lm_head.weight.mul_(10.0)
+    engine = Engine(draft, target, char_tokenizer())
+    engine.eos_ids = set()
+    settings = RunSettings(drafter="distinct", tree_widths=(3, 1), temperature=1.0, max_new_tokens=3, chat=False)
+    ids = engine.encode("abc", settings)
+    with torch.inference_mode():
+        rows = lambda contexts: warp(target(torch.tensor(contexts)).logits[:, -1],  # noqa: E731
+                                     SamplingSettings(temperature=1.0))
+        p1, p2 = rows([ids])[0], rows([ids + [x] for x in range(8)])
+    exact = (p1[:, None] * p2).sum(0).double().numpy()
+    if verifier is not None:
+        monkeypatch.setattr(tree_run, "verify_tree", verifier)
+    counts = np.zeros(8)
+    for seed in range(N_RUNS):
+        counts[engine.run("abc", replace(settings, seed=seed), details=False).output_token_ids[1]] += 1
+    stat, pval = stats.chisquare(counts, exact / exact.sum() * N_RUNS)
+    print(f"engine, distinct (3, 1), peaked draft, token 2: chi2 = {stat:.1f}, p = {pval:.3g}")
+    return float(pval)
+
+
+def test_distinct_siblings_follow_the_target_where_the_draft_repeats_itself(monkeypatch):
+    assert peaked_distinct_chi_square(monkeypatch) > 1e-3
+
+
+def test_negative_control_distinct_siblings_tested_as_if_iid_fail(monkeypatch):
+    """The same runs, each sibling tested against the node's unchanged q (the i.i.d. rule)."""
+    assert peaked_distinct_chi_square(monkeypatch, _test_against_unchanged_q) < 1e-6
 
 
 def test_negative_control_the_wrong_sibling_rule_fails(monkeypatch):

@@ -113,3 +113,17 @@ def test_a_trees_chain_comparison_names_what_the_chain_pays(tiny_pair, tokenizer
     said = tree_against_chain(trace, 2)
     assert "but that chain pays" in said and "tokens per pass alone do not say which is faster" in said
     assert "would expect" not in said
+
+
+def test_exactness_is_claimed_only_for_exact_arithmetic(trace, tiny_pair, tokenizer):
+    # bfloat16 numerics do not promise the target's distribution exactly (the greedy check can differ): every
+    # "exactly" about the output's distribution says "in exact arithmetic"
+    engine = Engine(*tiny_pair, tokenizer)
+    tree = engine.run("def fib(n):", RunSettings(temperature=0.7, seed=3, max_new_tokens=16, drafter="tree"))
+    for t in (trace, tree):
+        for i in range(len(t.rounds)):
+            text = page_text.explanation(t, i)
+            for m in re.finditer(r"exactly", text):
+                around = text[max(0, m.start() - 120):m.end() + 60]
+                allowed = ("exact arithmetic", "accepted exactly when", "exactly as the target alone")
+                assert any(phrase in around for phrase in allowed), around

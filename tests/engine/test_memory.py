@@ -17,7 +17,8 @@ def test_a_draft_models_weights_and_cache(tiny_pair):
     m = draft_memory(draft, target)
     c = draft.config
     assert m.weights_bytes == _bytes(draft) and m.shared_bytes == 0
-    assert m.kv_bytes_per_token == 2 * c.num_hidden_layers * c.num_key_value_heads * (c.hidden_size // c.num_attention_heads) * 4
+    head_dim = c.hidden_size // c.num_attention_heads
+    assert m.kv_bytes_per_token == 2 * c.num_hidden_layers * c.num_key_value_heads * head_dim * 4  # float32
     assert draft_memory(None, target) is None  # prompt lookup runs no draft model
 
 

@@ -1,0 +1,223 @@
+"""Rooms: one lecturer drives a trace, many students follow it and answer the quiz (issue 23). This module is the
+room's state and its rules, with no web framework: the page (app/) serves it.
+
+    store = RoomStore()
+    opened = store.open(trace_json, most=[0, 4, 4])  # OpenedRoom: room id, short code, the lecturer's key
+    follower = store.join(opened.code)               # a student: a follower id (their answers are theirs alone)
+    store.drive(opened.room, opened.key, round_=3, step=1)
+    store.answer(opened.room, follower, round_=3, guess=2)
+    store.view(opened.room)                          # what every follower sees: the round, the step, answers counted
+
+Bounded and safe by construction: room ids and lecturer keys are 128 random bits (`secrets`), the short code only an
+alias that a client may miss a few times before it must wait; at most MAX_ROOMS rooms and MAX_FOLLOWERS followers a
+room; a room idle for IDLE_S is gone; one answer per follower per round; nothing one follower sends reaches another
+but the counts. Every refusal is a RoomError with a sentence for a person.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+MAX_ROOMS = 50  # rooms at once on one server: each holds its trace (at most record.trace.MAX_TRACE_BYTES)
+MAX_FOLLOWERS = 300  # followers a room (a lecture hall of 100 with room to spare)
+IDLE_S = 4 * 3600  # a room nobody drove or joined for this long is closed
+CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: read off a projector
+CODE_LENGTH = 6  # 31^6 ≈ 8.9e8 codes: guessing one of 50 rooms takes ~1.8e7 tries, and MISSES_ALLOWED stops that
+MISSES_ALLOWED, MISS_WINDOW_S = 10, 60.0  # a client may name unknown codes this often a minute, then must wait
+
+
+class RoomError(ValueError):
+    """A room request refused, with what to tell the person."""
+
+
+@dataclass(frozen=True)
+class OpenedRoom:
+    room: str  # the room's id (in the join link)
+    code: str  # the short code shown on the projector, an alias of `room`
+    key: str  # the lecturer's key: only its holder drives the room; never shown to students
+
+
+@dataclass
+class Room:
+    trace_json: str  # the trace, sent once to each follower
+    most: list[int]  # per round, the largest answer the quiz offers (its K, or a tree's depth)
+    key: str
+    code: str
+    round_: int = 1
+    step: int = 0  # reveal steps shown in this round
+    quiz: bool = False
+    version: int = 0  # bumped on every change a follower must see
+    followers: set[str] = field(default_factory=set)
+    answers: dict[int, dict[str, int]] = field(default_factory=dict)  # round -> follower -> guess
+    touched: float = 0.0
+
+
+@dataclass(frozen=True)
+class RoomView:
+    """What every follower of a room sees (no follower's identity, no lecturer key)."""
+
+    round_: int
+    step: int
+    quiz: bool
+    version: int
+    followers: int
+    answered: int  # followers who answered this round
+    counts: dict[int, int]  # guess -> how many answered it, this round
+
+
+class RoomStore:
+    """Every room of one server, behind one lock. `clock` is injectable so tests need not wait hours."""
+
+    def __init__(self, max_rooms: int = MAX_ROOMS, max_followers: int = MAX_FOLLOWERS, idle_s: float = IDLE_S,
+                 clock: Callable[[], float] = time.monotonic):
+        self.max_rooms, self.max_followers, self.idle_s, self.clock = max_rooms, max_followers, idle_s, clock
+        self._rooms: dict[str, Room] = {}
+        self._codes: dict[str, str] = {}  # short code -> room id
+        self._misses: dict[str, deque] = {}  # client -> times it named an unknown code
+        self._lock = threading.Lock()
+
+    # --- the lecturer -------------------------------------------------------------------------------------------
+
+    @property
+    def rooms(self) -> int:
+        with self._lock:
+            self._expire()
+            return len(self._rooms)
+
+    def open(self, trace_json: str, most: list[int]) -> OpenedRoom:
+        """A new room on a trace (already checked by record.load) whose rounds offer answers 0 … most[i]."""
+        if not most:
+            raise RoomError("a room needs a trace with at least one round")
+        with self._lock:
+            self._expire()
+            if len(self._rooms) >= self.max_rooms:
+                raise RoomError(f"this server holds {self.max_rooms} rooms already; try again when one closes "
+                                f"(a room closes after {self._idle_hours})")
+            room, key = secrets.token_urlsafe(16), secrets.token_urlsafe(16)  # 128 bits each
+            code = self._new_code()
+            self._rooms[room] = Room(trace_json, list(most), key, code, touched=self.clock())
+            self._codes[code] = room
+            return OpenedRoom(room, code, key)
+
+    def drive(self, room: str, key: str, round_: int, step: int = 0, quiz: bool | None = None) -> RoomView:
+        """Move the room to `round_` (1-based) and reveal `step`; only the lecturer's key may."""
+        with self._lock:
+            r = self._room(room)
+            if not isinstance(key, str) or not secrets.compare_digest(key, r.key):
+                raise RoomError("only the lecturer who opened this room can move it; followers step on their own "
+                                "and press Follow to come back")
+            r.round_, r.step = _whole(round_, 1, len(r.most), "round"), _whole(step, 0, 1000, "reveal step")
+            r.quiz = r.quiz if quiz is None else bool(quiz)
+            r.version += 1
+            r.touched = self.clock()
+            return self._view(r)
+
+    def counts(self, room: str, key: str, round_: int) -> dict[int, int]:
+        """The class's answers for a round, counted (the lecturer's screen)."""
+        with self._lock:
+            r = self._room(room)
+            if not isinstance(key, str) or not secrets.compare_digest(key, r.key):
+                raise RoomError("only the lecturer sees the answers before they are revealed")
+            return dict(Counter(r.answers.get(_whole(round_, 1, len(r.most), "round"), {}).values()))
+
+    # --- the followers ------------------------------------------------------------------------------------------
+
+    def join(self, code_or_room: str, client: str = "") -> tuple[str, str]:
+        """(the room's id, a new follower id) for a short code or a room id; `client` (an address) is what the
+        guessing limit counts."""
+        with self._lock:
+            self._expire()
+            room = self._resolve(code_or_room, client)
+            r = self._rooms[room]
+            if len(r.followers) >= self.max_followers:
+                raise RoomError(f"this room is full ({self.max_followers} followers); watch the projector, or ask "
+                                f"the lecturer to open a second room")
+            follower = secrets.token_urlsafe(12)
+            r.followers.add(follower)
+            r.touched = self.clock()
+            return room, follower
+
+    def answer(self, room: str, follower: str, round_: int, guess: int) -> RoomView:
+        """A follower's answer for a round: once, from 0 to the most that round's quiz offers."""
+        with self._lock:
+            r = self._room(room)
+            if follower not in r.followers:
+                raise RoomError("join the room before answering")
+            round_ = _whole(round_, 1, len(r.most), "round")
+            guess = _whole(guess, 0, r.most[round_ - 1], "answer")
+            given = r.answers.setdefault(round_, {})
+            if follower in given:
+                raise RoomError(f"you answered round {round_} already ({given[follower]}); one answer a round")
+            given[follower] = guess
+            r.version += 1
+            return self._view(r)
+
+    def view(self, room: str) -> RoomView:
+        with self._lock:
+            return self._view(self._room(room))
+
+    def trace_json(self, room: str) -> str:
+        with self._lock:
+            return self._room(room).trace_json
+
+    # --- inside ---------------------------------------------------------------------------------------------
+
+    @property
+    def _idle_hours(self) -> str:
+        hours = self.idle_s / 3600
+        return f"{hours:g} idle hour{'s' * (hours != 1)}"
+
+    def _view(self, r: Room) -> RoomView:
+        given = r.answers.get(r.round_, {})
+        return RoomView(r.round_, r.step, r.quiz, r.version, len(r.followers), len(given),
+                        dict(Counter(given.values())))
+
+    def _room(self, room) -> Room:
+        self._expire()
+        r = self._rooms.get(room) if isinstance(room, str) else None
+        if r is None:
+            raise RoomError("this room does not exist or has closed (rooms close after a few idle hours); ask the "
+                            "lecturer for the current link or code")
+        return r
+
+    def _resolve(self, code_or_room, client: str) -> str:
+        text = code_or_room.strip() if isinstance(code_or_room, str) else ""
+        room = text if text in self._rooms else self._codes.get(text.upper())
+        if room is not None:
+            return room
+        misses = self._misses.setdefault(client, deque())
+        now = self.clock()
+        while misses and now - misses[0] > MISS_WINDOW_S:
+            misses.popleft()
+        if len(misses) >= MISSES_ALLOWED:
+            raise RoomError("too many unknown codes from here; wait a minute and check the code on the projector")
+        misses.append(now)
+        raise RoomError(f"no open room has the code {text[:12]!r} (a room closes after {self._idle_hours}); "
+                        f"check the code on the projector")
+
+    def _new_code(self) -> str:
+        while True:
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+            if code not in self._codes:
+                return code
+
+    def _expire(self) -> None:
+        now = self.clock()
+        for room in [k for k, r in self._rooms.items() if now - r.touched > self.idle_s]:
+            self._codes.pop(self._rooms.pop(room).code, None)
+        if len(self._misses) > 10_000:  # a bounded memory of who guessed
+            self._misses.clear()
+
+
+def _whole(value, low: int, high: int, what: str) -> int:
+    number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if number is None or number != number or number in (float("inf"), float("-inf")) or not float(number).is_integer():
+        raise RoomError(f"the {what} must be a whole number from {low} to {high}, got {str(value)[:20]!r}")
+    if not low <= int(value) <= high:
+        raise RoomError(f"the {what} must be from {low} to {high}, got {int(value)}")
+    return int(value)

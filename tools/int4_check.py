@@ -5,26 +5,17 @@ memory, not from a cache (one layer timed alone fits in the caches and misleads)
     python -m tools.int4_check [--dtype bfloat16|float32]
 """
 import argparse
-import statistics
-import time
 
 import torch
 
-from specviz.engine.quant import Int4Linear, Int8Linear, fastest_weights
+from specviz.engine.quant import Int4Linear, Int8Linear, fastest_weights, stack_time
 
 IN, OUT, LAYERS = 896, 4864, 24
 
 
 def per_layer_ms(stack, x, repeats: int = 7) -> float:
-    for layer in stack:
-        layer(x)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for layer in stack:
-            layer(x)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1000 / len(stack)
+    """Median ms a layer, timed as quant.fastest_weights times its stacks."""
+    return stack_time(stack, x, repeats) * 1000 / len(stack)
 
 
 def main() -> None:

@@ -112,21 +112,21 @@ def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), la
         with torch.inference_mode():
             one, many = (torch.randn(rows, shape[0], dtype=dtype) for rows in (1, 32))
             stack = [nn.Linear(*shape, bias=False).to(dtype) for _ in range(layers)]
-            full_one = _time(stack, one)
-            costs = {FULL: _STEPS_PER_PROMPT * full_one + _time(stack, many)}
+            full_one = stack_time(stack, one)
+            costs = {FULL: _STEPS_PER_PROMPT * full_one + stack_time(stack, many)}
             for kind in (INT8, INT4):
                 try:
                     packed = [PACKED[kind](linear) for linear in stack]
-                    packed_one = _time(packed, one, repeats=3)
+                    packed_one = stack_time(packed, one, repeats=3)
                     if packed_one < 0.9 * full_one:
-                        costs[kind] = _STEPS_PER_PROMPT * packed_one + _time(packed, many, repeats=3)
+                        costs[kind] = _STEPS_PER_PROMPT * packed_one + stack_time(packed, many, repeats=3)
                 except RuntimeError:  # a kernel this torch build or CPU lacks (int4 for float16, say)
                     continue
         _FASTEST[dtype] = min(costs, key=costs.get)
     return _FASTEST[dtype]
 
 
-def _time(stack: list[nn.Module], x: torch.Tensor, repeats: int = 5) -> float:
+def stack_time(stack: list[nn.Module], x: torch.Tensor, repeats: int = 5) -> float:
     """Median seconds of running x through every layer of the stack in turn, after one warm-up pass."""
     for layer in stack:
         layer(x)

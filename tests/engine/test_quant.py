@@ -103,7 +103,7 @@ def test_auto_takes_the_kind_this_cpu_runs_fastest(monkeypatch):
             ({"full": (1.0, 2.0), INT8: (3.0, None), INT4: (4.0, None)}, "full")):  # an AVX2-only CPU: both slower
         # (None: a kind no faster at one row is not timed on 32 rows, which could take seconds there)
         monkeypatch.setattr(quant, "_FASTEST", {})
-        monkeypatch.setattr(quant, "_time", fake(times))
+        monkeypatch.setattr(quant, "stack_time", fake(times))
         assert quant.pick_weights("auto", "cpu") == expected
     monkeypatch.undo()
     monkeypatch.setattr(quant, "_FASTEST", {})

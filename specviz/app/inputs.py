@@ -56,17 +56,16 @@ def settings_from(*, k, temperature, top_p, top_k, seed, max_new_tokens, drafter
                   tree_widths) -> RunSettings:
     """RunSettings from the page's fields (numbers arrive as floats); ValueError names the first bad one. The tree
     widths' text is read only with the tree drafter (the box keeps its value while another drafter is chosen)."""
-    if adaptive not in (True, False, None):  # raw API input: 1, "yes" or [] would otherwise pass as truthy
-        raise ValueError(f"adaptive K must be true or false, got {short_repr(adaptive)}")
     if not isinstance(tree_widths, (str, type(None))):
         raise ValueError(f"tree widths must be text like 2-2-1-1, got {short_repr(tree_widths)}")
     tree = drafter in REGISTRY and REGISTRY[drafter].tree
     widths = parse_widths(tree_widths) if tree and (tree_widths or "").strip() else None
     return RunSettings(k=setting(k, "k"), temperature=setting(temperature, "temperature"),
                        top_p=setting(top_p, "top_p"), top_k=setting(top_k, "top_k"), seed=setting(seed, "seed"),
-                       max_new_tokens=setting(max_new_tokens, "max_new_tokens"), drafter=drafter or RunSettings.drafter,
-                       adaptive=bool(adaptive), draft_layers=setting(draft_layers, "draft_layers"),
-                       tree_widths=widths)
+                       max_new_tokens=setting(max_new_tokens, "max_new_tokens"),
+                       drafter=drafter or RunSettings.drafter,
+                       adaptive=False if adaptive is None else adaptive,  # RunSettings refuses 1, "yes" or []
+                       draft_layers=setting(draft_layers, "draft_layers"), tree_widths=widths)
 
 
 def check_prompt(prompt) -> str:

@@ -118,9 +118,7 @@ assert sorted(GENERATE_ORDER) == sorted(GENERATE_DEFAULTS), "the tests' /generat
 def generate_inputs(prompt: str = "def fib(n):", preset: str = "tiny", **settings) -> list:
     """Every input of /generate in order: the prompt, the preset, then GENERATE_DEFAULTS with `settings` in their
     place (any value, valid or not: the tests of bad input send what the page could not)."""
-    unknown = settings.keys() - GENERATE_DEFAULTS.keys()
-    assert not unknown, f"/generate has no input {sorted(unknown)}"
-    chosen = {**GENERATE_DEFAULTS, **settings}
+    chosen = generate_settings(**settings)
     return [prompt, preset, *(chosen[name] for name in GENERATE_ORDER)]
 
 

@@ -107,10 +107,8 @@ class RoomStore:
     def drive(self, room: str, key: str, round_: int, step: int = 0, quiz: bool | None = None) -> RoomView:
         """Move the room to `round_` (1-based) and reveal `step`; only the lecturer's key may."""
         with self._lock:
-            r = self._room(room)
-            if not isinstance(key, str) or not secrets.compare_digest(key, r.key):
-                raise RoomError("only the lecturer who opened this room can move it; followers step on their own "
-                                "and press Follow to come back")
+            r = self._lecturers(room, key, "only the lecturer who opened this room can move it; followers step on "
+                                            "their own and press Follow to come back")
             r.round_, r.step = _whole(round_, 1, len(r.most), "round"), _whole(step, 0, 1000, "reveal step")
             r.quiz = r.quiz if quiz is None else bool(quiz)
             r.version += 1
@@ -120,9 +118,7 @@ class RoomStore:
     def counts(self, room: str, key: str, round_: int) -> dict[int, int]:
         """The class's answers for a round, counted (the lecturer's screen)."""
         with self._lock:
-            r = self._room(room)
-            if not isinstance(key, str) or not secrets.compare_digest(key, r.key):
-                raise RoomError("only the lecturer sees the answers before they are revealed")
+            r = self._lecturers(room, key, "only the lecturer sees the answers before they are revealed")
             return dict(Counter(r.answers.get(_whole(round_, 1, len(r.most), "round"), {}).values()))
 
     # --- the followers ------------------------------------------------------------------------------------------
@@ -176,6 +172,13 @@ class RoomStore:
         given = r.answers.get(r.round_, {})
         return RoomView(r.round_, r.step, r.quiz, r.version, len(r.followers), len(given),
                         dict(Counter(given.values())))
+
+    def _lecturers(self, room, key, refusal: str) -> Room:
+        """The room, if `key` is its lecturer's key (compared in constant time); else RoomError(refusal)."""
+        r = self._room(room)
+        if not isinstance(key, str) or not secrets.compare_digest(key, r.key):
+            raise RoomError(refusal)
+        return r
 
     def _room(self, room) -> Room:
         self._expire()

@@ -32,7 +32,19 @@
     if (!s || !target) return current();
     for (const other of sections()) other.hidden = other !== target;
     s.dataset.current = target.dataset.round;
+    changed();
     return Number(target.dataset.round);
+  };
+
+  // A room's lecturer page (room.js) listens here to every change a class follows: round, reveal, quiz mode.
+  function changed() {
+    if (typeof window.svOnChange === "function") window.svOnChange();
+  }
+
+  // Where the stage is: the round on screen and the reveal steps shown in it.
+  window.svWhere = () => {
+    const sec = section(current());
+    return { round: current(), step: sec ? Number(sec.dataset.revealed || 0) : 0, quiz: quizOn() };
   };
 
   window.svStep = (delta) => window.svShow(current() + delta);
@@ -89,8 +101,15 @@
     if (revealed >= Number(sec.dataset.steps)) return false;
     sec.dataset.revealed = String(revealed + 1);
     showSteps(sec);
+    changed();
     return true;
   }
+
+  // A follower's page (follow.js) sets a round's reveal steps and answer from the room: redraw what they show.
+  window.svRefresh = (number) => {
+    const sec = section(number);
+    if (sec) showSteps(sec);
+  };
 
   function answer(n) {
     const sec = section(current());
@@ -102,6 +121,7 @@
 
   window.svQuiz = (on) => {
     document.body.classList.toggle("sv-quiz", Boolean(on));
+    changed();
   };
 
   // The quiz as the lecture pack stores it (specviz/quiz.py: quiz_from_dict).
@@ -123,6 +143,7 @@
   }).observe(document.body, { childList: true, subtree: true });
 
   document.addEventListener("click", (event) => {
+    if (document.body.classList.contains("sv-follower")) return;  // a follower answers the room (follow.js)
     const guess = event.target.closest("#stage .sv-guess");
     if (guess) answer(Number(guess.dataset.guess));
     if (event.target.closest("#stage .sv-reveal")) reveal();

@@ -11,6 +11,7 @@ Tests inject tiny models through `get_engine`: build_demo(lambda preset, progres
 from __future__ import annotations
 
 import inspect
+from functools import partial
 from dataclasses import dataclass, fields
 
 import gradio as gr
@@ -21,6 +22,8 @@ from specviz.app.inputs import limits
 from specviz.app.costs_tab import build_costs
 from specviz.lecture.examples import EXAMPLES
 from specviz.app.lab_tab import build_lab
+from specviz.app.room_panel import HREF_JS, RoomPanel, build_room_panel, open_linked, wire_room_panel
+from specviz.app.room_routes import ROOMS, RoomHub
 from specviz.drafters import DEFAULT, REGISTRY, layers, tree
 from specviz.engine.request import RunSettings
 from specviz.settings.bounds import widths_text
@@ -75,6 +78,7 @@ class Page:
     pace: gr.Slider
     timer: gr.Timer
     panels: RoundView  # the round view's components
+    room: RoomPanel  # open a room for the class; link to this round
 
     @property
     def outputs(self) -> RunOutputs:
@@ -90,9 +94,11 @@ class Page:
 
 
 def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[str, str] | None = None,
-               default_preset: str | None = None, concurrency: int = DEFAULT_CONCURRENCY) -> gr.Blocks:
+               default_preset: str | None = None, concurrency: int = DEFAULT_CONCURRENCY,
+               hub: RoomHub = ROOMS) -> gr.Blocks:
     """The whole page. `get_engine(preset, progress)` returns a ready Engine (tests pass tiny models);
-    `presets` maps preset name -> label for the dropdown; `concurrency`: model runs at once, for all sessions."""
+    `presets` maps preset name -> label for the dropdown; `concurrency`: model runs at once, for all sessions;
+    `hub`: the server's rooms (the same that serving.launch_kwargs routes to)."""
     check_concurrency(concurrency)
     presets = presets or preset_labels()
     default_preset = default_preset or next(iter(presets))
@@ -106,7 +112,7 @@ def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[s
                 build_lab(page.trace, page.preset, get_engine)  # fed the session's trace and the app's models
             with gr.Tab("Costs", elem_id="costs-tab"):
                 build_costs(page.preset, get_engine, page.trace)
-        _wire(demo, page, ModelActions(get_engine, list(presets), page.outputs))
+        _wire(demo, page, ModelActions(get_engine, list(presets), page.outputs), hub)
     limit_model_runs(demo, concurrency)  # after the Lab wired its comparison: one limit for the whole group
     return demo
 
@@ -197,6 +203,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
             info = gr.HTML(page_text.placeholder("Loading models…"), label="Run info", elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
                              elem_id="trace-upload", height=90, scale=0, min_width=280)
+    room = build_room_panel()
     status = gr.HTML("", label="Status", elem_id="status")
     with gr.Row(elem_id="sv-nav", equal_height=True):
         previous = gr.Button("Previous round", elem_id="prev-round", scale=0, min_width=200)
@@ -212,12 +219,12 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
     return Page(trace, lecture, quiz, controls, prompt, preset, settings, drafter, adaptive, draft_layers, tree_widths,
                 generate,
                 baseline, info, status, download, pack, pack_file, quiz_state, upload, examples, previous, next_,
-                play, pace, timer, panels)
+                play, pace, timer, panels, room)
 
 
 # --- events: all the wiring, in one place -------------------------------------------------------------------
 
-def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
+def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     nav, step_view = [p.trace, p.panels.slider, p.lecture], p.panels.step_outputs()
     # Re-rendering records needs no model and no queue. Navigation and Generate take their inputs as sent
     # (preprocess=False) and check them themselves, so a bad value from an API client gets a message, not a
@@ -228,9 +235,12 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions) -> None:
     one_model_run = dict(show_progress_on=[p.status], concurrency_id=MODEL_RUNS)  # limit: serving.limit_model_runs
     private = dict(api_visibility="private")
 
-    # The first load opens a recorded example at once, outside the queue (the model's load may take minutes on a
+    # The first load opens what the page's link asks for (app/room_panel.py: an example at a round, a room for its
+    # lecturer), else a recorded example, at once and outside the queue (the model's load may take minutes on a
     # first start), so the page is never empty; the model's load then leaves the status line to it.
-    demo.load(models.open_first_example, [p.lecture], p.outputs.all(), queue=False, **private, **quick)
+    demo.load(partial(open_linked, models, hub, p.room.box), [p.lecture, p.room.link_text], [*p.outputs.of_open(), p.room.box], js=f"(lecture, t) => [lecture, {HREF_JS}]",
+              queue=False, **private, **quick)
+    wire_room_panel(p.room, p.trace, p.status, hub)
     demo.load(models.show_model_pair_first, [p.preset], [p.info, p.status], **private, **loads)
     p.preset.change(models.show_model_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)
     # Generate pressed during a run: the first listener stops the running one after its round; the second

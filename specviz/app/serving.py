@@ -16,11 +16,12 @@ import queue
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import gradio as gr
 
+from specviz.app.assets import ASSETS, script
+from specviz.app.room_routes import ROOMS, RoomHub, room_routes
 from specviz.lab import compare
 from specviz.measure import costs
 from specviz.engine import Engine, RunSettings
@@ -28,7 +29,6 @@ from specviz.settings.bounds import Progress
 from specviz.view.style import palette_css
 from specviz.record.trace import MAX_TRACE_BYTES
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
 EngineLoader = Callable[[str, Progress], Engine]
 # Model runs (Generate, Baseline, the Lab's comparison) at once, across all sessions; the rest wait in Gradio's
 # queue. On a CPU two runs only split the same cores (each gets slower, none finishes sooner), so 1; a GPU with
@@ -263,11 +263,13 @@ def limit_model_runs(demo: gr.Blocks, concurrency: int) -> None:
             fn.concurrency_limit = concurrency
 
 
-def launch_kwargs() -> dict:
-    """Theme, CSS and JS for `demo.launch(...)` (Gradio 6 takes them there, not in Blocks), and the server's
-    bounds: upload size, sessions kept."""
+def launch_kwargs(hub: RoomHub = ROOMS) -> dict:
+    """Theme, CSS and JS for `demo.launch(...)` (Gradio 6 takes them there, not in Blocks), the rooms' routes on
+    Gradio's own app (app/room_routes.py), and the server's bounds: upload size, sessions kept."""
+    scripts = " ".join(f"({script(name)})();" for name in ("keys.js", "room.js"))
     return dict(theme=gr.themes.Default(primary_hue="blue", neutral_hue="slate", text_size="lg"), show_error=True,
-                css=palette_css(), css_paths=[ASSETS / "style.css"],
-                js=(ASSETS / "keys.js").read_text(encoding="utf-8"),
+                css=palette_css(), css_paths=[ASSETS / "style.css", ASSETS / "room.css"],
+                js=f"() => {{ {scripts} }}",
+                app_kwargs={"routes": room_routes(hub)},
                 max_file_size=MAX_TRACE_BYTES,  # an upload larger than any trace is refused before it lands
                 state_session_capacity=SESSIONS_KEPT)

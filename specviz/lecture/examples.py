@@ -10,7 +10,9 @@ once, while the first start still prepares the pair).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -138,6 +140,23 @@ def load_example(name: str, folder: Path | None = None) -> Trace:
         raise ExampleError(f"the recorded example {shown(path)} is corrupt: {e}") from None
     check_recorded_as(example, trace, path)
     return trace
+
+
+@lru_cache(maxsize=len(EXAMPLES))
+def _shipped(name: str) -> Trace:
+    return load_example(name)
+
+
+def example_named(trace: Trace) -> str | None:
+    """The shipped example `trace` is (a baseline run on it since aside), or None: what a link can name."""
+    plain = dataclasses.replace(trace, baseline=None)
+    for name in EXAMPLES:
+        try:
+            if dataclasses.replace(_shipped(name), baseline=None) == plain:
+                return name
+        except ExampleError:
+            continue
+    return None
 
 
 def check_recorded_as(example: Example, trace: Trace, path: Path) -> None:

@@ -1,0 +1,266 @@
+"""Rooms on the web: a follower's page, its stream of the room's state, its answers, and the lecturer's steering, as
+a few routes on Gradio's own FastAPI app (`launch(app_kwargs={"routes": room_routes(hub)})`, in serving.py).
+
+    GET  /room/{room}          a follower's page: the trace's stage, sent once, with keys.js and follow.js
+    GET  /room?code=ABC234     a short code typed in: to its room's page (guessing is rate-limited)
+    POST /room/{room}/join     {"follower": the id this browser had, or null} -> {"follower", "answers"}
+    GET  /room/{room}/events   server-sent events: the room's state on every change, the class's panel included
+    POST /room/{room}/answer   {"follower", "round", "guess"} -> {"answers"}
+    POST /room/{room}/drive    {"key", "round", "step", "quiz"}: the lecturer's page only (the key is checked)
+
+Why a route of our own rather than a Gradio event (measured: docs/lecture.md, "How followers receive steps"): a
+follower's page needs none of Gradio's front end (a phone loads a few kB, not Gradio's and plotly's megabytes), one
+server-sent stream per follower holds no thread and no queue slot, and a step is sent once per room version, the
+same bytes to every follower. Every refusal answers JSON {"error": a sentence} with a status; nothing one follower
+sends reaches another but the counts in the class's panel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import OrderedDict
+from functools import lru_cache
+from html import escape
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from specviz.app.assets import script, text
+from specviz.lecture.rooms import RoomError, RoomStore
+from specviz.record.load import load_trace
+from specviz.view.room import class_panel
+from specviz.view.stage import stage_html
+from specviz.view.style import palette_css
+
+KEEPALIVE_S = 15.0  # a comment down each idle stream this often, so proxies keep it open and a gone one is noticed
+MAX_BODY = 2048  # bytes: every request body of these routes is a few numbers and ids
+MAX_STREAMS = 2000  # open event streams on one server, every room together (a room holds at most MAX_FOLLOWERS)
+PAGES_KEPT = 4  # follower pages rendered and kept (a class joining at once asks for the same one a hundred times)
+
+
+class RoomHub:
+    """The rooms of one server and what their web side adds: a bell per room that wakes its streams, and each
+    room's state as the JSON its streams send, built once per version."""
+
+    def __init__(self, store: RoomStore | None = None):
+        self.store = store or RoomStore()
+        self._bells: dict[str, asyncio.Event] = {}
+        self._sent: dict[str, tuple[int, str]] = {}  # room -> (version, the state's JSON)
+        self._pages: OrderedDict[str, str] = OrderedDict()
+        self.streams = 0
+
+    def ring(self, room: str) -> None:
+        """Wake every stream of `room` (called on the event loop, after a change)."""
+        bell = self._bells.pop(room, None)
+        if bell is not None:
+            bell.set()
+
+    def bell(self, room: str) -> asyncio.Event:
+        return self._bells.setdefault(room, asyncio.Event())
+
+    def state(self, room: str) -> tuple[int, str]:
+        """(version, JSON) of the room's state for its streams; RoomError once it has closed."""
+        view = self.store.view(room)
+        sent = self._sent.get(room)
+        if sent is None or sent[0] != view.version:
+            facts = self.store.facts(room)
+            panel = class_panel(facts, view.round_, view.quiz, view.followers, view.answered, view.revealed)
+            sent = (view.version, json.dumps({
+                "round": view.round_, "step": view.step, "quiz": view.quiz, "version": view.version,
+                "rounds": len(facts.rounds), "joined": view.followers, "answered": view.answered,
+                "reached": {str(n): s for n, s in view.reached.items()}, "panel": panel}))
+            self._sent[room] = sent
+            self._forget_closed()
+        return sent
+
+    def page(self, room: str) -> str:
+        """A follower's page for `room` (RoomError if it has closed)."""
+        trace_json = self.store.trace_json(room)
+        if room not in self._pages:
+            self._pages[room] = follower_page(room, trace_json)
+            while len(self._pages) > PAGES_KEPT:
+                self._pages.popitem(last=False)
+        self._pages.move_to_end(room)
+        return self._pages[room]
+
+    def _forget_closed(self) -> None:
+        if len(self._sent) > self.store.max_rooms:  # rooms closed since: forget what was sent to them
+            for room in list(self._sent):
+                try:
+                    self.store.view(room)
+                except RoomError:
+                    self._sent.pop(room, None)
+                    self._bells.pop(room, None)
+
+
+ROOMS = RoomHub()  # the server's rooms: the page (build_demo) and the routes (serving.launch_kwargs) share it
+
+
+# --- the follower's page --------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def _page_assets() -> tuple[str, str]:
+    css = palette_css() + text("style.css") + text("room.css")
+    js = f"({script('keys.js')})();\n{text('follow.js')}"
+    return css, js
+
+
+def follower_page(room: str, trace_json: str) -> str:
+    """The whole page a follower's browser gets once: the stage of every round (hidden but one), the class's
+    panel (filled by the stream), and the scripts that follow the lecturer."""
+    css, js = _page_assets()
+    trace = load_trace(trace_json)
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>specviz room: following the lecturer</title><style>{css}</style></head>
+<body class="sv-follower" data-room="{escape(room)}">
+<header class="sv-room-head">
+ <span class="sv-room-where" id="sv-where" aria-live="polite">Connecting…</span>
+ <span class="sv-room-nav">
+  <button type="button" id="f-prev" aria-label="previous round (←)">◀</button>
+  <button type="button" id="f-follow" aria-label="follow the lecturer (F)">Follow</button>
+  <button type="button" id="f-next" aria-label="next round (→)">▶</button>
+ </span>
+</header>
+<div id="sv-room-error" class="sv-room-error" role="alert"></div>
+<main id="stage">{stage_html(trace, 1)}</main>
+<section id="sv-class" aria-label="the class's answers"></section>
+<p class="sv-room-foot">{escape(trace.draft_model)} drafts, {escape(trace.target_model)} verifies: a recorded run;
+this page runs no model. ← → step on your own; F follows the lecturer again.</p>
+<script>{js}</script></body></html>"""
+
+
+# --- the routes -----------------------------------------------------------------------------------------------
+
+def room_routes(hub: RoomHub) -> list[Route]:
+    async def page(request: Request) -> Response:
+        room = request.path_params["room"]
+        try:
+            return HTMLResponse(hub.page(room), headers={"Cache-Control": "no-store"})
+        except RoomError as e:
+            return HTMLResponse(_error_page(str(e)), status_code=e.status)
+
+    async def by_code(request: Request) -> Response:
+        code = request.query_params.get("code", "")
+        if not code:
+            return HTMLResponse(_code_form(""))
+        try:
+            room = hub.store.resolve(code, _client(request))
+        except RoomError as e:
+            return HTMLResponse(_code_form(str(e)), status_code=e.status)
+        return RedirectResponse(f"room/{room}", status_code=303)
+
+    async def join(request: Request) -> Response:
+        async def act(body):
+            room, follower = hub.store.join(request.path_params["room"], _client(request), body.get("follower"))
+            hub.ring(room)
+            return {"follower": follower, "answers": _answers(hub.store.mine(room, follower))}
+        return await _json_call(request, act)
+
+    async def answer(request: Request) -> Response:
+        async def act(body):
+            room, follower = request.path_params["room"], body.get("follower")
+            hub.store.answer(room, follower, body.get("round"), body.get("guess"))
+            hub.ring(room)
+            return {"answers": _answers(hub.store.mine(room, follower))}
+        return await _json_call(request, act)
+
+    async def drive(request: Request) -> Response:
+        async def act(body):
+            room = request.path_params["room"]
+            view = hub.store.drive(room, body.get("key"), body.get("round"), body.get("step", 0), body.get("quiz"))
+            hub.ring(room)
+            return {"version": view.version}
+        return await _json_call(request, act)
+
+    async def events(request: Request) -> Response:
+        room = request.path_params["room"]
+        try:
+            hub.state(room)
+        except RoomError as e:
+            return _refusal(e)
+        if hub.streams >= MAX_STREAMS:
+            return _refusal(RoomError("the server follows as many rooms' streams as it can; reload in a minute", 503))
+        return StreamingResponse(_stream(hub, room), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    return [Route("/room", by_code), Route("/room/{room}", page), Route("/room/{room}/join", join, methods=["POST"]),
+            Route("/room/{room}/answer", answer, methods=["POST"]), Route("/room/{room}/drive", drive, methods=["POST"]),
+            Route("/room/{room}/events", events)]
+
+
+async def _stream(hub: RoomHub, room: str):
+    """The room's state now, then again after every change (the latest only: a burst of answers is one message
+    to a slow follower), a comment when idle, and a `closed` event when the room has gone."""
+    hub.streams += 1
+    try:
+        seen = -1
+        while True:
+            bell = hub.bell(room)  # taken before reading, so a change after the read rings this one
+            try:
+                version, data = hub.state(room)
+            except RoomError as e:
+                yield f"event: closed\ndata: {json.dumps({'error': str(e)})}\n\n"
+                return
+            if version != seen:
+                seen = version
+                yield f"data: {data}\n\n"
+                continue
+            try:
+                await asyncio.wait_for(bell.wait(), KEEPALIVE_S)
+            except asyncio.TimeoutError:
+                yield ": idle\n\n"
+    finally:
+        hub.streams -= 1
+
+
+async def _json_call(request: Request, act) -> Response:
+    """Read a small JSON object, run `act(body)`, answer its dict as JSON, or the refusal with its status."""
+    raw = await request.body() if int(request.headers.get("content-length") or 0) <= MAX_BODY else None
+    try:
+        if raw is None or len(raw) > MAX_BODY:
+            raise RoomError(f"a request to a room carries at most {MAX_BODY} bytes", 413)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            raise RoomError("the request is not JSON") from None
+        if not isinstance(body, dict):
+            raise RoomError("the request must be a JSON object")
+        return JSONResponse(await act(body))
+    except RoomError as e:
+        return _refusal(e)
+
+
+def _refusal(e: RoomError) -> JSONResponse:
+    return JSONResponse({"error": str(e)}, status_code=e.status)
+
+
+def _answers(mine: dict[int, int]) -> dict[str, int]:
+    return {str(n): g for n, g in sorted(mine.items())}
+
+
+def _client(request: Request) -> str:
+    """Who the guessing limit counts: the first forwarded address (behind a proxy such as a Space's), else the
+    peer's. A forged header only moves a guesser into the limit on every client together (rooms.py)."""
+    forwarded = request.headers.get("x-forwarded-for", "").split(",")[0].strip()
+    return forwarded or (request.client.host if request.client else "")
+
+
+def _error_page(message: str) -> str:
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
+            f'content="width=device-width, initial-scale=1"><title>specviz room</title></head><body '
+            f'style="font: 18px system-ui, sans-serif; margin: 1.5em"><h1>specviz room</h1><p role="alert">'
+            f'{escape(message)}</p><p><a href="../room">Enter a room code</a></p></body></html>')
+
+
+def _code_form(message: str) -> str:
+    said = f'<p role="alert">{escape(message)}</p>' if message else ""
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
+            f'content="width=device-width, initial-scale=1"><title>specviz: join a room</title></head><body '
+            f'style="font: 20px system-ui, sans-serif; margin: 1.5em"><h1>Join a room</h1>{said}'
+            f'<form method="get" action="room"><label>Code on the projector <input name="code" '
+            f'autocomplete="off" autocapitalize="characters" maxlength="12" size="8" required '
+            f'style="font: inherit; letter-spacing: 0.15em"></label> <button style="font: inherit">Join</button>'
+            f'</form></body></html>')

@@ -1,0 +1,109 @@
+"""What a room shows (issue 23): the facts of each round a class answers about, and the class's panel, which the
+lecturer's screen and every follower's page show alike: who answered, and once a round is revealed, how the class
+answered it beside what the target did and what the formula expected.
+
+Pure functions of a trace and of counts (no gradio, no models, no follower's identity: only counts come here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+
+from specviz.algorithm.theory import expected_tokens_per_pass
+from specviz.record.trace import Trace
+from specviz.view.quiz import reveal_steps
+
+
+@dataclass(frozen=True)
+class RoundFacts:
+    """One round, as a room needs it."""
+
+    most: int  # the largest answer its quiz offers: K, or a tree's depth
+    accepted: int  # how many drafts the target accepted (the right answer)
+    steps: int  # reveal steps (view/quiz.py): the round is revealed once the lecturer reaches the last
+    tree: bool = False
+
+
+@dataclass(frozen=True)
+class QuizFacts:
+    """Every round of a trace, and α printed to two decimals: the expected answers are computed from the printed
+    α, so a student who redoes E(α, K) − 1 gets the figure shown."""
+
+    alpha: float
+    rounds: tuple[RoundFacts, ...]
+
+    def expected(self, number: int) -> float | None:
+        """E(α, K) − 1 for round `number` (1-based): the accepted drafts i.i.d. acceptance α predicts (theory.py);
+        None for a tree round (the formula is a chain's)."""
+        r = self.rounds[number - 1]
+        return None if r.tree else expected_tokens_per_pass(self.alpha, r.most) - 1
+
+
+def quiz_facts(trace: Trace) -> QuizFacts:
+    rounds = tuple(RoundFacts(len(r.tree.widths) if r.tree else r.k, r.n_accepted, reveal_steps(r), r.tree is not None)
+                   for r in trace.rounds)
+    return QuizFacts(round(trace.summary.acceptance_rate, 2), rounds)
+
+
+def mean_guess(counts: dict[int, int]) -> float | None:
+    """The class's mean answer: Σ answer·count / Σ count. mean_guess({1: 2, 4: 1}) -> 2.0"""
+    n = sum(counts.values())
+    return sum(g * c for g, c in counts.items()) / n if n else None
+
+
+def class_panel(facts: QuizFacts, round_: int, quiz: bool, joined: int, answered: int,
+                revealed: dict[int, dict[int, int]]) -> str:
+    """The class's panel: round `round_` on screen, `answered` of `joined` answered it; `revealed`: round -> the
+    class's answers counted (answer -> how many), for every round revealed to its last step."""
+    head = (f"{joined} joined · {answered} answered round {round_}" if quiz else
+            f"{joined} joined · quiz off: answers open when the lecturer turns quiz mode on")
+    parts = [f'<div class="sv-class-head" aria-live="polite">{escape(head)}</div>']
+    if round_ in revealed:
+        parts.append(histogram(facts, round_, revealed[round_]))
+    if revealed:
+        parts.append(across_rounds(facts, revealed))
+    return f'<div class="sv-class">{"".join(parts)}</div>'
+
+
+def histogram(facts: QuizFacts, round_: int, counts: dict[int, int]) -> str:
+    """The class's answers for one revealed round, one bar per answer, the right one marked in words and colour."""
+    r, n = facts.rounds[round_ - 1], sum(counts.values())
+    if not n:
+        return f'<p class="sv-hist-none">Nobody answered round {round_}; the target accepted {r.accepted}.</p>'
+    widest = max(counts.values())
+    rows = []
+    for answer in range(r.most + 1):
+        c = counts.get(answer, 0)
+        right = answer == r.accepted
+        mark = ' <b class="sv-hist-right">✓ what the target accepted</b>' if right else ""
+        rows.append(f'<div class="sv-hist-row{" sv-hist-hit" * right}"><span class="sv-hist-x">{answer}</span>'
+                    f'<span class="sv-hist-bar" style="width:{100 * c / widest:.0f}%"></span>'
+                    f'<span class="sv-hist-n">{c}</span>{mark}</div>')
+    return (f'<figure class="sv-hist" aria-label="the class\'s answers for round {round_}">'
+            f'<figcaption>Round {round_}: {n} answer{"s" * (n != 1)}; the target accepted {r.accepted}</figcaption>'
+            f'{"".join(rows)}</figure>')
+
+
+def across_rounds(facts: QuizFacts, revealed: dict[int, dict[int, int]]) -> str:
+    """Every revealed round: the class's mean answer, what the target accepted, and E(α, K) − 1."""
+    rows, means, truths = [], [], []
+    for number in sorted(revealed):
+        r, mean, expected = facts.rounds[number - 1], mean_guess(revealed[number]), facts.expected(number)
+        if mean is not None:
+            means.append(mean)
+            truths.append(r.accepted)
+        rows.append(f"<tr><td>{number}</td><td>{r.most}</td><td>{sum(revealed[number].values())}</td>"
+                    f"<td>{'–' if mean is None else f'{mean:.2f}'}</td><td>{r.accepted}</td>"
+                    f"<td>{'– (tree)' if expected is None else f'{expected:.2f}'}</td></tr>")
+    overall = ""
+    if means:
+        overall = (f"<p>Over the {len(means)} revealed round{'s' * (len(means) != 1)} the class answered, its mean "
+                   f"answer was {sum(means) / len(means):.2f}; the target accepted {sum(truths) / len(truths):.2f} "
+                   f"on average.</p>")
+    return (f'<details class="sv-across" open><summary>The class across rounds</summary>{overall}'
+            f'<table class="sv-across-table"><thead><tr><th>round</th><th>K</th><th>answers</th>'
+            f'<th>class mean</th><th>accepted</th><th>E(α, K) − 1</th></tr></thead><tbody>{"".join(rows)}</tbody>'
+            f'</table><p class="sv-across-note">E(α, K) − 1 = (1 − α<sup>K+1</sup>) / (1 − α) − 1: the accepted '
+            f'drafts expected if each survives independently with α = {facts.alpha:.2f}, this run\'s acceptance '
+            f'rate over the drafts the target examined.</p></details>')

@@ -1,0 +1,139 @@
+"""A room in one browser (issue 23): a lecturer's page and two followers' pages, one on a phone (390×844), one on a
+tablet (768×1024). The followers track the lecturer's rounds, quiz mode and reveals; each answers on their own
+device, the lecturer's screen counts both, and no follower's page shows the other's choice; a follower who calls
+the lecturer's endpoint without the key is refused with a message; deep links open an example at a round.
+
+Every check waits for its condition (tests/browser_util.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser_util import AppPage, Page
+
+pytestmark = pytest.mark.browser
+
+WHERE = "#sv-where"
+
+
+class FollowerPage(Page):
+    def wait_ready(self) -> None:
+        self.wait_text(WHERE, "Following: round")
+
+    def shown(self) -> int:
+        return int(self.page.evaluate("() => document.querySelector('#stage .sv-stage').dataset.current"))
+
+    def picked(self) -> list[str]:
+        """The answers marked as picked anywhere on this page."""
+        return self.page.evaluate("() => [...document.querySelectorAll('.sv-guess.sv-picked')]"
+                                  ".map(b => b.closest('.sv-round').dataset.round + ':' + b.dataset.guess)")
+
+
+def open_room(lecturer: AppPage) -> str:
+    """Open a room on the trace on screen; -> its join link."""
+    lecturer.page.click("#room-panel button, #room-panel .label-wrap")  # the accordion opens
+    lecturer.page.click("#open-room")
+    lecturer.wait_text("#status", "Room ", "is open")
+    return lecturer.wait_js("() => document.querySelector('#room-box .sv-lead') && "
+                            "document.querySelector('#room-box .sv-room-link').textContent")
+
+
+def test_a_lecturer_leads_two_followers_who_answer_on_their_own_devices(browser, url):
+    lecturer = AppPage(browser, url)
+    join = open_room(lecturer)
+    assert join.startswith(url) and "/room/" in join
+    key = lecturer.page.evaluate("() => document.querySelector('#room-box .sv-lead').dataset.key")
+    assert key not in lecturer.page.evaluate("() => document.body.innerText")  # never on the projector
+    phone = FollowerPage(browser, join, viewport=(390, 844))
+    tablet = FollowerPage(browser, join, viewport=(768, 1024))
+    lecturer.page.click("#next-round")
+    lecturer.page.click("#next-round")
+    lecturer.wait_round(3)
+    for follower in (phone, tablet):
+        follower.wait_text(WHERE, "Following: round 3 of")
+        assert follower.shown() == 3
+
+    lecturer.page.check("#quiz-mode input")
+    for follower in (phone, tablet):
+        follower.wait_js("() => document.body.classList.contains('sv-quiz')")
+    section = '#stage .sv-round[data-round="3"]'
+    most = int(phone.page.evaluate(f"() => document.querySelector('{section}').dataset.k"))
+    assert most >= 2, "the first example's round 3 drafts at least two tokens"
+    phone.page.click(f'{section} .sv-guess[data-guess="1"]')
+    tablet.page.click(f'{section} .sv-guess[data-guess="2"]')
+    lecturer.wait_text("#sv-class-lead", "2 answered round 3")
+    phone.wait_js("() => document.querySelector('.sv-guess.sv-picked')")
+    tablet.wait_js("() => document.querySelector('.sv-guess.sv-picked')")
+    assert phone.picked() == ["3:1"] and tablet.picked() == ["3:2"]  # never another student's choice
+
+    steps = int(lecturer.page.evaluate(f"() => document.querySelector('{section}').dataset.steps"))
+    for _ in range(steps):
+        lecturer.page.click(f"{section} .sv-reveal")
+    accepted = lecturer.page.evaluate(f"() => document.querySelector('{section}').dataset.accepted")
+    lecturer.wait_text("#sv-class-lead", "Round 3: 2 answers", f"the target accepted {accepted}")
+    for follower in (phone, tablet):
+        follower.wait_js(f"() => document.querySelector('{section}').dataset.revealed === '{steps}'")
+        follower.wait_text("#sv-class", "Round 3: 2 answers")
+    phone.wait_text(f"{section} .sv-quiz-said", "Your answer: 1.")
+    assert phone.picked() == ["3:1"] and tablet.picked() == ["3:2"]
+
+    tablet.page.keyboard.press("ArrowLeft")  # on their own, then back to following
+    tablet.wait_text(WHERE, "On your own: round 2")
+    tablet.page.keyboard.press("f")
+    tablet.wait_text(WHERE, "Following: round 3")
+
+    refused = phone.page.evaluate("""async () => {
+        const r = await fetch(location.pathname + '/drive', {method: 'POST', headers: {'Content-Type':
+          'application/json'}, body: JSON.stringify({round: 1})});
+        return [r.status, (await r.json()).error]; }""")
+    assert refused[0] == 403 and "only the lecturer" in refused[1]
+    assert phone.shown() == 3  # the room went on
+
+    # the phone: answer buttons and navigation tappable without zooming, one card at a time across the width
+    sizes = phone.page.evaluate("() => [...document.querySelectorAll('.sv-room-nav button, "
+                                ".sv-round:not([hidden]) .sv-guess')].map(b => { const r = b.getBoundingClientRect(); "
+                                "return [r.height, r.right]; })")
+    assert sizes and all(h >= 44 and right <= 390 for h, right in sizes), sizes
+    card = phone.page.evaluate("() => document.querySelector('.sv-round:not([hidden]) .sv-cards > *')"
+                               ".getBoundingClientRect().width")
+    assert 250 < card <= 390
+    phone.screenshot("room-phone.png")
+    lecturer.screenshot("room-lecturer.png")
+    for page in (phone, tablet, lecturer):
+        page.close()
+
+
+def test_a_follower_who_reloads_keeps_their_answer(browser, url):
+    lecturer = AppPage(browser, url)
+    join = open_room(lecturer)
+    lecturer.page.click("#next-round")
+    lecturer.page.click("#next-round")
+    lecturer.page.check("#quiz-mode input")
+    phone = FollowerPage(browser, join, viewport=(390, 844))
+    phone.wait_js("() => document.body.classList.contains('sv-quiz')")
+    phone.wait_text(WHERE, "Following: round 3")
+    phone.page.click('#stage .sv-round[data-round="3"] .sv-guess[data-guess="0"]')
+    lecturer.wait_text("#sv-class-lead", "1 answered round 3")
+    phone.page.reload()
+    phone.wait_text(WHERE, "Following: round 3")
+    phone.wait_js("() => document.querySelector('.sv-guess.sv-picked')")
+    assert phone.picked() == ["3:0"]
+    assert "1 joined" in phone.wait_text("#sv-class", "joined")  # the same follower, not a second one
+    for page in (phone, lecturer):
+        page.close()
+
+
+def test_a_deep_link_opens_an_example_at_a_round_and_step(browser, url):
+    page = Page(browser, f"{url}?example=paris&round=3&step=1")
+    page.wait_text("#status", "at round 3 from a link")
+    page.wait_text("#stage .sv-round:not([hidden]) .sv-round-head", "Round 3 of")
+    assert page.page.evaluate("() => document.body.classList.contains('sv-quiz')")
+    assert page.page.evaluate("() => document.querySelector('.sv-round:not([hidden])').dataset.revealed") == "1"
+    page.page.click("#room-panel button, #room-panel .label-wrap")
+    page.page.click("#link-round")
+    link = page.wait_js("() => document.querySelector('#round-link textarea, #round-link input')?.value")
+    assert link == f"{url}?example=paris&round=3&step=1"
+    page.close()
+    past = Page(browser, f"{url}?example=paris&round=999")
+    past.wait_text("#status", "the link asks for round 999", "rounds 1 to")
+    past.close()

@@ -82,7 +82,7 @@ def open_room(hub: RoomHub, trace: Trace | None, base) -> tuple:
 def room_box(base: str, room: str, code: str, key: str) -> str:
     join = f"{base}room/{room}"
     lead = f"{base}?{urlencode({'room': room, 'key': key})}"
-    qr = segno.make(join, error="m").svg_inline(scale=6, border=2, dark="#111", light="#fff")
+    qr = segno.make(join, error="m").svg_inline(border=2, dark="#111", light="#fff", omitsize=True)
     return (f'<div class="sv-room-box"><div class="sv-qr" role="img" aria-label="QR code of the join link">{qr}'
             f'</div><div><p>Follow on your phone or laptop: scan the code, open</p>'
             f'<p class="sv-room-link">{escape(join)}</p><p>or enter <span class="sv-room-code">{escape(code)}</span>'

@@ -18,6 +18,7 @@ sends reaches another but the counts in the class's panel.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 from collections import OrderedDict
 from functools import lru_cache
@@ -37,7 +38,7 @@ from specviz.view.style import palette_css
 KEEPALIVE_S = 15.0  # a comment down each idle stream this often, so proxies keep it open and a gone one is noticed
 MAX_BODY = 2048  # bytes: every request body of these routes is a few numbers and ids
 MAX_STREAMS = 2000  # open event streams on one server, every room together (a room holds at most MAX_FOLLOWERS)
-PAGES_KEPT = 4  # follower pages rendered and kept (a class joining at once asks for the same one a hundred times)
+PAGES_KEPT = 16  # follower pages kept, gzipped (~30 kB each): rooms joining at once ask for the same few again and again
 
 
 class RoomHub:
@@ -48,7 +49,8 @@ class RoomHub:
         self.store = store or RoomStore()
         self._bells: dict[str, asyncio.Event] = {}
         self._sent: dict[str, tuple[int, str]] = {}  # room -> (version, the state's JSON)
-        self._pages: OrderedDict[str, str] = OrderedDict()
+        self._pages: OrderedDict[str, bytes] = OrderedDict()  # room -> its follower page, gzipped
+        self._rendering: dict[str, asyncio.Future] = {}  # room -> its page being rendered
         self.streams = 0
 
     def ring(self, room: str) -> None:
@@ -68,18 +70,25 @@ class RoomHub:
             facts = self.store.facts(room)
             panel = class_panel(facts, view.round_, view.quiz, view.followers, view.answered, view.revealed)
             sent = (view.version, json.dumps({
-                "round": view.round_, "step": view.step, "quiz": view.quiz, "version": view.version,
+                "room": room, "round": view.round_, "step": view.step, "quiz": view.quiz, "version": view.version,
                 "rounds": len(facts.rounds), "joined": view.followers, "answered": view.answered,
                 "reached": {str(n): s for n, s in view.reached.items()}, "panel": panel}))
             self._sent[room] = sent
             self._forget_closed()
         return sent
 
-    def page(self, room: str) -> str:
-        """A follower's page for `room` (RoomError if it has closed)."""
+    async def page(self, room: str) -> bytes:
+        """A follower's page for `room`, gzipped (a phone on a hall's Wi-Fi gets a tenth of it); RoomError if
+        the room has closed. Rendered once, in a thread (a class joining at once must not stall the streams of
+        other rooms), however many ask for it meanwhile."""
         trace_json = self.store.trace_json(room)
         if room not in self._pages:
-            self._pages[room] = follower_page(room, trace_json)
+            if room not in self._rendering:
+                self._rendering[room] = asyncio.ensure_future(asyncio.to_thread(_gzipped_page, room, trace_json))
+            try:
+                self._pages[room] = await self._rendering[room]
+            finally:
+                self._rendering.pop(room, None)
             while len(self._pages) > PAGES_KEPT:
                 self._pages.popitem(last=False)
         self._pages.move_to_end(room)
@@ -105,6 +114,10 @@ def _page_assets() -> tuple[str, str]:
     css = palette_css() + text("style.css") + text("room.css")
     js = f"({script('keys.js')})();\n{text('follow.js')}"
     return css, js
+
+
+def _gzipped_page(room: str, trace_json: str) -> bytes:
+    return gzip.compress(follower_page(room, trace_json).encode(), compresslevel=6)
 
 
 def follower_page(room: str, trace_json: str) -> str:
@@ -138,9 +151,13 @@ def room_routes(hub: RoomHub) -> list[Route]:
     async def page(request: Request) -> Response:
         room = request.path_params["room"]
         try:
-            return HTMLResponse(hub.page(room), headers={"Cache-Control": "no-store"})
+            page = await hub.page(room)
         except RoomError as e:
             return HTMLResponse(_error_page(str(e)), status_code=e.status)
+        headers = {"Cache-Control": "no-store", "Vary": "Accept-Encoding"}
+        if "gzip" in request.headers.get("accept-encoding", ""):
+            return Response(page, media_type="text/html; charset=utf-8", headers={**headers, "Content-Encoding": "gzip"})
+        return HTMLResponse(gzip.decompress(page), headers=headers)
 
     async def by_code(request: Request) -> Response:
         code = request.query_params.get("code", "")

@@ -99,7 +99,7 @@ def across_rounds(facts: QuizFacts, revealed: dict[int, dict[int, int]]) -> str:
     overall = ""
     if means:
         overall = (f"<p>Over the {len(means)} revealed round{'s' * (len(means) != 1)} the class answered, its mean "
-                   f"answer was {sum(means) / len(means):.2f}; the target accepted {sum(truths) / len(truths):.2f} "
+                   f"answers averaged {sum(means) / len(means):.2f}; the target accepted {sum(truths) / len(truths):.2f} "
                    f"on average.</p>")
     return (f'<details class="sv-across" open><summary>The class across rounds</summary>{overall}'
             f'<table class="sv-across-table"><thead><tr><th>round</th><th>K</th><th>answers</th>'

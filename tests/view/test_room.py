@@ -1,0 +1,46 @@
+"""The class's panel (specviz/view/room.py): a student who redoes its arithmetic gets its numbers. The mean answer is
+Σ answer·count / Σ count; E(α, K) − 1 is computed from the α printed beside it; the right answer is marked in words;
+counts of rounds not yet revealed are never shown."""
+
+import re
+
+from specviz.algorithm.theory import expected_tokens_per_pass
+from specviz.lecture.examples import load_example
+from specviz.view.room import QuizFacts, RoundFacts, class_panel, mean_guess, quiz_facts
+
+
+def test_facts_come_from_the_trace():
+    trace = load_example("paris")
+    facts = quiz_facts(trace)
+    assert len(facts.rounds) == len(trace.rounds)
+    assert f"{facts.alpha:.2f}" == f"{trace.summary.acceptance_rate:.2f}"
+    assert [r.accepted for r in facts.rounds] == [r.n_accepted for r in trace.rounds]
+    assert all(r.most == rnd.k for r, rnd in zip(facts.rounds, trace.rounds) if not r.tree)
+
+
+def test_every_printed_figure_can_be_redone():
+    facts = QuizFacts(0.62, (RoundFacts(4, 3, 5), RoundFacts(4, 0, 2), RoundFacts(2, 2, 3)))
+    revealed = {1: {3: 2, 1: 1, 4: 1}, 3: {2: 5}}
+    html = class_panel(facts, 1, True, 6, 4, revealed)
+    assert "6 joined · 4 answered round 1" in html
+    assert "Round 1: 4 answers; the target accepted 3" in html
+    rows = re.findall(r"<tr><td>(\d+)</td><td>(\d+)</td><td>(\d+)</td><td>([\d.–]+)</td><td>(\d+)</td>"
+                      r"<td>([\d.–]+)</td></tr>", html)
+    assert [r[0] for r in rows] == ["1", "3"]  # round 2 is not revealed: not listed
+    alpha = float(re.search(r"α = ([\d.]+)", html).group(1))
+    for number, k, answers, mean, accepted, expected in rows:
+        counts = revealed[int(number)]
+        assert int(answers) == sum(counts.values())
+        assert mean == f"{sum(g * c for g, c in counts.items()) / sum(counts.values()):.2f}"
+        assert expected == f"{expected_tokens_per_pass(alpha, int(k)) - 1:.2f}"
+    assert "its mean answers averaged 2.38; the target accepted 2.50 on average" in html  # (2.25 + 2) / 2; (3 + 2) / 2
+
+
+def test_the_right_answer_is_marked_in_words_and_no_bar_before_the_reveal():
+    facts = QuizFacts(0.5, (RoundFacts(3, 1, 3),))
+    html = class_panel(facts, 1, True, 3, 3, {1: {1: 2, 3: 1}})
+    right = re.search(r'<div class="sv-hist-row sv-hist-hit"><span class="sv-hist-x">(\d)</span>', html)
+    assert right.group(1) == "1" and "✓ what the target accepted" in html
+    assert "sv-hist" not in class_panel(facts, 1, True, 3, 3, {})  # answered, not yet revealed: counts only
+    assert "quiz off" in class_panel(facts, 1, False, 3, 0, {})
+    assert mean_guess({}) is None and mean_guess({1: 2, 4: 1}) == 2.0

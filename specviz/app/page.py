@@ -166,14 +166,17 @@ def _settings_row(presets: dict[str, str], default_preset: str):
     return preset, settings, drafter, adaptive, draft_layers, tree_widths
 
 
-def _panels() -> RoundView:
-    """The round view's components, placed top to bottom (their values come from views.round_view)."""
+def _panels() -> tuple[RoundView, RoomPanel]:
+    """The round view's components, placed top to bottom (their values come from views.round_view), and the room
+    panel right under the round: on the projector the class's answers sit just below it, and in lecture mode the
+    round still starts at the top of the screen."""
     empty = empty_view()
     stage = gr.HTML(empty.stage, label="The round", elem_id="stage")
+    room = build_room_panel()
     per_pass = gr.Plot(empty.per_pass, label="Tokens per target pass", show_label=False, elem_id="tokens-per-pass")
     summary = gr.HTML(empty.summary, label="Summary", elem_id="summary")
     timeline = gr.Plot(empty.timeline, label="Timeline", show_label=False, elem_id="timeline")
-    return RoundView(None, stage, per_pass, summary, timeline)  # the slider: _layout places it with the navigation
+    return RoundView(None, stage, per_pass, summary, timeline), room  # the slider: _layout places it with the nav
 
 
 def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, quiz: gr.Checkbox) -> Page:
@@ -203,7 +206,6 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
             info = gr.HTML(page_text.placeholder("Loading models…"), label="Run info", elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
                              elem_id="trace-upload", height=90, scale=0, min_width=280)
-    room = build_room_panel()
     status = gr.HTML("", label="Status", elem_id="status")
     with gr.Row(elem_id="sv-nav", equal_height=True):
         previous = gr.Button("Previous round", elem_id="prev-round", scale=0, min_width=200)
@@ -214,7 +216,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
         pace = gr.Slider(0.3, 5, value=1.5, step=0.1, label="Seconds per round", elem_id="pace", scale=1,
                          min_width=190)
     timer = gr.Timer(1.5, active=False)
-    panels = _panels()
+    panels, room = _panels()
     panels.slider = slider
     return Page(trace, lecture, quiz, controls, prompt, preset, settings, drafter, adaptive, draft_layers, tree_widths,
                 generate,
@@ -238,8 +240,9 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     # The first load opens what the page's link asks for (app/room_panel.py: an example at a round, a room for its
     # lecturer), else a recorded example, at once and outside the queue (the model's load may take minutes on a
     # first start), so the page is never empty; the model's load then leaves the status line to it.
-    demo.load(partial(open_linked, models, hub, p.room.box), [p.lecture, p.room.link_text], [*p.outputs.of_open(), p.room.box], js=f"(lecture, t) => [lecture, {HREF_JS}]",
-              queue=False, **private, **quick)
+    demo.load(partial(open_linked, models, hub, p.room.box), [p.lecture, p.room.link_text],
+              [*p.outputs.of_open(), p.room.box], js=f"(lecture, t) => [lecture, {HREF_JS}]", queue=False,
+              **private, **quick)
     wire_room_panel(p.room, p.trace, p.status, hub)
     demo.load(models.show_model_pair_first, [p.preset], [p.info, p.status], **private, **loads)
     p.preset.change(models.show_model_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)

@@ -38,6 +38,7 @@ from specviz.view.style import palette_css
 KEEPALIVE_S = 15.0  # a comment down each idle stream this often, so proxies keep it open and a gone one is noticed
 MAX_BODY = 2048  # bytes: every request body of these routes is a few numbers and ids
 MAX_STREAMS = 2000  # open event streams on one server, every room together (a room holds at most MAX_FOLLOWERS)
+JOIN_RING_S = 0.25  # joins are told to a room's followers at most this often (the joined count)
 PAGES_KEPT = 16  # follower pages kept, gzipped (~30 kB each): rooms joining at once ask for the same few again and again
 
 
@@ -51,6 +52,7 @@ class RoomHub:
         self._sent: dict[str, tuple[int, str]] = {}  # room -> (version, the state's JSON)
         self._pages: OrderedDict[str, bytes] = OrderedDict()  # room -> its follower page, gzipped
         self._rendering: dict[str, asyncio.Future] = {}  # room -> its page being rendered
+        self._soon: set[str] = set()  # rooms to ring shortly (joins)
         self.streams = 0
 
     def ring(self, room: str) -> None:
@@ -58,6 +60,17 @@ class RoomHub:
         bell = self._bells.pop(room, None)
         if bell is not None:
             bell.set()
+
+    def ring_soon(self, room: str) -> None:
+        """Ring `room` within JOIN_RING_S, once however many ask meanwhile: a hall joining at once is a few messages
+        to each follower (the joined count), not one per join."""
+        if room not in self._soon:
+            self._soon.add(room)
+            asyncio.get_running_loop().call_later(JOIN_RING_S, self._ring_later, room)
+
+    def _ring_later(self, room: str) -> None:
+        self._soon.discard(room)
+        self.ring(room)
 
     def bell(self, room: str) -> asyncio.Event:
         return self._bells.setdefault(room, asyncio.Event())
@@ -172,7 +185,7 @@ def room_routes(hub: RoomHub) -> list[Route]:
     async def join(request: Request) -> Response:
         async def act(body):
             room, follower = hub.store.join(request.path_params["room"], _client(request), body.get("follower"))
-            hub.ring(room)
+            hub.ring_soon(room)
             return {"follower": follower, "answers": _answers(hub.store.mine(room, follower))}
         return await _json_call(request, act)
 

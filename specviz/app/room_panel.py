@@ -49,7 +49,7 @@ def build_room_panel() -> RoomPanel:
             link = gr.Button("Link to this round", elem_id="link-round", scale=0, min_width=200)
             link_text = gr.Textbox(label="Link to what the page shows (for a slide)", interactive=False,
                                    elem_id="round-link", buttons=["copy"], scale=3)
-        box = gr.HTML("", elem_id="room-box")
+        box = gr.HTML("", label="Room", elem_id="room-box")
     return RoomPanel(open_, box, link, link_text)
 
 

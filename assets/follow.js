@@ -113,6 +113,12 @@
     }
   }
 
+  // A phone's row of cards scrolls sideways: focusable, so a keyboard can scroll it too (and named)
+  for (const cards of document.querySelectorAll("#stage .sv-cards")) {
+    cards.tabIndex = 0;
+    cards.setAttribute("aria-label", "the round's cards, one per draft position");
+  }
+
   document.addEventListener("click", (event) => {
     const guess = event.target.closest("#stage .sv-guess");
     if (guess && !guess.disabled) answer(guess);

@@ -30,11 +30,27 @@
   window.svShow = (number) => {
     const s = stage(), target = section(Math.round(Number(number)));
     if (!s || !target) return current();
+    const moved = s.dataset.current !== target.dataset.round;
     for (const other of sections()) other.hidden = other !== target;
     s.dataset.current = target.dataset.round;
+    if (moved) announce(headText(target));
     changed();
     return Number(target.dataset.round);
   };
+
+  // --- screen readers: the round change and each reveal, said in the page's live region -------------------
+  function announce(text) {
+    const live = document.getElementById("sv-announce");
+    if (live && text) live.textContent = text;
+  }
+
+  // A round's head as a screen reader should hear it: what the quiz still hides is left out.
+  function headText(sec) {
+    const head = sec.querySelector(".sv-round-head")?.cloneNode(true);
+    if (!head) return "";
+    if (quizOn()) head.querySelectorAll("[data-step]:not(.sv-shown)").forEach((el) => el.remove());
+    return head.textContent.trim();
+  }
 
   // A room's lecturer page (room.js) listens here to every change a class follows: round, reveal, quiz mode.
   function changed() {
@@ -59,9 +75,13 @@
   // --- the quiz ---------------------------------------------------------------------------------------------
 
   function showSteps(sec) {
-    const revealed = Number(sec.dataset.revealed || 0);
+    const revealed = Number(sec.dataset.revealed || 0), hiding = quizOn();
     for (const el of sec.querySelectorAll("[data-step]")) {
-      el.classList.toggle("sv-shown", Number(el.dataset.step) <= revealed);
+      const shown = Number(el.dataset.step) <= revealed;
+      el.classList.toggle("sv-shown", shown);
+      // a token's tooltip names its verdict: while the quiz hides the verdict, it hides the tooltip too
+      if (hiding && !shown && el.title) { el.dataset.title = el.title; el.removeAttribute("title"); }
+      else if ((shown || !hiding) && el.dataset.title) { el.title = el.dataset.title; delete el.dataset.title; }
     }
     const guess = sec.dataset.guess;
     for (const b of sec.querySelectorAll(".sv-guess")) {
@@ -101,6 +121,9 @@
     if (revealed >= Number(sec.dataset.steps)) return false;
     sec.dataset.revealed = String(revealed + 1);
     showSteps(sec);
+    const said = [...sec.querySelectorAll(`.sv-pos[data-step="${revealed + 1}"] .sv-pos-head`)]
+      .map((el) => el.textContent.trim()).join("; ");
+    announce(`Revealed step ${revealed + 1} of ${sec.dataset.steps}${said ? ": " + said : ""}. ${headText(sec)}`);
     changed();
     return true;
   }
@@ -121,8 +144,14 @@
 
   window.svQuiz = (on) => {
     document.body.classList.toggle("sv-quiz", Boolean(on));
+    sections().forEach(showSteps);  // tooltips hidden or given back
+    const sec = section(current());
+    if (sec) announce(`Quiz mode ${on ? "on" : "off"}. ${headText(sec)}`);  // and the live region's old words too
     changed();
   };
+
+  // Reduced motion (the system's setting): Play takes one step a press instead of playing on (PLAY_JS).
+  window.svReduced = () => window.matchMedia("(prefers-reduced-motion: reduce)").matches;
 
   // The quiz as the lecture pack stores it (specviz/quiz.py: quiz_from_dict).
   window.svQuizState = () => {
@@ -143,6 +172,13 @@
   }).observe(document.body, { childList: true, subtree: true });
 
   document.addEventListener("click", (event) => {
+    if (event.target.closest(".sv-skip")) {  // "Skip to the round": focus Next round, the round in view
+      event.preventDefault();
+      const next = button("next-round");
+      next?.focus();
+      next?.scrollIntoView({ block: "center" });
+      return;
+    }
     if (document.body.classList.contains("sv-follower")) return;  // a follower answers the room (follow.js)
     const guess = event.target.closest("#stage .sv-guess");
     if (guess) answer(Number(guess.dataset.guess));

@@ -122,7 +122,9 @@ def build_demo(get_engine: EngineLoader = default_engine_loader, presets: dict[s
 def _header() -> tuple[gr.Checkbox, gr.Checkbox]:
     """The title and the two switches for a lecture. -> lecture mode, quiz"""
     with gr.Row(elem_id="sv-header", equal_height=True):
-        gr.HTML('<h1>specviz <span>speculative decoding, one round at a time</span></h1>', elem_id="sv-title")
+        gr.HTML('<a class="sv-skip" href="#sv-nav">Skip to the round</a>'
+                '<h1>specviz <span>speculative decoding, one round at a time</span></h1>'
+                '<div id="sv-announce" class="sv-sr" aria-live="polite" aria-atomic="true"></div>', elem_id="sv-title")
         lecture = gr.Checkbox(label="Lecture mode", value=False, elem_id="lecture-mode", scale=0, min_width=190)
         quiz = gr.Checkbox(label="Quiz mode", value=False, elem_id="quiz-mode", scale=0, min_width=150)
     return lecture, quiz

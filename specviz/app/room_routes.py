@@ -151,6 +151,7 @@ def follower_page(room: str, trace_json: str) -> str:
  </span>
 </header>
 <div id="sv-room-error" class="sv-room-error" role="alert"></div>
+<div id="sv-announce" class="sv-sr" aria-live="polite" aria-atomic="true"></div>
 <main id="stage">{stage_html(trace, 1)}</main>
 <section id="sv-class" aria-label="the class's answers"></section>
 <p class="sv-room-foot">{escape(trace.draft_model)} drafts, {escape(trace.target_model)} verifies: a recorded run;

@@ -98,7 +98,9 @@ def _index(trace: Trace, number) -> int:
 # which the server's handler then receives as the slider's value.
 STEP_JS = {delta: f"(trace, number, lecture) => [trace, window.svStep({delta}), lecture]" for delta in (-1, 1)}
 SHOW_JS = "(trace, number, lecture) => [trace, window.svShow(number), lecture]"
-PLAY_JS = "(label, trace, number, lecture) => [label, trace, window.svPlayFrom(label), lecture]"
+# Play under reduced motion (the system's setting) takes one step and stays "Play": the server is sent "Pause".
+PLAY_JS = ("(label, trace, number, lecture) => window.svReduced() ? ['Pause', trace, window.svStep(1), lecture] : "
+           "[label, trace, window.svPlayFrom(label), lecture]")
 
 
 @dataclass

@@ -188,6 +188,7 @@ def rounds_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_size
 # stay apart on a washed-out projector; self-speculation draws a line per N, its markers told apart by shape.
 LINE_COLORS = (Q_COLOR, INK, FATES[BONUS].color)  # the chain drafters' colours, in the registry's order
 LAYER_SYMBOLS = ("diamond", "triangle-up", "x", "star", "hexagon")
+SIDE_STEP = 0.12  # K units between drafters' markers at the same K
 
 
 def _lines(runs: list[CompareRow]) -> list[tuple[str, int | None]]:
@@ -203,18 +204,21 @@ def _style(drafter: str) -> dict:
 
 
 def _drafter_line(rows: list[CompareRow], line: tuple[str, int | None], field: str, axes: str, show: bool,
-                  unit: str) -> dict:
+                  unit: str, offset: float = 0.0) -> dict:
+    """One drafter's line; `offset` moves its markers sideways off K (the hover still says K), so drafters measured
+    at the same K sit side by side instead of on top of one another."""
     drafter, n = line
     style = _style(drafter)
     mine = [r for r in rows if (r.drafter, r.draft_layers) == line]
     name = mine[0].label
     symbol = LAYER_SYMBOLS[sorted({r.draft_layers for r in rows if r.draft_layers}).index(n) % len(LAYER_SYMBOLS)] \
         if n else style["symbol"]
-    return dict(type="scatter", x=[r.k for r in mine], y=[getattr(r, field) for r in mine], mode="lines+markers",
+    return dict(type="scatter", x=[r.k + offset for r in mine], customdata=[r.k for r in mine],
+                y=[getattr(r, field) for r in mine], mode="lines+markers",
                 name=name, legendgroup=name, showlegend=show, xaxis="x" + axes, yaxis="y" + axes,
                 line=dict(color=style["color"], width=4, dash=style["dash"]),
                 marker=dict(symbol=symbol, size=14, color=style["color"], line=dict(color=INK, width=1.5)),
-                hovertemplate=f"{label(name)}, K = %{{x}}: %{{y:.2f}}{unit}<extra></extra>")
+                hovertemplate=f"{label(name)}, K = %{{customdata}}: %{{y:.2f}}{unit}<extra></extra>")
 
 
 def compare_figure(rows: list[CompareRow], font_size: int = FONT_SIZE) -> go.Figure:
@@ -222,11 +226,12 @@ def compare_figure(rows: list[CompareRow], font_size: int = FONT_SIZE) -> go.Fig
     target alone at 1 on both (dashed). Rows may be partial: the lines grow as runs finish."""
     runs = [r for r in rows if r.k is not None]
     lines = _lines(runs)
-    data = [_drafter_line(runs, line, "speedup", "", True, "×") for line in lines]
-    data += [_drafter_line(runs, line, "tokens_per_pass", "2", False, " tokens") for line in lines]
+    offsets = [SIDE_STEP * (i - (len(lines) - 1) / 2) for i in range(len(lines))]
+    data = [_drafter_line(runs, line, "speedup", "", True, "×", dx) for line, dx in zip(lines, offsets)]
+    data += [_drafter_line(runs, line, "tokens_per_pass", "2", False, " tokens", dx) for line, dx in zip(lines, offsets)]
     ks = sorted({r.k for r in runs}) or [1]
     k_axis = dict(title=dict(text="K (draft tokens per round)"), tickmode="array", tickvals=ks, gridcolor=GRID,
-                  range=[0.5, max(ks) + 0.5])
+                  range=[min(ks) - 0.8, max(ks) + 0.8])  # one K alone sits in the middle
     tops = [max([r.speedup for r in runs] + [1.0]), max([r.tokens_per_pass for r in runs] + [1.0])]
     one = dict(type="line", x0=0, x1=1, y0=1, y1=1, line=dict(color="#888", width=2, dash="dot"))
     heads = [("Speedup over the target alone (measured)", 0.0), ("Tokens per target pass", 0.55)]

@@ -16,9 +16,11 @@ BATCH_AXIS = list(range(1, 17))  # batch sizes the prediction is drawn for
 
 
 def _figure(data: list[dict], layout: dict, title: str, font_size: int) -> go.Figure:
-    base = dict(base_layout(font_size), height=420, margin=dict(l=80, r=24, t=70, b=110),
-                title=dict(text=title, x=0, xanchor="left", font=dict(size=font_size + 2)),
-                legend=dict(orientation="h", x=0, y=-0.28, font=dict(size=font_size - 2)))  # below the axis title
+    # the legend at the foot of the figure (base_layout: anchored to the container, not the plot), with room for
+    # the tick labels, the axis title and two lines of legend above it: at y = -0.28 of the plot it overlapped the
+    # axis title once the legend wrapped
+    base = dict(base_layout(font_size, legend_size=font_size - 2), height=460, margin=dict(l=80, r=24, t=70, b=150),
+                title=dict(text=title, x=0, xanchor="left", font=dict(size=font_size + 2)))
     return go.Figure(data=data, layout={**base, **layout})
 
 

@@ -37,10 +37,58 @@ GRID = "#d9d9d9"
 FONT = "'Source Sans Pro', ui-sans-serif, system-ui, sans-serif"  # the page's font, served by gradio
 
 
+TINT = 0x2E / 255  # a fate's background: its colour at 18 % over white (the `2e` alpha of --sv-<fate>-bg)
+TEXT_CONTRAST, GRAPHIC_CONTRAST = 4.5, 3.0  # WCAG 2.2 AA: text (1.4.3), and the parts of a graphic (1.4.11)
+
+
+def _rgb(color: str) -> tuple[float, float, float]:
+    return tuple(int(color.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4))
+
+
+def _hex(rgb) -> str:
+    return "#" + "".join(f"{round(255 * c):02X}" for c in rgb)
+
+
+def tint(color: str) -> str:
+    """The colour a fate's background shows: `color` at TINT over white."""
+    return _hex(TINT * c + (1 - TINT) for c in _rgb(color))
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG's contrast ratio of two colours: (L1 + 0.05) / (L2 + 0.05), L the relative luminance.
+    contrast("#000000", "#FFFFFF") -> 21.0"""
+    def lum(color):
+        r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in _rgb(color))
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+    high, low = sorted((lum(a), lum(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def ink(color: str, ratio: float = TEXT_CONTRAST, on: tuple[str, ...] | None = None) -> str:
+    """`color` darkened (toward black, hue kept) just enough for text in it to reach `ratio` on each background
+    `on` (by default its own tint and white): the fate's colour for its icons and words, the bright one staying
+    for fills."""
+    backgrounds = on or (tint(color), "#FFFFFF")
+    scale = 1.0
+    while min(contrast(_hex(c * scale for c in _rgb(color)), bg) for bg in backgrounds) < ratio:
+        scale -= 0.01
+    return _hex(c * scale for c in _rgb(color))
+
+
+def card_backgrounds() -> tuple[str, ...]:
+    """What a card's p and q headers may sit on: white, or any fate's tint."""
+    return ("#FFFFFF", *(tint(s.color) for s in FATES.values()))
+
+
 def palette_css() -> str:
-    """CSS variables for the palette: --sv-accepted, --sv-accepted-bg (a light tint), ..., --sv-p, --sv-q."""
-    lines = [f"--sv-{fate}: {s.color}; --sv-{fate}-bg: {s.color}2e;" for fate, s in FATES.items()]
-    lines += [f"--sv-p: {P_COLOR};", f"--sv-q: {Q_COLOR};"]
+    """CSS variables for the palette: --sv-accepted, --sv-accepted-bg (a light tint), --sv-accepted-ink (text and
+    icons, 4.5:1 on the tint and on white), --sv-accepted-edge (outlines, 3:1 on white), ..., --sv-p, --sv-q and
+    their inks."""
+    lines = [f"--sv-{fate}: {s.color}; --sv-{fate}-bg: {s.color}2e; --sv-{fate}-ink: {ink(s.color)}; "
+             f"--sv-{fate}-edge: {ink(s.color, GRAPHIC_CONTRAST)};" for fate, s in FATES.items()]
+    cards = card_backgrounds()
+    lines += [f"--sv-p: {P_COLOR}; --sv-p-ink: {ink(P_COLOR, on=cards)};",
+              f"--sv-q: {Q_COLOR}; --sv-q-ink: {ink(Q_COLOR, on=cards)}; --sv-q-edge: {ink(Q_COLOR, GRAPHIC_CONTRAST)};"]
     return ":root {\n  " + "\n  ".join(lines) + "\n}\n"
 
 

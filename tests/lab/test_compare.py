@@ -124,7 +124,7 @@ def test_chart_a_line_per_drafter_over_the_chosen_ks_with_the_baseline_at_one():
     rows = [compare.CompareRow("target", None, None, 1.0, 3.0, 1.0, 16, 5.3),
             row("model", 1, 1.2, 1.8), row("lookup", 1, 0.9, 1.1), row("model", 4, 1.5, 3.1), row("lookup", 4, 1.1, 1.4)]
     fig = lab_charts.compare_figure(rows)
-    lines = {(t.name, t.yaxis): (list(t.x), list(t.y)) for t in fig.data}
+    lines = {(t.name, t.yaxis): (list(t.customdata), list(t.y)) for t in fig.data}  # customdata: each point's K
     assert lines[("draft model", "y")] == ([1, 4], [1.2, 1.5])  # speedup, left
     assert lines[("prompt lookup", "y")] == ([1, 4], [0.9, 1.1])
     assert lines[("draft model", "y2")] == ([1, 4], [1.8, 3.1])  # tokens per target pass, right
@@ -135,6 +135,17 @@ def test_chart_a_line_per_drafter_over_the_chosen_ks_with_the_baseline_at_one():
     assert "3.00 tokens/s" in fig.layout.title.text
     assert fig.data[0].line.dash != fig.data[1].line.dash  # a cue besides colour
     assert fig.data[0].marker.symbol != fig.data[1].marker.symbol
+
+
+def test_drafters_at_the_same_k_sit_side_by_side_and_one_k_alone_is_centred():
+    rows = [row("model", 4, 1.5), row("lookup", 4, 1.1)]
+    fig = lab_charts.compare_figure(rows)
+    left = [t for t in fig.data if t.yaxis == "y"]
+    xs = [t.x[0] for t in left]
+    assert xs[0] < 4 < xs[1] and abs((xs[0] + xs[1]) / 2 - 4) < 1e-9  # apart, around K
+    assert [t.customdata[0] for t in left] == [4, 4] and "customdata" in left[0].hovertemplate  # the hover says K
+    low, high = fig.layout.xaxis.range
+    assert abs((low + high) / 2 - 4) < 1e-9  # one K in the middle, not at the right edge
 
 
 def test_chart_of_partial_rows():

@@ -253,6 +253,10 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     # "always_last" would hold the press back until the old run ended, then send both listeners, and the stop
     # could then hit the new run.)
     p.generate.click(models.stop, None, None, api_name="stop", **quick)
+    # The round first: Generate scrolls the status line to the top, so it and the newest round are in view at
+    # 1280×720 while the run streams (folding the settings away would hide Baseline and the downloads too)
+    p.generate.click(None, None, None, js="() => { document.getElementById('status')?.scrollIntoView({block: "
+                                          "'start'}); }", **private)
     p.generate.click(models.generate, p.inputs_of(models.generate), p.outputs.of("generate"), api_name="generate",
                      preprocess=False, trigger_mode="multiple", **one_model_run)
     p.baseline.click(models.baseline, [p.trace, p.preset], p.outputs.of("baseline"), api_name="baseline",

@@ -117,3 +117,44 @@ def test_play_takes_one_step_a_press_under_reduced_motion(browser, url):
         page.close()
     finally:
         context.close()
+
+
+def test_charts_have_a_name_and_a_data_table(browser, url):
+    page = AppPage(browser, url)
+    page.wait_plotly_loaded()
+    name = page.wait_js("() => document.querySelector('#tokens-per-pass [role=figure][aria-label]')"
+                        "?.getAttribute('aria-label')")
+    assert name.startswith("Tokens per target pass") and "data follow as a table" in name
+    rounds = int(page.page.evaluate("() => document.querySelector('#stage .sv-stage').dataset.rounds"))
+    rows = page.wait_js("(n) => { const t = document.querySelector('#tokens-per-pass table.sv-plot-data');"
+                        " const r = t ? t.querySelectorAll('tr').length - 1 : 0; return r >= n ? r : null; }", rounds)
+    assert rows >= rounds  # a row per round at least (each series of the chart has one)
+    page.close()
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_lecture_mode_grows_with_the_screen(browser, url, size):
+    page = AppPage(browser, url, viewport=size)
+    page.page.click("#lecture-mode input[type=checkbox]")
+    page.wait_js("() => document.body.classList.contains('sv-lecture')")
+    at_round(page, ROUND)
+    sizes = page.page.evaluate("""() => {
+        const px = (el) => parseFloat(getComputedStyle(el).fontSize);
+        const shown = [...document.querySelectorAll('#stage .sv-round:not([hidden]) *')]
+          .filter(el => el.checkVisibility() && [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()));
+        return {text: px(document.querySelector('#stage .sv-round:not([hidden]) .sv-text')),
+                smallest: Math.min(...shown.map(px)), root: px(document.documentElement)}; }""")
+    assert sizes["root"] == pytest.approx(max(16, 0.0125 * size[0]), abs=0.1)  # 1.25vw, at least 16 px
+    assert sizes["text"] == pytest.approx(1.75 * sizes["root"], abs=0.2)  # the strip grows with it (1.75rem)
+    if size[0] >= 1920:
+        assert sizes["smallest"] >= 18, sizes  # no text on the stage under 18 px at 1920
+    page.close()
+
+
+def test_generate_brings_the_status_and_the_round_into_view(browser, url):
+    page = AppPage(browser, url, viewport=(1280, 720))
+    page.generate("def fib(n):", max_new_tokens=12)
+    inside = page.page.evaluate("""() => ['#status', '#stage .sv-round:not([hidden]) .sv-round-head'].map(s => {
+        const r = document.querySelector(s).getBoundingClientRect(); return r.top >= -1 && r.bottom <= innerHeight; })""")
+    assert inside == [True, True]  # the status and the newest round's head, above the fold
+    page.close()

@@ -1,7 +1,8 @@
 """The README's lecture screenshot: the recorded Qwen trace (tests/fixtures/qwen_coder_fib.json) in lecture mode
 at 1280x720, one round on one screen (a script, not collected by pytest).
 
-    python -m tools.screenshot_lecture [--round 4] [--out assets/lecture-1280x720.png]
+    python -m tools.screenshot_lecture [--round 4] [--size 1280x720]   # -> assets/lecture-1280x720.png
+    python -m tools.screenshot_lecture --size 1920x1080                 # the same round on a 1080p projector
 
 Opening a recorded trace needs no model: the page is served with tiny random-weight models (never run here) so
 that it starts in seconds. Headless Debian Chromium, as in the browser tests. The PNG is quantized to 256
@@ -29,7 +30,7 @@ def tiny_engine():
     return Engine(noisy_copy(target, 0.2), target, char_tokenizer(), "tiny-draft", "tiny-target")
 
 
-def screenshot(round_number: int, out: Path) -> None:
+def screenshot(round_number: int, out: Path, size: tuple[int, int] = SIZE) -> None:
     from PIL import Image
     from playwright.sync_api import sync_playwright
 
@@ -40,7 +41,7 @@ def screenshot(round_number: int, out: Path) -> None:
     try:
         with sync_playwright() as pw:
             browser = launch_browser(pw)
-            page = AppPage(browser, url, viewport=SIZE)
+            page = AppPage(browser, url, viewport=size)
             page.page.click("#lecture-mode input[type=checkbox]")
             page.wait_js("() => !document.querySelector('#prompt')?.checkVisibility()")  # settings folded away
             page.page.set_input_files("#trace-upload input[type=file]", str(TRACE))
@@ -56,16 +57,18 @@ def screenshot(round_number: int, out: Path) -> None:
     finally:
         demo.close()
     Image.open(out).convert("RGB").quantize(256).save(out, optimize=True)
-    print(f"{out}: {out.stat().st_size / 1024:.0f} KB, round {round_number} of {TRACE.name} at {SIZE[0]}x{SIZE[1]}")
+    print(f"{out}: {out.stat().st_size / 1024:.0f} KB, round {round_number} of {TRACE.name} at {size[0]}x{size[1]}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--round", type=int, default=4, help="the round on screen (default 4: one accepted, a "
                         "rejection, two discarded, the replacement)")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets" / "lecture-1280x720.png")
+    parser.add_argument("--size", default="1280x720", help="the window, WIDTHxHEIGHT")
+    parser.add_argument("--out", type=Path, help="default assets/lecture-WIDTHxHEIGHT.png")
     args = parser.parse_args()
-    screenshot(args.round, args.out)
+    size = tuple(int(n) for n in args.size.lower().split("x"))
+    screenshot(args.round, args.out or ROOT / "assets" / f"lecture-{size[0]}x{size[1]}.png", size)
 
 
 if __name__ == "__main__":

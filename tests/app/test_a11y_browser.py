@@ -158,3 +158,45 @@ def test_generate_brings_the_status_and_the_round_into_view(browser, url):
         const r = document.querySelector(s).getBoundingClientRect(); return r.top >= -1 && r.bottom <= innerHeight; })""")
     assert inside == [True, True]  # the status and the newest round's head, above the fold
     page.close()
+
+
+def tab_to(page: AppPage, matches: str, back: bool = False, most: int = 60) -> int:
+    """Press Tab (Shift+Tab with `back`) until the focused element satisfies the JS predicate `matches` (called
+    with it); -> the presses it took. Fails past `most`."""
+    for presses in range(1, most + 1):
+        page.page.keyboard.press("Shift+Tab" if back else "Tab")
+        if page.page.evaluate(f"() => ({matches})(document.activeElement)"):
+            return presses
+    pytest.fail(f"{matches} not reached in {most} presses")
+
+
+def test_a_whole_lecture_by_keyboard_alone(browser, url):
+    page = AppPage(browser, url, viewport=(1280, 900))
+    tab_to(page, "(el) => el.closest('#recorded-examples') && el.textContent.includes('Paris')")
+    page.page.keyboard.press("Enter")  # open an example
+    page.wait_text("#status", "Paris")
+    tab_to(page, "(el) => el.closest('#lecture-mode') && el.tagName === 'INPUT'", back=True)
+    page.page.keyboard.press("Space")  # lecture mode
+    page.wait_js("() => document.body.classList.contains('sv-lecture')")
+    tab_to(page, "(el) => el.closest('#quiz-mode') && el.tagName === 'INPUT'")
+    page.page.keyboard.press("Space")  # quiz mode
+    page.wait_js("() => document.body.classList.contains('sv-quiz')")
+    shown = "#stage .sv-round:not([hidden])"
+    while page.round_shown() < 2 or page.page.evaluate(f"() => document.querySelector('{shown}').dataset.k") == "0":
+        before = page.round_shown()
+        page.page.keyboard.press("ArrowRight")  # reveal, then on to the next round
+        page.wait_js(f"(b) => Number(document.querySelector('{shown}').dataset.revealed) > 0 || "
+                     f"Number(document.querySelector('#stage .sv-stage').dataset.current) > b", before)
+    number = page.round_shown()
+    page.page.keyboard.press("1")  # answer
+    page.wait_js(f"() => document.querySelector('{shown}').dataset.guess === '1'")
+    steps = int(page.page.evaluate(f"() => document.querySelector('{shown}').dataset.steps"))
+    for step in range(1, steps + 1):
+        page.page.keyboard.press("ArrowRight")  # reveal step by step
+        page.wait_js(f"() => document.querySelector('{shown}').dataset.revealed === '{step}'")
+    page.wait_text(f"{shown} .sv-quiz-said", "Your answer: 1.")
+    page.wait_text("#sv-announce", f"Revealed step {steps} of {steps}")
+    page.page.keyboard.press("ArrowRight")  # and the next round
+    page.wait_round(number + 1)
+    page.close()
+

@@ -36,6 +36,7 @@ HREF_JS = "location.href"  # the same with its query: what a deep link asks for
 
 @dataclass
 class RoomPanel:
+    accordion: gr.Accordion  # folded until used: a lecturer's link unfolds it (its box must be on the page to lead)
     open: gr.Button
     box: gr.HTML  # the join link, QR code and code; the class's panel (room.js fills it)
     link: gr.Button  # "Link to this round"
@@ -43,14 +44,14 @@ class RoomPanel:
 
 
 def build_room_panel() -> RoomPanel:
-    with gr.Accordion("Room: the class follows on their own devices", open=False, elem_id="room-panel"):
+    with gr.Accordion("Room: the class follows on their own devices", open=False, elem_id="room-panel") as accordion:
         with gr.Row(equal_height=True):
             open_ = gr.Button("Open a room for this trace", elem_id="open-room", scale=0, min_width=260)
             link = gr.Button("Link to this round", elem_id="link-round", scale=0, min_width=200)
             link_text = gr.Textbox(label="Link to what the page shows (for a slide)", interactive=False,
                                    elem_id="round-link", buttons=["copy"], scale=3)
         box = gr.HTML("", label="Room", elem_id="room-box")
-    return RoomPanel(open_, box, link, link_text)
+    return RoomPanel(accordion, open_, box, link, link_text)
 
 
 def wire_room_panel(panel: RoomPanel, trace: gr.State, status: gr.HTML, hub: RoomHub) -> None:
@@ -125,7 +126,7 @@ def link_to(trace: Trace | None, where_json) -> tuple:
                                   "copy it from the box.", "done")
 
 
-def open_linked(models: ModelActions, hub: RoomHub, box: gr.HTML, lecture, href):
+def open_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, href):
     """The page's first load: what its address `href` (as the browser sent it) asks for (an example at a round
     and step, a room for its lecturer), else examples.FIRST. A link that asks for something that is not there
     opens what it can and says why."""
@@ -133,7 +134,7 @@ def open_linked(models: ModelActions, hub: RoomHub, box: gr.HTML, lecture, href)
     query = {k: v[0] for k, v in parse_qs(parts.query).items()}
     base = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
     if "room" in query:
-        return _lead_linked(models, hub, box, lecture, base, query)
+        return _lead_linked(models, hub, panel, lecture, base, query)
     name = query.get("example", FIRST)
     problems = []
     if name not in EXAMPLES:
@@ -159,7 +160,7 @@ def open_linked(models: ModelActions, hub: RoomHub, box: gr.HTML, lecture, href)
     return _with_problems(models, updates, problems)
 
 
-def _lead_linked(models: ModelActions, hub: RoomHub, box: gr.HTML, lecture, base, query: dict) -> dict:
+def _lead_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, base, query: dict) -> dict:
     room, key = query.get("room", ""), query.get("key", "")
     try:
         view, code = hub.store.lead(room, key)
@@ -169,7 +170,8 @@ def _lead_linked(models: ModelActions, hub: RoomHub, box: gr.HTML, lecture, base
         return _with_problems(models, updates, [f"could not open the room: {e}"])
     quiz = QuizState(view.quiz, view.round_, {n: RoundQuiz(None, s) for n, s in view.reached.items()})
     updates = models.show_trace(trace, lecture, f"You lead room {code} again: the class follows this page.", quiz)
-    updates[box] = room_box(_base(base), room, code, key)
+    updates[panel.box] = room_box(_base(base), room, code, key)
+    updates[panel.accordion] = gr.Accordion(open=True)
     return updates
 
 

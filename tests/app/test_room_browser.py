@@ -137,3 +137,22 @@ def test_a_deep_link_opens_an_example_at_a_round_and_step(browser, url):
     past = Page(browser, f"{url}?example=paris&round=999")
     past.wait_text("#status", "the link asks for round 999", "rounds 1 to")
     past.close()
+
+
+def test_the_lecturers_link_reopens_the_room_where_it_was_and_a_forged_one_is_refused(browser, url):
+    first = AppPage(browser, url)
+    open_room(first)
+    first.page.click("#next-round")
+    first.wait_round(2)
+    lead = first.page.evaluate("() => document.querySelector('#room-box .sv-lead').dataset.link")
+    room = first.page.evaluate("() => document.querySelector('#room-box .sv-lead').dataset.room")
+    first.close()
+    again = Page(browser, lead)  # the projector's machine, say
+    again.wait_text("#status", "You lead room")
+    again.wait_text("#stage .sv-round:not([hidden]) .sv-round-head", "Round 2 of")
+    again.wait_js("() => document.querySelector('#room-box .sv-lead')")
+    again.close()
+    forged = Page(browser, f"{url}?room={room}&key=not-the-key")
+    forged.wait_text("#status", "could not open the room", "key does not open this room")
+    assert forged.page.evaluate("() => document.querySelector('#room-box .sv-lead')") is None
+    forged.close()

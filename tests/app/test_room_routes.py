@@ -141,6 +141,10 @@ def test_the_stream_sends_each_change_counts_only_and_says_when_the_room_closes(
         time.sleep(0.02)
     http.post(f"/room/{room.room}/drive", json={"key": room.key, "round": 2, "quiz": True})
     http.post(f"/room/{room.room}/answer", json={"follower": alice, "round": 2, "guess": 0})
+    deadline = time.monotonic() + 20
+    while not any(kind == "message" and data["answered"] == 1 for kind, data in list(seen)) \
+            and time.monotonic() < deadline:  # the answer's state has reached the stream
+        time.sleep(0.02)
     hub.store.clock.now += 3601  # the room idles past its hour
     hub.ring(room.room)
     reader.join(30)

@@ -17,6 +17,7 @@ from itertools import accumulate
 
 import plotly.graph_objects as go
 
+from specviz.view.quiz import most_accepted
 from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch, show
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, Trace
@@ -90,7 +91,7 @@ def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 
     # Expected and ceiling from the K each round really drafted (adaptive K, or the last rounds, draft fewer); a
     # tree round accepts at most its depth, and the chain's formula does not give a tree's expectation
     alpha, tree = trace.summary.acceptance_rate, any(r.tree for r in rounds)
-    reach = [len(r.tree.widths) if r.tree else r.k for r in rounds]  # the most drafts each round could accept
+    reach = [most_accepted(r) for r in rounds]  # the most drafts each round could accept
     expected = sum(expected_tokens_per_pass(alpha, r.k) for r in rounds) / len(rounds)
     ceiling = sum(n + 1 for n in reach) / len(rounds)
     k = max(reach)

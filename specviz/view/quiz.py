@@ -25,6 +25,12 @@ PACK_FORMAT = "specviz-lecture-pack"
 PACK_VERSION = 1
 
 
+def most_accepted(rnd: Round) -> int:
+    """The most drafts a round could have accepted, the largest answer its quiz offers: its K, or for a tree round
+    the tree's depth (the longest path)."""
+    return len(rnd.tree.widths) if rnd.tree else rnd.k
+
+
 def examined(rnd: Round) -> int:
     """How many draft positions verification examined: up to and including the first rejection. A tree round
     (view/tree.py) is revealed in one step: its verdicts are read along the drawn tree, not position by position."""

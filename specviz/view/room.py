@@ -12,7 +12,7 @@ from html import escape
 
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import Trace
-from specviz.view.quiz import reveal_steps
+from specviz.view.quiz import most_accepted, reveal_steps
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,7 @@ class QuizFacts:
 
 
 def quiz_facts(trace: Trace) -> QuizFacts:
-    rounds = tuple(RoundFacts(len(r.tree.widths) if r.tree else r.k, r.n_accepted, reveal_steps(r), r.tree is not None)
-                   for r in trace.rounds)
+    rounds = tuple(RoundFacts(most_accepted(r), r.n_accepted, reveal_steps(r), r.tree is not None) for r in trace.rounds)
     return QuizFacts(round(trace.summary.acceptance_rate, 2), rounds)
 
 

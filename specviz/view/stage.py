@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from specviz.view.cards import last_token_card, position_card
 from specviz.view.cache_cells import cache_rows
-from specviz.view.quiz import QuizState, reveal_steps
+from specviz.view.quiz import QuizState, most_accepted, reveal_steps
 from specviz.view.page_text import explanation, placeholder, token_strip
 from specviz.record.trace import Trace
 from specviz.view.tree import path_verdicts, tree_against_chain, tree_cache, tree_card
@@ -40,12 +40,11 @@ def round_section(trace: Trace, number: int, shown: bool, quiz: QuizState | None
     state = quiz.of(number) if quiz else None
     guess = "" if state is None or state.guess is None else f' data-guess="{state.guess}"'
     revealed = state.revealed if state else 0
+    most = most_accepted(rnd)
     if rnd.tree:  # drawn as a tree, revealed in one step; the most it can accept is its depth
-        most, cards, caches = len(rnd.tree.widths), tree_card(trace, i) + path_verdicts(trace, i), \
-            tree_cache(trace, i) + tree_against_chain(trace, i)
+        cards, caches = tree_card(trace, i) + path_verdicts(trace, i), tree_cache(trace, i) + tree_against_chain(trace, i)
     else:
-        most, cards, caches = rnd.k, "".join(position_card(rnd, j, greedy) for j in range(len(rnd.drafts))), \
-            cache_rows(trace, i)
+        cards, caches = "".join(position_card(rnd, j, greedy) for j in range(len(rnd.drafts))), cache_rows(trace, i)
         cards += "" if rnd.drafts else ('<div class="sv-pos sv-muted">Nothing was drafted this round (the '
                                         'explanation below says why).</div>')
         cards += last_token_card(rnd)

@@ -24,6 +24,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+from specviz.settings.bounds import whole_number
 from specviz.view.room import QuizFacts
 
 MAX_ROOMS = 50  # rooms at once on one server: each holds its trace (at most record.trace.MAX_TRACE_BYTES)
@@ -146,7 +147,6 @@ class RoomStore:
                                 f"the lecturer to open a second room", 503)
             follower = secrets.token_urlsafe(12)
             r.followers.add(follower)
-            r.touched = self.clock()
             return room, follower
 
     def resolve(self, code_or_room: str, client: str = "") -> str:
@@ -267,9 +267,10 @@ def _check_open(r: Room, round_: int) -> None:
 
 
 def _whole(value, low: int, high: int, what: str) -> int:
-    number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    if number is None or number != number or number in (float("inf"), float("-inf")) or not float(number).is_integer():
+    """settings.bounds.whole_number, but JSON numbers only: a room's requests send numbers, never "3"."""
+    number = None if isinstance(value, str) else whole_number(value)
+    if number is None:
         raise RoomError(f"the {what} must be a whole number from {low} to {high}, got {str(value)[:20]!r}")
-    if not low <= int(value) <= high:
-        raise RoomError(f"the {what} must be from {low} to {high}, got {int(value)}")
-    return int(value)
+    if not low <= number <= high:
+        raise RoomError(f"the {what} must be from {low} to {high}, got {number}")
+    return number

@@ -21,7 +21,7 @@ import segno
 
 from specviz.app.actions import ModelActions
 from specviz.app.room_routes import RoomHub
-from specviz.lecture.examples import EXAMPLES, FIRST, example_named
+from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, example_named, load_example
 from specviz.lecture.rooms import RoomError
 from specviz.record.load import load_trace
 from specviz.record.trace import Trace
@@ -140,10 +140,12 @@ def open_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, h
     if name not in EXAMPLES:
         problems.append(f"there is no recorded example {short_repr(name)} (the examples: {', '.join(EXAMPLES)})")
         name = FIRST
-    updates = models.open_example(list(EXAMPLES).index(name), lecture)
-    trace = updates.get(models.out.trace)
-    if trace is None or not ({"round", "step"} & set(query)):
-        return _with_problems(models, updates, problems)
+    if not {"round", "step"} & set(query):
+        return _with_problems(models, models.open_example(list(EXAMPLES).index(name), lecture), problems)
+    try:
+        trace = load_example(name)
+    except ExampleError:  # open_example says what is wrong with the file
+        return _with_problems(models, models.open_example(list(EXAMPLES).index(name), lecture), problems)
     number, step = whole_number(query.get("round", 1)), whole_number(query.get("step", 0))
     n = len(trace.rounds)
     if number is None or not 1 <= number <= n:
@@ -155,8 +157,8 @@ def open_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, h
                         f"0 to {steps}")
         step = 0
     quiz = QuizState(on="step" in query, current=number, rounds={number: RoundQuiz(None, step)} if step else {})
-    updates.update(models.show_trace(trace, lecture, f"Opened the recorded example “{EXAMPLES[name].title}” at "
-                                                     f"round {number} from a link.", quiz))
+    updates = models.show_trace(trace, lecture, f"Opened the recorded example “{EXAMPLES[name].title}” at round "
+                                                f"{number} from a link.", quiz)
     return _with_problems(models, updates, problems)
 
 

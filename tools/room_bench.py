@@ -126,12 +126,18 @@ async def run(base: str, pid: int, rooms: list, followers: int, steps: int, pace
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    finite = sorted(delays)
     return {"rooms": len(rooms), "followers_per_room": followers, "steps": steps, "join_all_s": round(join_s, 2),
-            "delays": len(delays), "missed": sum(d == float("inf") for d in delays),
-            "median_ms": round(1000 * statistics.median(finite), 1),
-            "p95_ms": round(1000 * finite[int(0.95 * (len(finite) - 1))], 1), "max_ms": round(1000 * finite[-1], 1),
-            "wrong_room": len(wrong), "all_answers_seen_by_all_s": answers_s, "rss_per_follower_kib": round((with_followers - before) / (len(rooms) * followers), 1)}
+            **delay_figures(delays), "wrong_room": len(wrong), "all_answers_seen_by_all_s": answers_s,
+            "rss_per_follower_kib": round((with_followers - before) / (len(rooms) * followers), 1)}
+
+
+def delay_figures(delays: list[float]) -> dict:
+    """Delays in seconds (infinity: a follower that never saw the step) as the report's figures in ms: how many,
+    how many missed, median, 95th percentile (nearest rank below), max. tools/room_transport.py reports the same."""
+    ordered = sorted(delays)
+    return {"delays": len(ordered), "missed": sum(d == float("inf") for d in ordered),
+            "median_ms": round(1000 * statistics.median(ordered), 1),
+            "p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1), "max_ms": round(1000 * ordered[-1], 1)}
 
 
 async def answer_burst(client, base: str, rooms: list, ids: dict, seen: dict, followers: int, pace: float) -> float:

@@ -18,13 +18,14 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
 import uuid
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+from tools.room_bench import delay_figures, rss_kib  # noqa: E402 - the same figures, measured the same way
 
 MAX_FOLLOWERS = 300  # bounded: loopback only
 
@@ -103,11 +104,6 @@ async def step(client, base: str) -> int:
     raise RuntimeError("the step's stream ended without its result")
 
 
-def rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-
-
 async def run(base: str, pid: int, followers: int, steps: int, pace: float) -> dict:
     import httpx
 
@@ -131,10 +127,7 @@ async def run(base: str, pid: int, followers: int, steps: int, pace: float) -> d
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    delays.sort()
-    return {"transport": "gradio streaming event", "followers": followers, "steps": steps,
-            "missed": sum(d == float("inf") for d in delays), "median_ms": round(1000 * statistics.median(delays), 1),
-            "p95_ms": round(1000 * delays[int(0.95 * (len(delays) - 1))], 1), "max_ms": round(1000 * delays[-1], 1),
+    return {"transport": "gradio streaming event", "followers": followers, "steps": steps, **delay_figures(delays),
             "rss_per_follower_kib": round((after - before) / followers, 1)}
 
 

@@ -16,6 +16,7 @@ import torch
 
 from specviz.algorithm.sampling import sample, verify, warp
 from specviz.drafters import drafter
+from specviz.settings.bounds import COST_RULE
 from specviz.engine.decoding import TOP_N, DecodingRun, forward, rollback, synchronize
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, CacheLengths, DraftPosition, \
     Round, TokenProb
@@ -37,10 +38,13 @@ class ChainRun(DecodingRun):
     """One speculative decoding run with a chain of drafts. Iterate it to get rounds; `trace()` at any point gives
     the record so far."""
 
-    def __init__(self, engine, prompt: str, settings, details: bool = True):
+    def __init__(self, engine, prompt: str, settings, details: bool = True, load: int = 1):
         settings = replace(settings, draft_layers=engine.layers_for(settings))  # the trace records the N used
         super().__init__(engine, prompt, settings, details)
         self.spec = drafter(settings.drafter)
+        self.rule = None  # the cost-aware rule (algorithm/cost_rule.py), when adaptive K is set to it
+        if settings.adaptive and settings.stop_rule == COST_RULE and self.spec.has_draft_cache:
+            self.rule, self.prices, self.rule_note = engine.cost_rule(self.drafter, settings, load)
 
     def _round(self) -> Round:
         e, s = self.e, self.s
@@ -70,11 +74,12 @@ class ChainRun(DecodingRun):
         # 4. Commit, cut at EOS or max_new_tokens, and roll both caches back to the committed prefix.
         new = drafts[:verdict.n_accepted] + [verdict.next_token]
         committed = self._commit(new)
+        decision = self.rule.end_round(sure, verdict.n_accepted, len(committed)) if self.rule and self.rounds else None
         rollback(self.target_cache, len(self.ids) - 1)
         rollback(self.draft_cache, min(self.draft_cache.get_seq_length(), len(self.ids) - 1))
         lengths = [before, drafted, verified, self._cache_lengths()]  # (draft, target) at each moment
         cache = CacheLengths(draft=[d for d, _ in lengths], target=[t for _, t in lengths])
-        return self._record(drafts, p, q, verdict, committed, t1 - t0, t2 - t1, cache, sure)
+        return self._record(drafts, p, q, verdict, committed, t1 - t0, t2 - t1, cache, sure, decision)
 
     def _draft(self, k: int) -> tuple[list[int], torch.Tensor, list[float]]:
         """(drafts, q with a row per draft, and with adaptive K the draft's own temperature-1 probability of each
@@ -82,7 +87,9 @@ class ChainRun(DecodingRun):
         if self.spec.propose:
             return *self._copied_draft(k), []
         drafts, qs, sure, alive = [], [], [], 1.0
-        for _ in range(k):
+        if self.rule and self.rounds:
+            self.rule.start_round()
+        while len(drafts) < k and (self.rule is None or not self.rounds or self.rule.draft_more(k)):
             # The draft cache lacks the prompt and the first token in round 2, later 1 token (usual) or 2 (after a
             # clean sweep: the last draft and the bonus).
             feed = (self.ids + drafts)[self.draft_cache.get_seq_length():]
@@ -92,13 +99,15 @@ class ChainRun(DecodingRun):
             x = int(row.argmax()) if self.s.sampling.greedy else int(sample(row[None], self.gen)[0])
             drafts.append(x)
             qs.append(row)
-            if x in self.e.eos_ids:
-                break  # nothing after EOS can be kept
             if self.s.adaptive:
                 sure.append(_confidence(logits[0], x))
                 alive *= sure[-1]
-                if alive < self.s.confidence:
-                    break
+                if self.rule and self.rounds:
+                    self.rule.drafted(sure[-1])
+            if x in self.e.eos_ids:
+                break  # nothing after EOS can be kept
+            if self.s.adaptive and not self.rule and alive < self.s.confidence:
+                break
         q = torch.stack(qs) if qs else torch.zeros(0, self.e.vocab)
         return drafts, q, sure
 
@@ -114,7 +123,7 @@ class ChainRun(DecodingRun):
         q[torch.arange(len(drafts)), torch.tensor(drafts, dtype=torch.long)] = 1.0
         return drafts, q
 
-    def _record(self, drafts, p, q, verdict, committed, draft_time, verify_time, cache, sure) -> Round:
+    def _record(self, drafts, p, q, verdict, committed, draft_time, verify_time, cache, sure, decision) -> Round:
         """Turn one round's tensors into a Round record (the only place that decides what is kept)."""
         e, n, k = self.e, verdict.n_accepted, len(drafts)
         # Every number read from the (K, V) rows in one call each, then to Python once: per-position tensor
@@ -146,7 +155,7 @@ class ChainRun(DecodingRun):
         return Round(index=len(self.rounds), k=len(drafts), drafts=positions, n_accepted=n, next_token=next_prob,
                      next_kind=REPLACEMENT if rejected else BONUS, residual=residual, bonus_candidates=bonus,
                      committed_ids=committed, draft_time_s=draft_time, verify_time_s=verify_time, stop=self.stop,
-                     cache=cache, drafter=self.s.drafter)
+                     cache=cache, drafter=self.s.drafter, cost=decision)
 
     def _tops(self, p: torch.Tensor, q: torch.Tensor) -> list[list[int]]:
         """Per draft position, the ids of the top tokens of p and of q (p's first), from one topk over the rows."""

@@ -54,6 +54,7 @@ class DecodingRun:
 
     def __init__(self, engine, prompt: str, settings, details: bool = True):
         self.e, self.prompt, self.s, self.details = engine, prompt, settings, details
+        self.prices, self.rule_note = None, None  # the cost-aware rule's prices, or why it could not run (chain.py)
         self.prompt_ids = engine.encode(prompt, settings)
         self.drafter, self.drafter_name = engine.draft_for(settings)  # None for prompt lookup
         self.ids = list(self.prompt_ids)
@@ -123,4 +124,4 @@ class DecodingRun:
             dtype=e.dtype, prompt=self.prompt, prompt_token_ids=list(self.prompt_ids), rounds=list(self.rounds),
             output_token_ids=new, output_text=e.tokenizer.decode(new, skip_special_tokens=True),
             summary=summarize(self.rounds, self.elapsed), eos_token_ids=sorted(e.eos_ids),
-            draft_memory=e.memory_of(self.drafter))
+            draft_memory=e.memory_of(self.drafter), pass_costs=self.prices, rule_note=self.rule_note)

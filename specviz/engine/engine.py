@@ -16,6 +16,7 @@ prompt in round 2's first draft step. Each model encodes the prompt once, with n
 
 from __future__ import annotations
 
+import math
 import time
 
 import torch
@@ -23,7 +24,8 @@ from transformers import DynamicCache
 
 from specviz.algorithm.sampling import sample, warp
 from specviz.drafters import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, drafter
-from specviz.engine import self_speculation
+from specviz.algorithm.cost_rule import CostRule
+from specviz.engine import pass_costs, self_speculation
 from specviz.engine.chain import ChainRun
 from specviz.engine.decoding import DecodingRun, forward, synchronize
 from specviz.engine.lean import LeanCache, LeanDecoder
@@ -31,7 +33,8 @@ from specviz.engine.memory import draft_memory
 from specviz.engine.request import RunSettings
 from specviz.engine.tree_pass import check_tree_attention
 from specviz.engine.tree_run import TreeRun
-from specviz.record.trace import Baseline, Trace
+from specviz.record.costs import CostProfile
+from specviz.record.trace import Baseline, PassCosts, Trace
 
 
 class Engine:
@@ -53,7 +56,11 @@ class Engine:
         self._early: dict[int, object] = {}  # self-speculation's drafts, one per N (they share the target's weights)
         self.lean_draft = lean_draft  # draft with lean.py's pass where the draft's architecture allows (same logits)
         self._lean: dict[object, LeanDecoder | None] = {}
-        self._memory: dict[object, object] = {}  # drafter model -> its DraftMemory  # draft model -> its lean pass, None where unsupported
+        self._memory: dict[object, object] = {}  # drafter model -> its DraftMemory
+        # What passes cost here, for the cost-aware rule: measured at load (EngineCache) or on first use, replaced by
+        # the Costs tab's measurement; and the step of each drafter model but the draft (self-speculation's), timed once
+        self.pass_costs: CostProfile | None = None
+        self._draft_steps: dict[object, float] = {}
 
     def draft_for(self, settings: RunSettings) -> tuple[object | None, str]:
         """(the model that drafts, the name a trace records) for a run: the draft model, the target's first N
@@ -84,6 +91,29 @@ class Engine:
             self._lean[drafter] = LeanDecoder(drafter) if LeanDecoder.supports(drafter) else None
         decoder = self._lean[drafter]
         return decoder.new_cache() if decoder else DynamicCache()
+
+    def measure_pass_costs(self) -> CostProfile:
+        """The short measurement of what passes cost (engine/pass_costs.py), kept on the engine."""
+        self.pass_costs = pass_costs.measure_pass_costs(self)
+        return self.pass_costs
+
+    def cost_rule(self, drafter, settings: RunSettings, load: int = 1) -> tuple[CostRule | None, PassCosts | None,
+                                                                                str | None]:
+        """(the cost-aware rule, its prices, None), or (None, None, why not) when the measurement cannot price this
+        run: the run then stops drafting by the threshold rule, and the trace says why."""
+        if self.pass_costs is None:
+            self.measure_pass_costs()
+        problem = self.pass_costs.problem(self.device, self.dtype, self.target_name)
+        if problem is None and drafter is not self.draft and drafter not in self._draft_steps:
+            self._draft_steps[drafter] = pass_costs.draft_step_s(self, drafter)  # self-speculation's N layers
+        if problem is None:
+            step = self.pass_costs.draft_step(1) if drafter is self.draft else self._draft_steps[drafter]
+            priced = pass_costs.prices(self.pass_costs, step, settings.k, load)
+            if not all(math.isfinite(x) and x >= 0 for x in (priced.c, *priced.v)):
+                problem = f"the cost measurement gives prices that are not numbers >= 0 (c = {priced.c:g})"
+        if problem is not None:
+            return None, None, f"{problem}; this run stopped drafting by the confidence threshold instead"
+        return CostRule(priced.c, list(priced.v)), priced, None
 
     def layers_for(self, settings: RunSettings) -> int:
         """Self-speculation's N for a run: as set, or half the target's layers for 0 (0 for other drafters)."""
@@ -130,13 +160,16 @@ class Engine:
             self._text[token_id] = self.tokenizer.decode([token_id])
         return self._text[token_id]
 
-    def start(self, prompt: str, settings: RunSettings, details: bool = True) -> DecodingRun:
-        """A run of the chain (chain.ChainRun) or, for a tree drafter, of draft trees (tree_run.TreeRun)."""
-        run = TreeRun if drafter(settings.drafter).tree else ChainRun
-        return run(self, prompt, settings, details)
+    def start(self, prompt: str, settings: RunSettings, details: bool = True, load: int = 1) -> DecodingRun:
+        """A run of the chain (chain.ChainRun) or, for a tree drafter, of draft trees (tree_run.TreeRun). `load`:
+        the runs in flight on this device, this one included, which the cost-aware rule prices drafts at."""
+        if drafter(settings.drafter).tree:
+            return TreeRun(self, prompt, settings, details)
+        return ChainRun(self, prompt, settings, details, load=load)
 
-    def run(self, prompt: str, settings: RunSettings, details: bool = True, baseline: bool = False) -> Trace:
-        run = self.start(prompt, settings, details)
+    def run(self, prompt: str, settings: RunSettings, details: bool = True, baseline: bool = False,
+            load: int = 1) -> Trace:
+        run = self.start(prompt, settings, details, load)
         for _ in run:
             pass
         trace = run.trace()

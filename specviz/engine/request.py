@@ -16,7 +16,7 @@ from specviz.algorithm.sampling import SamplingSettings
 from specviz.algorithm.tree import check_widths
 from specviz.drafters import DEFAULT, REGISTRY, drafter
 from specviz.drafters.tree import DEFAULT_WIDTHS
-from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, RUN_BOUNDS, short_repr
+from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, RUN_BOUNDS, STOP_RULES, THRESHOLD_RULE, short_repr
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ class RunSettings:
     adaptive: bool = False  # K per round: stop drafting once the draft's estimate that all its drafts so far
     confidence: float = ADAPTIVE_CONFIDENCE  # survive (the product of its probabilities of them) falls below this.
     #                                          Exact: the rule reads only the draft (engine/chain.py's _confidence)
+    stop_rule: str = THRESHOLD_RULE  # with adaptive K, how a round stops drafting: a key of STOP_RULES ("cost": each
+    #                                  further draft must pay for itself on this machine, algorithm/cost_rule.py)
     chat: bool = True  # wrap the prompt in the tokenizer's chat template when it has one
     drafter: str = DEFAULT.key  # a key of the drafter registry (specviz/drafters/)
     draft_layers: int = 0  # self-speculation's N; 0: half the target's layers
@@ -42,6 +44,8 @@ class RunSettings:
         for name, said in (("adaptive", "adaptive K"), ("chat", "chat")):
             if not isinstance(getattr(self, name), bool):  # 1, "yes" or [] would otherwise pass as truthy
                 raise ValueError(f"{said} must be true or false, got {short_repr(getattr(self, name))}")
+        if self.stop_rule not in STOP_RULES:
+            raise ValueError(f"stop rule must be one of {', '.join(STOP_RULES)}, got {short_repr(self.stop_rule)}")
         spec = drafter(self.drafter)
         if self.tree_widths is not None:
             object.__setattr__(self, "tree_widths", check_widths(self.tree_widths))  # [2, 1] -> (2, 1)

@@ -15,79 +15,21 @@ passes see the same cache. No gradio, no plots.
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import time
 from copy import deepcopy
-from dataclasses import dataclass, field
 
 import torch
 
 from specviz.engine.decoding import rollback, synchronize
 from specviz.settings.bounds import Progress
 from specviz.algorithm.theory import expected_tokens_per_pass
+from specviz.record.costs import CostProfile
 
 NEW_TOKENS = (*range(1, 10), 12, 17)  # n: tokens fed in one target pass (K + 1 for K = 0 … 8, 11, 16)
 BATCHES = (1, 2, 4, 8, 16)  # sequences decoded at once, one new token each
 WIDE = (32, 64)  # more tokens per pass: a batch's verify pass reads b·(K + 1) of them (beyond: extended)
 CONTEXT = 192  # cached tokens under every pass: a prompt and an answer's worth
-
-
-@dataclass
-class CostProfile:
-    """Measured pass times of one pair on one device (seconds, medians)."""
-
-    device: str
-    dtype: str
-    draft: str
-    target: str
-    context: int  # cached tokens under every pass
-    tokens: list[int]  # tokens fed in one target pass at batch 1: NEW_TOKENS (1 … 17), then WIDE (32, 64)
-    target_s: list[float]  # the target's pass over that many tokens
-    batches: list[int]
-    target_batch_s: list[float]  # the target's step at each batch size (one new token per sequence)
-    draft_batch_s: list[float]  # the draft's step at each batch size
-    seconds: float = 0.0  # how long the measurement took
-    notes: list[str] = field(default_factory=list)
-    repeats: int = 1  # timings of each point; the medians above, their least and most in `spread`
-    spread: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # "target_s", "target_batch_s",
-    #                                   "draft_batch_s" -> (least, most) per point; empty: each point timed once
-
-    def extreme(self, speculation_favoured: bool) -> "CostProfile":
-        """This profile at the ends of its spread: every time at the end that favours speculation (the target's
-        one-token steps at their most, its verify passes and the draft's steps at their least), or the other end.
-        Where the crossover falls between the two is how sure the measurement is of it."""
-        if not self.spread:
-            return self
-        pick = {"target_s": not speculation_favoured, "target_batch_s": speculation_favoured,
-                "draft_batch_s": not speculation_favoured}  # True: the most
-        ends = {name: [high if most else low for low, high in self.spread[name]] for name, most in pick.items()}
-        ends["target_s"][0] = self.spread["target_s"][0][1 if speculation_favoured else 0]  # t(1) is a step too
-        return dataclasses.replace(self, **ends, spread={})
-
-    def t(self, n: float) -> float:
-        """The target's pass over n tokens at batch 1, interpolated linearly between measured counts."""
-        return _interpolate(self.tokens, self.target_s, n)
-
-    def v(self, k: int) -> float:
-        """v = t(K+1) / t(1): the verify pass of K drafts, in one-token target steps."""
-        return self.t(k + 1) / self.t(1)
-
-    @property
-    def c(self) -> float:
-        """c = draft step / one-token target step, at batch 1."""
-        return self.draft_batch_s[0] / self.target_batch_s[0]
-
-
-def _interpolate(xs: list[float], ys: list[float], x: float) -> float:
-    """Piecewise-linear y(x) through the points, extended linearly past the last two."""
-    if x <= xs[0]:
-        return ys[0]
-    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
-        if x <= x1:
-            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-    (x0, y0), (x1, y1) = (xs[-2], ys[-2]), (xs[-1], ys[-1])
-    return y1 + (y1 - y0) * (x - x1) / (x1 - x0)
 
 
 def speedup_at_batch(profile: CostProfile, alpha: float, k: int, batch: int) -> float:
@@ -99,8 +41,7 @@ def speedup_at_batch(profile: CostProfile, alpha: float, k: int, batch: int) -> 
 
         speedup(b) = E(α, K) · t_target(b) / (K · t_draft(b) + t(b·(K+1)))
     """
-    t_target = _interpolate(profile.batches, profile.target_batch_s, batch)
-    t_draft = _interpolate(profile.batches, profile.draft_batch_s, batch)
+    t_target, t_draft = profile.target_step(batch), profile.draft_step(batch)
     return expected_tokens_per_pass(alpha, k) * t_target / (k * t_draft + profile.t(batch * (k + 1)))
 
 

@@ -15,11 +15,12 @@ from typing import Any
 from specviz.record.strict_json import build
 
 FORMAT = "specviz-trace"
-FORMAT_VERSION = 5  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
+FORMAT_VERSION = 6  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
 #                    (no drafts), and the draft reads the prompt in round 2 (before, round 1 drafted too);
 #                    4 added Round.drafter and Round.tree (the tree drafter's rounds), settings.tree_widths;
-#                    5 added DraftPosition.confidence (adaptive K's factors) and Trace.draft_memory
-READABLE_VERSIONS = (1, 2, 3, 4, 5)  # a version-1 file opens; what it did not record shows as "not recorded"
+#                    5 added DraftPosition.confidence (adaptive K's factors) and Trace.draft_memory;
+#                    6 added the cost-aware rule's record: Round.cost, Trace.pass_costs, Trace.rule_note
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)  # a version-1 file opens; what it did not record shows as "not recorded"
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
 MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); a step through that many is slow already
@@ -88,6 +89,38 @@ class TreeRecord:
 
 
 @dataclass
+class DraftChoice:
+    """The cost-aware rule's reading before one more draft (algorithm/cost_rule.py): would it pay?"""
+
+    survive: float  # the estimated chance that this draft and every one before it survive: the tokens it would add
+    cost: float  # what drafting and verifying it adds, in one-token target steps: c + v(n) − v(n − 1)
+    drafted: bool  # gain > 0 (or a probe)
+    probe: bool = False  # drafted only to measure again, after PROBE_EVERY rounds without drafts
+    gain: float = 0.0  # the best net gain in tokens of drafting this one and up to every later one the round allows:
+    #                    the sum of survive − rate × cost over them (predicted: later drafts at the run's acceptance)
+
+
+@dataclass
+class CostDecision:
+    """How the cost-aware rule chose a round's K: each draft it weighed, at the exchange rate it had."""
+
+    rate: float  # tokens the run had made per one-token target step of predicted cost (at least 1: the target alone)
+    choices: list[DraftChoice]  # one per draft weighed, in order; the last one not drafted is why it stopped
+    expected_tokens: float  # 1 + the survive estimates of the drafts made: what the rule expected the round to yield
+    expected_cost: float  # K·c + v(K): what it expected the round to cost, in one-token target steps
+
+
+@dataclass
+class PassCosts:
+    """The costs the cost-aware rule priced a run with, in one-token target steps (measured; record/costs.py)."""
+
+    c: float  # one draft step
+    v: list[float]  # v[n]: the verify pass over n drafts (n + 1 tokens); v[0] = 1, never decreasing
+    load: int  # runs in flight the prices assume (the server's, when the run started)
+    source: str  # which measurement, where, when: said on the page
+
+
+@dataclass
 class Round:
     """One draft-and-verify round: K draft tokens (a chain, or the nodes of a tree), one target pass, then
     1..depth+1 committed tokens."""
@@ -108,6 +141,7 @@ class Round:
     cache: CacheLengths | None = None  # None: not recorded (traces of format version 1)
     drafter: str | None = None  # RunSettings.drafter that drafted the round; None: not recorded (versions 1-3)
     tree: TreeRecord | None = None  # the tree drafter's shape and walk; None for a chain (k drafts in a row)
+    cost: CostDecision | None = None  # the cost-aware rule's weighing; None: another rule, or round 1 (the prefill)
 
     @property
     def tokens_this_pass(self) -> int:
@@ -186,6 +220,8 @@ class Trace:
     baseline: Baseline | None = None
     eos_token_ids: list[int] = field(default_factory=list)
     draft_memory: DraftMemory | None = None  # None: no draft model (prompt lookup), or recorded before version 5
+    pass_costs: PassCosts | None = None  # what the cost-aware rule priced with; None: it did not run
+    rule_note: str | None = None  # why a run set to the cost-aware rule ran the threshold rule instead
     format: str = FORMAT
     format_version: int = FORMAT_VERSION
 

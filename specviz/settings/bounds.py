@@ -15,6 +15,10 @@ MAX_K = 16  # the most draft tokens per round anywhere in specviz (engine, page,
 # Adaptive K's default threshold: drafting stops once the product of the draft's own probabilities of its drafts
 # (its estimate that all of them survive) falls below this (engine/chain.py's _confidence says why a product).
 ADAPTIVE_CONFIDENCE = 0.25
+# How adaptive K decides when to stop drafting: the threshold on that product, or the cost-aware rule, which weighs
+# each further draft's estimated chance of surviving against what it costs on this machine (algorithm/cost_rule.py).
+THRESHOLD_RULE, COST_RULE = "threshold", "cost"
+STOP_RULES = {THRESHOLD_RULE: "confidence threshold", COST_RULE: "cost-aware"}  # rule -> its name on the page
 
 # How a round gets its drafts is the drafter registry's (specviz/drafters/).
 TARGET_ONLY = "target"  # a comparison's baseline row: no drafter, one target pass per token

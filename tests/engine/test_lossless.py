@@ -101,15 +101,45 @@ def setup_int4(tiny_pair, tokenizer):
     return quantized_setup(tiny_pair, tokenizer, "int4")
 
 
-@pytest.mark.parametrize("which", ["setup", "setup_int8", "setup_int4"])
+@pytest.mark.parametrize("which", ["setup", "setup_int8", "setup_int4", "setup_cost"])
 def test_engine_output_follows_the_target(which, request):
     eng, settings, exact = request.getfixturevalue(which)
     freq = empirical(eng, settings, N_RUNS)
     assert max(tv(f, p) for f, p in zip(freq, exact)) < 0.08
 
 
-def test_negative_control_wrong_sampler_in_the_engine(setup, monkeypatch):
-    eng, settings, exact = setup
+@pytest.mark.parametrize("which", ["setup", "setup_cost"])
+def test_negative_control_wrong_sampler_in_the_engine(which, request, monkeypatch):
+    eng, settings, exact = request.getfixturevalue(which)
     monkeypatch.setattr(chain, "verify", _wrong_verify)
     freq = empirical(eng, settings, N_RUNS)
     assert max(tv(f, p) for f, p in zip(freq, exact)) > 0.12  # the bound that passes the real engine fails this
+
+
+# --- the cost-aware stop rule: K chosen per round from the draft's own probabilities and the measured prices ------
+
+def cost_setup(draft, target, tokenizer):
+    """The tiny pair under the cost-aware rule, priced by a made-up profile of this device (a draft step 0.3 of a
+    target step, a flat verify): round 2 drafts a second token only when the draft was sure enough of its first, so
+    K differs from seed to seed, as it does on a real pair."""
+    from specviz.record.costs import CostProfile
+
+    eng, _, exact = make_setup(draft, target, tokenizer)
+    eng.pass_costs = CostProfile(eng.device, eng.dtype, eng.draft_name, eng.target_name, 16, [1, 17], [1.0, 1.0],
+                                 [1], [1.0], [0.3])
+    settings = RunSettings(k=2, temperature=1.0, max_new_tokens=4, chat=False, adaptive=True, stop_rule="cost")
+    return eng, settings, exact
+
+
+@pytest.fixture(scope="module")
+def setup_cost(tiny_pair, tokenizer):
+    if DEVICE != "cpu":
+        pytest.skip("the made-up profile is of the CPU")
+    return cost_setup(*tiny_pair, tokenizer)
+
+
+def test_the_cost_rule_chooses_k_per_seed(setup_cost):
+    """What makes setup_cost's rows above a test of the rule: some rounds stopped after one draft, some drafted two."""
+    eng, settings, _ = setup_cost
+    ks = {eng.run(PROMPT, RunSettings(**{**settings.__dict__, "seed": seed})).rounds[1].k for seed in range(40)}
+    assert ks == {1, 2}, ks

@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 
 from specviz.measure import cost_charts, costs
+from specviz.record.costs import _interpolate
 from specviz.algorithm.theory import expected_tokens_per_pass, speedup
 
 
@@ -38,10 +39,10 @@ def test_compute_bound_passes_find_the_crossover():
 
 
 def test_interpolation_is_exact_at_the_points_and_linear_between():
-    assert costs._interpolate([1, 2, 4], [1.0, 2.0, 3.0], 2) == 2.0
-    assert costs._interpolate([1, 2, 4], [1.0, 2.0, 3.0], 3) == 2.5
-    assert costs._interpolate([1, 2, 4], [1.0, 2.0, 3.0], 6) == 4.0  # extended past the last point
-    assert costs._interpolate([1, 2, 4], [1.0, 2.0, 3.0], 0) == 1.0
+    assert _interpolate([1, 2, 4], [1.0, 2.0, 3.0], 2) == 2.0
+    assert _interpolate([1, 2, 4], [1.0, 2.0, 3.0], 3) == 2.5
+    assert _interpolate([1, 2, 4], [1.0, 2.0, 3.0], 6) == 4.0  # extended past the last point
+    assert _interpolate([1, 2, 4], [1.0, 2.0, 3.0], 0) == 1.0
 
 
 def test_measuring_tiny_models_times_every_point_and_leaves_caches_as_found(engine):

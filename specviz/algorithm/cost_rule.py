@@ -1,0 +1,121 @@
+"""The cost-aware stop rule of adaptive K: draft one more token only while what it is expected to add pays for what
+it costs on this machine.
+
+Drafting the n-th token of a round adds one token to the round's yield exactly when it and every draft before it
+survive, so it adds S_n tokens on average, where S_n is that chance. It costs one draft step, c, and makes the verify
+pass read one more token, v(n) − v(n − 1), both in one-token target steps (measured for the pair: record/costs.py).
+Spent on the run as it goes, that time would make `rate` tokens per step (the run's own tokens per step of cost so
+far; at least 1, the target alone), so the draft pays when
+
+    S_n > rate · (c + v(n) − v(n − 1))
+
+or when it and some drafts after it pay together (the sum of S_j − rate · (c + v(j) − v(j − 1)) over them is above
+0: `gain`), since a measured v often rises most for the first draft and hardly after.
+
+Before the n-th draft exists, S_n is estimated as S_(n−1), the chance the drafts so far survive (each the draft's own
+probability of its token, scaled by how often this run's drafts at that position survived against how sure the draft
+was of them), times this run's measured acceptance at position n. K = 0 is a legal answer: the round is a plain
+target step. After PROBE_EVERY plain rounds in a row one draft is made anyway, so that a run whose text turns
+predictable is noticed.
+
+Exact: K is chosen from the draft's own probabilities and earlier rounds only, never from this round's target pass
+or draws (as the threshold rule is), so the output follows the target whatever K each round gets.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from specviz.record.trace import CostDecision, DraftChoice
+
+PROBE_EVERY = 16  # plain rounds in a row after which one draft is made to measure again (its cost: docs/engine.md)
+PRIOR = 1.0  # pseudo-observations behind every per-position estimate: one survived draft at full confidence, so a
+#              run's first rounds draft and measure instead of trusting nothing
+
+
+@dataclass
+class PositionStats:
+    """What this run's drafts at one position did: how many were examined, survived, and how sure the draft was."""
+
+    examined: int = 0
+    accepted: int = 0
+    sure: float = 0.0  # the sum of the draft's own probabilities of the examined drafts
+
+    def acceptance(self) -> float:
+        """The chance a draft here survives, given every earlier one did (before the draft is made)."""
+        return (self.accepted + PRIOR) / (self.examined + PRIOR)
+
+    def calibration(self) -> float:
+        """Survivals per unit of the draft's own confidence here: > 1 when the draft is surer than it says."""
+        return (self.accepted + PRIOR) / (self.sure + PRIOR)
+
+
+@dataclass
+class CostRule:
+    """The rule's state through one run: the prices, what earlier rounds did, and the round being drafted."""
+
+    c: float  # a draft step, in one-token target steps
+    v: list[float]  # v[n]: the verify pass over n drafts; v[0] = 1
+    positions: list[PositionStats] = field(default_factory=list)
+    tokens: int = 0  # committed by the rounds this rule priced
+    cost: float = 0.0  # their predicted cost, in one-token target steps
+    plain_in_a_row: int = 0
+    _choices: list[DraftChoice] = field(default_factory=list)
+    _survive: float = 1.0  # the chance this round's drafts so far all survive
+    _expected: float = 1.0  # 1 + the sum of the survive estimates of this round's drafts so far
+
+    def __post_init__(self):
+        self.v = [max(self.v[:i + 1]) for i in range(len(self.v))]  # a longer pass never costs less: noise evened
+        self.positions = [PositionStats() for _ in self.v[1:]]
+
+    @property
+    def rate(self) -> float:
+        return max(1.0, self.tokens / self.cost) if self.cost > 0 else 1.0
+
+    def start_round(self) -> None:
+        self._choices, self._survive, self._expected = [], 1.0, 1.0
+
+    def draft_more(self, most: int) -> bool:
+        """Whether to draft the next token of this round (at most `most` drafts), recording the weighing. Called
+        until it says no (or the drafter stops at an end-of-sequence token)."""
+        n = len(self._choices) + 1
+        if n > min(most, len(self.v) - 1):
+            return False
+        survive, cost, gain = self._outlook(n, min(most, len(self.v) - 1))
+        probe = n == 1 and self.plain_in_a_row >= PROBE_EVERY
+        self._choices.append(DraftChoice(survive, cost, gain > 0 or probe, probe=probe and gain <= 0, gain=gain))
+        return self._choices[-1].drafted
+
+    def _outlook(self, n: int, most: int) -> tuple[float, float, float]:
+        """(S_n, its cost, the best net gain in tokens of drafting n … m for any m up to `most`). Looking past the
+        n-th draft matters where one more token makes the verify pass dearer at first and then hardly at all (a
+        measured v(1) − v(0) above the later steps): a draft that does not pay alone may pay with those after it."""
+        survive, total, best = self._survive, 0.0, -math.inf
+        for j in range(n, most + 1):
+            survive *= self.positions[j - 1].acceptance()
+            cost = self.c + self.v[j] - self.v[j - 1]
+            total += survive - self.rate * cost
+            best = max(best, total)
+            if j == n:
+                first = (survive, cost)
+        return *first, best
+
+    def drafted(self, confidence: float) -> None:
+        """The draft just made had the draft's own probability `confidence`: the chance so far is updated with it."""
+        stats = self.positions[len(self._choices) - 1]
+        self._survive *= min(1.0, confidence * stats.calibration())
+        self._expected += self._survive
+
+    def end_round(self, confidences: list[float], n_accepted: int, committed: int) -> CostDecision:
+        """Learn from the round's verdict (n_accepted of the drafts with these confidences survived; `committed`
+        tokens kept) and return its record."""
+        k = len(confidences)
+        record = CostDecision(self.rate, self._choices, self._expected, k * self.c + self.v[k])
+        for i, sure in enumerate(confidences[:n_accepted + 1]):  # the examined: the accepted and the one rejected
+            stats = self.positions[i]
+            stats.examined, stats.accepted, stats.sure = stats.examined + 1, stats.accepted + (i < n_accepted), \
+                stats.sure + sure
+        self.tokens, self.cost = self.tokens + committed, self.cost + record.expected_cost
+        self.plain_in_a_row = self.plain_in_a_row + 1 if k == 0 else 0
+        return record

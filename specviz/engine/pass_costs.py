@@ -1,0 +1,77 @@
+"""What drafting and verifying cost on this machine, for the cost-aware stop rule (algorithm/cost_rule.py): a short
+measurement when a pair loads, and the prices a run drafts by.
+
+The short measurement times the target's pass over 1, 2, 3, 5, 9 and 17 new tokens and one draft step, each a few
+times over a cache of CONTEXT tokens (about a second and a half for the packaged pair on 2 CPU cores, docs/engine.md);
+the Costs tab's full measurement (measure/costs.py) replaces it on the engine when it runs (its draft step is
+transformers' forward, a little slower than the lean pass a run drafts with: its prices err towards drafting less).
+A draft step is timed with the run's own draft pass (lean.py's, where it applies), since that is what a round pays;
+self-speculation's N layers are timed the same way, once per N.
+A profile that cannot price the run (another device or pair, a time missing, not a number or not positive) is
+refused with the reason, and the run falls back to the threshold rule, saying why.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from specviz.engine.decoding import forward, rollback, synchronize
+from specviz.record.costs import CostProfile
+from specviz.record.trace import PassCosts
+
+TOKENS = (1, 2, 3, 5, 9, 17)  # new tokens per target pass: K + 1 for K = 0, 1, 2, 4, 8, 16 (between: interpolated)
+CONTEXT = 64  # cached tokens under every timed pass
+REPEATS = 3  # timings per point; the median is kept
+SHORT = "a short measurement when the pair loaded"
+
+
+def measure_pass_costs(engine) -> CostProfile:
+    """The short profile of the engine's pair: the target over TOKENS new tokens, the draft model's step."""
+    started = time.perf_counter()
+    with torch.inference_mode():
+        target = [_median(_timings(engine, engine.target, None, n)) for n in TOKENS]
+        draft = _median(_timings(engine, engine.draft, engine.new_draft_cache(engine.draft), 1))
+    return CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, CONTEXT, list(TOKENS),
+                       target, [1], [target[0]], [draft], time.perf_counter() - started, repeats=REPEATS,
+                       source=SHORT)
+
+
+def draft_step_s(engine, drafter) -> float:
+    """Seconds of one step of this drafter model with its run's own cache (a lean one where it applies)."""
+    with torch.inference_mode():
+        return _median(_timings(engine, drafter, engine.new_draft_cache(drafter), 1))
+
+
+def _timings(engine, model, cache, n: int) -> list[float]:
+    """Seconds of REPEATS passes over n new tokens on a CONTEXT-token cache (cropped back after each), after one
+    untimed pass (the first of a shape pays for kernel choice)."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache() if cache is None else cache
+    forward(model, [i % 100 + 10 for i in range(CONTEXT)], cache, 1)
+    times = []
+    for i in range(REPEATS + 1):
+        synchronize(engine.device)
+        t0 = time.perf_counter()
+        forward(model, [i + 1] * n, cache, n)
+        synchronize(engine.device)
+        times.append(time.perf_counter() - t0)
+        rollback(cache, CONTEXT)
+    return times[1:]
+
+
+def _median(times: list[float]) -> float:
+    return statistics.median(times)
+
+
+def prices(profile: CostProfile, step_s: float, most: int, load: int) -> PassCosts:
+    """The rule's prices at `load` runs in flight, in one-token target steps at that load: c, a draft step, and
+    v[n] = t(load·(n + 1)) / t_target(load), the verify pass over n drafts for each of `load` runs (read once)."""
+    step = profile.target_step(load)
+    c = step_s * profile.draft_step(load) / profile.draft_step(1) / step
+    v = [1.0] + [profile.t(load * (n + 1)) / step for n in range(1, most + 1)]
+    source = f"{profile.source}, {profile.target} on {profile.device} in {profile.dtype}"
+    return PassCosts(c, v, load, source)

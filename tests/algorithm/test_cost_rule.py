@@ -1,0 +1,69 @@
+"""The cost-aware stop rule worked by hand: what it weighs, when it stops, K = 0, the probe, what it learns."""
+
+import pytest
+
+from specviz.algorithm.cost_rule import PRIOR, PROBE_EVERY, CostRule
+
+
+def drafts_of(rule: CostRule, confidences: list[float], most: int = 8) -> int:
+    """Run one round's drafting with these draft confidences (as many as it asks for); how many it drafted."""
+    rule.start_round()
+    n = 0
+    while n < len(confidences) and rule.draft_more(most):
+        rule.drafted(confidences[n])
+        n += 1
+    return n
+
+
+def test_a_fresh_rule_drafts_while_the_drafts_so_far_are_likely_to_survive():
+    rule = CostRule(c=0.1, v=[1.0] * 9)  # a flat verify: each draft costs only its step
+    assert drafts_of(rule, [0.9, 0.9, 0.05, 0.9]) == 3  # 0.9 × 0.9 × 0.05 = 0.04 < 1 × 0.1: no fourth
+    first, *_, last = rule._choices
+    assert first.survive == pytest.approx(1.0) and first.cost == pytest.approx(0.1)  # the prior: one survival
+    assert last.survive == pytest.approx(0.9 * 0.9 * 0.05) and not last.drafted
+    assert last.gain == pytest.approx(max(sum(0.9 * 0.9 * 0.05 - 0.1 for _ in range(j)) for j in range(1, 6)))
+
+
+def test_an_expensive_verify_makes_k_zero_a_plain_target_step():
+    rule = CostRule(c=0.3, v=[1 + 0.5 * n for n in range(9)])  # v(4) = 3, as on the AVX2 float32 CPU
+    rule.positions[0].examined, rule.positions[0].accepted = 9, 4  # 5 of 10 (with the prior) survived at position 1
+    assert drafts_of(rule, [0.9]) == 0
+    choice, = rule._choices
+    assert choice.survive == pytest.approx(0.5) and choice.cost == pytest.approx(0.8) and not choice.drafted
+    record = rule.end_round([], 0, 1)
+    assert record.expected_tokens == 1 and record.expected_cost == 1.0 and rule.plain_in_a_row == 1
+
+
+def test_after_probe_every_plain_rounds_one_draft_measures_again():
+    rule = CostRule(c=0.3, v=[1 + 0.5 * n for n in range(9)])
+    rule.positions[0].examined = 20  # none of 20 survived: drafting never pays
+    for _ in range(PROBE_EVERY):
+        assert drafts_of(rule, [0.5]) == 0
+        rule.end_round([], 0, 1)
+    assert drafts_of(rule, [0.5, 0.5]) == 1  # the probe, then the rule stops again
+    assert rule._choices[0].probe and rule._choices[0].drafted and not rule._choices[1].drafted
+
+
+def test_a_dear_first_draft_that_pays_with_those_after_it_is_drafted():
+    """A measured v that rises for the first draft and hardly after: alone the first does not pay, with the next
+    ones it does (the look-ahead in `gain`)."""
+    rule = CostRule(c=0.1, v=[1.0] + [1.5] * 8)
+    rule.tokens, rule.cost = 20, 10.0  # the run so far: 2 tokens per step
+    assert drafts_of(rule, [0.95] * 8) > 1
+    first = rule._choices[0]
+    assert first.survive < rule.rate * first.cost and first.gain > 0 and first.drafted
+
+
+def test_the_round_teaches_the_rule_its_acceptance_and_rate():
+    rule = CostRule(c=0.1, v=[1.0, 1.1, 1.2])
+    drafts_of(rule, [0.5, 0.5], most=2)
+    record = rule.end_round([0.5, 0.5], n_accepted=1, committed=2)  # the first survived, the second was rejected
+    assert record.expected_cost == pytest.approx(2 * 0.1 + 1.2)
+    assert [(p.examined, p.accepted) for p in rule.positions] == [(1, 1), (1, 0)]
+    assert rule.positions[1].acceptance() == pytest.approx(PRIOR / (1 + PRIOR))
+    assert rule.positions[0].calibration() == pytest.approx((1 + PRIOR) / (0.5 + PRIOR))
+    assert rule.rate == pytest.approx(2 / 1.4)
+
+
+def test_a_noisy_verify_that_falls_is_evened_out():
+    assert CostRule(c=0.1, v=[1.0, 1.2, 1.1, 1.3]).v == [1.0, 1.2, 1.2, 1.3]

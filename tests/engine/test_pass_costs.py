@@ -1,0 +1,79 @@
+"""The cost-aware rule in the engine: its prices from a measured profile, exact in greedy, K = 0 rounds where drafting
+cannot pay, and a profile that cannot price the run (missing, negative, NaN, another device) falling back to the
+threshold rule with the reason in the trace."""
+
+import dataclasses
+import math
+
+import pytest
+
+from specviz.engine import RunSettings
+from specviz.engine.pass_costs import TOKENS, prices
+from specviz.record.costs import CostProfile
+
+PROMPT = "def fib(n):"
+COST = dict(adaptive=True, stop_rule="cost", k=8, max_new_tokens=40)
+
+
+def made_up(engine, draft_s=0.1, per_token=0.0) -> CostProfile:
+    """A profile of this engine: a one-token target pass 1 s, each further token per_token s, a draft step draft_s."""
+    return CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, 16, list(TOKENS),
+                       [1 + per_token * (n - 1) for n in TOKENS], [1], [1.0], [draft_s])
+
+
+def test_the_short_measurement_prices_this_pair(engine):
+    profile = engine.measure_pass_costs()
+    assert profile.problem(engine.device, engine.dtype, engine.target_name) is None
+    assert profile.tokens == list(TOKENS) and all(t > 0 for t in profile.target_s) and profile.draft_batch_s[0] > 0
+
+
+def test_prices_are_steps_of_the_target_and_grow_with_the_load(engine):
+    p = made_up(engine, draft_s=0.2, per_token=0.5)
+    one = prices(p, 0.2, 4, load=1)
+    assert one.c == pytest.approx(0.2) and one.v == pytest.approx([1.0, 1.5, 2.0, 2.5, 3.0])
+    two = prices(p, 0.2, 4, load=2)  # two runs in flight: a verify pass reads 2·(n + 1) tokens, a step t(2)
+    assert two.v[1] == pytest.approx(p.t(4) / p.t(2)) and two.c == pytest.approx(0.2 * (p.t(2) / 1.0) / p.t(2))
+    assert two.load == 2 and "on cpu" in two.source
+
+
+def test_greedy_output_is_the_targets_and_rounds_record_their_weighing(engine):
+    engine.pass_costs = made_up(engine, draft_s=0.05)
+    trace = engine.run(PROMPT, RunSettings(temperature=0, **COST), baseline=True)
+    assert trace.output_token_ids == trace.baseline.output_token_ids
+    assert trace.pass_costs.c == pytest.approx(0.05) and trace.rule_note is None
+    weighed = [r for r in trace.rounds[1:] if r.cost]
+    assert len(weighed) == len(trace.rounds) - 1 and trace.rounds[0].cost is None  # round 1 is the prefill
+    for r in weighed:
+        drafted = [c for c in r.cost.choices if c.drafted]
+        assert len(drafted) == r.k or r.drafts[-1].token_id in trace.eos_token_ids
+        assert r.cost.expected_cost == pytest.approx(r.k * 0.05 + trace.pass_costs.v[r.k])
+
+
+def test_where_no_draft_can_pay_rounds_are_plain_target_steps(engine):
+    engine.pass_costs = made_up(engine, draft_s=2.0)  # a draft step dearer than two target steps
+    trace = engine.run(PROMPT, RunSettings(temperature=0, **COST), baseline=True)
+    assert trace.output_token_ids == trace.baseline.output_token_ids
+    ks = [r.k for r in trace.rounds[1:]]
+    assert ks.count(0) >= len(ks) - 3  # the first rounds draft (the prior) and learn; a probe may draft one
+    assert all(not r.cost.choices[0].drafted for r in trace.rounds[1:] if r.k == 0 and r.cost.choices)  # last: 1 left
+
+
+@pytest.mark.parametrize("spoil, said", [
+    (lambda p: dataclasses.replace(p, device="cuda:0"), "not of this run's"),
+    (lambda p: dataclasses.replace(p, target_s=[math.nan] * len(p.target_s)), "not a number"),
+    (lambda p: dataclasses.replace(p, draft_batch_s=[-0.1]), "negative"),
+    (lambda p: dataclasses.replace(p, target_s=[], tokens=[]), "missing"),
+    (lambda p: dataclasses.replace(p, target="another-target"), "another-target"),
+])
+def test_a_profile_that_cannot_price_the_run_falls_back_to_the_threshold(engine, spoil, said):
+    engine.pass_costs = spoil(made_up(engine))
+    trace = engine.run(PROMPT, RunSettings(temperature=0, **COST))
+    assert said in trace.rule_note and "confidence threshold instead" in trace.rule_note
+    assert trace.pass_costs is None and all(r.cost is None for r in trace.rounds)
+    assert any(d.confidence is not None for r in trace.rounds for d in r.drafts)  # the threshold rule drafted
+
+
+def test_the_first_run_measures_when_nothing_was_measured(engine):
+    assert engine.pass_costs is None
+    trace = engine.run(PROMPT, RunSettings(temperature=0, **COST))
+    assert engine.pass_costs is not None and trace.pass_costs.source.startswith("a short measurement")

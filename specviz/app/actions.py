@@ -19,7 +19,7 @@ from specviz.view import charts
 from specviz.view import page_text
 from specviz.view import summary
 from specviz.engine import Engine, RunSettings
-from specviz.settings.errors import message_of
+from specviz.settings.errors import message_of, refused_by_zerogpu
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
 from specviz.app.inputs import check_preset, check_prompt, settings_from
 from specviz.settings.bounds import short_repr
@@ -31,6 +31,7 @@ from specviz.app.round_view import STEP_NAMES, RoundView, round_view
 
 # Each event that shows a run, and which of RunOutputs' lists it writes.
 EVENT_OUTPUTS = {"generate": "all", "open_example": "all", "open_trace": "of_open", "baseline": "of_baseline"}
+KEPT = "The trace on the page stays as it was."  # what a failed Generate or Baseline leaves: problem() writes no trace
 MIN_FRAME_S = 0.25  # while generating, redraw at most this often (what a redraw costs the browser: docs/benchmarks.md,
 #                    "Timings behind choices in the code")
 
@@ -160,6 +161,7 @@ class ModelActions:
         the trace state (viewable, downloadable) and says what happened."""
         out, info, started, shown = self.out, engine_info(engine, settings), time.perf_counter(), 0.0
         latest = failure = None
+        refused = False  # ZeroGPU refused the call before it ran (the quota, no free GPU): no round was made
         with closing(stream_traces(ref, prompt, settings)) as traces:  # closed at once, also when the tab is
             try:
                 for latest in traces:
@@ -172,10 +174,11 @@ class ModelActions:
                                          f"{settings.max_new_tokens} new tokens", "busy")
                     yield {out.trace: latest, out.status: busy, out.info: info,  # the stage: this round only
                            **round_view(latest, n, lecture, latest_only=True).updates(out.panels)}
-            except Exception as e:  # out of memory, a model error: the rounds before it are still good
-                failure = message_of(e)
+            except Exception as e:  # out of memory, a model error, ZeroGPU: the rounds before it are still good
+                failure, refused = message_of(e), refused_by_zerogpu(e)
         if latest is None:
-            yield self.problem(f"Generation failed in round 1: {failure}")
+            yield self.problem(f"{'Generate did not run' if refused else 'Generation failed in round 1'}: "
+                               f"{failure}. {KEPT}")
             return
         # The last frame always carries the full view (every round on the stage, the last shown), so a client
         # reading only the result sees the whole run.
@@ -208,7 +211,7 @@ class ModelActions:
             progress(0.5, desc="running the target alone")
             result = run_baseline(engine_ref(self.get_engine, preset), trace.prompt, trace_settings(trace))
         except Exception as e:
-            return self.problem(message_of(e))
+            return self.problem(f"{message_of(e)}. {KEPT}")
         timed = dataclasses.replace(trace, baseline=result)
         message = (f"Baseline: the target alone made {len(result.output_token_ids)} tokens at "
                    f"{result.tokens_per_s:.1f} tok/s.")

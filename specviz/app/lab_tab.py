@@ -24,7 +24,7 @@ from specviz.lab import playground
 from specviz.lab import charts as lab_charts
 from specviz.view.charts import FONT_SIZE, empty_figure
 from specviz.engine import RunSettings
-from specviz.settings.errors import message_of
+from specviz.settings.errors import message_of, refused_by_zerogpu
 from specviz.lab.readouts import (RESTART, REVEAL, TREE_NOTE, card_html, card_steps, comparison_status, covered_html,
                          exactness_html, explorer_html, heading_html, histogram_html, joint_html, playground_html,
                          trace_html, warning_html)
@@ -204,9 +204,10 @@ def compare_handler(get_engine: EngineLoader | None):
                 rows.append(row)
                 yield (comparison_status(rows, ks, time.perf_counter() - started, layers),
                        [compare.cells(r) for r in rows], lab_charts.compare_figure(rows))
-        except Exception as e:  # a model failure mid-run: the rows so far stay on the page
+        except Exception as e:  # a model failure mid-run, or ZeroGPU's refusal: the rows so far stay on the page
             done = f"{len(rows)} run{'s' * (len(rows) != 1)}"
-            yield warning_html(f"the comparison stopped after {done}: {message_of(e)}"), gr.skip(), gr.skip()
+            what = "did not run" if refused_by_zerogpu(e) else f"stopped after {done}"
+            yield warning_html(f"the comparison {what}: {message_of(e)}"), gr.skip(), gr.skip()
 
     return run
 

@@ -5,7 +5,7 @@ page. Only the functions here marked `@gpu` run a model. On ZeroGPU (Hugging Fac
 one is pickled to a worker process forked from this one, where the GPU exists, and what it returns or yields is
 pickled back. So their arguments are plain values (an `EngineRef` names the pair: the worker finds the models
 it inherited from this process), they return or yield plain CPU data (traces, rows, numbers), never tensors or
-callables, and each asks for a `duration` bounded by a named formula (`run_seconds`).
+callables, and each asks for the `duration` its request needs at most (app/gpu_time.py).
 
 Tests inject tiny models with a loader of their own: any callable `(preset, progress) -> Engine`.
 """
@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import gradio as gr
 
+from specviz.app import gpu_time
 from specviz.app.assets import ASSETS, script
 from specviz.app.room_routes import ROOMS, RoomHub, room_routes
 from specviz.lab import compare
@@ -46,19 +47,6 @@ try:  # On ZeroGPU a GPU exists only inside functions decorated with spaces.GPU;
 except ImportError:
     def gpu(duration=None):
         return lambda fn: fn
-
-# The GPU time a call asks ZeroGPU for, in seconds: a start (the worker moves the weights to the GPU on its first
-# call) plus an allowance per generated token. The allowance is a chosen bound, not a measurement: 0.12 s (a floor
-# of 8.3 tokens/s), where the GPU check's side by side (tools/gpu_check.sh) gives the tokens/s to check it
-# against. ZeroGPU charges the time used, not the time asked; a lower ask queues sooner.
-GPU_START_S = 20
-GPU_S_PER_TOKEN = 0.12
-COSTS_S = 90  # the cost measurement: several times what it took on 2-core CPUs (docs/benchmarks.md, "Why it pays")
-
-
-def run_seconds(max_new_tokens: int, runs: int = 1) -> int:
-    """The duration asked for `runs` runs of up to max_new_tokens each: run_seconds(64) -> 28."""
-    return round(GPU_START_S + runs * max_new_tokens * GPU_S_PER_TOKEN)
 
 
 # --- the models, shared by every session ---------------------------------------------------------------------
@@ -142,15 +130,26 @@ def engine_ref(get_engine: EngineLoader, preset: str) -> EngineRef:
     return EngineRef(key, preset)
 
 
-def _run_duration(ref, prompt, settings) -> int:
-    return run_seconds(settings.max_new_tokens)
+# The durations each call asks ZeroGPU for, from its own arguments (app/gpu_time.py). They run in this process,
+# before the call is sent to a GPU worker, where the pair is loaded already.
+
+def _speed(ref: EngineRef) -> gpu_time.PairSpeed | None:
+    return gpu_time.measured_speed(ref.preset, ref.engine().device)
+
+
+def _generate_duration(ref, prompt, settings) -> int:
+    return gpu_time.generate_seconds(settings, _speed(ref))
+
+
+def _baseline_duration(ref, prompt, settings) -> int:
+    return gpu_time.baseline_seconds(settings, _speed(ref))
 
 
 def _compare_duration(ref, prompt, settings, ks, layers=(0,)) -> int:
-    return run_seconds(settings.max_new_tokens, runs=len(compare.plan(tuple(ks), layers=tuple(layers))))
+    return gpu_time.comparison_seconds(settings, compare.plan(tuple(ks), layers=tuple(layers)), _speed(ref))
 
 
-@gpu(duration=_run_duration)
+@gpu(duration=_generate_duration)
 def stream_traces(ref: EngineRef, prompt: str, settings: RunSettings):
     """The model-bound part of Generate: the trace so far after each round (plain CPU data, safe for State)."""
     run = ref.engine().start(prompt, settings)
@@ -158,7 +157,7 @@ def stream_traces(ref: EngineRef, prompt: str, settings: RunSettings):
         yield run.trace()
 
 
-@gpu(duration=_run_duration)
+@gpu(duration=_baseline_duration)
 def run_baseline(ref: EngineRef, prompt: str, settings: RunSettings):
     return ref.engine().baseline(prompt, settings)
 
@@ -196,7 +195,7 @@ class Step:
     text: str
 
 
-@gpu(duration=COSTS_S)
+@gpu(duration=gpu_time.COSTS_S)
 def measure_pair_costs(ref: EngineRef):
     """The model-bound part of the cost panel: a Step now and then, and last the CostProfile (plain numbers).
     The measurement runs in a thread of the decorated call, handing its steps over a queue."""

@@ -12,7 +12,8 @@ import sys
 
 from specviz.settings.errors import message_of
 from specviz.drafters import REGISTRY, layers, tree
-from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, widths_text
+from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, STOP_RULES, widths_text
+from specviz.view.cost_words import round_note, run_account
 from specviz.view.style import FATES, show
 from specviz.algorithm.theory import round_size_probs
 from specviz.record.acceptance import per_position, round_sizes
@@ -52,6 +53,9 @@ def summary_lines(trace: Trace) -> list[str]:
         f"{s.verify_time_s:.2f}; first tokens after {s.first_token_time_s:.2f})",
     ]
     lines += acceptance_lines(trace)
+    account = run_account(trace)
+    if account:
+        lines.append(f"{account[0]}: {account[1]} ({account[2]})")
     b = trace.baseline
     if b is not None:
         lines.append(f"target-only {b.tokens_per_s:.2f} tokens/s ({b.total_time_s:.2f} s) → speedup "
@@ -99,6 +103,10 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                         "falls below --confidence; --k is then the most per round")
     p.add_argument("--confidence", type=float, default=d.confidence, help=f"threshold of --adaptive (default "
                                                                           f"{d.confidence})")
+    p.add_argument("--stop-rule", choices=list(STOP_RULES), default=d.stop_rule,
+                   help="how --adaptive stops drafting: " + "; ".join(f"{key} = {name}" for key, name in
+                                                                       STOP_RULES.items()) + " (each further draft "
+                        "must pay for itself at this machine's measured costs, docs/engine.md)")
     p.add_argument("--drafter", choices=list(REGISTRY), default=d.drafter,
                    help="; ".join(f"{key} = {spec.label}" for key, spec in REGISTRY.items()))
     widths = tree.TREE_WIDTHS
@@ -125,6 +133,7 @@ def run_command(a: argparse.Namespace) -> int:
 
     settings = RunSettings(k=a.k, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
                            max_new_tokens=a.max_new_tokens, adaptive=a.adaptive, confidence=a.confidence,
+                           stop_rule=a.stop_rule,
                            chat=not a.no_chat, drafter=a.drafter, draft_layers=a.draft_layers,
                            tree_widths=parse_widths(a.tree) if a.tree is not None else None)
     if not a.prompt.strip():
@@ -145,6 +154,10 @@ def run_command(a: argparse.Namespace) -> int:
     for r in run:
         if not a.quiet:
             print(round_line(r), flush=True)
+            if r.cost is not None:
+                print(f"      {round_note(r, run.prices)}", flush=True)
+    if run.rule_note and not a.quiet:
+        print(f"cost-aware K: {run.rule_note}")
     trace = run.trace()
     if a.baseline:
         trace.baseline = engine.baseline(a.prompt, settings)

@@ -67,3 +67,17 @@ def test_tree_drafter_prints_its_rounds_and_records_its_trees(folders, tmp_path)
 def test_unknown_preset(folders):
     r = cli("run", "--prompt", "hi", "--preset", "nope")
     assert r.returncode == 2 and "unknown preset" in r.stderr
+
+
+def test_the_cost_aware_rule_says_why_under_each_round(folders, tmp_path):
+    path = tmp_path / "cost.json"
+    r = cli("run", "--prompt", "def fib(n):", "--draft", folders[0], "--target", folders[1], "--adaptive",
+            "--stop-rule", "cost", "--k", "6", "--max-new-tokens", "24", "--dtype", "float32", "--baseline",
+            "--json", str(path))
+    assert r.returncode == 0, r.stderr
+    assert "Cost-aware K (" in r.stdout and "greedy output identical to target-only: yes" in r.stdout
+    assert "cost-aware K: speculation off in" in r.stdout  # the summary's account
+    data = json.loads(path.read_text())
+    assert data["settings"]["stop_rule"] == "cost" and data["pass_costs"]["source"].startswith("a short measurement")
+    bad = cli("run", "--prompt", "hi", "--draft", folders[0], "--target", folders[1], "--stop-rule", "guess")
+    assert bad.returncode == 2 and "invalid choice: 'guess'" in bad.stderr

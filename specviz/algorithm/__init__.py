@@ -1,5 +1,7 @@
 """The mathematics of speculative decoding as pure functions: sampling (warp, verify, the residual
-max(0, p − q)), the tree's multi-candidate rule, and the cost model E(α, K).
+max(0, p − q)), the tree's multi-candidate rule, the cost model E(α, K), and the cost-aware stop rule of adaptive K
+(cost_rule.py).
 
-Imports torch, numpy, settings and record's fate names; never a model, the engine or the page.
+Imports torch, numpy, settings and record (its fate names, the cost rule's records); never a model, the engine or the
+page.
 """

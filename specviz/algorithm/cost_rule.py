@@ -12,10 +12,12 @@ far; at least 1, the target alone), so the draft pays when
 or when it and some drafts after it pay together (the sum of S_j − rate · (c + v(j) − v(j − 1)) over them is above
 0: `gain`), since a measured v often rises most for the first draft and hardly after.
 
-Before the n-th draft exists, S_n is estimated as S_(n−1), the chance the drafts so far survive (each the draft's own
-probability of its token, scaled by how often this run's drafts at that position survived against how sure the draft
-was of them), times this run's measured acceptance at position n. K = 0 is a legal answer: the round is a plain
-target step. After PROBE_EVERY plain rounds in a row one draft is made anyway, so that a run whose text turns
+Before the n-th draft exists, S_n is estimated as S_(n−1), the chance the drafts so far survive, times this run's
+measured acceptance at position n. S_(n−1) is the product of each draft's own probability of its token raised to a
+power γ: the draft is surer than it says where verification keeps most of its drafts (γ < 1) and less sure where it
+loses them (γ > 1), so γ is refitted after every round until this run's estimates for the drafts it examined add up
+to how many of them survived (`fit_gamma`; γ = 1, the draft taken at its word, before). K = 0 is a legal answer: the
+round is a plain target step. After PROBE_EVERY plain rounds in a row one draft is made anyway, so that a run whose text turns
 predictable is noticed.
 
 Exact: K is chosen from the draft's own probabilities and earlier rounds only, never from this round's target pass
@@ -32,23 +34,36 @@ from specviz.record.trace import CostDecision, DraftChoice
 PROBE_EVERY = 16  # plain rounds in a row after which one draft is made to measure again (its cost: docs/engine.md)
 PRIOR = 1.0  # pseudo-observations behind every per-position estimate: one survived draft at full confidence, so a
 #              run's first rounds draft and measure instead of trusting nothing
+PRIOR_AT_HALF = 2.0  # pseudo-drafts behind γ (fit_gamma): two of confidence 0.5, one of them survived
+GAMMA_RANGE = (0.1, 4.0)  # γ beyond these would mean the draft's probabilities say nothing: kept within them
+FIT_LAST = 256  # examined drafts γ is fitted to: the run's latest (a bound on the work after each round)
 
 
 @dataclass
 class PositionStats:
-    """What this run's drafts at one position did: how many were examined, survived, and how sure the draft was."""
+    """What this run's drafts at one position did: how many were examined and how many survived."""
 
     examined: int = 0
     accepted: int = 0
-    sure: float = 0.0  # the sum of the draft's own probabilities of the examined drafts
 
     def acceptance(self) -> float:
         """The chance a draft here survives, given every earlier one did (before the draft is made)."""
         return (self.accepted + PRIOR) / (self.examined + PRIOR)
 
-    def calibration(self) -> float:
-        """Survivals per unit of the draft's own confidence here: > 1 when the draft is surer than it says."""
-        return (self.accepted + PRIOR) / (self.sure + PRIOR)
+
+def fit_gamma(examined: list[tuple[float, bool]]) -> float:
+    """γ such that the sum of confidence^γ over the examined drafts equals how many survived (between GAMMA_RANGE),
+    with PRIOR_AT_HALF pseudo-drafts of confidence 0.5 surviving half the time, which holds at γ = 1: with no drafts
+    seen γ is 1, and one lucky draft moves it little. The sum falls as γ grows (each confidence is below 1)."""
+    survived = sum(kept for _, kept in examined) + PRIOR_AT_HALF * 0.5
+    low, high = GAMMA_RANGE
+    for _ in range(30):  # bisection: 30 halvings pin γ far below any printed digit
+        gamma = (low + high) / 2
+        if sum(sure ** gamma for sure, _ in examined) + PRIOR_AT_HALF * 0.5 ** gamma > survived:
+            low = gamma
+        else:
+            high = gamma
+    return (low + high) / 2
 
 
 @dataclass
@@ -58,6 +73,8 @@ class CostRule:
     c: float  # a draft step, in one-token target steps
     v: list[float]  # v[n]: the verify pass over n drafts; v[0] = 1
     positions: list[PositionStats] = field(default_factory=list)
+    gamma: float = 1.0  # the power on the draft's own probabilities that this run's survivals fitted (fit_gamma)
+    examined: list[tuple[float, bool]] = field(default_factory=list)  # (confidence, survived), the latest FIT_LAST
     tokens: int = 0  # committed by the rounds this rule priced
     cost: float = 0.0  # their predicted cost, in one-token target steps
     plain_in_a_row: int = 0
@@ -103,8 +120,7 @@ class CostRule:
 
     def drafted(self, confidence: float) -> None:
         """The draft just made had the draft's own probability `confidence`: the chance so far is updated with it."""
-        stats = self.positions[len(self._choices) - 1]
-        self._survive *= min(1.0, confidence * stats.calibration())
+        self._survive *= confidence ** self.gamma
         self._expected += self._survive
 
     def end_round(self, confidences: list[float], n_accepted: int, committed: int) -> CostDecision:
@@ -114,8 +130,19 @@ class CostRule:
         record = CostDecision(self.rate, self._choices, self._expected, k * self.c + self.v[k])
         for i, sure in enumerate(confidences[:n_accepted + 1]):  # the examined: the accepted and the one rejected
             stats = self.positions[i]
-            stats.examined, stats.accepted, stats.sure = stats.examined + 1, stats.accepted + (i < n_accepted), \
-                stats.sure + sure
+            stats.examined, stats.accepted = stats.examined + 1, stats.accepted + (i < n_accepted)
+            self.examined.append((sure, i < n_accepted))
+        if confidences:
+            self.examined = self.examined[-FIT_LAST:]
+            self.gamma = fit_gamma(self.examined)
         self.tokens, self.cost = self.tokens + committed, self.cost + record.expected_cost
         self.plain_in_a_row = self.plain_in_a_row + 1 if k == 0 else 0
         return record
+
+
+def predicted_speedup(rounds: list) -> float | None:
+    """The rule's own prediction for a run, over the target alone: the tokens it expected its rounds to yield over
+    the one-token target steps it expected them to cost (a target step yields one token). None: it priced none."""
+    priced = [r.cost for r in rounds if r.cost is not None]
+    cost = sum(d.expected_cost for d in priced)
+    return sum(d.expected_tokens for d in priced) / cost if cost > 0 else None

@@ -1,5 +1,6 @@
 """The engine: model pairs (presets, the packaged offline pair), the draft-and-verify runs (chain and tree)
-that record every round, the lean draft pass, the quantized draft.
+that record every round, the lean draft pass, the quantized draft, and the short measurement of a pair's passes
+that the cost-aware stop rule prices drafts with.
 
 Imports settings, drafters, record and algorithm; never the view, the Lab or the page. `Engine` and
 `RunSettings` are importable from here (`from specviz.engine import Engine, RunSettings`).

@@ -2,7 +2,7 @@
 measurement when a pair loads, and the prices a run drafts by.
 
 The short measurement times the target's pass over 1, 2, 3, 5, 9 and 17 new tokens and one draft step, each a few
-times over a cache of CONTEXT tokens (about a second and a half for the packaged pair on 2 CPU cores, docs/engine.md);
+times over a cache of CONTEXT tokens (seconds for the packaged pair on 2 CPU cores, docs/engine.md);
 the Costs tab's full measurement (measure/costs.py) replaces it on the engine when it runs (its draft step is
 transformers' forward, a little slower than the lean pass a run drafts with: its prices err towards drafting less).
 A draft step is timed with the run's own draft pass (lean.py's, where it applies), since that is what a round pays;
@@ -24,7 +24,7 @@ from specviz.record.trace import PassCosts
 
 TOKENS = (1, 2, 3, 5, 9, 17)  # new tokens per target pass: K + 1 for K = 0, 1, 2, 4, 8, 16 (between: interpolated)
 CONTEXT = 64  # cached tokens under every timed pass
-REPEATS = 3  # timings per point; the median is kept
+REPEATS = 5  # timings per point; the median is kept (a target-alone step is timed the same way, by its median)
 SHORT = "a short measurement when the pair loaded"
 
 
@@ -32,8 +32,8 @@ def measure_pass_costs(engine) -> CostProfile:
     """The short profile of the engine's pair: the target over TOKENS new tokens, the draft model's step."""
     started = time.perf_counter()
     with torch.inference_mode():
-        target = [_median(_timings(engine, engine.target, None, n)) for n in TOKENS]
-        draft = _median(_timings(engine, engine.draft, engine.new_draft_cache(engine.draft), 1))
+        target = [statistics.median(_timings(engine, engine.target, None, n)) for n in TOKENS]
+        draft = statistics.median(_timings(engine, engine.draft, engine.new_draft_cache(engine.draft), 1))
     return CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, CONTEXT, list(TOKENS),
                        target, [1], [target[0]], [draft], time.perf_counter() - started, repeats=REPEATS,
                        source=SHORT)
@@ -42,7 +42,7 @@ def measure_pass_costs(engine) -> CostProfile:
 def draft_step_s(engine, drafter) -> float:
     """Seconds of one step of this drafter model with its run's own cache (a lean one where it applies)."""
     with torch.inference_mode():
-        return _median(_timings(engine, drafter, engine.new_draft_cache(drafter), 1))
+        return statistics.median(_timings(engine, drafter, engine.new_draft_cache(drafter), 1))
 
 
 def _timings(engine, model, cache, n: int) -> list[float]:
@@ -63,15 +63,15 @@ def _timings(engine, model, cache, n: int) -> list[float]:
     return times[1:]
 
 
-def _median(times: list[float]) -> float:
-    return statistics.median(times)
-
-
 def prices(profile: CostProfile, step_s: float, most: int, load: int) -> PassCosts:
     """The rule's prices at `load` runs in flight, in one-token target steps at that load: c, a draft step, and
-    v[n] = t(load·(n + 1)) / t_target(load), the verify pass over n drafts for each of `load` runs (read once)."""
+    v[n] = t(load·(n + 1)) / t_target(load), the verify pass over n drafts for each of `load` runs (read once).
+    A longer pass never costs less, and the machine busy with something else for a moment only ever adds time, so
+    each v[n] is the least of the values at n and beyond, and at least 1: one slow point at 5 tokens once priced every
+    draft past the third at 4.8 steps (measured 2026-12-01) and the rule drafted three at most."""
     step = profile.target_step(load)
     c = step_s * profile.draft_step(load) / profile.draft_step(1) / step
     v = [1.0] + [profile.t(load * (n + 1)) / step for n in range(1, most + 1)]
+    v = [max(1.0, min(v[n:])) if n else 1.0 for n in range(len(v))]
     source = f"{profile.source}, {profile.target} on {profile.device} in {profile.dtype}"
     return PassCosts(c, v, load, source)

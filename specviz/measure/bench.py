@@ -6,19 +6,18 @@ own assisted generation (and its prompt lookup) as the peer, also with specviz's
 like). The configurations take turns per prompt and repeat (A B C A B C …), so a slow minute on a shared machine
 hits all of them; each median is shown with its min–max, and a speedup is the median of run-by-run ratios to the
 target-only run of the same turn. Per configuration: tokens/s, speedup, acceptance α, tokens per target pass, cost
-ratio c, and the predicted speedup E/(K·c+v) beside the measured one. Writes results.json, report.md and
-chart.html to --out.
+ratio c, and the predicted speedup E/(K·c+v) beside the measured one (for the cost-aware stop rule, the rule's own
+prediction). `--rules` runs only the stop rules side by side (fixed K = 4, the threshold rule, the cost-aware rule,
+transformers' heuristic); `--verify-cost V` makes every verify pass dearer, as on a machine where it is compute-bound
+(`slow_verify`). Writes results.json, report.md and chart.html to --out (bench_report.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import json
-import platform
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -26,8 +25,10 @@ import torch
 from specviz.drafters import LAYERS, LOOKUP, MODEL, TREE
 from specviz.engine import Engine, RunSettings
 from specviz.engine.quant import FULL, pick_weights, quantize_linears, weights_name
-from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, widths_text
+from specviz.settings.bounds import COST_RULE, DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, widths_text
 from specviz.settings.prompts import CODE_PROMPT, STORY_PROMPT
+from specviz.algorithm.cost_rule import predicted_speedup
+from specviz.measure.bench_report import COST_CONFIG, SAME_DRAFT_PEER, Row, write_report
 from specviz.measure.measured import SteadyState, steady_state
 from specviz.record.trace import acceptance_rate, baseline_decode_speed, decode_speed, step_times, target_step_time
 from specviz.algorithm.tree import parse_widths
@@ -47,27 +48,6 @@ PROMPTS = {
                 "            result.append(a[i])\n            i += 1\n        else:\n            result.append(b[j])\n"
                 "            j += 1\n    return result + a[i:] + b[j:]\n"],
 }
-
-
-@dataclass
-class Row:
-    prompt_type: str
-    config: str  # e.g. "specviz K=4", "target-only", "transformers assisted"
-    mode: str  # greedy | sampled
-    k: float | None
-    tokens_per_s: float
-    speedup: float  # over target-only (same mode, same prompts, this run)
-    alpha: float | None = None
-    tokens_per_pass: float | None = None
-    c: float | None = None
-    predicted: float | None = None
-    ttft_s: float | None = None
-    # Throughput after the first round (or first token), over target-only's the same way: the prompt's encoding
-    # is latency (TTFT), not throughput, and the prediction models only the steady state it is compared with.
-    decode_speedup: float | None = None
-    v: float | None = None  # the verify pass over one target-only step (1: memory-bound ideal)
-    spreads: dict[str, list[float]] = field(default_factory=dict)  # figure -> [min, max] over the runs (tps,
-    #                                                                 speedup, ttft, …) whose median the row holds
 
 
 def add_bench_args(p: argparse.ArgumentParser) -> None:
@@ -93,6 +73,12 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--max-new-tokens", type=int, default=48)
     p.add_argument("--no-peer", action="store_true", help="skip transformers' assisted generation")
+    p.add_argument("--rules", action="store_true",
+                   help="only the stop rules side by side: target-only, K=4, the threshold rule, the cost-aware rule "
+                        "(both adaptive up to --adaptive-k) and transformers' own heuristic")
+    p.add_argument("--verify-cost", type=float, default=None, metavar="V",
+                   help="simulate a dearer verify pass: every target pass over 2 to 17 tokens takes extra time so "
+                        "that t(5)/t(1) is V (3: as measured on an AVX2-only CPU in float32); see slow_verify")
     p.add_argument("--quick", action="store_true", help="a smoke run: tiny settings, finishes in minutes")
     p.add_argument("--tiny", action="store_true", help="random-weight tiny models instead of the real pair (CI)")
     p.add_argument("--gpu-projection", action="store_true",
@@ -123,13 +109,54 @@ def bench_command(a: argparse.Namespace) -> int:
           "layer_ns": [int(n) for n in a.draft_layers.split(",") if n.strip()], "layers_k": a.layers_k}
     for n in ks["layer_ns"]:
         engine.layers_for(RunSettings(drafter=LAYERS.key, draft_layers=n))  # a bad N stops here, before any run
+    if a.verify_cost:
+        slow_verify(engine, a.verify_cost)
+    engine.measure_pass_costs()  # what the cost-aware rule prices with, as the app measures it at load
     engine.run(PROMPTS["code"][0], RunSettings(max_new_tokens=8))  # one throwaway run: allocator, caches
+    if a.rules:
+        ks = {"chain": [4], "copy": [], "adaptive": a.adaptive_k, "rules_only": True}
     rows = run_bench(engine, ks, a.modes.split(","), a.types.split(","), a.prompts_per_type, a.repeats,
                      a.max_new_tokens, a.temperature, peer=not a.no_peer, peer_draft=peer_draft)
-    extra = measure_tracing_overhead(engine, a.max_new_tokens, max(a.repeats, TRACING_REPEATS))
+    extra = None if a.rules else measure_tracing_overhead(engine, a.max_new_tokens, max(a.repeats, TRACING_REPEATS))
     write_report(Path(a.out), rows, extra, engine, a)
     print((Path(a.out) / "report.md").read_text())
     return 0
+
+
+def slow_verify(engine, v: float) -> float:
+    """Make every target pass over 2 to MAX_K + 1 tokens sleep (n − 1)·(v − 1)/4 one-token steps more, so that
+    t(5)/t(1) = v: the verify pass as dear as on a machine where it is compute-bound (an AVX2-only CPU in float32
+    measured v = 3). Every loop that calls the target gets it (specviz's verify, transformers' assisted generation,
+    the cost measurement); one-token steps and a prompt's prefill do not. Returns the extra seconds per token."""
+    from specviz.engine.decoding import forward
+
+    with torch.inference_mode():
+        step = statistics.median(_timed(lambda: forward(engine.target, [1], _prefilled(engine), 1)) for _ in range(5))
+    extra = (v - 1) / 4 * step
+
+    def sleep_before(module, args, kwargs):
+        n = (kwargs.get("input_ids") if kwargs.get("input_ids") is not None else args[0]).shape[-1]
+        if 2 <= n <= MAX_K + 1:
+            time.sleep(extra * (n - 1))
+
+    engine.target.register_forward_pre_hook(sleep_before, with_kwargs=True)
+    return extra
+
+
+def _prefilled(engine):
+    from transformers import DynamicCache
+
+    from specviz.engine.decoding import forward
+
+    cache = DynamicCache()
+    forward(engine.target, list(range(10, 74)), cache, 1)
+    return cache
+
+
+def _timed(call) -> float:
+    t0 = time.perf_counter()
+    call()
+    return time.perf_counter() - t0
 
 
 def _real_engine(a) -> Engine:
@@ -173,12 +200,13 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
     also runs with the engine's own draft and exactly K = 4 drafts a round, like for like with specviz K=4 (and,
     when peer_draft differs, at its default K too, which splits the gain between the lighter draft and the loop)."""
     peer_draft = engine.draft if peer_draft is None else peer_draft
-    peers = {"transformers assisted (default K)": ("heuristic", peer_draft),
-             "transformers assisted K=4": ("constant", peer_draft),
-             "transformers prompt lookup": ("prompt lookup", None),
-             SAME_DRAFT_PEER: ("exact", engine.draft)} if peer else {}
-    if peer and peer_draft is not engine.draft:
-        peers["transformers assisted (default K), specviz's draft"] = ("heuristic", engine.draft)
+    peers = {"transformers assisted (default K)": ("heuristic", peer_draft)}
+    if not ks.get("rules_only"):  # --rules: the stop rules against transformers' own heuristic only
+        peers.update({"transformers assisted K=4": ("constant", peer_draft),
+                      "transformers prompt lookup": ("prompt lookup", None), SAME_DRAFT_PEER: ("exact", engine.draft)})
+        if peer_draft is not engine.draft:
+            peers["transformers assisted (default K), specviz's draft"] = ("heuristic", engine.draft)
+    peers = peers if peer else {}
     rows = []
     for ptype in types:
         for mode in modes:
@@ -193,7 +221,6 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
 
 TRACING_REPEATS = 8  # at least this many runs each: the overhead is a few per cent, within 3 runs' noise (the
 #                       goals table of docs/benchmarks.md has both)
-SAME_DRAFT_PEER = "transformers exactly K=4, specviz's draft"  # the like-for-like peer: same draft object, same K
 TREE_CONFIG = "specviz tree"  # + its widths: "specviz tree 2-2-1-1"
 
 
@@ -203,14 +230,15 @@ def _configs(engine, ks, peers, max_new, temp) -> dict:
     def settings(seed, **changes):
         return RunSettings(**{"k": 1, "temperature": temp, "max_new_tokens": max_new, "seed": seed, **changes})
 
-    def specviz(k, drafter=MODEL.key, adaptive=False, layers=0):
+    def specviz(k, drafter=MODEL.key, adaptive=False, layers=0, **more):
         return lambda prompt, seed: engine.run(prompt, settings(seed, k=k, drafter=drafter, adaptive=adaptive,
-                                                                draft_layers=layers))
+                                                                draft_layers=layers, **more))
 
     configs = {"target-only": lambda prompt, seed: engine.baseline(prompt, settings(seed))}
     configs.update({f"specviz K={k}": specviz(k) for k in ks["chain"]})
     kmax = ks.get("adaptive", max(ks["chain"]))
     configs[f"specviz adaptive K≤{kmax}"] = specviz(kmax, adaptive=True)
+    configs[f"{COST_CONFIG}≤{kmax}"] = specviz(kmax, adaptive=True, stop_rule=COST_RULE)
     configs.update({f"specviz lookup K={k}": specviz(k, LOOKUP.key) for k in ks["copy"]})
     configs.update({f"specviz layers N={n} K={ks['layers_k']}": specviz(ks["layers_k"], LAYERS.key, layers=n)
                     for n in ks.get("layer_ns", [])})
@@ -221,7 +249,7 @@ def _configs(engine, ks, peers, max_new, temp) -> dict:
     for name, (kind, assistant) in peers.items():
         configs[name] = lambda prompt, seed, kind=kind, assistant=assistant: _transformers_tokens_per_s(
             engine, prompt, max_new, temp, kind, assistant, seed)
-    if peers:
+    if peers and not ks.get("rules_only"):
         configs["transformers target-only"] = lambda prompt, seed: _transformers_tokens_per_s(
             engine, prompt, max_new, temp, None, seed=seed)
     return configs
@@ -246,7 +274,8 @@ def _rows(ptype, mode, ks, results: dict) -> list[Row]:
         if name.startswith(TREE_CONFIG):  # the chain's cost model does not fit a tree: a draft pass makes a
             for key in ("c", "predicted"):  # whole depth of nodes, so c per drafted token and E/(K·c+v) mislead
                 values.pop(key)
-        k = statistics.median(values["mean_k"]) if "adaptive" in name or name.startswith(TREE_CONFIG) \
+        k = statistics.median(values["mean_k"]) if "adaptive" in name or "cost-aware" in name \
+            or name.startswith(TREE_CONFIG) \
             else int(name.rsplit("=", 1)[1])  # a tree's K: its mean drafted nodes per round
         rows.append(_row(ptype, mode, name, k, values, base_tps))
     return rows
@@ -268,8 +297,9 @@ def trace_figures(t, target_step: float) -> dict:
     m, later = t.summary, t.rounds[1:] or t.rounds
     steady = steady_state(t.rounds, target_step) or SteadyState(  # nothing drafted: no draft cost
         acceptance_rate(later), 0.0, 0.0, step_times(t.rounds)[1] / target_step)
+    own = predicted_speedup(t.rounds)  # the cost-aware rule's own prediction, where it priced the rounds
     return {"tps": m.tokens_per_s, "alpha": m.acceptance_rate, "tpp": m.tokens_per_pass, "c": steady.c,
-            "v": steady.v, "predicted": steady.speedup, "mean_k": steady.k, "ttft": m.first_token_time_s,
+            "v": steady.v, "predicted": own or steady.speedup, "mean_k": steady.k, "ttft": m.first_token_time_s,
             "decode_tps": decode_speed(t) or m.tokens_per_s}
 
 
@@ -315,103 +345,3 @@ def measure_tracing_overhead(engine, max_new, repeats) -> dict:
     return {"traced_tokens_per_s": traced, "untraced_tokens_per_s": lean, "overhead": 1 - traced / lean,
             "traced_spread": [min(runs["traced"]), max(runs["traced"])],
             "untraced_spread": [min(runs["untraced"]), max(runs["untraced"])]}
-
-
-def write_report(out: Path, rows: list[Row], extra: dict, engine, a) -> None:
-    import transformers
-
-    out.mkdir(parents=True, exist_ok=True)
-    env = {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
-           "torch": torch.__version__, "transformers": transformers.__version__, "device": engine.device,
-           "dtype": engine.dtype, "draft": engine.draft_name, "target": engine.target_name,
-           "max_new_tokens": a.max_new_tokens, "repeats": a.repeats, "date": time.strftime("%Y-%m-%d")}
-    (out / "results.json").write_text(json.dumps({"env": env, "tracing": extra, "rows": [asdict(r) for r in rows]},
-                                                 indent=1))
-    (out / "report.md").write_text(markdown_report(rows, extra, env))
-    chart_figure(rows).write_html(out / "chart.html", include_plotlyjs=True)
-
-
-def _f(x, fmt="{:.2f}"):
-    return "" if x is None else fmt.format(x)
-
-
-def _m(r: Row | None, key: str, value: float | None, fmt: str = "{:.2f}") -> str:
-    """A median with its min–max over the runs: '4.10 (3.90–4.30)'."""
-    if r is None or value is None:
-        return ""
-    low, high = r.spreads.get(key, (value, value))
-    return f"{fmt.format(value)} ({fmt.format(low)}–{fmt.format(high)})"
-
-
-def markdown_report(rows: list[Row], extra: dict, env: dict) -> str:
-    lines = [f"{env['draft']} → {env['target']} · {env['device']} · {env['dtype']} · torch {env['torch']} · "
-             f"transformers {env['transformers']} · {env['threads']} threads · {env['max_new_tokens']} new tokens · "
-             f"median (min–max) of {env['repeats']} runs per prompt after a warm-up, configurations interleaved · "
-             f"{env['date']}", ""]
-    lines += peer_table(rows) + [""]
-    lines += ["| prompt | mode | config | tok/s | speedup | decode speedup | α | tok/pass | c | v | predicted | "
-              "measured/predicted | TTFT s |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        ratio = r.decode_speedup / r.predicted if r.predicted and r.decode_speedup else None
-        lines.append(f"| {r.prompt_type} | {r.mode} | {r.config} | {_m(r, 'tps', r.tokens_per_s)} | "
-                     f"{_m(r, 'speedup', r.speedup)} | {_m(r, 'decode_speedup', r.decode_speedup)} | "
-                     f"{_m(r, 'alpha', r.alpha)} | {_f(r.tokens_per_pass)} | {_m(r, 'c', r.c)} | {_m(r, 'v', r.v)} | "
-                     f"{_f(r.predicted)} | {_f(ratio)} | {_m(r, 'ttft', r.ttft_s)} |")
-    t = extra
-    lines += ["", f"Tracing overhead (code prompt, greedy, K=4, interleaved): traced {t['traced_tokens_per_s']:.2f} "
-                  f"tok/s ({t['traced_spread'][0]:.2f}–{t['traced_spread'][1]:.2f}), minimal trace "
-                  f"{t['untraced_tokens_per_s']:.2f} tok/s ({t['untraced_spread'][0]:.2f}–{t['untraced_spread'][1]:.2f})"
-                  f" → {t['overhead'] * 100:.1f} %", ""]
-    return "\n".join(lines)
-
-
-def peer_table(rows: list[Row]) -> list[str]:
-    """One line per prompt type and mode: specviz adaptive and its best fixed K against transformers' settings,
-    and the loop like for like: specviz K=4 over transformers with the same draft and exactly K = 4."""
-    lines = ["| prompt | mode | target-only tok/s | specviz adaptive | best fixed K | transformers default | "
-             "transformers K=4 | adaptive ÷ best transformers | like for like: specviz K=4 ÷ transformers exactly K=4, "
-             "same draft |", "|---|---|---|---|---|---|---|---|---|"]
-    for ptype, mode in dict.fromkeys((r.prompt_type, r.mode) for r in rows):
-        group = {r.config: r for r in rows if (r.prompt_type, r.mode) == (ptype, mode)}
-        adaptive = next((r for c, r in group.items() if c.startswith("specviz adaptive")), None)
-        fixed = [r for c, r in group.items() if c.startswith("specviz K=")]
-        best = max(fixed, key=lambda r: r.tokens_per_s, default=None)
-        peers = [group.get(c) for c in ("transformers assisted (default K)", "transformers assisted K=4")]
-        best_peer = max((r.tokens_per_s for r in peers if r), default=None)
-        ratio = f"**{adaptive.tokens_per_s / best_peer:.2f}×**" if adaptive and best_peer else ""
-        lines.append(f"| {ptype} | {mode} | {_m(group['target-only'], 'tps', group['target-only'].tokens_per_s)} | "
-                     f"{_cell(adaptive)} | {_cell(best)}{f' at K={best.k:g}' if best else ''} | {_cell(peers[0])} | "
-                     f"{_cell(peers[1])} | {ratio} | {like_for_like(group)} |")
-    return lines
-
-
-def like_for_like(group: dict[str, Row]) -> str:
-    """specviz K=4 over transformers K=4 given the same draft object: the loops compared, nothing else."""
-    ours, theirs = group.get("specviz K=4"), group.get(SAME_DRAFT_PEER)
-    if not (ours and theirs):
-        return ""
-    return f"**{ours.speedup / theirs.speedup:.2f}×** ({ours.tokens_per_s:.2f} vs {theirs.tokens_per_s:.2f} tok/s)"
-
-
-def _cell(r: Row | None) -> str:
-    if r is None:
-        return ""
-    low, high = r.spreads.get("speedup", (r.speedup, r.speedup))
-    return f"{r.tokens_per_s:.2f} ({r.speedup:.2f}×, {low:.2f}–{high:.2f})"
-
-
-def chart_figure(rows: list[Row]):
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
-    for (ptype, mode) in dict.fromkeys((r.prompt_type, r.mode) for r in rows):
-        pts = [r for r in rows if (r.prompt_type, r.mode) == (ptype, mode) and r.config.startswith("specviz K=")]
-        fig.add_scatter(x=[r.k for r in pts], y=[r.speedup for r in pts], mode="lines+markers",
-                        name=f"{ptype} {mode} measured")
-        fig.add_scatter(x=[r.k for r in pts], y=[r.decode_speedup for r in pts], mode="lines+markers",
-                        line=dict(dash="dash"), name=f"{ptype} {mode} measured after the first round")
-        fig.add_scatter(x=[r.k for r in pts], y=[r.predicted for r in pts], mode="lines",
-                        line=dict(dash="dot"), name=f"{ptype} {mode} predicted E/(Kc+v)")
-    fig.update_layout(title="specviz speedup over target-only vs K", xaxis_title="K (draft tokens per round)",
-                      yaxis_title="speedup ×", template="plotly_white")
-    return fig

@@ -1,5 +1,5 @@
 """The one data model: what a speculative decoding run recorded, round by round (`trace.Trace`), its JSON form,
-and the strict loader that refuses a file no run could have written.
+the strict loader that refuses a file no run could have written, and a pair's measured pass costs (`costs.CostProfile`).
 
 Imports settings and drafters only: a trace replays with no model, no torch and no gradio.
 """

@@ -11,7 +11,8 @@ from collections import Counter
 from specviz.drafters import REGISTRY
 from specviz.record.trace import (ACCEPTED, BONUS, DISCARDED, FORMAT, MAX_ROUNDS, MAX_TOKEN_ID, MAX_TRACE_BYTES,
                                   READABLE_VERSIONS, REJECTED, REPLACEMENT, Round, Trace)
-from specviz.settings.bounds import DEPTH_BOUND, MAX_K, MAX_TREE_NODES, RUN_BOUNDS, WIDTH_BOUND, short_repr
+from specviz.settings.bounds import DEPTH_BOUND, MAX_K, MAX_TREE_NODES, RUN_BOUNDS, STOP_RULES, THRESHOLD_RULE, \
+    WIDTH_BOUND, short_repr
 
 
 def read_json(raw: bytes | str, what: str = "trace"):
@@ -52,6 +53,7 @@ def check_trace(trace: Trace) -> None:
     if len(trace.rounds) > MAX_ROUNDS:
         raise ValueError(f"malformed trace: {len(trace.rounds)} rounds; the limit is {MAX_ROUNDS}")
     _check_settings(trace.settings)
+    _check_pass_costs(trace)
     for i, rnd in enumerate(trace.rounds):
         _check_round(rnd, i)
     token_texts(trace)  # raises on an id with two texts or out of range
@@ -76,6 +78,26 @@ def _check_settings(settings: dict) -> None:
             raise ValueError(f"malformed trace: settings.{key} should be a number >= 0, got {short_repr(value)}")
     if not RUN_BOUNDS["k"].allows(settings.get("k", 1)):
         raise ValueError(f"malformed trace: settings.k should be {RUN_BOUNDS['k'].describe()}")
+    if settings.get("stop_rule", THRESHOLD_RULE) not in STOP_RULES:
+        raise ValueError(f"malformed trace: settings.stop_rule should be one of {', '.join(STOP_RULES)}")
+
+
+def _check_pass_costs(trace: Trace) -> None:
+    """The cost-aware rule's prices and weighings: numbers a measurement and the rule could give (survive estimates
+    are chances, costs and rates not negative, v rising from 1), and only in a run that names the rule."""
+    p = trace.pass_costs
+    if p is not None and not (p.c >= 0 and p.v and p.v[0] == 1 and p.v == sorted(p.v) and 1 <= p.load <= 10_000
+                              and len(p.v) <= MAX_K + 1):
+        raise ValueError("malformed trace: pass_costs should hold c >= 0, v rising from v[0] = 1 (at most "
+                         f"{MAX_K + 1} values) and a load from 1")
+    for i, rnd in enumerate(trace.rounds):
+        d = rnd.cost
+        if d is None:
+            continue
+        if p is None or not (d.rate >= 1 and d.expected_cost > 0 and d.expected_tokens >= 1 and all(
+                0 <= c.survive <= 1 and c.cost >= 0 for c in d.choices) and len(d.choices) <= MAX_K):
+            raise ValueError(f"malformed trace: rounds[{i}].cost should hold chances in 0..1, costs >= 0, a rate of "
+                             f"at least 1, and come with the trace's pass_costs")
 
 
 def _check_round(rnd: Round, i: int) -> None:

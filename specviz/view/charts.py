@@ -17,6 +17,7 @@ from itertools import accumulate
 
 import plotly.graph_objects as go
 
+from specviz.view.cost_words import speculation_off
 from specviz.view.quiz import most_accepted
 from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch, show
 from specviz.algorithm.theory import expected_tokens_per_pass
@@ -108,11 +109,18 @@ def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 
         dict(type="scatter", x=span, y=[ceiling, ceiling], name=f"ceiling: mean {'depth' if tree else 'k'} + 1 = "
              f"{ceiling:.2f}", mode="lines", line=dict(color="#888", width=2, dash="dot"), hoverinfo="skip"),
     ]
+    off = [r.index + 1 for r in rounds if speculation_off(r)]
+    if off:  # the cost-aware rule's plain rounds, marked above their bar (a symbol, not a colour alone)
+        data.append(dict(type="scatter", x=off, y=[1.35] * len(off), mode="markers", name="speculation off (cost rule)",
+                         marker=dict(symbol="x-thin-open", size=11, color=INK, line=dict(width=2, color=INK)),
+                         hovertemplate="round %{x}: no draft would have paid; a plain target step<extra></extra>"))
     shade = [] if selected is None else [dict(type="rect", xref="x", yref="paper", x0=selected + 0.5,
                                               x1=selected + 1.5, y0=0, y1=1, fillcolor="#000", opacity=0.09,
                                               line=dict(width=0), layer="below")]
     title = (f"Tokens per target pass · mean {trace.summary.tokens_per_pass:.2f} · expected (1 − α<sup>k+1</sup>)"
              f" / (1 − α) = {expected:.2f} at α = {alpha:.2f}, k = drafts in each round (mean {ceiling - 1:.2f})")
+    if off:
+        title += f"<br>✕ speculation off in {len(off)} of {len(rounds) - 1} rounds after the first (cost-aware rule)"
     if tree:
         title = (f"Tokens per target pass · mean {trace.summary.tokens_per_pass:.2f} · a draft tree: at most its "
                  f"depth + 1 per pass (mean {ceiling:.2f}); the chain's formula does not apply")

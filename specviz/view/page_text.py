@@ -14,6 +14,7 @@ from html import escape
 
 from specviz.drafters import recorded
 from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, widths_text
+from specviz.view.cost_words import round_note, speculation_off
 from specviz.view.quiz import reveal_steps, step_of_draft
 from specviz.view.style import CONTROLS, FATES, VISIBLE, num, show, verdict_numbers, verdict_text
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, DraftPosition, Round, Trace
@@ -155,7 +156,10 @@ def explanation(trace: Trace, index: int) -> str:
     """What happened in round `index`, in plain language, quoting the record's numbers."""
     rnd = trace.rounds[index]
     parts = [f"<b>Round {index + 1}.</b>"]
-    if rnd.k == 0:
+    if speculation_off(rnd):
+        parts.append(f"{escape(round_note(rnd, trace.pass_costs))} The target's pass gave {quoted(rnd.next_token.text)} "
+                     f"directly.")
+    elif rnd.k == 0:
         parts.append(f"{_why_nothing_drafted(trace, index)}, so nothing was drafted: the target's pass gave "
                      f"{quoted(rnd.next_token.text)} directly.")
     elif rnd.tree:
@@ -207,6 +211,15 @@ def _why_nothing_drafted(trace: Trace, index: int) -> str:
 
 def _adaptive_note(trace: Trace, rnd: Round) -> str:
     """Why an adaptive round drafted fewer than K (its last draft is not EOS and tokens were left)."""
+    if rnd.cost is not None:
+        return " " + escape(round_note(rnd, trace.pass_costs))  # plain text with the numbers; escaped as all text is
+    fell_back = (f" (This run was set to the cost-aware rule, which could not price it: {escape(trace.rule_note)}.)"
+                 if trace.rule_note else "")
+    return fell_back + _threshold_note(trace, rnd)
+
+
+def _threshold_note(trace: Trace, rnd: Round) -> str:
+    """Why a round under the threshold rule drafted fewer than K (its last draft is not EOS and tokens were left)."""
     settings = trace.settings
     left = settings.get("max_new_tokens", 0) - sum(r.tokens_this_pass for r in trace.rounds[:rnd.index])
     if (not settings.get("adaptive") or rnd.k >= min(settings.get("k", 0), left - 1)
@@ -215,8 +228,8 @@ def _adaptive_note(trace: Trace, rnd: Round) -> str:
     threshold = settings.get("confidence", ADAPTIVE_CONFIDENCE)
     factors = [d.confidence for d in rnd.drafts]
     product = "fell below" if None in factors else f"{_product_text(factors, threshold)}, below"
-    return (f" With adaptive K it stopped at {rnd.k} of at most {settings.get('k')}: the product of the draft's own "
-            f"probabilities of its drafts at temperature 1 (not the warped q on the cards), {product} "
+    return (f" With adaptive K it stopped at {rnd.k} of at most {settings.get('k')}: the product of the "
+            f"draft's own probabilities of its drafts at temperature 1 (not the warped q on the cards), {product} "
             f"{threshold:g}. That product is the draft's own estimate that all of them survive, not the chance "
             f"that the target accepts them.")
 

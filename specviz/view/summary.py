@@ -8,6 +8,7 @@ from html import escape
 
 from specviz.record.trace import Trace, baseline_decode_speed, decode_speed
 from specviz.view.acceptance import acceptance_html
+from specviz.view.cost_words import run_account
 from specviz.view.page_text import placeholder, text_html
 
 
@@ -22,7 +23,7 @@ def summary_html(trace: Trace) -> str:
              ("target passes", f"{s.n_rounds} for {s.n_new_tokens} tokens",
               f"{s.n_new_tokens - s.n_rounds} target passes saved (new tokens − passes)"),
              ("speed", f"{s.tokens_per_s:.1f} tok/s", f"{s.n_new_tokens} tokens in {s.total_time_s:.2f} s")]
-    items += _latency_items(trace) + _memory_items(trace)
+    items += _latency_items(trace) + _memory_items(trace) + [item for item in [run_account(trace)] if item]
     b = trace.baseline
     if b is not None and b.tokens_per_s > 0:
         items.append(("vs target alone", f"{s.tokens_per_s / b.tokens_per_s:.2f}×",

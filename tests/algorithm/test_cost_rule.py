@@ -2,7 +2,7 @@
 
 import pytest
 
-from specviz.algorithm.cost_rule import PRIOR, PROBE_EVERY, CostRule
+from specviz.algorithm.cost_rule import PRIOR, PRIOR_AT_HALF, PROBE_EVERY, CostRule, fit_gamma
 
 
 def drafts_of(rule: CostRule, confidences: list[float], most: int = 8) -> int:
@@ -61,8 +61,20 @@ def test_the_round_teaches_the_rule_its_acceptance_and_rate():
     assert record.expected_cost == pytest.approx(2 * 0.1 + 1.2)
     assert [(p.examined, p.accepted) for p in rule.positions] == [(1, 1), (1, 0)]
     assert rule.positions[1].acceptance() == pytest.approx(PRIOR / (1 + PRIOR))
-    assert rule.positions[0].calibration() == pytest.approx((1 + PRIOR) / (0.5 + PRIOR))
-    assert rule.rate == pytest.approx(2 / 1.4)
+    assert rule.examined == [(0.5, True), (0.5, False)] and rule.gamma == pytest.approx(1.0, abs=1e-6)  # as sure as
+    assert rule.rate == pytest.approx(2 / 1.4)                                                          # it said
+
+
+@pytest.mark.parametrize("examined, side", [
+    ([], 0), ([(0.5, True), (0.5, False)], 0),  # no drafts, or as many survived as the draft expected: γ = 1
+    ([(0.3, True)] * 3 + [(0.6, True)] * 3 + [(0.6, False)], -1),  # most survived though the draft was unsure
+    ([(0.8, False)] * 3 + [(0.8, True)] * 5, 1),  # 3 of 8 sure drafts lost: it is less sure than it says
+])
+def test_gamma_makes_the_runs_estimates_add_up_to_its_survivals(examined, side):
+    gamma = fit_gamma(examined)
+    estimated = sum(sure ** gamma for sure, _ in examined) + PRIOR_AT_HALF * 0.5 ** gamma
+    assert estimated == pytest.approx(sum(kept for _, kept in examined) + PRIOR_AT_HALF * 0.5, abs=1e-6)
+    assert (gamma > 1 + 1e-6) - (gamma < 1 - 1e-6) == side
 
 
 def test_a_noisy_verify_that_falls_is_evened_out():

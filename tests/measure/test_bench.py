@@ -55,7 +55,8 @@ def test_configurations_take_turns_per_prompt_and_repeat():
 
 
 def test_every_median_has_its_spread_and_speedups_pair_runs_of_one_turn():
-    from specviz.measure.bench import Row, _m, _row
+    from specviz.measure.bench import _row
+    from specviz.measure.bench_report import Row, _m
 
     # target-only ran at 2 then 4 tok/s (a slow minute, then a fast one); the config at 3 then 6 in the same turns
     row = _row("code", "greedy", "specviz K=4", 4, {"tps": [3.0, 6.0], "ttft": [0.5, 0.7]}, [2.0, 4.0])

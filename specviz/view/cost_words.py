@@ -1,0 +1,86 @@
+"""The cost-aware stop rule in words: why a round drafted as many tokens as it did, with the numbers a student can
+redo (the survive estimate against the run's rate × the draft's cost), and the run's account of it. Plain text
+(no markup; the page escapes it), so the page, the CLI's round lines and the summary say the same.
+"""
+
+from __future__ import annotations
+
+from specviz.algorithm.cost_rule import PROBE_EVERY, predicted_speedup
+from specviz.record.trace import DraftChoice, PassCosts, Round, Trace
+from specviz.settings.bounds import COST_RULE
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
+def ordinal(n: int) -> str:
+    return ORDINALS[n - 1] if n <= len(ORDINALS) else f"{n}th"
+
+
+def speculation_off(rnd: Round) -> bool:
+    """The cost-aware rule drafted nothing this round because no draft would have paid (a plain target step)."""
+    return rnd.cost is not None and rnd.k == 0 and bool(rnd.cost.choices) and not rnd.cost.choices[0].drafted
+
+
+def round_note(rnd: Round, prices: PassCosts | None) -> str:
+    """Why the cost-aware rule drafted rnd.k tokens this round, at the run's prices (Trace.pass_costs); '' where it
+    did not weigh this round."""
+    if rnd.cost is None or prices is None or not rnd.cost.choices:
+        return ""
+    d = rnd.cost
+    said = [f"Cost-aware K ({_rate_words(d.rate)}):"]
+    if d.choices[0].probe:
+        said.append(f"a probe: after {PROBE_EVERY} rounds without drafts it drafted one anyway, to measure this "
+                    f"run's acceptance again.")
+    last = d.choices[-1]
+    n = len(d.choices)
+    if last.drafted:
+        said.append(f"each of its {rnd.k} drafts was worth its cost, up to the most the round allowed.")
+        return " ".join(said)
+    worth = d.rate * last.cost
+    survive, value = _apart(last.survive, worth)
+    what = ("no draft would have paid, so the round is a plain target step, as decoding alone makes it"
+            if n == 1 else f"it stopped at {rnd.k}")
+    said.append(f"a {ordinal(n)} draft would have survived with probability {survive} and cost {_cost(last, n, prices)}"
+                f" of a target step, worth {d.rate:.2f} × {last.cost:.3g} = {value} tokens at that rate: {what}.")
+    if last.gain < 0 and n < len(prices.v) - 1:
+        said.append("Drafting on past it would not have paid either (at best "
+                    f"{last.gain:.2g} tokens).")
+    return " ".join(said)
+
+
+def _rate_words(rate: float) -> str:
+    return ("the run had made no more than one token per target step of cost so far, the target alone's rate"
+            if rate <= 1.0 else f"this run was making {rate:.2f} tokens per target step of cost")
+
+
+def _cost(choice: DraftChoice, n: int, prices: PassCosts) -> str:
+    """'0.182 (c = 0.135 for the draft step + v(4) − v(3) = 0.047 for the longer verify pass)'."""
+    longer = prices.v[n] - prices.v[n - 1]
+    return (f"{choice.cost:.3g} (c = {prices.c:.3g} for the draft step + v({n}) − v({n - 1}) = {longer:.3g} for the "
+            f"longer verify pass)")
+
+
+def _apart(low: float, high: float) -> tuple[str, str]:
+    """Both numbers with just enough digits that, as printed, the first is still at or below the second."""
+    for digits in range(2, 8):
+        a, b = f"{low:.{digits}g}", f"{high:.{digits}g}"
+        if float(a) <= float(b):
+            return a, b
+    return a, b
+
+
+def run_account(trace: Trace) -> tuple[str, str, str] | None:
+    """The summary's item for a run under the cost-aware rule: (name, value, why), or None for another rule."""
+    if trace.settings.get("stop_rule") != COST_RULE or not trace.settings.get("adaptive"):
+        return None
+    if trace.pass_costs is None:
+        return ("cost-aware K", "fell back", trace.rule_note or "the run could not be priced")
+    later = trace.rounds[1:]
+    off = sum(speculation_off(r) for r in later)
+    p = trace.pass_costs
+    predicted = predicted_speedup(trace.rounds)
+    load = f"{p.load} run{'s' * (p.load != 1)} in flight"
+    return ("cost-aware K", f"speculation off in {off} of {len(later)} rounds · {load}",
+            f"priced by {p.source} at {load}: a draft step c = {p.c:.3g} of a target step, verifying 4 drafts "
+            f"v(4) = {p.v[min(4, len(p.v) - 1)]:.3g}" + (f"; its own prediction {predicted:.2f}× the target alone "
+                                                         f"after round 1" if predicted else ""))

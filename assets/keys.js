@@ -187,8 +187,9 @@
 
   // --- charts for screen readers: a name, and the data as a table (visually hidden) ------------------------
   // Every plotly chart on the page (the round view's, the Lab's, the Costs tab's) gets an accessible name from its
-  // title and, after each draw, a table of what it plots: one row per point, its series, x and y. Text only
-  // (textContent), at most MAX_ROWS rows a chart.
+  // title (a chart without one, which only says why it is empty or covered, from that note) and, after each draw,
+  // a table of what it plots: one row per point, its series, x and y. Text only (textContent), at most MAX_ROWS
+  // rows a chart; a chart that plots nothing gets no table (an empty one is no alternative), its name says so.
   const MAX_ROWS = 400;
 
   function plain(text) {  // a title's text without its markup (DOMParser: nothing in it runs or loads)
@@ -197,20 +198,26 @@
 
   function describe(gd) {
     const box = gd.closest("[id]");
-    const title = plain(gd.layout?.title?.text) || box?.getAttribute("aria-label") || "chart";
-    // a figure, not an img: the chart holds buttons (plotly's mode bar), which an img's children may not be
-    gd.setAttribute("role", "figure");
-    gd.setAttribute("aria-label", `${title}: a chart; its data follow as a table`);
-    let table = gd.parentElement?.querySelector(":scope > table.sv-plot-data");
-    if (!table) {
-      table = document.createElement("table");
-      table.className = "sv-sr sv-plot-data";
-      gd.after(table);
-    }
+    const title = plain(gd.layout?.title?.text) || plain(gd.layout?.annotations?.[0]?.text) ||
+      box?.getAttribute("aria-label") || "chart";
     const rows = [["series", "x", "y"]];
     for (const trace of gd.data || []) {
       const xs = trace.customdata && trace.customdata.length === (trace.x || []).length ? trace.customdata : trace.x || [];
       (trace.y || []).forEach((y, i) => { if (rows.length <= MAX_ROWS) rows.push([plain(trace.name) || "", xs[i], y]); });
+    }
+    // a figure, not an img: the chart holds buttons (plotly's mode bar), which an img's children may not be
+    gd.setAttribute("role", "figure");
+    let table = gd.parentElement?.querySelector(":scope > table.sv-plot-data");
+    if (rows.length === 1) {
+      gd.setAttribute("aria-label", `${title}: a chart with no data yet`);
+      table?.remove();
+      return;
+    }
+    gd.setAttribute("aria-label", `${title}: a chart; its data follow as a table`);
+    if (!table) {
+      table = document.createElement("table");
+      table.className = "sv-sr sv-plot-data";
+      gd.after(table);
     }
     const caption = document.createElement("caption");
     caption.textContent = `The data of “${title}”`;
@@ -232,6 +239,41 @@
       describe(gd);
     }
   }).observe(document.body, { childList: true, subtree: true });
+
+  // --- dropdowns: no list opened by focus alone (WCAG 3.2.1 "On Focus") ----------------------------------
+  // Gradio's dropdown (the pair's box) opens its list whenever its input gets focus, so Tab would open it on the
+  // way past. A focus that no pointer caused is held back from Gradio's own listener (stopped on its way down, in
+  // the capture phase), so the list is never drawn. The box's first key (↓ ↑ Enter, typing) or a press on it then
+  // passes the focus on, and Gradio opens the list with its choice active, the key acting on it as ever.
+  const COMBOBOX = "input[role=combobox]";
+  // keys that do nothing to a list, kept from Gradio: it would open the list on each (6.31), a moment after the key,
+  // so Tab and Shift+Tab left it open beside the next control
+  const IDLE = ["Tab", "Shift", "Control", "Alt", "Meta"];
+  let pointed = null;  // what a pointer pressed last, forgotten at the next key: the focus it causes opens the list
+  let held = null;  // the box focused without Gradio knowing
+
+  function release(box) {  // Gradio's focus listener runs now (an event of ours, not the browser's: let through)
+    held = null;
+    box.dispatchEvent(new FocusEvent("focus"));
+  }
+
+  document.addEventListener("pointerdown", (event) => { pointed = event.target; }, true);
+  document.addEventListener("focus", (event) => {
+    const box = event.target;
+    if (!event.isTrusted || !box.matches?.(COMBOBOX) || box.closest(".block")?.contains(pointed)) return;
+    held = box;
+    event.stopImmediatePropagation();
+  }, true);
+  document.addEventListener("blur", (event) => { if (event.target === held) held = null; }, true);
+  document.addEventListener("keydown", (event) => {
+    pointed = null;
+    if (!event.target.matches?.(COMBOBOX)) return;
+    if (IDLE.includes(event.key)) event.stopPropagation();  // the focus still moves on Tab
+    else if (event.target === held && event.key !== "Escape") release(held);  // as Gradio opens on a key
+  }, true);
+  document.addEventListener("mousedown", (event) => {
+    if (held?.closest(".block")?.contains(event.target)) release(held);
+  }, true);
 
   // --- keys -------------------------------------------------------------------------------------------------
 

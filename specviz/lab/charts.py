@@ -2,7 +2,8 @@
 
 The colours are the page's one language (style.FATES, P_COLOR, Q_COLOR), each with its second cue: q bars
 hatched "/", p an outline in p's colour around what fills it, accepted mass solid ✓, residual mass hatched
-"x" ◆, the bonus dotted ★. Like charts.py, figures are built from plain dicts in one `go.Figure(...)` call
+"x" ◆, the bonus dotted ★. A colour under 3:1 on white (WCAG 1.4.11: q's light blue, the bonus's orange) is
+edged with its darker `edge` on a bar, and drawn in it as a line. Like charts.py, figures are built from plain dicts in one `go.Figure(...)` call
 (plotly's update_* helpers and make_subplots cost many times more a chart, felt while dragging a slider:
 docs/benchmarks.md, "Timings behind choices in the code").
 """
@@ -18,12 +19,18 @@ from specviz.lab.explorer import Explorer
 from specviz.measure.measured import MeasuredPoint
 from specviz.lab.joint import JointMonteCarlo
 from specviz.lab.playground import SAMPLER_LABELS, MonteCarlo, Playground, ToyPair
-from specviz.view.style import FATES, GRID, INK, P_COLOR, Q_COLOR, hatch
+from specviz.view.style import FATES, GRAPHIC_CONTRAST, GRID, INK, P_COLOR, Q_COLOR, contrast, hatch, ink
 from specviz.record.trace import ACCEPTED, BONUS, REPLACEMENT
 
 ACCEPTED_NAME = f"{FATES[ACCEPTED].icon} accepted"
 RESIDUAL_NAME = f"{FATES[REPLACEMENT].icon} residual"
 MEASURED_NAME = "measured (trace)"  # markers carry their shape in the legend already: no icon in the name
+
+
+def edge(color: str) -> str:
+    """`color` if it reaches 3:1 on white, else darkened until it does (as the page's --sv-*-edge):
+    edge(INK) -> INK; edge(Q_COLOR) is a darker blue."""
+    return color if contrast(color, "#FFFFFF") >= GRAPHIC_CONTRAST else ink(color, GRAPHIC_CONTRAST)
 
 
 def _figure(data: list[dict], layout: dict, title: str, font_size: int, plot_px: int = 320,
@@ -63,7 +70,8 @@ def playground_figure(pg: Playground, font_size: int = FONT_SIZE) -> go.Figure:
     x = [f"{label(r.token)}<br>keep {r.accept_prob:.3f}" for r in pg.rows]
     accepted = [r.from_accepted for r in pg.rows]
     data = [dict(type="bar", x=x, y=[r.q for r in pg.rows], offsetgroup="q", name="q(x) draft",
-                 marker=dict(color=Q_COLOR, pattern=hatch("/")), hovertemplate="%{x}: q = %{y:.3f}<extra></extra>"),
+                 marker=dict(color=Q_COLOR, pattern=hatch("/"), line=dict(color=edge(Q_COLOR), width=1.5)),
+                 hovertemplate="%{x}: q = %{y:.3f}<extra></extra>"),
             *_stacked(x, accepted, [r.from_residual for r in pg.rows],
                       (f"{ACCEPTED_NAME}: q·min(1, p/q)", f"{RESIDUAL_NAME}: (1 − α)·norm(max(0, p − q))"), "mass"),
             _p_outline(x, [r.p for r in pg.rows], [f"p {r.p:.2f}" for r in pg.rows])]
@@ -161,7 +169,8 @@ def rounds_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_size
              hovertemplate="%{x} tokens: %{y:.3f}<extra></extra>"),
         dict(type="bar", x=sizes[-1:], y=ex.round_probs[-1:],
              name=f"{bonus.icon} all K accepted + bonus: α<sup>K</sup>",
-             marker=dict(color=bonus.color, pattern=hatch(".")), hovertemplate="%{x} tokens: %{y:.3f}<extra></extra>"),
+             marker=dict(color=bonus.color, pattern=hatch("."), line=dict(color=edge(bonus.color), width=1.5)),
+             hovertemplate="%{x} tokens: %{y:.3f}<extra></extra>"),
     ]
     top = max(ex.round_probs)
     if measured is not None:
@@ -186,7 +195,7 @@ def rounds_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_size
 
 # One line per drafter, each with a colour, a marker and a dash (the marker and dash are the drafter's own), so they
 # stay apart on a washed-out projector; self-speculation draws a line per N, its markers told apart by shape.
-LINE_COLORS = (Q_COLOR, INK, FATES[BONUS].color)  # the chain drafters' colours, in the registry's order
+LINE_COLORS = tuple(map(edge, (Q_COLOR, INK, FATES[BONUS].color)))  # the chain drafters', in the registry's order
 LAYER_SYMBOLS = ("diamond", "triangle-up", "x", "star", "hexagon")
 SIDE_STEP = 0.12  # K units between drafters' markers at the same K
 

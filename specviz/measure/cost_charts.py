@@ -10,9 +10,11 @@ import plotly.graph_objects as go
 
 from specviz.measure.costs import CostProfile, crossover_batch, crossover_range, speedup_at_batch
 from specviz.view.charts import FONT_SIZE, base_layout
-from specviz.view.style import GRID, INK, P_COLOR, Q_COLOR
+from specviz.view.style import GRAPHIC_CONTRAST, GRID, INK, P_COLOR, Q_COLOR, ink
 
 BATCH_AXIS = list(range(1, 17))  # batch sizes the prediction is drawn for
+LINE = ink(Q_COLOR, GRAPHIC_CONTRAST)  # q's blue darkened to 3:1 on white (WCAG 1.4.11), as the page's --sv-q-edge
+REFERENCE = "#888888"  # the full-step diagonal, a dotted grey at 3.5:1 on white
 
 
 def _figure(data: list[dict], layout: dict, title: str, font_size: int) -> go.Figure:
@@ -36,7 +38,7 @@ def ratio_figure(p: CostProfile, font_size: int = FONT_SIZE) -> go.Figure:
                  name="target, b sequences of one token", line=dict(color=INK, width=3, dash="dash"),
                  marker=dict(symbol="square", size=10), hovertemplate="b = %{x}: %{y:.2f} × t(1)<extra></extra>"),
             dict(type="scatter", x=[1, most], y=[1, most], mode="lines", name="if every token cost a full step",
-                 line=dict(color="#999", width=1.5, dash="dot"), hoverinfo="skip")]
+                 line=dict(color=REFERENCE, width=1.5, dash="dot"), hoverinfo="skip")]
     top = max(max(t / t1 for t in p.target_s + p.target_batch_s), 2) * 1.15
     layout = dict(xaxis=dict(title=dict(text="tokens in one pass (n, or b sequences × 1)"), range=[0, most * 1.03],
                              gridcolor=GRID, zeroline=False), yaxis=dict(title=dict(text="pass time ÷ t(1)"), range=[0, top],
@@ -49,7 +51,7 @@ def batch_figure(p: CostProfile, alpha: float, k: int, font_size: int = FONT_SIZ
     """Predicted speedup against batch size for one α and K, with break-even at 1 and the crossover marked."""
     speedups = [speedup_at_batch(p, alpha, k, b) for b in BATCH_AXIS]
     data = [dict(type="scatter", x=BATCH_AXIS, y=speedups, mode="lines+markers", name=f"α = {alpha:.2f}, K = {k}",
-                 line=dict(color=Q_COLOR, width=3), hovertemplate="batch %{x}: %{y:.2f}×<extra></extra>")]
+                 line=dict(color=LINE, width=3), hovertemplate="batch %{x}: %{y:.2f}×<extra></extra>")]
     if p.spread:  # a band between the spread's two ends, under the median curve: how sure each point of it is
         band = [dict(type="scatter", x=BATCH_AXIS, y=[speedup_at_batch(p.extreme(favoured), alpha, k, b)
                                                       for b in BATCH_AXIS],

@@ -1,6 +1,7 @@
-"""Readable by everyone (issue 24, first part): axe-core's WCAG 2.2 A/AA rules inside the page (normal and lecture
-mode, quiz mode with a round revealed, and a follower's page), a skip link to the round navigation, round changes
-and reveals said in a live region, tooltips that never give away what the quiz hides, and Play under reduced motion.
+"""Readable by everyone (issue 24): axe-core's WCAG 2.2 A/AA rules inside the page (normal and lecture mode, quiz mode
+with a round revealed, a follower's page, the Lab and Costs tabs with their figures drawn), a skip link to the round
+navigation, a pair's box that opens on a key or a click but never on focus alone, round changes and reveals said in a
+live region, tooltips that never give away what the quiz hides, and Play under reduced motion.
 
 axe-core comes with the pinned `axe-playwright-python` (its bundled axe.min.js is injected into the page; nothing
 is fetched). Every check waits for its condition (tests/browser_util.py)."""
@@ -11,7 +12,8 @@ import os
 
 import pytest
 
-from tests.browser_util import AppPage, Page
+from specviz.engine import Engine
+from tests.browser_util import AppPage, Page, serve
 
 pytestmark = pytest.mark.browser
 axe_package = pytest.importorskip("axe_playwright_python")
@@ -57,6 +59,53 @@ def test_the_page_passes_axe_in_normal_lecture_and_quiz_mode(browser, url):
     page.close()
 
 
+# Every chart in a tab named with a data table of its own (keys.js); -> their names, once all are
+DESCRIBED = """(tab) => { const charts = [...document.querySelectorAll(`${tab} .js-plotly-plot[role=figure]`)];
+  const done = (gd) => gd.getAttribute('aria-label').endsWith('its data follow as a table') &&
+    gd.parentElement.querySelectorAll(':scope > table.sv-plot-data td').length > 0;
+  return charts.length && charts.every(done) ? charts.map(gd => gd.getAttribute('aria-label')) : null; }"""
+
+
+def test_the_lab_and_costs_tabs_pass_axe(browser, url, monkeypatch):
+    from specviz.app.lab_tab import CARD_STEPS
+    from specviz.measure import costs
+
+    real = costs.measure_costs  # the tiny pair on a small grid: seconds, not the packaged pair's half minute
+    monkeypatch.setattr(costs, "measure_costs", lambda engine, progress=None: real(
+        engine, context=32, tokens=(1, 2, 3, 5, 9, 17, 32), batches=(1, 2, 4, 8, 16), repeats=1, progress=progress))
+    page = AppPage(browser, url, viewport=(1280, 720))
+    page.page.click("#lab-tab-button")
+    drawn = "#lab-tab .js-plotly-plot[role=figure]:has(.main-svg)"  # drawn and named (keys.js)
+    page.wait_count(drawn, 5)  # playground, histogram, the two covered explorer charts, the comparison's note
+    assert violations(page.page) == []  # as it opens
+    covered = page.wait_js("() => document.querySelector('#lab-explorer-curves [role=figure]')?.ariaLabel")
+    assert covered.startswith("Covered until") and covered.endswith("a chart with no data yet")  # named by its note
+    assert page.page.locator("#lab-explorer-curves table.sv-plot-data").count() == 0  # and no empty table
+    for _ in range(CARD_STEPS):
+        page.page.click("#lab-card-reveal")  # the card fully revealed uncovers the explorer's charts
+    page.wait_js("() => document.querySelector('#lab-explorer-rounds .gtitle')")
+    page.page.click("#lab-joint-run")
+    page.page.fill("#lab-compare-prompt textarea", "def f(x):")  # within the tiny pair's context
+    page.page.click("#lab-compare-run")
+    page.wait_text("#lab-compare-status", "✓")
+    page.wait_count(drawn, 6)  # and the two positions' histogram
+    page.wait_count("#lab-compare-chart table.sv-plot-data tr", 2, at_least=True)  # the comparison's lines drawn
+    assert violations(page.page) == []  # every section with its figures and the comparison's table
+    names = page.wait_js(DESCRIBED, "#lab-tab")
+    assert len(names) == 6 and not any(name.startswith("chart") for name in names)
+    page.page.click("#costs-tab-button")
+    page.page.wait_for_selector("#cost-measure", state="visible")
+    assert violations(page.page) == []  # before a measurement
+    page.page.click("#cost-measure")
+    page.wait_text("#cost-status", "Measured")  # measured now, or earlier by another test of this server
+    page.wait_count("#costs-tab .js-plotly-plot[role=figure]:has(.main-svg)", 2)
+    page.wait_text("#cost-readout", "Measured on")
+    assert violations(page.page) == []
+    ratio, batch = page.wait_js(DESCRIBED, "#costs-tab")
+    assert ratio.startswith("What a target pass costs") and batch.startswith("Predicted speedup against batch size")
+    page.close()
+
+
 def test_a_followers_page_passes_axe(browser, url):
     from specviz.app.room_routes import ROOMS
     from specviz.lecture.examples import load_example
@@ -83,6 +132,65 @@ def test_the_keyboard_skips_to_the_round_and_the_round_is_announced(browser, url
     page.wait_round(2)
     said = page.wait_text("#sv-announce", "Round 2 of")
     assert "accepted" in said  # quiz off: the round's outcome is said too
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def two_pairs(tiny_pair, tokenizer):
+    """The app with two pairs to choose between (both the tiny pair, the second under another target's name, so
+    the run info says which one is loaded)."""
+    engines = {"tiny": Engine(*tiny_pair, tokenizer, "tiny-draft", "tiny-target"),
+               "again": Engine(*tiny_pair, tokenizer, "tiny-draft", "again-target")}
+    demo, url = serve(lambda preset, progress: engines[preset], {"tiny": "Tiny pair", "again": "Tiny pair, again"},
+                      "tiny")
+    yield url
+    demo.close()
+
+
+BOX = "#preset input[role=combobox]"
+LIST_SHOWN = "() => !!document.querySelector('#preset [role=listbox]')?.checkVisibility()"
+# Counts the frames the page draws, and those in which the pair's list was shown (a frame is what the user sees)
+FRAMES = """() => { window.__frames = 0; window.__listFrames = 0;
+  const look = () => { window.__frames += 1; if ((%s)()) window.__listFrames += 1; requestAnimationFrame(look); };
+  requestAnimationFrame(look); }""" % LIST_SHOWN
+
+
+def shut_for_frames(page: AppPage, frames: int = 10) -> None:
+    """Wait `frames` more frames (Gradio opens its list in the frame after a focus or key), then check that none of
+    them, nor any before since FRAMES started, showed the list."""
+    now = page.page.evaluate("() => window.__frames")
+    page.wait_js("(n) => window.__frames >= n", now + frames)
+    assert page.page.evaluate(f"() => [window.__listFrames, document.querySelector('{BOX}').ariaExpanded]") == \
+        [0, "false"]
+
+
+def test_the_pair_box_opens_on_a_key_never_on_focus(browser, two_pairs):
+    page = AppPage(browser, two_pairs, viewport=(1280, 900))
+    page.page.evaluate(FRAMES)
+    tab_to(page, f"(el) => el.matches('{BOX}')")  # Tab onto the box (WCAG 3.2.1: focus alone changes nothing)
+    shut_for_frames(page)
+    page.page.keyboard.press("ArrowDown")  # a key opens it, the next pair active
+    page.wait_js(LIST_SHOWN)
+    page.page.keyboard.press("Enter")
+    page.wait_js(f"() => document.querySelector('{BOX}').value === 'Tiny pair, again'")
+    page.wait_text("#run-info", "again-target")  # the page loaded the chosen pair
+    page.close()
+
+
+def test_the_pair_box_opens_on_a_click_and_shuts_when_tab_leaves(browser, two_pairs):
+    page = AppPage(browser, two_pairs, viewport=(1280, 900))
+    tab_to(page, f"(el) => el.matches('{BOX}')")
+    page.page.click(BOX)  # a click on the box focused from the keyboard opens it
+    page.wait_js(LIST_SHOWN)
+    page.page.keyboard.press("Tab")  # Tab leaves it for the next control: shut, and it stays shut
+    page.wait_js("() => document.activeElement.closest('#drafter') !== null")
+    page.wait_js(f"() => !({LIST_SHOWN})()")
+    page.page.evaluate(FRAMES)
+    shut_for_frames(page)
+    page.page.click(BOX)  # a click from elsewhere opens it too, and a click chooses
+    page.page.click('#preset [role=option][aria-label="Tiny pair, again"]')
+    page.wait_js(f"() => document.querySelector('{BOX}').value === 'Tiny pair, again'")
+    page.wait_text("#run-info", "again-target")
     page.close()
 
 

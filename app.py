@@ -80,6 +80,7 @@ def load_for_zerogpu(loader, args: argparse.Namespace) -> None:
         print(f"specviz: on ZeroGPU the page offers only the pair loaded at start ({args.preset}), not "
               f"{', '.join(name for name in args.presets if name != args.preset)}")
     args.presets = [args.preset]
+    loader.measure_at_load = False  # no GPU to time here: the first cost-aware run measures inside its GPU call
     loader(args.preset, None)
 
 

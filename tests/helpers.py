@@ -26,7 +26,7 @@ from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 from specviz.app.actions import ModelActions, api_outputs
 from specviz.drafters import DEFAULT
 from specviz.drafters.tree import DEFAULT_WIDTHS
-from specviz.settings.bounds import widths_text
+from specviz.settings.bounds import COST_RULE, widths_text
 from specviz.algorithm import tree as tree_module
 from specviz.algorithm.sampling import residual_distribution, sample
 from specviz.algorithm.tree import verify_tree
@@ -109,7 +109,8 @@ def open_example(client, index, lecture: bool = False) -> dict:
 # /generate's inputs after the prompt and the preset, each at the page's default but for the run's own settings
 # (K 4, temperature 0.7, seed 0, 24 new tokens); the order is the handler's signature, the API's parameter list.
 GENERATE_DEFAULTS = dict(k=4, temperature=0.7, top_p=1.0, top_k=0, seed=0, max_new_tokens=24, lecture=False,
-                         drafter=DEFAULT.key, adaptive=False, draft_layers=0, tree_widths=widths_text(DEFAULT_WIDTHS))
+                         drafter=DEFAULT.key, adaptive=False, draft_layers=0, tree_widths=widths_text(DEFAULT_WIDTHS),
+                         stop_rule=COST_RULE)
 GENERATE_ORDER = [name for name in inspect.signature(ModelActions.generate).parameters
                   if name not in ("self", "prompt", "preset", "progress", "request")]
 assert sorted(GENERATE_ORDER) == sorted(GENERATE_DEFAULTS), "the tests' /generate inputs follow the handler's"

@@ -21,7 +21,7 @@ from specviz.view import summary
 from specviz.engine import Engine, RunSettings
 from specviz.settings.errors import message_of, refused_by_zerogpu
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
-from specviz.app.inputs import check_preset, check_prompt, settings_from
+from specviz.app.inputs import PAGE_STOP_RULE, check_preset, check_prompt, settings_from
 from specviz.settings.bounds import short_repr
 from specviz.app.serving import EngineLoader, EngineRef, Runs, engine_ref, run_baseline, stream_traces
 from specviz.record.trace import Trace
@@ -134,13 +134,14 @@ class ModelActions:
         return info, status or gr.skip()
 
     def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture, drafter,
-                 adaptive, draft_layers, tree_widths, progress=gr.Progress(), request: gr.Request = None):
+                 adaptive, draft_layers, tree_widths, stop_rule=PAGE_STOP_RULE, progress=gr.Progress(),
+                 request: gr.Request = None):
         """The trace and the round view after each round (at most every MIN_FRAME_S), then once more. The
         inputs arrive as sent (the event skips Gradio's preprocessing), so every one is checked here."""
         try:
             settings = settings_from(k=k, temperature=temperature, top_p=top_p, top_k=top_k, seed=seed,
                                      max_new_tokens=max_new_tokens, drafter=drafter, adaptive=adaptive,
-                                     draft_layers=draft_layers, tree_widths=tree_widths)
+                                     draft_layers=draft_layers, tree_widths=tree_widths, stop_rule=stop_rule)
             prompt = check_prompt(prompt)
             engine = self.engine(preset, progress)
             engine.encode(prompt, settings)  # a prompt too long for the context fails here, before any model runs
@@ -162,7 +163,7 @@ class ModelActions:
         out, info, started, shown = self.out, engine_info(engine, settings), time.perf_counter(), 0.0
         latest = failure = None
         refused = False  # ZeroGPU refused the call before it ran (the quota, no free GPU): no round was made
-        with closing(stream_traces(ref, prompt, settings)) as traces:  # closed at once, also when the tab is
+        with closing(stream_traces(ref, prompt, settings, self.runs.in_flight())) as traces:  # closed at once, also when the tab is
             try:
                 for latest in traces:
                     if stop.is_set():

@@ -39,6 +39,9 @@ def measure_handler(get_engine: EngineLoader | None, cache: CostCache):
                 said = f"Measured {profile.target} in {profile.seconds:.0f} s."
             else:
                 said = f"Measured earlier in this process ({profile.seconds:.0f} s); tick “measure again” to redo it."
+            # The cost-aware stop rule prices its drafts with this fuller measurement from now on (it had the short
+            # one taken when the pair loaded): the next Generate's summary names it
+            get_engine(preset, lambda *_: None).pass_costs = profile
         except Exception as e:  # a pair that failed to load, out of memory
             return gr.skip(), warning_html(message_of(e))
         return profile, f'<div style="font-size:18px">✓ {said}</div>'

@@ -18,7 +18,7 @@ import gradio as gr
 
 from specviz.view import page_text
 from specviz.app.actions import ModelActions, RunOutputs, lecture_pack
-from specviz.app.inputs import limits
+from specviz.app.inputs import PAGE_STOP_RULE, limits
 from specviz.app.costs_tab import build_costs
 from specviz.lecture.examples import EXAMPLES
 from specviz.app.lab_tab import build_lab
@@ -26,12 +26,15 @@ from specviz.app.room_panel import HREF_JS, RoomPanel, build_room_panel, open_li
 from specviz.app.room_routes import ROOMS, RoomHub
 from specviz.drafters import DEFAULT, REGISTRY, layers, tree
 from specviz.engine.request import RunSettings
-from specviz.settings.bounds import widths_text
+from specviz.settings.bounds import STOP_RULES, widths_text
 from specviz.settings.prompts import EXAMPLE_PROMPTS
 from specviz.app.serving import (DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, default_engine_loader,
                       limit_model_runs, preset_labels)
 from specviz.app.round_view import PLAY_JS, SHOW_JS, STEP_JS, Player, RoundView, empty_view, lecture_mode, show_round
 
+# The page opens with adaptive K off: each round drafts the slider's K, the algorithm as the explanation, the quiz
+# ("how many of the K drafts survive?") and the recorded examples teach it; ticked, it stops by PAGE_STOP_RULE
+PAGE_ADAPTIVE = False
 PAGE_TEMPERATURE = 0.7  # the page opens sampled (the contract's default is greedy) so that draws reject drafts
 
 
@@ -60,6 +63,7 @@ class Page:
     settings: Settings
     drafter: gr.Radio  # RunSettings.drafter, a key of the drafter registry
     adaptive: gr.Checkbox  # RunSettings.adaptive: K per round, the slider's K the most
+    stop_rule: gr.Radio  # RunSettings.stop_rule: how adaptive K stops (the threshold, or cost-aware)
     draft_layers: gr.Number  # RunSettings.draft_layers: self-speculation's N (0: half the target's layers)
     tree_widths: gr.Textbox  # RunSettings.tree_widths as text, 2-2-1-1 (read with the tree drafter only)
     generate: gr.Button
@@ -134,7 +138,7 @@ def _settings_row(presets: dict[str, str], default_preset: str):
     """The pair and every setting of a run, in two rows: in one row, below 1920 px wide the last columns were
     squeezed to a word per line and the pair's name was cut off. The minimum widths of each row fit a 1024 px
     window (tests/test_lecture_browser.py checks 1024 to 1920); the drafter's own options take a third.
-    -> preset, Settings, drafter, adaptive, draft layers, tree widths"""
+    -> preset, Settings, drafter, adaptive, stop rule, draft layers, tree widths"""
     with gr.Row(equal_height=True):
         preset = gr.Dropdown([(label, name) for name, label in presets.items()], value=default_preset,
                              label="Draft → target pair", elem_id="preset", scale=3, min_width=420)
@@ -155,17 +159,22 @@ def _settings_row(presets: dict[str, str], default_preset: str):
             max_new_tokens=gr.Slider(**limits("max_new_tokens"), value=d.max_new_tokens, step=1, label="Max new tokens",
                                      elem_id="max-new-tokens", min_width=160))
     with gr.Row(equal_height=True):
-        adaptive = gr.Checkbox(d.adaptive, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
-                               info="stop drafting once the product of the draft's own probabilities of its "
-                                    f"drafts falls below {d.confidence}", scale=2, min_width=260)
+        adaptive = gr.Checkbox(PAGE_ADAPTIVE, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
+                               info="each round chooses how many to draft, by the rule beside", scale=1,
+                               min_width=180)
+        stop_rule = gr.Radio([(name, key) for key, name in STOP_RULES.items()], value=PAGE_STOP_RULE,
+                             label="Adaptive K stops by", elem_id="stop-rule", scale=2, min_width=260,
+                             info=f"cost-aware: each further draft must pay for what it costs on this machine; "
+                                  f"confidence threshold: the product of the draft's own probabilities of its drafts "
+                                  f"falls below {d.confidence}")
         draft_layers = gr.Number(d.draft_layers, **limits("draft_layers"), precision=0,
                                  label=f"Draft layers N ({layers.DRAFTER.label})",
                                  info=f"with the drafter “{layers.DRAFTER.label}”: {layers.DRAFT_LAYERS.help}",
-                                 elem_id="draft-layers", scale=1, min_width=260)
+                                 elem_id="draft-layers", scale=1, min_width=220)
         tree_widths = gr.Textbox(widths_text(tree.DEFAULT_WIDTHS), label=f"Tree widths ({tree.DRAFTER.label})",
                                  info=f"with the drafter “{tree.DRAFTER.label}”: {tree.TREE_WIDTHS.help}",
-                                 elem_id="tree-widths", scale=1, min_width=260)
-    return preset, settings, drafter, adaptive, draft_layers, tree_widths
+                                 elem_id="tree-widths", scale=1, min_width=220)
+    return preset, settings, drafter, adaptive, stop_rule, draft_layers, tree_widths
 
 
 def _panels() -> tuple[RoundView, RoomPanel]:
@@ -203,7 +212,8 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
                 pack_file = gr.File(label="Lecture pack (trace + quiz)", interactive=False, elem_id="pack-file",
                                     height=70)
                 quiz_state = gr.Textbox(visible=False)
-        preset, settings, drafter, adaptive, draft_layers, tree_widths = _settings_row(presets, default_preset)
+        preset, settings, drafter, adaptive, stop_rule, draft_layers, tree_widths = _settings_row(presets,
+                                                                                                 default_preset)
         with gr.Row(equal_height=True):
             info = gr.HTML(page_text.placeholder("Loading models…"), label="Run info", elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
@@ -220,7 +230,8 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
     timer = gr.Timer(1.5, active=False)
     panels, room = _panels()
     panels.slider = slider
-    return Page(trace, lecture, quiz, controls, prompt, preset, settings, drafter, adaptive, draft_layers, tree_widths,
+    return Page(trace, lecture, quiz, controls, prompt, preset, settings, drafter, adaptive, stop_rule, draft_layers,
+                tree_widths,
                 generate,
                 baseline, info, status, download, pack, pack_file, quiz_state, upload, examples, previous, next_,
                 play, pace, timer, panels, room)

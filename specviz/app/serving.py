@@ -58,8 +58,11 @@ class EngineCache:
     loaded, so a pair that fails to load (a hub model, offline) leaves the working one in place. A preset
     loads once however many sessions ask for it, and loading one never blocks sessions using another."""
 
-    def __init__(self, load_pair: Callable[..., Any] | None = None):
+    def __init__(self, load_pair: Callable[..., Any] | None = None, measure_at_load: bool = True):
         self._load_pair = load_pair or _load_pair
+        # Time the pair's passes once loaded (engine/pass_costs.py: seconds), for the cost-aware stop rule. Not on
+        # ZeroGPU, where the main process has no GPU to time: there the first run measures in its GPU call
+        self.measure_at_load = measure_at_load
         self._lock = threading.Lock()  # guards the two dicts below
         self._engines: dict[str, Engine] = {}
         self._loading: dict[str, threading.Lock] = {}
@@ -75,6 +78,8 @@ class EngineCache:
                     return self._engines[preset]
             engine = Engine.from_pair(self._load_pair(preset=preset, progress=progress))
             engine.warm_up()  # kernel selection happens now, not inside the first Generate's round 1
+            if self.measure_at_load:
+                engine.measure_pass_costs()
             with self._lock:
                 self._engines = {preset: engine}
             return engine
@@ -137,7 +142,7 @@ def _speed(ref: EngineRef) -> gpu_time.PairSpeed | None:
     return gpu_time.measured_speed(ref.preset, ref.engine().device)
 
 
-def _generate_duration(ref, prompt, settings) -> int:
+def _generate_duration(ref, prompt, settings, load=1) -> int:
     return gpu_time.generate_seconds(settings, _speed(ref))
 
 
@@ -150,9 +155,10 @@ def _compare_duration(ref, prompt, settings, ks, layers=(0,)) -> int:
 
 
 @gpu(duration=_generate_duration)
-def stream_traces(ref: EngineRef, prompt: str, settings: RunSettings):
-    """The model-bound part of Generate: the trace so far after each round (plain CPU data, safe for State)."""
-    run = ref.engine().start(prompt, settings)
+def stream_traces(ref: EngineRef, prompt: str, settings: RunSettings, load: int = 1):
+    """The model-bound part of Generate: the trace so far after each round (plain CPU data, safe for State).
+    `load`: the runs in flight when it started, which the cost-aware rule prices its drafts at."""
+    run = ref.engine().start(prompt, settings, load=load)
     for _ in run:
         yield run.trace()
 
@@ -224,20 +230,28 @@ class Runs:
     def __init__(self):
         self._lock = threading.Lock()
         self._stops: dict[str, threading.Event] = {}  # session -> the stop flag of its running Generate
+        self._in_flight = 0  # runs going now, in every session (what the cost-aware rule prices drafts at)
 
     @contextmanager
     def running(self, session: str | None):
         """A stop flag for one run, registered under its session while the run lasts (then forgotten)."""
         stop = threading.Event()
         with self._lock:
+            self._in_flight += 1
             if session:
                 self._stops[session] = stop
         try:
             yield stop
         finally:
             with self._lock:
+                self._in_flight -= 1
                 if session and self._stops.get(session) is stop:
                     del self._stops[session]
+
+    def in_flight(self) -> int:
+        """Generate runs going now, across all sessions (at least 1 inside `running`)."""
+        with self._lock:
+            return self._in_flight
 
     def stop(self, session: str | None) -> None:
         with self._lock:

@@ -40,7 +40,7 @@ def round_note(rnd: Round, prices: PassCosts | None) -> str:
     survive, value = _apart(last.survive, worth)
     what = ("no draft would have paid, so the round is a plain target step, as decoding alone makes it"
             if n == 1 else f"it stopped at {rnd.k}")
-    said.append(f"a {ordinal(n)} draft would have survived with probability {survive} and cost {_cost(last, n, prices)}"
+    said.append(f"the {ordinal(n)} draft would have survived with probability {survive} and cost {_cost(last, n, prices)}"
                 f" of a target step, worth {d.rate:.2f} × {last.cost:.3g} = {value} tokens at that rate: {what}.")
     if last.gain < 0 and n < len(prices.v) - 1:
         said.append("Drafting on past it would not have paid either (at best "
@@ -61,10 +61,11 @@ def _cost(choice: DraftChoice, n: int, prices: PassCosts) -> str:
 
 
 def _apart(low: float, high: float) -> tuple[str, str]:
-    """Both numbers with just enough digits that, as printed, the first is still at or below the second."""
-    for digits in range(2, 8):
+    """Both numbers to 3 significant digits, or as many more as it takes for the printed first to be below the
+    printed second (as the numbers are: the rule stopped because the first was below)."""
+    for digits in range(3, 9):
         a, b = f"{low:.{digits}g}", f"{high:.{digits}g}"
-        if float(a) <= float(b):
+        if float(a) < float(b):
             return a, b
     return a, b
 

@@ -27,9 +27,26 @@ def test_on_zerogpu_the_pair_loads_in_the_main_thread_and_is_the_only_one_offere
     assert app.on_zerogpu()
     calls = []
     args = app.parse_args(["--preset", "smollm2-135m-1.7b"])
-    app.load_for_zerogpu(lambda preset, progress: calls.append((preset, threading.current_thread())), args)
+
+    def loader(preset, progress):
+        calls.append((preset, threading.current_thread()))
+
+    app.load_for_zerogpu(loader, args)
     assert calls == [("smollm2-135m-1.7b", threading.main_thread())]
+    assert loader.measure_at_load is False  # no GPU in the main process to time: the first run measures in its call
     assert args.presets == ["smollm2-135m-1.7b"]
     assert "offers only the pair loaded at start" in capsys.readouterr().out
     monkeypatch.setenv("SPACES_ZERO_GPU", "false")
     assert not app.on_zerogpu()
+
+
+def test_the_runs_in_flight_are_counted_across_sessions():
+    """What the cost-aware rule prices drafts at: every Generate going now, whatever its session."""
+    from specviz.app.serving import Runs
+
+    runs = Runs()
+    with runs.running("a"):
+        with runs.running(None):
+            assert runs.in_flight() == 2
+        assert runs.in_flight() == 1
+    assert runs.in_flight() == 0

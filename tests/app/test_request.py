@@ -38,7 +38,7 @@ def test_the_apis_parameters_follow_the_handlers_signature(api):
     # the same names in the same order as before the contract: API clients keep working
     assert [p["parameter_name"] for p in api["/generate"]["parameters"]] == generate_parameters() == [
         "prompt", "preset", "k", "temperature", "top_p", "top_k", "seed", "max_new_tokens", "lecture", "drafter",
-        "adaptive", "draft_layers", "tree_widths"]
+        "adaptive", "draft_layers", "tree_widths", "stop_rule"]
 
 
 @pytest.mark.parametrize("event", sorted(EVENT_OUTPUTS))

@@ -193,9 +193,10 @@ def test_the_drafter_choice_reaches_the_engine(client, tmp_path):
     recorded = load_trace(Path(value(final["download"])).read_bytes())
     assert recorded.settings["drafter"] == "lookup" and recorded.draft_model == "prompt lookup"
     params = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/generate"]["parameters"]
-    last = [(p["parameter_name"], p["parameter_has_default"], p["parameter_default"]) for p in params[-4:]]
-    assert last == [("drafter", True, "model"), ("adaptive", True, False),  # older clients get what they got
-                    ("draft_layers", True, 0), ("tree_widths", True, "2-2-1-1")]
+    last = [(p["parameter_name"], p["parameter_has_default"], p["parameter_default"]) for p in params[-5:]]
+    assert last == [("drafter", True, "model"), ("adaptive", True, False),  # older clients get what they got, and
+                    ("draft_layers", True, 0), ("tree_widths", True, "2-2-1-1"), ("stop_rule", True, "cost")]  # the
+    #                                                                               page's rule should they tick adaptive
     job = client.submit("def fib(n):", "tiny", 4, 0.0, 1.0, 0, 0, 12, False, "tree", False, 0, "3-1",
                         api_name="/generate")
     final = named("generate", job.result())
@@ -239,8 +240,21 @@ def test_adaptive_k_reaches_the_engine(client):
     assert "Done" in final["status"]
     recorded = load_trace(Path(value(final["download"])).read_bytes())
     assert recorded.settings["adaptive"] is True and recorded.settings["k"] == 8
+    assert recorded.settings["stop_rule"] == "cost"  # a client that names no rule gets the page's
     job = client.submit("def fib(n):", "tiny", 8, 1.0, 1.0, 0, 3, 24, False, "model", "yes", api_name="/generate")
     assert "adaptive K must be true or false" in named("generate", job.result())["status"]
+    job = client.submit("def fib(n):", "tiny", 8, 1.0, 1.0, 0, 3, 24, False, "model", True, 0, "2-2-1-1",
+                        "threshold", api_name="/generate")
+    assert load_trace(Path(value(named("generate", job.result())["download"])).read_bytes()).pass_costs is None
+    job = client.submit("def fib(n):", "tiny", 8, 1.0, 1.0, 0, 3, 24, False, "model", True, 0, "2-2-1-1", "cost",
+                        api_name="/generate")
+    final = named("generate", job.result())
+    recorded = load_trace(Path(value(final["download"])).read_bytes())
+    assert "Done" in final["status"] and recorded.settings["stop_rule"] == "cost" and recorded.pass_costs
+    assert "cost-aware K" in final["summary"]
+    job = client.submit("def fib(n):", "tiny", 8, 1.0, 1.0, 0, 3, 24, False, "model", True, 0, "2-2-1-1", "guess",
+                        api_name="/generate")
+    assert "stop rule must be one of threshold, cost" in named("generate", job.result())["status"]
 
 
 def test_every_output_of_every_endpoint_has_a_name(client):

@@ -77,3 +77,18 @@ def test_the_first_run_measures_when_nothing_was_measured(engine):
     assert engine.pass_costs is None
     trace = engine.run(PROMPT, RunSettings(temperature=0, **COST))
     assert engine.pass_costs is not None and trace.pass_costs.source.startswith("a short measurement")
+
+
+def test_a_busier_server_drafts_less(engine):
+    """Four runs in flight: each verify pass reads four times the tokens, where this made-up pair's passes grow
+    dear (a pass over n > 8 tokens costs 0.4 s more per token), so the same run drafts less and says at which load."""
+    tokens = [1, 2, 4, 8, 16, 32, 64]
+    engine.pass_costs = CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, 16, tokens,
+                                    [1.0 + 0.4 * max(0, n - 8) for n in tokens], [1, 2, 4, 8], [1.0, 1.0, 1.0, 1.0],
+                                    [0.05, 0.05, 0.05, 0.05])
+    settings = RunSettings(temperature=0, **COST)
+    alone, busy = engine.run(PROMPT, settings, load=1), engine.run(PROMPT, settings, load=4)
+    assert alone.pass_costs.load == 1 and busy.pass_costs.load == 4
+    assert busy.pass_costs.v[3] > alone.pass_costs.v[3] == 1.0  # 16 tokens at load 4, 4 alone
+    assert sum(r.k for r in busy.rounds) < sum(r.k for r in alone.rounds)
+    assert busy.output_token_ids == alone.output_token_ids  # greedy: the same text either way

@@ -40,7 +40,7 @@ def test_a_stopped_round_gives_the_numbers_of_its_decision(dear):
     assert stopped, [r.k for r in dear.rounds]
     for r in stopped:
         note = round_note(r, dear.pass_costs)
-        said = re.search(r"survived with probability ([\d.e-]+) and cost ([\d.e-]+) \(c = ([\d.e-]+) for the draft "
+        said = re.search(r"draft would have survived with probability ([\d.e-]+) and cost ([\d.e-]+) \(c = ([\d.e-]+) for the draft "
                          r"step \+ v\((\d+)\) − v\((\d+)\) = ([\d.e-]+) for the longer verify pass\) of a target step, "
                          r"worth ([\d.]+) × ([\d.e-]+) = ([\d.e-]+) tokens", note)
         assert said, note

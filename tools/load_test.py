@@ -71,8 +71,8 @@ class Overlap:
         """Count every run `engine.start` begins from now on, from its first round until it ends or is closed."""
         start = engine.start
 
-        def counted(prompt, settings, details=True):
-            return CountedRun(start(prompt, settings, details), self)
+        def counted(prompt, settings, details=True, load=1):
+            return CountedRun(start(prompt, settings, details, load), self)
 
         engine.start = counted  # an instance attribute shadows the method for this engine only
         return engine

@@ -19,18 +19,12 @@ from specviz.lab.explorer import Explorer
 from specviz.measure.measured import MeasuredPoint
 from specviz.lab.joint import JointMonteCarlo
 from specviz.lab.playground import SAMPLER_LABELS, MonteCarlo, Playground, ToyPair
-from specviz.view.style import FATES, GRAPHIC_CONTRAST, GRID, INK, P_COLOR, Q_COLOR, contrast, hatch, ink
+from specviz.view.style import FATES, GRID, INK, P_COLOR, Q_COLOR, edge, hatch
 from specviz.record.trace import ACCEPTED, BONUS, REPLACEMENT
 
 ACCEPTED_NAME = f"{FATES[ACCEPTED].icon} accepted"
 RESIDUAL_NAME = f"{FATES[REPLACEMENT].icon} residual"
 MEASURED_NAME = "measured (trace)"  # markers carry their shape in the legend already: no icon in the name
-
-
-def edge(color: str) -> str:
-    """`color` if it reaches 3:1 on white, else darkened until it does (as the page's --sv-*-edge):
-    edge(INK) -> INK; edge(Q_COLOR) is a darker blue."""
-    return color if contrast(color, "#FFFFFF") >= GRAPHIC_CONTRAST else ink(color, GRAPHIC_CONTRAST)
 
 
 def _figure(data: list[dict], layout: dict, title: str, font_size: int, plot_px: int = 320,

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 from specviz.view.cost_words import speculation_off
 from specviz.view.quiz import most_accepted
-from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, hatch, show
+from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, edge, hatch, show
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, Trace
 
@@ -137,7 +137,7 @@ def _stack(x: list[int], y: list[int], fate: str, name: str) -> dict:
     s = FATES[fate]
     pattern = {ACCEPTED: "", REPLACEMENT: "x", BONUS: ".", PLAIN: "-"}[fate]
     return dict(type="bar", x=x, y=y, name=f"{s.icon} {name}",
-                marker=dict(color=s.color, line=dict(color="white", width=1), pattern=hatch(pattern)),
+                marker=dict(color=s.color, line=dict(color=edge(s.color), width=1.5), pattern=hatch(pattern)),
                 hovertemplate=f"round %{{x}}: %{{y}} {name}<extra></extra>")
 
 
@@ -178,7 +178,7 @@ def timeline(trace: Trace, font_size: int = 15) -> go.Figure:
 def _segments(columns, lane: str, name: str, color: str, pattern: str) -> dict:
     x, base, text = columns
     return dict(type="bar", orientation="h", x=x, base=base, y=[lane] * len(x), name=name, text=text,
-                textposition="none", width=0.6, marker=dict(color=color, line=dict(color="white", width=1),
+                textposition="none", width=0.6, marker=dict(color=color, line=dict(color=edge(color), width=1.5),
                                                              pattern=hatch(pattern)),
                 hovertemplate="%{text}<extra></extra>")
 

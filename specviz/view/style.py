@@ -75,6 +75,12 @@ def ink(color: str, ratio: float = TEXT_CONTRAST, on: tuple[str, ...] | None = N
     return _hex(c * scale for c in _rgb(color))
 
 
+def edge(color: str) -> str:
+    """`color` if it reaches 3:1 on white, else darkened until it does (as the page's --sv-*-edge): the edge of a bar
+    or the colour of a line in a chart (WCAG 1.4.11). edge(INK) -> INK; edge(Q_COLOR) is a darker blue."""
+    return color if contrast(color, "#FFFFFF") >= GRAPHIC_CONTRAST else ink(color, GRAPHIC_CONTRAST)
+
+
 def card_backgrounds() -> tuple[str, ...]:
     """What a card's p and q headers may sit on: white, or any fate's tint."""
     return ("#FFFFFF", *(tint(s.color) for s in FATES.values()))

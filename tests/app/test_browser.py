@@ -207,6 +207,7 @@ def test_the_costs_tab_measures_the_pair_and_draws_both_charts(page, monkeypatch
     monkeypatch.setattr(costs, "measure_costs", lambda engine, progress=None: real(
         engine, context=32, tokens=(1, 2, 3, 5, 9, 17, 32), batches=(1, 2, 4, 8, 16), repeats=1, progress=progress))
     page.page.click("#costs-tab-button")
+    page.page.check("#cost-again input")  # anew: another test of this server (the axe check) may have measured
     page.page.click("#cost-measure")
     page.wait_text("#cost-status", "Measured tiny-target")
     page.wait_text("#cost-readout", "Measured on", "v = t(5) / t(1)", "speedup is E / (K·c + v)")
@@ -216,6 +217,7 @@ def test_the_costs_tab_measures_the_pair_and_draws_both_charts(page, monkeypatch
     slider.fill("8")
     slider.press("Enter")
     page.wait_text("#cost-readout", "v = t(9) / t(1)")
+    page.page.uncheck("#cost-again input")
     page.page.click("#cost-measure")  # measured once per pair: the second press reads the cache
     page.wait_text("#cost-status", "Measured earlier")
     page.screenshot("specviz-costs.png")

@@ -1,4 +1,4 @@
-"""The Lab's and the Costs tab's figures against WCAG 2.2 AA on their white page (issue 24): every mark a reader must
+"""The Rounds tab's, the Lab's and the Costs tab's figures against WCAG 2.2 AA on their white page (issue 24): every mark a reader must
 tell apart from the page (a bar's edge, or its fill where it has none; a line; a marker's edge, or its fill) at 3:1
 (1.4.11), and the figure's own text at 4.5:1 (1.4.3). axe-core cannot see inside a chart's SVG; this reads the
 figures themselves. (Fills under an edge, and the Costs chart's shaded spread band, are not marks of their own.)"""
@@ -12,6 +12,7 @@ from specviz.lab import explorer, joint
 from specviz.lab import playground as lab
 from specviz.lab.compare import TARGET_ONLY, CompareRow
 from specviz.measure import cost_charts, costs, measured
+from specviz.view import charts as round_charts
 from specviz.view.style import GRAPHIC_CONTRAST, TEXT_CONTRAST, contrast
 from tests.helpers import make_trace
 
@@ -54,7 +55,9 @@ def figures():
     tokens = list(range(1, 18)) + list(costs.WIDE)
     profile = costs.CostProfile("cpu", "float32", "d", "t", 16, tokens, [1 + 0.2 * (n - 1) for n in tokens],
                                 list(costs.BATCHES), [1, 1.2, 1.6, 2.4, 4.0], [0.1, 0.12, 0.16, 0.24, 0.4])
-    return {"playground": lab_charts.playground_figure(pg),
+    trace = make_trace()
+    return {"tokens per pass": round_charts.tokens_per_pass(trace, selected=1), "timeline": round_charts.timeline(trace),
+            "playground": lab_charts.playground_figure(pg),
             "histogram": lab_charts.histogram_figure(lab.SEED_EXAMPLE, lab.monte_carlo(lab.SEED_EXAMPLE, 1_000)),
             "two positions": lab_charts.joint_figure(joint.two_positions(lab.SEED_EXAMPLE, 1_000)),
             "explorer": lab_charts.explorer_figure(ex, point), "rounds": lab_charts.rounds_figure(ex, point),

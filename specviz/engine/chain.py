@@ -87,9 +87,9 @@ class ChainRun(DecodingRun):
         if self.spec.propose:
             return *self._copied_draft(k), []
         drafts, qs, sure, alive = [], [], [], 1.0
-        if self.rule and self.rounds:
+        if self.rule:  # round 1 drafts nothing (k = 0): the rule first weighs round 2
             self.rule.start_round()
-        while len(drafts) < k and (self.rule is None or not self.rounds or self.rule.draft_more(k)):
+        while len(drafts) < k and (self.rule is None or self.rule.draft_more(k)):
             # The draft cache lacks the prompt and the first token in round 2, later 1 token (usual) or 2 (after a
             # clean sweep: the last draft and the bonus).
             feed = (self.ids + drafts)[self.draft_cache.get_seq_length():]
@@ -102,7 +102,7 @@ class ChainRun(DecodingRun):
             if self.s.adaptive:
                 sure.append(_confidence(logits[0], x))
                 alive *= sure[-1]
-                if self.rule and self.rounds:
+                if self.rule:
                     self.rule.drafted(sure[-1])
             if x in self.e.eos_ids:
                 break  # nothing after EOS can be kept

@@ -33,7 +33,7 @@ def measure_pass_costs(engine) -> CostProfile:
     started = time.perf_counter()
     with torch.inference_mode():
         target = [statistics.median(_timings(engine, engine.target, None, n)) for n in TOKENS]
-        draft = statistics.median(_timings(engine, engine.draft, engine.new_draft_cache(engine.draft), 1))
+    draft = draft_step_s(engine, engine.draft)
     return CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, CONTEXT, list(TOKENS),
                        target, [1], [target[0]], [draft], time.perf_counter() - started, repeats=REPEATS,
                        source=SHORT)

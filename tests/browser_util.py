@@ -12,6 +12,7 @@ value it saw true, so a test asserts on exactly what it waited for, never on a s
 from __future__ import annotations
 
 import os
+import random
 import socket
 import time
 from pathlib import Path
@@ -39,11 +40,29 @@ document.addEventListener("click", (event) => {
 """
 
 
+PORTS_PER_WORKER = 2000  # under pytest-xdist each worker takes its ports from a range of its own
+
+
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port free on 127.0.0.1 right now. Under pytest-xdist, from the worker's own range below the kernel's
+    ephemeral ports (gw0: 20000-21999, gw1: 22000-23999, …), so two workers never pick the same one between
+    choosing it and binding it; elsewhere, one the kernel picks."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    base = 20000 + int(worker[2:]) * PORTS_PER_WORKER
+    start = random.randrange(PORTS_PER_WORKER)  # a new start each call: a port just closed may linger in TIME_WAIT
+    for i in range(PORTS_PER_WORKER):
+        port = base + (start + i) % PORTS_PER_WORKER
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise OSError(f"no free port in {base}-{base + PORTS_PER_WORKER - 1}")
 
 
 def launch_browser(playwright):

@@ -8,9 +8,18 @@ Everything here is built in the test process; nothing is downloaded.
 from __future__ import annotations
 
 import os
+import tempfile
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry or version check from tests
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded; unknown ids fail fast
+
+# Under pytest-xdist (pytest.ini runs two workers, one per core) each worker computes on one thread: two workers
+# with two threads each on two cores spin-wait on each other (a tiny tree round ran ~40x slower, see one_thread).
+# Each worker keeps Gradio's uploaded and cached files in a folder of its own, so two servers never write one file.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if WORKER:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("GRADIO_TEMP_DIR", os.path.join(tempfile.gettempdir(), f"specviz-tests-gradio-{WORKER}"))
 
 import pytest
 import torch
@@ -19,6 +28,21 @@ from specviz.engine import Engine, RunSettings
 from specviz.record.load import load_trace
 from tests.browser_util import launch_browser, serve
 from tests.helpers import FIXTURE, char_tokenizer, noisy_copy, tiny_model
+
+
+if WORKER:
+    torch.set_num_threads(1)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    """What runs together under `--dist loadgroup`: a module's tests on one worker (its module-scoped app, browser
+    and traces built once), and every test marked `real` on one worker (the packaged pair's session fixtures load
+    it once, and it never sits in memory twice)."""
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            group = "real" if item.get_closest_marker("real") else item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

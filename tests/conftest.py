@@ -17,8 +17,9 @@ import torch
 
 from specviz.engine import Engine, RunSettings
 from specviz.record.load import load_trace
-from tests.browser_util import launch_browser, serve
-from tests.helpers import FIXTURE, char_tokenizer, noisy_copy, tiny_model
+from harness.browser import launch_browser, serve
+from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
+from tests.helpers import FIXTURE
 
 
 @pytest.fixture(scope="session")

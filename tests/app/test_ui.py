@@ -18,9 +18,10 @@ from specviz.lab import compare
 from specviz.app import serving
 from specviz.app import round_view as views # noqa: E402
 from specviz.record.load import load_trace  # noqa: E402
-from tests.browser_util import serve  # noqa: E402
-from tests.helpers import FIXTURE, named, open_trace, show_round, value  # noqa: E402
-from tests.helpers import generate_frames as generate  # noqa: E402 (here it gives the last frame and every frame)
+from harness.browser import serve  # noqa: E402
+from harness.endpoints import named, open_trace, show_round, value  # noqa: E402
+from harness.endpoints import generate_frames as generate  # noqa: E402 (here it gives the last frame and every frame)
+from tests.helpers import FIXTURE  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 PRESETS = {"tiny": "Tiny random pair", "broken": "A pair that fails to load"}

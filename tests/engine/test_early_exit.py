@@ -4,7 +4,7 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from tests.helpers import tiny_model
+from harness.tiny_models import tiny_model
 from specviz.engine import self_speculation as early_exit
 from specviz.engine import Engine, RunSettings
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: tiny random-weight models built from a config (tests/helpers.py), a character tokenizer,
+"""Shared fixtures: tiny random-weight models built from a config (harness/tiny_models.py), a character tokenizer,
 traces run on them, the app served on them and a gradio_client Client on it, a headless browser, and one thread
 for torch. tests/app/conftest.py adds what only the app's tests use.
 
@@ -93,7 +93,7 @@ def url(tiny_pair, tokenizer):
 @pytest.fixture
 def client(url, tmp_path):
     """A gradio_client Client on `url`, for one test: its own session (trace state), files the app offers land
-    in tmp_path. Call /generate through it with tests.helpers.generate."""
+    in tmp_path. Call /generate through it with harness.endpoints.generate."""
     from gradio_client import Client
 
     return Client(url, verbose=False, download_files=str(tmp_path))

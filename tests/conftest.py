@@ -80,7 +80,7 @@ def url(tiny_pair, tokenizer):
     "tiny", served in this process on a free loopback port; one server for the whole run (it keeps nothing between
     tests but their sessions, and `client` gives each test a session of its own).
 
-    A module whose tests need another app overrides `url` with a fixture of its own (tests/app/test_ui.py: a pair
+    A module whose tests need another app overrides `url` with a fixture of its own (tests/app/test_page.py: a pair
     that fails to load too; test_faults.py: pairs that fail or are slow; test_lecture_browser.py: the real pairs'
     names); `client` and `browser` pages there then reach that app."""
     draft, target = tiny_pair

@@ -1,11 +1,11 @@
 // The stage in the browser, run once when the page loads (Gradio's launch(js=...)).
 //
 // The server renders every round of a trace once, as <section class="sv-round"> elements inside #stage
-// (specviz/stage.py); this script shows one at a time, so stepping redraws a round without a server call. The
+// (specviz/view/stage.py); this script shows one at a time, so stepping redraws a round without a server call. The
 // page's events call window.svStep / svShow / svPlayFrom in their `js` and send the round they return to the
-// server, which moves the slider and the chart's mark (specviz/views.py).
+// server, which moves the slider and the chart's mark (specviz/app/round_view.py).
 //
-// Quiz (specviz/quiz.py): with body.sv-quiz, the elements of a round that carry data-step are hidden until
+// Quiz (specviz/view/quiz.py): with body.sv-quiz, the elements of a round that carry data-step are hidden until
 // revealed; a section's data-revealed counts the steps shown, data-guess holds the class's answer.
 //
 // Keys: ← / PageUp step back; → / PageDown / space reveal the next step in quiz mode, else step forward (what a
@@ -153,7 +153,7 @@
   // Reduced motion (the system's setting): Play takes one step a press instead of playing on (PLAY_JS).
   window.svReduced = () => window.matchMedia("(prefers-reduced-motion: reduce)").matches;
 
-  // The quiz as the lecture pack stores it (specviz/quiz.py: quiz_from_dict).
+  // The quiz as the lecture pack stores it (specviz/view/quiz.py: quiz_from_dict).
   window.svQuizState = () => {
     const rounds = {};
     for (const sec of sections()) {

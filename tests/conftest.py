@@ -1,4 +1,4 @@
-"""Shared fixtures: tiny random-weight models built from a config (tests/helpers.py), a character tokenizer,
+"""Shared fixtures: tiny random-weight models built from a config (harness/tiny_models.py), a character tokenizer,
 traces run on them, the app served on them and a gradio_client Client on it, a headless browser, and one thread
 for torch. tests/app/conftest.py adds what only the app's tests use.
 
@@ -26,8 +26,9 @@ import torch
 
 from specviz.engine import Engine, RunSettings
 from specviz.record.load import load_trace
-from tests.browser_util import launch_browser, serve
-from tests.helpers import FIXTURE, char_tokenizer, noisy_copy, tiny_model
+from harness.browser import launch_browser, serve
+from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
+from tests.helpers import FIXTURE
 
 
 if WORKER:
@@ -103,7 +104,7 @@ def url(tiny_pair, tokenizer):
     "tiny", served in this process on a free loopback port; one server for the whole run (it keeps nothing between
     tests but their sessions, and `client` gives each test a session of its own).
 
-    A module whose tests need another app overrides `url` with a fixture of its own (tests/app/test_ui.py: a pair
+    A module whose tests need another app overrides `url` with a fixture of its own (tests/app/test_page.py: a pair
     that fails to load too; test_faults.py: pairs that fail or are slow; test_lecture_browser.py: the real pairs'
     names); `client` and `browser` pages there then reach that app."""
     draft, target = tiny_pair
@@ -116,7 +117,7 @@ def url(tiny_pair, tokenizer):
 @pytest.fixture
 def client(url, tmp_path):
     """A gradio_client Client on `url`, for one test: its own session (trace state), files the app offers land
-    in tmp_path. Call /generate through it with tests.helpers.generate."""
+    in tmp_path. Call /generate through it with harness.endpoints.generate."""
     from gradio_client import Client
 
     return Client(url, verbose=False, download_files=str(tmp_path))

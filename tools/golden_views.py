@@ -1,7 +1,7 @@
-"""The golden views: every shipped example rendered by the round view (the stage of all rounds, the summary, the
-baseline report, the tokens-per-pass chart's data), written as one gzip file per example under
-tests/fixtures/golden/. tests/view/test_golden_views.py renders them again and compares byte for byte, so a change
-that should leave the page as it was (a refactor) is checked against what the page showed before.
+"""Write the golden views: every shipped example rendered by the round view (harness/golden.py says what is in
+them), as one gzip file per example under tests/fixtures/golden/. tests/view/test_golden_views.py renders them
+again and compares byte for byte, so a change that should leave the page as it was (a refactor) is checked
+against what the page showed before.
 
 Run it only when a change of what the page shows is intended, and say so in the commit:
 
@@ -10,38 +10,15 @@ Run it only when a change of what the page shows is intended, and say so in the 
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = ROOT / "tests" / "fixtures" / "golden"
-
-
-def render_views(name: str) -> str:
-    """What the page shows for a shipped example, as one text: each view under a header line."""
-    from specviz.view.charts import tokens_per_pass
-    from specviz.lecture.examples import load_example
-    from specviz.view.quiz import QuizState
-    from specviz.view.summary import baseline_report, summary_html
-    from specviz.view.stage import stage_html
-
-    trace = load_example(name)
-    parts = {
-        "stage": stage_html(trace, 1),
-        "stage-quiz": stage_html(trace, 2, quiz=QuizState()),
-        "summary": summary_html(trace),
-        "baseline": baseline_report(trace),
-        "tokens-per-pass": tokens_per_pass(trace, selected=2).to_json(),
-    }
-    return "".join(f"=== {key}\n{value}\n" for key, value in parts.items())
-
-
-def golden_file(name: str) -> Path:
-    return GOLDEN / f"{name}.views.gz"
+from harness.golden import GOLDEN, ROOT, golden_file, render_views
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     from specviz.lecture.examples import EXAMPLES
 
     GOLDEN.mkdir(parents=True, exist_ok=True)

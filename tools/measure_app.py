@@ -21,7 +21,7 @@ PROMPT = "Write a Python function that returns the n-th Fibonacci number."
 def interactive_times(browser, url: str, info_text: str, n: int = 3) -> list[float]:
     """Seconds from navigation (a fresh browser context: nothing cached) until Generate is enabled and the
     model info has arrived from the server."""
-    from tests.browser_util import AppPage
+    from harness.browser import AppPage
 
     times = []
     for _ in range(n):
@@ -47,7 +47,7 @@ def main() -> None:
     from gradio_client import Client
     from playwright.sync_api import sync_playwright
 
-    from tests.browser_util import launch_browser, serve_demo
+    from harness.browser import launch_browser, serve_demo
     from specviz.app import serving
     from specviz.app import page as ui
     from specviz.engine import RunSettings

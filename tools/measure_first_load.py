@@ -43,7 +43,7 @@ def preparing(cache: Path) -> bool:
 def one_run(port: int, cache: Path) -> tuple[float, float, bool]:
     from playwright.sync_api import sync_playwright
 
-    from tests.browser_util import Page, launch_browser
+    from harness.browser import Page, launch_browser
 
     env = {**os.environ, "SPECVIZ_CACHE": str(cache), "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
     app = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, env=env,

@@ -41,8 +41,8 @@ def serve(port: int, rooms: int) -> None:
     from specviz.engine import Engine
     from specviz.lecture.examples import load_example
     from specviz.view.room import quiz_facts
-    from tests.browser_util import serve_demo
-    from tests.helpers import char_tokenizer, noisy_copy, tiny_model
+    from harness.browser import serve_demo
+    from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
     from specviz.app import page, serving
 
     target = tiny_model(seed=2, layers=2)
@@ -160,7 +160,7 @@ async def answer_burst(client, base: str, rooms: list, ids: dict, seen: dict, fo
 
 
 def one_setup(rooms: int, followers: int, steps: int, pace: float) -> dict:
-    from tests.browser_util import free_port
+    from harness.browser import free_port
 
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "tools.room_bench", "--serve", str(port), "--rooms", str(rooms)],

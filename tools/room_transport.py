@@ -146,7 +146,7 @@ def main(argv=None) -> None:
         return
     if not 1 <= args.followers <= MAX_FOLLOWERS:
         parser.error(f"--followers must be 1 to {MAX_FOLLOWERS}")
-    from tests.browser_util import free_port
+    from harness.browser import free_port
 
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "tools.room_transport", "--serve", str(port),

@@ -23,7 +23,7 @@ SIZE = (1280, 720)
 
 def tiny_engine():
     """An engine the page can load at once; opening a recorded trace never runs it."""
-    from tests.helpers import char_tokenizer, noisy_copy, tiny_model
+    from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
     from specviz.engine import Engine
 
     target = tiny_model(seed=2)
@@ -34,7 +34,7 @@ def screenshot(round_number: int, out: Path, size: tuple[int, int] = SIZE) -> No
     from PIL import Image
     from playwright.sync_api import sync_playwright
 
-    from tests.browser_util import AppPage, launch_browser, serve
+    from harness.browser import AppPage, launch_browser, serve
 
     engine = tiny_engine()
     demo, url = serve(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")

@@ -24,8 +24,8 @@ def screenshot(round_number: int, out_dir: Path) -> list[Path]:
     from PIL import Image
     from playwright.sync_api import sync_playwright
 
-    from tests.app.test_room_browser import FollowerPage, open_room
-    from tests.browser_util import AppPage, launch_browser, serve
+    from harness.browser import AppPage, launch_browser, serve
+    from harness.room_pages import FollowerPage, open_room
 
     engine = tiny_engine()
     demo, url = serve(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")

@@ -137,7 +137,7 @@ def _header() -> tuple[gr.Checkbox, gr.Checkbox]:
 def _settings_row(presets: dict[str, str], default_preset: str):
     """The pair and every setting of a run, in two rows: in one row, below 1920 px wide the last columns were
     squeezed to a word per line and the pair's name was cut off. The minimum widths of each row fit a 1024 px
-    window (tests/test_lecture_browser.py checks 1024 to 1920); the drafter's own options take a third.
+    window (tests/app/test_lecture_browser.py checks 1024 to 1920); the drafter's own options take a third.
     -> preset, Settings, drafter, adaptive, stop rule, draft layers, tree widths"""
     with gr.Row(equal_height=True):
         preset = gr.Dropdown([(label, name) for name, label in presets.items()], value=default_preset,

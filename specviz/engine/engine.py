@@ -46,7 +46,7 @@ class Engine:
         self.draft_name, self.target_name = draft_name, target_name
         self.device = str(next(target.parameters()).device)
         self.dtype = dtype or str(next(target.parameters()).dtype).removeprefix("torch.")
-        self.dtype_why = dtype_why  # why this dtype on this device (models.auto_dtype), shown on the page
+        self.dtype_why = dtype_why  # why this dtype on this device (pairs.auto_dtype), shown on the page
         # Models of one family may pad their embedding tables to different sizes (Qwen2.5 0.5B: 151936,
         # 7B: 152064); both distributions are taken over the shared ids only, in the baseline too.
         self.vocab = min(draft.config.vocab_size, target.config.vocab_size)

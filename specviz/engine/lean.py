@@ -1,5 +1,5 @@
 """The draft's forward pass without transformers' per-call machinery: the same weights, the same operations in the
-same order, so the same logits bit for bit (tests/test_lean.py), in less time per draft step.
+same order, so the same logits bit for bit (tests/engine/test_lean.py), in less time per draft step.
 
 Why: around each forward pass transformers spends time of its own (module calls, mask and cache bookkeeping, output
 objects), a fifth of an int4 draft step of the packaged draft on this project's CPU, and a round makes K draft

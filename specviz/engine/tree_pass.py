@@ -6,7 +6,7 @@ after another from the root's slot `tree_start` on, so node i's keys live at slo
 some of them at once with a 4D attention mask: a node attends to every slot before the root (the committed
 prefix) and to the slots of its ancestors and itself, nothing else, and its position id is tree_start + depth (the
 position it would have in a plain sequence along its own path). Its logits are then those of a plain forward over
-prefix + path; tests/test_tree_pass.py checks it.
+prefix + path; tests/engine/test_tree_pass.py checks it.
 
 transformers 5.24 (masking_utils._preprocess_mask_arguments) passes a 4D `attention_mask` through to the
 attention functions as it is. `eager` adds it to the scores and `sdpa` hands it to

@@ -162,7 +162,7 @@ def playground(pair: ToyPair) -> Playground:
 #
 # `verify` is exact but is one Python call per round (its cost: docs/benchmarks.md, "Timings behind choices in
 # the code"), so the lab runs the same rule vectorised over N draws: `first_tokens` is verify's decision for K = 1
-# and tests/test_lab.py checks it against verify draw by draw. The wrong samplers are the same code with one
+# and tests/lab/test_lab.py checks it against verify draw by draw. The wrong samplers are the same code with one
 # deliberate bug each.
 
 

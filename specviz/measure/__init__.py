@@ -1,5 +1,5 @@
 """Measurements of cost and speed: a pass's time against the tokens it reads (t(n)) and the batch (t(b)), the
 benchmark beside transformers, and the GPU projection on random-weight models of real shapes.
 
-Imports settings, record, algorithm, engine and view's style; never gradio.
+Imports settings, drafters, record, algorithm, engine and view's charts and style; never gradio.
 """

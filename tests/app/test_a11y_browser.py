@@ -4,7 +4,7 @@ navigation, a pair's box that opens on a key or a click but never on focus alone
 live region, tooltips that never give away what the quiz hides, and Play under reduced motion.
 
 axe-core comes with the pinned `axe-playwright-python` (its bundled axe.min.js is injected into the page; nothing
-is fetched). Every check waits for its condition (tests/browser_util.py)."""
+is fetched). Every check waits for its condition (harness/browser.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import os
 import pytest
 
 from specviz.engine import Engine
-from tests.browser_util import AppPage, Page, serve
+from harness.browser import AppPage, Page, serve
 
 pytestmark = pytest.mark.browser
 axe_package = pytest.importorskip("axe_playwright_python")

@@ -24,8 +24,9 @@ from gradio_client.exceptions import AppError  # noqa: E402
 from specviz.app import inputs
 from specviz.app import trace_files as trace_io
 from specviz.record.trace import MAX_TRACE_BYTES, Trace  # noqa: E402
-from tests import helpers  # noqa: E402
-from tests.helpers import FIXTURE, named, open_trace, text, value  # noqa: E402
+from harness import endpoints  # noqa: E402
+from harness.endpoints import named, open_trace, text, value  # noqa: E402
+from tests.helpers import FIXTURE  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 PAYLOADS = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>"]
@@ -43,12 +44,12 @@ SETTINGS = dict(k=4, temperature=0.7, top_p=1.0, top_k=0, seed=0, max_new_tokens
 
 def generate(client, prompt="def fib(n):", **changes):
     """/generate on the tiny pair with SETTINGS (4 new tokens: quick), any of them changed."""
-    return helpers.generate(client, prompt, "tiny", **{**SETTINGS, **changes})
+    return endpoints.generate(client, prompt, "tiny", **{**SETTINGS, **changes})
 
 
 def generate_raw(url, prompt="def fib(n):", **changes) -> dict:
     """/generate over plain HTTP with a JSON text that may hold NaN, Infinity or a lone surrogate."""
-    data = helpers.generate_inputs(prompt, "tiny", **{**SETTINGS, **changes})  # every input: plain HTTP
+    data = endpoints.generate_inputs(prompt, "tiny", **{**SETTINGS, **changes})  # every input: plain HTTP
     body = json.dumps({"data": data})  # NaN -> NaN, "\ud800" -> "\\ud800"
     with httpx.Client(base_url=url, timeout=60) as http:
         event_id = http.post("gradio_api/call/generate", content=body,

@@ -2,7 +2,7 @@
 
 Tiny random-weight models make generation instant; one test (marked `real`) runs the packaged Qwen pair.
 Skips when /usr/bin/chromium is absent. Screenshots go to tests/artifacts/ (gitignored).
-Every check waits for its condition (browser_util's waits poll every 50 ms and return what they saw): streamed
+Every check waits for its condition (harness/browser.py's waits poll every 50 ms and return what they saw): streamed
 frames, plotly's lazily loaded renderer and its drawing land in no fixed order after the status says "Done".
 Only negative checks (a key press that must not step) use a short fixed pause, each beside a positive check of
 the same kind that proves it could fail.
@@ -17,7 +17,7 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 
-from tests.browser_util import CHROMIUM, AppPage, serve  # noqa: E402
+from harness.browser import CHROMIUM, AppPage, serve  # noqa: E402
 from tests.helpers import FIXTURE  # noqa: E402
 
 XSS = "<img src=x onerror=alert(1)>"

@@ -22,9 +22,10 @@ from specviz.app.actions import ModelActions, RunOutputs  # noqa: E402
 from specviz.app.round_view import RoundView  # noqa: E402
 from specviz.engine import Engine  # noqa: E402
 from specviz.record.load import load_trace  # noqa: E402
-from tests import helpers  # noqa: E402
-from tests.browser_util import CHROMIUM, serve  # noqa: E402
-from tests.helpers import generate_settings, named, noisy_copy, show_round, text, tiny_model, value  # noqa: E402
+from harness import endpoints  # noqa: E402
+from harness.browser import CHROMIUM, serve  # noqa: E402
+from harness.endpoints import generate_settings, named, show_round, text, value  # noqa: E402
+from harness.tiny_models import noisy_copy, tiny_model  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 RECORD_STATUS = """() => {  // every text the status line shows, however briefly
@@ -75,7 +76,7 @@ def url(app):
 
 def submit(client, preset="tiny", max_new_tokens=40):
     """A greedy run of "def fib(n):" on one of this module's pairs -> its gradio_client Job."""
-    return helpers.submit(client, "def fib(n):", preset, temperature=0.0, max_new_tokens=max_new_tokens)
+    return endpoints.submit(client, "def fib(n):", preset, temperature=0.0, max_new_tokens=max_new_tokens)
 
 
 def generate(client, preset="tiny", max_new_tokens=40) -> dict:
@@ -170,7 +171,7 @@ def test_generate_pressed_again_stops_the_run_after_its_round(app, client):
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")
 def test_generate_pressed_twice_in_the_page_stops_the_first_run_and_starts_the_second(app):
     sync_api = pytest.importorskip("playwright.sync_api")
-    from tests.browser_util import launch_browser
+    from harness.browser import launch_browser
 
     with sync_api.sync_playwright() as pw:
         browser = launch_browser(pw)

@@ -3,7 +3,7 @@ one projector screen, and controls that are never squeezed.
 
 Headless Debian Chromium against the app served in this process, with tiny random-weight models (the recorded
 Qwen trace in tests/fixtures is opened through the upload, no model). Every check waits for its condition
-(browser_util's waits poll every 50 ms); a negative check (a key that must change nothing) sits beside a positive
+(harness/browser.py's waits poll every 50 ms); a negative check (a key that must change nothing) sits beside a positive
 one of the same kind that proves it could fail. Screenshots go to tests/artifacts/ (gitignored).
 """
 
@@ -16,7 +16,7 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 
-from tests.browser_util import CHROMIUM, AppPage, serve  # noqa: E402
+from harness.browser import CHROMIUM, AppPage, serve  # noqa: E402
 from tests.helpers import FIXTURE  # noqa: E402 (a real recorded trace, 7 rounds)
 
 SHOWN = "#stage .sv-round:not([hidden])"

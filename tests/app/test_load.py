@@ -1,4 +1,5 @@
-"""Load: 16 sessions at once on tiny models (tools/load_test.py drives them), and memory over 50 generations.
+"""Load: 16 sessions at once on tiny models (harness/load.py drives them, as it does for tools/load_test.py), and
+memory over 50 generations.
 
 The app is served in this process, so the test sees the server's side too: how many generations overlapped
 (counted in the engine), its resident memory, its session states and its trace download folder.
@@ -19,8 +20,10 @@ from specviz.app import serving
 from specviz.app import trace_files as trace_io
 from specviz.app import page as ui # noqa: E402
 from specviz.engine import Engine, RunSettings  # noqa: E402
-from tests.helpers import generate, noisy_copy, tiny_model  # noqa: E402
-from tools import load_test  # noqa: E402
+from harness.endpoints import generate  # noqa: E402
+from harness.tiny_models import noisy_copy, tiny_model  # noqa: E402
+from harness import load  # noqa: E402
+from harness.browser import free_port  # noqa: E402
 
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
               pytest.mark.usefixtures("one_thread")]  # tiny models gain nothing from a second thread
@@ -43,7 +46,7 @@ def prompts():
 @pytest.fixture(scope="module")
 def expected(engine, prompts):
     """What each session's prompt and seed give run alone, on the engine directly."""
-    return load_test.expected_tokens(engine, prompts, SETTINGS)
+    return load.expected_tokens(engine, prompts, SETTINGS)
 
 
 def test_navigation_never_queues_with_model_runs():
@@ -62,15 +65,15 @@ def test_navigation_never_queues_with_model_runs():
 @pytest.mark.parametrize("concurrency", [serving.DEFAULT_CONCURRENCY, 2])
 def test_sixteen_sessions_at_once(engine, prompts, expected, concurrency):
     """16 clients press Generate at once (own prompt and seed), then step through all their rounds."""
-    overlap = load_test.Overlap()
+    overlap = load.Overlap()
     overlap.watch(engine)
-    demo, url = load_test.serve(lambda preset, progress: engine, {"tiny": "Tiny"}, "tiny", concurrency)
+    demo, url = load.serve(lambda preset, progress: engine, {"tiny": "Tiny"}, "tiny", concurrency)
     try:
-        report = load_test.run_load(url, overlap, prompts, SETTINGS, "tiny", expected, timeout=400)
+        report = load.run_load(url, overlap, prompts, SETTINGS, "tiny", expected, timeout=400)
     finally:
         demo.close()
         del engine.start  # the engine's own method again
-    print(f"\nconcurrency {concurrency}: {report}\n{load_test.table(report)}")
+    print(f"\nconcurrency {concurrency}: {report}\n{load.table(report)}")
     assert report["unfinished"] == 0 and report["errors"] == []
     assert report["mismatched"] == []  # every session got the trace its own prompt and seed give alone
     assert report["runs"] == SESSIONS and report["most_at_once"] == concurrency  # the queue held to the setting
@@ -96,7 +99,7 @@ def test_memory_stays_flat_over_50_generations(engine, monkeypatch):
     kwargs = {**serving.launch_kwargs(), "state_session_capacity": 10}
     assert serving.launch_kwargs()["state_session_capacity"] == serving.SESSIONS_KEPT
     demo = ui.build_demo(lambda preset, progress: engine, {"tiny": "Tiny"}, "tiny")
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=load_test.free_port(), prevent_thread_lock=True,
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True,
                             quiet=True, **kwargs)
     downloads = Path(trace_io._DOWNLOADS.name)
     rss = []

@@ -3,39 +3,16 @@ tablet (768×1024). The followers track the lecturer's rounds, quiz mode and rev
 device, the lecturer's screen counts both, and no follower's page shows the other's choice; a follower who calls
 the lecturer's endpoint without the key is refused with a message; deep links open an example at a round.
 
-Every check waits for its condition (tests/browser_util.py)."""
+Every check waits for its condition (harness/browser.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.browser_util import AppPage, Page
+from harness.browser import AppPage, Page
+from harness.room_pages import WHERE, FollowerPage, open_room
 
 pytestmark = pytest.mark.browser
-
-WHERE = "#sv-where"
-
-
-class FollowerPage(Page):
-    def wait_ready(self) -> None:
-        self.wait_text(WHERE, "Following: round")
-
-    def shown(self) -> int:
-        return int(self.page.evaluate("() => document.querySelector('#stage .sv-stage').dataset.current"))
-
-    def picked(self) -> list[str]:
-        """The answers marked as picked anywhere on this page."""
-        return self.page.evaluate("() => [...document.querySelectorAll('.sv-guess.sv-picked')]"
-                                  ".map(b => b.closest('.sv-round').dataset.round + ':' + b.dataset.guess)")
-
-
-def open_room(lecturer: AppPage) -> str:
-    """Open a room on the trace on screen; -> its join link."""
-    lecturer.page.click("#room-panel button, #room-panel .label-wrap")  # the accordion opens
-    lecturer.page.click("#open-room")
-    lecturer.wait_text("#status", "Room ", "is open")
-    return lecturer.wait_js("() => document.querySelector('#room-box .sv-lead') && "
-                            "document.querySelector('#room-box .sv-room-link').textContent")
 
 
 def test_a_lecturer_leads_two_followers_who_answer_on_their_own_devices(browser, url):

@@ -17,7 +17,7 @@ from specviz.app.room_routes import MAX_BODY, RoomHub, room_routes
 from specviz.lecture.examples import load_example
 from specviz.lecture.rooms import MISSES_ALLOWED, RoomStore
 from specviz.view.room import quiz_facts
-from tests.browser_util import free_port
+from harness.browser import free_port
 
 
 class Clock:

@@ -1,6 +1,6 @@
 """What a hosted instance exposes: no code runs from a model or a file, uploads are bounded, only offered pairs
 can be named. (Trace files and prompts full of markup, and naming a pair the page does not offer:
-tests/app/test_bad_input.py. Interrupted preparation and the sha256 check: tests/engine/test_models.py.)"""
+tests/app/test_bad_input.py. Interrupted preparation and the sha256 check: tests/engine/test_pairs.py.)"""
 
 import pickle
 import re

@@ -7,7 +7,7 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 
-from tests.browser_util import CHROMIUM, AppPage  # noqa: E402
+from harness.browser import CHROMIUM, AppPage  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,

@@ -42,7 +42,7 @@ from specviz.engine import Engine, RunSettings
 from specviz.lab import compare
 from specviz.measure import costs
 from specviz.settings import errors
-from tests.helpers import generate_settings, text
+from harness.endpoints import generate_settings, text
 
 # The app's modules, each with the name the tests reach it by (`zero.<name>`: the names they had before the folders).
 APP_MODULES = {"specviz.app.serving": "serving", "specviz.app.actions": "actions", "specviz.app.lab_tab": "lab_ui",

@@ -10,7 +10,7 @@ from torch import nn
 from specviz.engine import Engine, RunSettings
 from specviz.engine.quant import INT4, INT8, Int4Linear, Int8Linear, pick_weights, quantize_linears
 
-from tests.helpers import tiny_model
+from harness.tiny_models import tiny_model
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -15,7 +15,8 @@ from transformers import DynamicCache
 from specviz.algorithm.sampling import SamplingSettings, sample, warp
 from specviz.algorithm.tree import TreeShape, verify_tree
 from specviz.engine.tree_pass import check_tree_attention, draft_tree, keep_path, score_tree, tree_inputs
-from tests.helpers import _test_against_unchanged_p, noisy_copy, tiny_model
+from harness.tiny_models import noisy_copy, tiny_model
+from tests.helpers import _test_against_unchanged_p
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models run on one thread
 

@@ -22,7 +22,8 @@ from specviz.engine import Engine, RunSettings
 from specviz.algorithm.sampling import SamplingSettings, warp
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, FORMAT_VERSION, REJECTED, REPLACEMENT
 from specviz.record.load import load_trace
-from tests.helpers import _test_against_unchanged_p, _test_against_unchanged_q, char_tokenizer, noisy_copy, tiny_model
+from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
+from tests.helpers import _test_against_unchanged_p, _test_against_unchanged_q
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models run on one thread
 

@@ -9,7 +9,7 @@ from specviz.lab import compare
 from specviz.lab import charts as lab_charts
 from specviz.engine import RunSettings
 
-from tests.helpers import CHARS
+from harness.tiny_models import CHARS
 
 GREEDY = RunSettings(temperature=0.0, max_new_tokens=12, chat=False)
 

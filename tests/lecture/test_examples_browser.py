@@ -13,7 +13,7 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 
-from tests.browser_util import CHROMIUM, Page, launch_browser, serve  # noqa: E402
+from harness.browser import CHROMIUM, Page, launch_browser, serve  # noqa: E402
 
 from specviz.lecture.examples import EXAMPLES, FIRST, load_example  # noqa: E402
 

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 from tests.helpers import ROOT
-from tools import gpu_check
+from harness import gpu_steps
 
 
 def test_the_dry_run_writes_a_report_with_every_step(tmp_path):
@@ -14,7 +14,7 @@ def test_the_dry_run_writes_a_report_with_every_step(tmp_path):
                                                                               "PYTHON": sys.executable})
     assert done.returncode == 0, done.stderr[-3000:]
     text = report.read_text()
-    titles = [step.title for step in gpu_check.steps(True, tmp_path)]
+    titles = [step.title for step in gpu_steps.steps(True, tmp_path)]
     assert len(titles) == 7
     for title in titles:
         assert f"\n## {title}\n" in text and f"| {title} |" in text  # a section and a summary row each
@@ -27,8 +27,8 @@ def test_the_dry_run_writes_a_report_with_every_step(tmp_path):
 
 
 def test_on_a_gpu_every_step_runs_on_cuda(tmp_path):
-    steps = gpu_check.steps(False, tmp_path)
+    steps = gpu_steps.steps(False, tmp_path)
     assert not any(step.skipped for step in steps)
     assert all(step.env.get("SPECVIZ_TEST_DEVICE") == "cuda" for step in steps if "pytest" in step.command)
     assert "--tiny" not in steps[5].command and "--gpu-projection" in steps[5].command
-    assert sum(step.limit_s for step in steps) >= gpu_check.BUDGET_S  # each limited; the whole by BUDGET_S
+    assert sum(step.limit_s for step in steps) >= gpu_steps.BUDGET_S  # each limited; the whole by BUDGET_S

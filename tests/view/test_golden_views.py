@@ -1,6 +1,7 @@
-"""The shipped examples render exactly as they did when the golden files were taken (tools/golden_views.py): the
-stage of every round, a quiz stage, the summary, the baseline report and the tokens-per-pass chart. A refactor
-must leave these bytes alone; a change meant to alter the page regenerates them and says so in its commit."""
+"""The shipped examples render exactly as they did when the golden files were taken (harness/golden.py renders
+them, tools/golden_views.py writes them): the stage of every round, a quiz stage, the summary, the baseline report
+and the tokens-per-pass chart. A refactor must leave these bytes alone; a change meant to alter the page
+regenerates them and says so in its commit."""
 
 import difflib
 import gzip
@@ -8,7 +9,7 @@ import gzip
 import pytest
 
 from specviz.lecture.examples import EXAMPLES
-from tools.golden_views import golden_file, render_views
+from harness.golden import golden_file, render_views
 
 
 @pytest.mark.parametrize("name", list(EXAMPLES))

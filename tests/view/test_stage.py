@@ -1,4 +1,4 @@
-"""bars.py, stage.py and quiz.py: a round as HTML cards, every round on one stage, and the quiz's steps and state.
+"""cards.py, stage.py and quiz.py: a round as HTML cards, every round on one stage, and the quiz's steps and state.
 
 Checked against the records they show: the recorded real-pair trace (tests/fixtures/qwen_coder_fib.json, every
 fate), live tiny-model traces, and a prompt-lookup trace.
@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from specviz.view import cards as bars
+from specviz.view import cards
 from specviz.view import quiz
 from specviz.view import stage
 from specviz.view import style
@@ -33,28 +33,28 @@ def chosen_row(html: str) -> str:
 def test_a_card_per_position_shows_q_and_p_of_the_drafted_token_and_its_verdict(recorded):
     for rnd in recorded.rounds:
         for i, d in enumerate(rnd.drafts):
-            html = bars.position_card(rnd, i, greedy=False)
+            html = cards.position_card(rnd, i, greedy=False)
             assert f'sv-dec-{d.fate}' in html and style.FATES[d.fate].label in html
             row = chosen_row(html)
             assert bar_values(row, "q") == [pytest.approx(min(d.q, 1), abs=1e-3)]
             assert bar_values(row, "p") == [pytest.approx(min(d.p, 1), abs=1e-3)]
             assert f">{style.num(d.p)}<" in row and f">{style.num(d.q)}<" in row and "▶" in row
-            assert html.count("sv-chosen") == 1 and html.count('class="sv-bar-row') == bars.TOP_TOKENS + 1
+            assert html.count("sv-chosen") == 1 and html.count('class="sv-bar-row') == cards.TOP_TOKENS + 1
             why = style.verdict_text(d) if d.fate != DISCARDED else "not examined"
             assert why.replace("<", "&lt;") in html
 
 
 def test_the_rivals_carry_both_distributions(recorded):
     d = recorded.rounds[0].drafts[0]
-    html = bars.position_card(recorded.rounds[0], 0, greedy=False)
-    top = bars.top_with(d.candidates, d)
+    html = cards.position_card(recorded.rounds[0], 0, greedy=False)
+    top = cards.top_with(d.candidates, d)
     assert bar_values(html, "p") == [pytest.approx(t.p, abs=1e-3) for t in top]
     assert bar_values(html, "q") == [pytest.approx(t.q, abs=1e-3) for t in top]
 
 
 def test_the_last_card_after_a_rejection_draws_the_residual(trace):
     rnd = next(r for r in trace.rounds if r.next_kind == REPLACEMENT)
-    html = bars.last_token_card(rnd)
+    html = cards.last_token_card(rnd)
     row = chosen_row(html)
     assert bar_values(row, "r") == [pytest.approx(rnd.next_token.residual, abs=1e-3)]
     assert bar_values(row, "p") == [pytest.approx(rnd.next_token.p, abs=1e-3)]
@@ -63,7 +63,7 @@ def test_the_last_card_after_a_rejection_draws_the_residual(trace):
 
 def test_the_last_card_after_a_clean_sweep_draws_p_for_the_bonus(trace):
     rnd = next(r for r in trace.rounds if r.next_kind == BONUS and r.k)
-    html = bars.last_token_card(rnd)
+    html = cards.last_token_card(rnd)
     assert bar_values(html, "q") == [] and bar_values(chosen_row(html), "p") == [pytest.approx(rnd.next_token.p, abs=1e-3)]
     assert "★" in chosen_row(html) and f"drawn from p at position {rnd.k + 1}" in html
 
@@ -73,7 +73,7 @@ def test_greedy_cards_speak_of_top_tokens(engine):
 
     trace = engine.run("def fib(n):", RunSettings(k=4, temperature=0, max_new_tokens=24))
     rnd = next(r for r in trace.rounds if r.next_kind == REPLACEMENT and r.n_accepted >= 1)
-    html = "".join(bars.position_card(rnd, j, greedy=True) for j in range(rnd.k))
+    html = "".join(cards.position_card(rnd, j, greedy=True) for j in range(rnd.k))
     assert "same top token as the target → accept" in html and "top token differs → reject" in html
     assert "r = " not in html
 
@@ -81,7 +81,7 @@ def test_greedy_cards_speak_of_top_tokens(engine):
 def test_prompt_lookup_cards_show_q_as_a_point_mass(lookup_trace):
     rnd = next(r for r in lookup_trace.rounds if r.drafts)
     for i, d in enumerate(rnd.drafts):
-        html = bars.position_card(rnd, i, greedy=False)
+        html = cards.position_card(rnd, i, greedy=False)
         assert bar_values(chosen_row(html), "q") == [1.0] and sum(bar_values(html, "q")) == 1.0
 
 

@@ -1,4 +1,4 @@
-"""A tree round on the page (tree_view.py through the stage): the tree drawn with every node's token, p and q and
+"""A tree round on the page (view/tree.py through the stage): the tree drawn with every node's token, p and q and
 fate, the verdicts along the path, the cache sentence, the comparison with a chain by the named formula, one quiz
 step whose answers run to the tree's depth, a strip that shows the path alone, and escaped token text."""
 

@@ -16,11 +16,12 @@ from gradio_client import Client, handle_file  # noqa: E402
 
 from specviz.lab import compare
 from specviz.app import serving
-from specviz.app import round_view as views # noqa: E402
+from specviz.app import round_view  # noqa: E402
 from specviz.record.load import load_trace  # noqa: E402
-from tests.browser_util import serve  # noqa: E402
-from tests.helpers import FIXTURE, named, open_trace, show_round, value  # noqa: E402
-from tests.helpers import generate_frames as generate  # noqa: E402 (here it gives the last frame and every frame)
+from harness.browser import serve  # noqa: E402
+from harness.endpoints import named, open_trace, show_round, value  # noqa: E402
+from harness.endpoints import generate_frames as generate  # noqa: E402 (here it gives the last frame and every frame)
+from tests.helpers import FIXTURE  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 PRESETS = {"tiny": "Tiny random pair", "broken": "A pair that fails to load"}
@@ -65,7 +66,7 @@ def test_stepping_moves_the_slider_and_the_mark_without_calling_a_model(client, 
         slider, per_pass = client.predict(asked, False, api_name="/show_round")
         assert value(slider) == shown and f'"x0":{shown - 0.5}' in per_pass["plot"].replace(" ", "")  # the mark
     _, per_pass = client.predict(3, True, api_name="/show_round")
-    assert f'"size":{views.CHART_FONT[True]}' in per_pass["plot"].replace(" ", "")  # lecture mode: large type
+    assert f'"size":{round_view.CHART_FONT[True]}' in per_pass["plot"].replace(" ", "")  # lecture mode: large type
     assert calls.n == before
 
 
@@ -171,7 +172,7 @@ def test_measure_a_step(client, capsys):
     server = []
     for number in [2, 3, 4, 5, 6, 7, 1] * 3:
         started = time.perf_counter()
-        for out in views.show_round(trace, number, False)[1:]:
+        for out in round_view.show_round(trace, number, False)[1:]:
             (plot if hasattr(out, "to_json") else html).postprocess(out)
         server.append(time.perf_counter() - started)
     final, _ = generate(client, max_new_tokens=32)

@@ -1,11 +1,11 @@
-"""early_exit.py: the target's first N layers + its final norm and LM head as a draft, sharing every weight."""
+"""self_speculation.py: the target's first N layers + its final norm and LM head as a draft, sharing every weight."""
 
 import pytest
 import torch
 from transformers import DynamicCache
 
-from tests.helpers import tiny_model
-from specviz.engine import self_speculation as early_exit
+from harness.tiny_models import tiny_model
+from specviz.engine import self_speculation
 from specviz.engine import Engine, RunSettings
 
 
@@ -24,7 +24,7 @@ def exit_logits(target, ids: list[int], n: int) -> torch.Tensor:
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_the_view_computes_the_targets_early_exit(target, n):
     ids = [5, 9, 14, 3, 22, 7]
-    view = early_exit.early_exit(target, n)
+    view = self_speculation.early_exit(target, n)
     with torch.no_grad():
         got = view(input_ids=torch.tensor([ids])).logits[0]
     assert torch.allclose(got, exit_logits(target, ids, n), atol=1e-5)
@@ -33,7 +33,7 @@ def test_the_view_computes_the_targets_early_exit(target, n):
 
 
 def test_the_view_shares_every_weight_and_keeps_its_own_cache(target):
-    view = early_exit.early_exit(target, 2)
+    view = self_speculation.early_exit(target, 2)
     mine = {t.data_ptr() for t in target.parameters()}
     assert all(p.data_ptr() in mine for p in view.parameters())  # nothing copied: one model in memory
     assert len(view.model.layers) == 2 and view.model.layers[1] is target.model.layers[1]
@@ -48,16 +48,16 @@ def test_the_view_shares_every_weight_and_keeps_its_own_cache(target):
 @pytest.mark.parametrize("n", [0, 4, 9, -1, 2.5, True, "2"])
 def test_a_bad_layer_count_says_what_is_allowed(target, n):
     with pytest.raises(ValueError, match=r"draft layers must be a whole number from 1 to 3 \(the target has 4"):
-        early_exit.early_exit(target, n)
+        self_speculation.early_exit(target, n)
 
 
 def test_a_model_of_another_shape_is_refused():
     with pytest.raises(ValueError, match="self-speculation needs a decoder"):
-        early_exit.layer_count(torch.nn.Linear(2, 2))
+        self_speculation.layer_count(torch.nn.Linear(2, 2))
 
 
 def test_greedy_self_speculation_equals_the_target_alone(target, tokenizer):
-    engine = Engine(early_exit.early_exit(target, 2), target, tokenizer, "layers 0-1", "tiny-target")
+    engine = Engine(self_speculation.early_exit(target, 2), target, tokenizer, "layers 0-1", "tiny-target")
     settings = RunSettings(k=4, temperature=0, max_new_tokens=32)
     trace = engine.run("def fib(n):", settings)
     assert trace.output_token_ids == engine.baseline("def fib(n):", settings).output_token_ids

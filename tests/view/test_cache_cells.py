@@ -1,9 +1,9 @@
-"""kvcache.py: a round's two caches as cells, checked against the lengths the engine recorded."""
+"""cache_cells.py: a round's two caches as cells, checked against the lengths the engine recorded."""
 
 import copy
 import re
 
-from specviz.view import cache_cells as kvcache
+from specviz.view import cache_cells
 from specviz.engine import RunSettings
 from specviz.record.trace import BONUS, REPLACEMENT
 
@@ -16,7 +16,7 @@ def cells(html: str, row: str) -> list[str]:
 
 def test_rows_show_what_each_round_wrote_and_cropped(trace):
     for i, rnd in enumerate(trace.rounds):
-        html = kvcache.cache_rows(trace, i)
+        html = cache_cells.cache_rows(trace, i)
         d, t = rnd.cache.draft, rnd.cache.target
         target = cells(html, "target")
         assert sum("sv-cell-cropped" in c for c in target) == t[2] - t[3]  # struck out: what the rollback dropped
@@ -26,7 +26,7 @@ def test_rows_show_what_each_round_wrote_and_cropped(trace):
             assert f"The draft wrote {d[1] - d[0]} and kept {d[3]}" in html
         elif i == 0:  # round 1: the target's prefill alone
             assert d == [0, 0, 0, 0] and "The draft did not run" in html
-    second = kvcache.cache_rows(trace, 1)  # the draft's cache starts empty: its first step reads the prompt
+    second = cache_cells.cache_rows(trace, 1)  # the draft's cache starts empty: its first step reads the prompt
     assert f"its first step read the prompt and round 1's token ({len(trace.prompt_token_ids) + 1} positions)" in second
 
 
@@ -37,30 +37,30 @@ def test_a_bonus_leaves_the_draft_one_behind_and_says_why(trace, tiny_pair, toke
     same = Engine(target, target, tokenizer, "target as draft", "target").run(  # every draft accepted
         "def fib(n):", RunSettings(k=3, temperature=0, max_new_tokens=16))
     sweep = same.rounds[1]  # round 1 drafts nothing: the first round with drafts
-    assert sweep.next_kind == BONUS and "one behind" in kvcache.cache_rows(same, 1)
+    assert sweep.next_kind == BONUS and "one behind" in cache_cells.cache_rows(same, 1)
     nxt = same.rounds[2]
     assert nxt.cache.draft[1] - nxt.cache.draft[0] == nxt.k + 1  # fed two tokens, then drafted the rest
     rejected = next(i for i, r in enumerate(trace.rounds) if r.next_kind == REPLACEMENT)
-    assert "one behind" not in kvcache.cache_rows(trace, rejected)
+    assert "one behind" not in cache_cells.cache_rows(trace, rejected)
 
 
 def test_round_one_writes_the_prompt_and_long_writes_are_counted(engine):
     trace = engine.run("def fibonacci(n): return n if n < 2 else fibonacci(n - 1) + fibonacci(n - 2)",
                        RunSettings(k=4, temperature=0, max_new_tokens=8))
-    html = kvcache.cache_rows(trace, 0)
+    html = cache_cells.cache_rows(trace, 0)
     n = len(trace.prompt_token_ids)
     assert f"the {n}-token prompt" in html and "sv-cell-more" in html
-    assert len(cells(html, "target")) <= kvcache.WRITTEN + 2
+    assert len(cells(html, "target")) <= cache_cells.WRITTEN + 2
 
 
 def test_prompt_lookup_has_no_draft_row(lookup_trace):
-    html = kvcache.cache_rows(lookup_trace, 1)
+    html = cache_cells.cache_rows(lookup_trace, 1)
     assert "sv-cache-name\">draft" not in html and "no draft cache" in html
 
 
 def test_token_text_is_escaped_and_old_traces_say_not_recorded(trace, recorded):
     evil = copy.deepcopy(trace)
     evil.rounds[1].drafts[0].text = "<img src=x onerror=alert(1)>"
-    html = kvcache.cache_rows(evil, 1)
+    html = cache_cells.cache_rows(evil, 1)
     assert "<img" not in html and "&lt;img" in html
-    assert "not recorded" in kvcache.cache_rows(recorded, 0)  # tests/fixtures: format version 1
+    assert "not recorded" in cache_cells.cache_rows(recorded, 0)  # tests/fixtures: format version 1

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from specviz.view import cards as bars
+from specviz.view import cards
 from specviz.view import page_text
 from specviz.view import summary
 from specviz.view import style
@@ -85,8 +85,8 @@ def test_prompt_and_token_text_are_escaped_everywhere(trace):
         for d in r.drafts:
             d.text = SCRIPT
         r.next_token.text = SCRIPT
-    html = "".join(page_text.token_strip(evil, i) + bars.last_token_card(r) + page_text.explanation(evil, i)
-                   + "".join(bars.position_card(r, j, False) for j in range(len(r.drafts)))
+    html = "".join(page_text.token_strip(evil, i) + cards.last_token_card(r) + page_text.explanation(evil, i)
+                   + "".join(cards.position_card(r, j, False) for j in range(len(r.drafts)))
                    for i, r in enumerate(evil.rounds))
     html += summary.summary_html(evil) + page_text.run_info(evil.device, evil.dtype, "<i>d</i>", "<i>t</i>")
     assert "<script" not in html and "<img" not in html and "<i>" not in html and "<b>bf16" not in html
@@ -202,7 +202,7 @@ def test_greedy_rounds_speak_of_top_tokens_not_draws(engine):
     trace = engine.run("def fib(n):", RunSettings(k=4, temperature=0, max_new_tokens=24))
     i = first_round(trace, lambda r: r.next_kind == REPLACEMENT and r.n_accepted >= 1)
     rnd = trace.rounds[i]
-    decisions = "".join(bars.position_card(rnd, j, greedy=True) for j in range(len(rnd.drafts)))
+    decisions = "".join(cards.position_card(rnd, j, greedy=True) for j in range(len(rnd.drafts)))
     assert "same top token as the target → accept" in decisions and "top token differs → reject" in decisions
     assert "r = " not in decisions and "r &lt;" not in decisions
     explained = page_text.explanation(trace, i)
@@ -255,7 +255,7 @@ def test_nothing_after_the_end_of_the_text_is_kept(recorded):
     assert not rnd.next_kept and all(r.next_kept for r in done.rounds[:-1])
     assert "Nothing after the end is kept" in page_text.explanation(done, rnd.index)
     assert "bonus not kept" in page_text.token_strip(done, rnd.index)
-    assert "not kept" in bars.last_token_card(rnd) and "not kept" in cli.round_line(rnd)
+    assert "not kept" in cards.last_token_card(rnd) and "not kept" in cli.round_line(rnd)
     stacks = [t for t in charts.tokens_per_pass(done).data if t.type == "bar"]
     assert sum(t.y[-1] for t in stacks) == rnd.k  # the chart counts what was committed: no bonus
 

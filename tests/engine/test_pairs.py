@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz.engine import pairs as models
+from specviz.engine import pairs
 from specviz.engine.pairs import PackagedGGUF, check_same_tokenizer, load_pair, resolve_model
 from tests.helpers import ROOT, convert, fake_packaged, install
 
@@ -43,7 +43,7 @@ def test_bad_model_ids_are_named(bad, word):
 def test_unknown_hub_id_fails_fast_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ValueError, match="could not load"):
-        models.load_tokenizer("specviz-test/does-not-exist")
+        pairs.load_tokenizer("specviz-test/does-not-exist")
 
 
 def test_unknown_preset_and_half_a_pair():
@@ -56,27 +56,27 @@ def test_unknown_preset_and_half_a_pair():
 def test_tokenizer_mismatch_is_refused(tokenizer):
     from transformers import AutoTokenizer
 
-    qwen = AutoTokenizer.from_pretrained(models.prepare_packaged("Qwen2.5-Coder-0.5B-Instruct"))
+    qwen = AutoTokenizer.from_pretrained(pairs.prepare_packaged("Qwen2.5-Coder-0.5B-Instruct"))
     with pytest.raises(ValueError, match="tokenizer mismatch"):
         check_same_tokenizer(tokenizer, qwen, ("tiny", "qwen"))
     check_same_tokenizer(qwen, qwen, ("qwen", "qwen"))
 
 
 def test_corrupted_chunks_are_refused_and_leave_no_cache(tmp_path, monkeypatch):
-    real = models.PACKAGED["Qwen2.5-Coder-0.5B-Instruct"]
+    real = pairs.PACKAGED["Qwen2.5-Coder-0.5B-Instruct"]
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
-    monkeypatch.setitem(models.PACKAGED, "Broken", PackagedGGUF("Broken", real.packages, real.size, "0" * 64))
+    monkeypatch.setitem(pairs.PACKAGED, "Broken", PackagedGGUF("Broken", real.packages, real.size, "0" * 64))
     with pytest.raises(ValueError, match="corrupted or partial"):
-        models.prepare_packaged("Broken")
+        pairs.prepare_packaged("Broken")
     assert [p for p in os.listdir(tmp_path) if not p.endswith(".lock")] == []  # nothing a later start trusts
 
 
 def test_dtype_and_device_choices():
-    assert models.pick_dtype("float32", "cpu") == "float32"  # auto per device: the tests below
+    assert pairs.pick_dtype("float32", "cpu") == "float32"  # auto per device: the tests below
     with pytest.raises(ValueError, match="dtype"):
-        models.pick_dtype("int3", "cpu")
+        pairs.pick_dtype("int3", "cpu")
     with pytest.raises(ValueError, match="device"):
-        models.pick_device("tpu")
+        pairs.pick_device("tpu")
 
 
 # --- preparing the packaged models: interrupted builds leave nothing a later start trusts --------------------
@@ -108,28 +108,28 @@ def entries(cache: Path) -> list[str]:
 
 def test_a_prepared_folder_is_built_once_marked_and_trusted(fake):
     cache, runs = fake
-    folder = models.prepare_packaged("Fake")
-    assert models.prepare_packaged("Fake") == folder and len(runs) == 1  # the second start trusts the first
-    assert entries(cache) == [folder.name] and (folder / models.READY).exists()
-    marker = json.loads((folder / models.READY).read_text())
+    folder = pairs.prepare_packaged("Fake")
+    assert pairs.prepare_packaged("Fake") == folder and len(runs) == 1  # the second start trusts the first
+    assert entries(cache) == [folder.name] and (folder / pairs.READY).exists()
+    marker = json.loads((folder / pairs.READY).read_text())
     assert marker["files"]["model.safetensors"] == (folder / "model.safetensors").stat().st_size
 
 
 def test_a_full_disk_leaves_nothing_trusted_and_the_next_start_prepares(fake, monkeypatch):
     cache, runs = fake
-    monkeypatch.setattr(models, "_convert_gguf", lambda work, progress: convert(work, fail_after="config.json"))
+    monkeypatch.setattr(pairs, "_convert_gguf", lambda work, progress: convert(work, fail_after="config.json"))
     with pytest.raises(ValueError, match="could not prepare Fake in .*No space left on device.*5 GB free"):
-        models.prepare_packaged("Fake")
+        pairs.prepare_packaged("Fake")
     assert entries(cache) == []  # its half-written dot-folder went with it
-    monkeypatch.setattr(models, "_convert_gguf", counted(runs))
-    assert models.is_ready(models.prepare_packaged("Fake"), models.PACKAGED["Fake"]) and len(runs) == 1
+    monkeypatch.setattr(pairs, "_convert_gguf", counted(runs))
+    assert pairs.is_ready(pairs.prepare_packaged("Fake"), pairs.PACKAGED["Fake"]) and len(runs) == 1
 
 
 KILLED_BUILD = """
 import os, time
 from pathlib import Path
 os.chdir({root!r})  # `python -c` imports from the working folder: specviz and tests from the repository
-from specviz.engine import pairs as models
+from specviz.engine import pairs
 from tests.helpers import convert, fake_packaged, install
 
 def hang(work, progress):  # half the files written, then killed
@@ -140,7 +140,7 @@ def hang(work, progress):  # half the files written, then killed
 
 chunk_dir = Path({chunks!r})
 install(fake_packaged(chunk_dir), chunk_dir, hang, setattr)
-models.prepare_packaged("Fake")
+pairs.prepare_packaged("Fake")
 """
 
 
@@ -159,36 +159,36 @@ def test_a_killed_preparation_is_cleaned_up_and_prepared_again(fake, tmp_path):
         child.wait()
     left = entries(cache)
     assert len(left) == 1 and left[0].startswith(".Fake-")  # only the dot-folder: no start trusts it
-    folder = models.prepare_packaged("Fake")
+    folder = pairs.prepare_packaged("Fake")
     assert entries(cache) == [folder.name] and len(runs) == 1  # the next start removed it and prepared again
 
 
 def test_a_folder_that_lost_a_file_or_its_marker_is_prepared_again(fake):
     cache, runs = fake
-    folder = models.prepare_packaged("Fake")
+    folder = pairs.prepare_packaged("Fake")
     with open(folder / "model.safetensors", "r+b") as f:
         f.truncate(10)  # cut short after the marker was written
-    assert not models.is_ready(folder, models.PACKAGED["Fake"])
-    models.prepare_packaged("Fake")
-    (folder / models.READY).write_text("not json")
+    assert not pairs.is_ready(folder, pairs.PACKAGED["Fake"])
+    pairs.prepare_packaged("Fake")
+    (folder / pairs.READY).write_text("not json")
     (folder / "tokenizer.json").unlink()
-    models.prepare_packaged("Fake")
-    assert len(runs) == 3 and models.is_ready(folder, models.PACKAGED["Fake"])
+    pairs.prepare_packaged("Fake")
+    assert len(runs) == 3 and pairs.is_ready(folder, pairs.PACKAGED["Fake"])
 
 
 def test_a_folder_without_its_marker_is_never_trusted(fake):
     cache, runs = fake
-    folder = models.prepare_packaged("Fake")
-    (folder / models.READY).unlink()  # whole files, but nothing says the build finished
-    assert models.prepare_packaged("Fake") == folder and len(runs) == 2
-    assert models.is_ready(folder, models.PACKAGED["Fake"])
+    folder = pairs.prepare_packaged("Fake")
+    (folder / pairs.READY).unlink()  # whole files, but nothing says the build finished
+    assert pairs.prepare_packaged("Fake") == folder and len(runs) == 2
+    assert pairs.is_ready(folder, pairs.PACKAGED["Fake"])
 
 
 def test_chunks_that_fail_the_sha256_are_never_converted(fake, monkeypatch):
     cache, runs = fake
-    monkeypatch.setitem(models.PACKAGED, "Fake", dataclasses.replace(models.PACKAGED["Fake"], sha256="0" * 64))
+    monkeypatch.setitem(pairs.PACKAGED, "Fake", dataclasses.replace(pairs.PACKAGED["Fake"], sha256="0" * 64))
     with pytest.raises(ValueError, match="corrupted or partial"):
-        models.prepare_packaged("Fake")
+        pairs.prepare_packaged("Fake")
     assert runs == [] and entries(cache) == []
 
 
@@ -204,26 +204,26 @@ def test_a_gpu_gets_a_dtype_it_computes_natively(monkeypatch, bf16, capability, 
         calls.append(including_emulation)
         return bf16
 
-    monkeypatch.setattr(models.torch.cuda, "is_bf16_supported", supported)
-    monkeypatch.setattr(models.torch.cuda, "get_device_capability", lambda device=None: capability)
-    monkeypatch.setattr(models.torch.cuda, "get_device_name", lambda device=None: name)
-    dtype, why = models.auto_dtype("cuda")
+    monkeypatch.setattr(pairs.torch.cuda, "is_bf16_supported", supported)
+    monkeypatch.setattr(pairs.torch.cuda, "get_device_capability", lambda device=None: capability)
+    monkeypatch.setattr(pairs.torch.cuda, "get_device_name", lambda device=None: name)
+    dtype, why = pairs.auto_dtype("cuda")
     assert dtype == expected and name in why and calls == [False]  # emulated bfloat16 does not count
-    assert models.pick_dtype("auto", "cuda") == expected and models.pick_dtype("float32", "cuda") == "float32"
+    assert pairs.pick_dtype("auto", "cuda") == expected and pairs.pick_dtype("float32", "cuda") == "float32"
 
 
 @pytest.mark.parametrize("has_bf16, expected", [(True, "bfloat16"), (False, "float32")])
 def test_a_cpu_gets_bfloat16_only_with_native_support(monkeypatch, has_bf16, expected):
-    monkeypatch.setattr(models, "_cpu_has_bf16", lambda: has_bf16)
-    dtype, why = models.auto_dtype("cpu")
+    monkeypatch.setattr(pairs, "_cpu_has_bf16", lambda: has_bf16)
+    dtype, why = pairs.auto_dtype("cpu")
     assert dtype == expected and ("natively" in why if has_bf16 else "no native bfloat16" in why)
 
 
 def test_apple_silicon_comes_after_cuda_and_before_the_cpu(monkeypatch):
-    monkeypatch.setattr(models.torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(models, "_mps_available", lambda: True)
-    assert models.pick_device() == "mps" and models.auto_dtype("mps")[0] == "float16"
-    monkeypatch.setattr(models, "_mps_available", lambda: False)
-    assert models.pick_device() == "cpu"
+    monkeypatch.setattr(pairs.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(pairs, "_mps_available", lambda: True)
+    assert pairs.pick_device() == "mps" and pairs.auto_dtype("mps")[0] == "float16"
+    monkeypatch.setattr(pairs, "_mps_available", lambda: False)
+    assert pairs.pick_device() == "cpu"
     with pytest.raises(ValueError, match="no Apple-silicon GPU"):
-        models.pick_device("mps")
+        pairs.pick_device("mps")

@@ -1,7 +1,7 @@
 """What the browser tests and the scripts in tools/ share: headless Debian Chromium, a free loopback port, a Gradio
 demo served in this process, and a browser tab with waits (a plain module, not a test file and not a fixture).
 
-Imported as `tests.browser_util`: by the test files, and by the scripts in tools/ (run from the repository root as
+Imported as `harness.browser`: by the test files, and by the scripts in tools/ (run from the repository root as
 `python -m tools.NAME`).
 
 Every wait polls every 50 ms (streamed updates can be shorter than playwright's default polling) and returns the
@@ -22,7 +22,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is i
 CHROMIUM = "/usr/bin/chromium"  # Debian's; never `playwright install`
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-ARTIFACTS = Path(__file__).parent / "artifacts"  # screenshots (gitignored)
+ARTIFACTS = Path(__file__).resolve().parent.parent / "tests" / "artifacts"  # screenshots (gitignored)
 TIMEOUT_MS = 60_000  # generous: the suite runs on 2 busy cores, and a wait ends as soon as its condition holds
 POLL_MS = 50
 NAV = ("prev-round", "next-round")

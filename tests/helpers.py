@@ -2,7 +2,7 @@
 reading the app's outputs, the wrong tree rule the negative controls use, a fake packaged model, a hand-made trace.
 
 Imported as `tests.helpers`: by the test files (no test file imports another), by tests/conftest.py for its fixtures,
-and by tools/load_test.py and tools/screenshot_lecture.py. Everything here is built in the calling process; nothing
+and by tools/load_test.py and tools/screenshots.py. Everything here is built in the calling process; nothing
 is downloaded.
 """
 

@@ -9,61 +9,47 @@ here). Three simulated students answer on their own pages (one of them the phone
 round. Headless Debian Chromium, as in the browser tests; PNGs quantized to 256 colours.
 """
 import argparse
-import os
 from pathlib import Path
 
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-from tools.screenshot_lecture import ROOT, tiny_engine  # noqa: E402
+from tools.screenshots import ROOT, app_in_browser, quantize
 
 PROJECTOR, PHONE = (1920, 1080), (390, 844)
 
 
 def screenshot(round_number: int, out_dir: Path) -> list[Path]:
-    from PIL import Image
-    from playwright.sync_api import sync_playwright
-
-    from harness.browser import AppPage, launch_browser, serve
     from harness.room_pages import FollowerPage, open_room
+    from harness.browser import AppPage
 
-    engine = tiny_engine()
-    demo, url = serve(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")
     outs = [out_dir / "room-projector-1920x1080.png", out_dir / "room-phone-390x844.png"]
-    try:
-        with sync_playwright() as pw:
-            browser = launch_browser(pw)
-            lecturer = AppPage(browser, url, viewport=PROJECTOR)
-            join = open_room(lecturer)
-            lecturer.page.click("#lecture-mode input[type=checkbox]")
-            lecturer.wait_js("() => !document.querySelector('#prompt')?.checkVisibility()")
-            for number in range(2, round_number + 1):
-                lecturer.page.click("#next-round")
-                lecturer.wait_round(number)
-            lecturer.page.check("#quiz-mode input")
-            students = [FollowerPage(browser, join, viewport=PHONE if i == 0 else (1024, 768)) for i in range(3)]
-            section = f'#stage .sv-round[data-round="{round_number}"]'
-            accepted = lecturer.page.evaluate(f"() => document.querySelector('{section}').dataset.accepted")
-            for student, guess in zip(students, [accepted, accepted, "1" if accepted != "1" else "2"]):
-                student.wait_js("() => document.body.classList.contains('sv-quiz')")
-                student.page.click(f'{section} .sv-guess[data-guess="{guess}"]')
-            lecturer.wait_text("#sv-class-lead", f"3 answered round {round_number}")
-            steps = int(lecturer.page.evaluate(f"() => document.querySelector('{section}').dataset.steps"))
-            for _ in range(steps):
-                lecturer.page.click(f"{section} .sv-reveal")
-            lecturer.wait_text("#sv-class-lead", f"Round {round_number}: 3 answers")
-            students[0].wait_text("#sv-class", f"Round {round_number}: 3 answers")
-            lecturer.page.evaluate("() => document.querySelector('#room-panel').scrollIntoView()")
-            lecturer.settle(500)
-            lecturer.page.screenshot(path=str(outs[0]))
-            students[0].page.evaluate("() => window.scrollTo(0, 0)")
-            students[0].settle(300)
-            students[0].page.screenshot(path=str(outs[1]))
-            browser.close()
-    finally:
-        demo.close()
+    with app_in_browser() as (browser, url):
+        lecturer = AppPage(browser, url, viewport=PROJECTOR)
+        join = open_room(lecturer)
+        lecturer.page.click("#lecture-mode input[type=checkbox]")
+        lecturer.wait_js("() => !document.querySelector('#prompt')?.checkVisibility()")
+        for number in range(2, round_number + 1):
+            lecturer.page.click("#next-round")
+            lecturer.wait_round(number)
+        lecturer.page.check("#quiz-mode input")
+        students = [FollowerPage(browser, join, viewport=PHONE if i == 0 else (1024, 768)) for i in range(3)]
+        section = f'#stage .sv-round[data-round="{round_number}"]'
+        accepted = lecturer.page.evaluate(f"() => document.querySelector('{section}').dataset.accepted")
+        for student, guess in zip(students, [accepted, accepted, "1" if accepted != "1" else "2"]):
+            student.wait_js("() => document.body.classList.contains('sv-quiz')")
+            student.page.click(f'{section} .sv-guess[data-guess="{guess}"]')
+        lecturer.wait_text("#sv-class-lead", f"3 answered round {round_number}")
+        steps = int(lecturer.page.evaluate(f"() => document.querySelector('{section}').dataset.steps"))
+        for _ in range(steps):
+            lecturer.page.click(f"{section} .sv-reveal")
+        lecturer.wait_text("#sv-class-lead", f"Round {round_number}: 3 answers")
+        students[0].wait_text("#sv-class", f"Round {round_number}: 3 answers")
+        lecturer.page.evaluate("() => document.querySelector('#room-panel').scrollIntoView()")
+        lecturer.settle(500)
+        lecturer.page.screenshot(path=str(outs[0]))
+        students[0].page.evaluate("() => window.scrollTo(0, 0)")
+        students[0].settle(300)
+        students[0].page.screenshot(path=str(outs[1]))
     for out in outs:
-        Image.open(out).convert("RGB").quantize(256).save(out, optimize=True)
+        quantize(out)
         print(f"{out}: {out.stat().st_size / 1024:.0f} KB")
     return outs
 

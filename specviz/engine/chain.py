@@ -15,7 +15,6 @@ from dataclasses import replace
 import torch
 
 from specviz.algorithm.sampling import sample, verify, warp
-from specviz.drafters import drafter
 from specviz.settings.bounds import COST_RULE
 from specviz.engine.decoding import TOP_N, DecodingRun, forward, rollback, synchronize
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, CacheLengths, DraftPosition, \
@@ -41,9 +40,8 @@ class ChainRun(DecodingRun):
     def __init__(self, engine, prompt: str, settings, details: bool = True, load: int = 1):
         settings = replace(settings, draft_layers=engine.layers_for(settings))  # the trace records the N used
         super().__init__(engine, prompt, settings, details)
-        self.spec = drafter(settings.drafter)
         self.rule = None  # the cost-aware rule (algorithm/cost_rule.py), when adaptive K is set to it
-        if settings.adaptive and settings.stop_rule == COST_RULE and self.spec.has_draft_cache:
+        if settings.adaptive and settings.stop_rule == COST_RULE and settings.drafter_spec.has_draft_cache:
             self.rule, self.prices, self.rule_note = engine.cost_rule(self.drafter, settings, load)
 
     def _round(self) -> Round:
@@ -84,7 +82,7 @@ class ChainRun(DecodingRun):
     def _draft(self, k: int) -> tuple[list[int], torch.Tensor, list[float]]:
         """(drafts, q with a row per draft, and with adaptive K the draft's own temperature-1 probability of each
         draft, the factors of the product its stop rule reads; else [])."""
-        if self.spec.propose:
+        if self.s.drafter_spec.propose:
             return *self._copied_draft(k), []
         drafts, qs, sure, alive = [], [], [], 1.0
         if self.rule:  # round 1 drafts nothing (k = 0): the rule first weighs round 2
@@ -114,7 +112,7 @@ class ChainRun(DecodingRun):
     def _copied_draft(self, k: int) -> tuple[list[int], torch.Tensor]:
         """Tokens a drafter without a model proposes (copied from earlier text); q is a point mass on each, so
         acceptance is p(x)."""
-        drafts = self.spec.propose(self.ids, k)
+        drafts = self.s.drafter_spec.propose(self.ids, k)
         for i, x in enumerate(drafts):
             if x in self.e.eos_ids:
                 drafts = drafts[:i + 1]

@@ -23,7 +23,7 @@ import torch
 from transformers import DynamicCache
 
 from specviz.algorithm.sampling import sample, warp
-from specviz.drafters import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, drafter
+from specviz.drafters import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS
 from specviz.algorithm.cost_rule import CostRule
 from specviz.engine import pass_costs, self_speculation
 from specviz.engine.chain import ChainRun
@@ -65,7 +65,7 @@ class Engine:
     def draft_for(self, settings: RunSettings) -> tuple[object | None, str]:
         """(the model that drafts, the name a trace records) for a run: the draft model, the target's first N
         layers (self-speculation), or no model (a drafter that copies). ValueError for an N the target cannot give."""
-        spec = drafter(settings.drafter)
+        spec = settings.drafter_spec
         if spec.source == EARLIER_TEXT:
             return None, spec.label
         if spec.source == DRAFT_MODEL:
@@ -117,7 +117,7 @@ class Engine:
 
     def layers_for(self, settings: RunSettings) -> int:
         """Self-speculation's N for a run: as set, or half the target's layers for 0 (0 for other drafters)."""
-        if drafter(settings.drafter).source != TARGET_LAYERS:
+        if settings.drafter_spec.source != TARGET_LAYERS:
             return 0
         count = self_speculation.layer_count(self.target)
         return self_speculation.check_layers(self.target, settings.draft_layers or count // 2)
@@ -146,7 +146,7 @@ class Engine:
         ids = list(ids)
         self.draft_for(settings)  # a self-speculation N the target cannot give fails here, before any pass
         ahead, what = settings.k, "K"  # a round may draft this far past the committed tokens, then one more
-        if drafter(settings.drafter).tree:
+        if settings.drafter_spec.tree:
             for model in (self.draft, self.target):
                 check_tree_attention(model)  # a pair whose attention takes no custom mask fails before any pass
             ahead, what = len(settings.widths), "the tree's depth"
@@ -163,7 +163,7 @@ class Engine:
     def start(self, prompt: str, settings: RunSettings, details: bool = True, load: int = 1) -> DecodingRun:
         """A run of the chain (chain.ChainRun) or, for a tree drafter, of draft trees (tree_run.TreeRun). `load`:
         the runs in flight on this device, this one included, which the cost-aware rule prices drafts at."""
-        if drafter(settings.drafter).tree:
+        if settings.drafter_spec.tree:
             return TreeRun(self, prompt, settings, details)
         return ChainRun(self, prompt, settings, details, load=load)
 

@@ -23,7 +23,6 @@ from dataclasses import replace
 import torch
 from transformers import DynamicCache
 
-from specviz.drafters import drafter
 from specviz.engine.decoding import DecodingRun, forward, synchronize
 from specviz.algorithm.sampling import sample, warp
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, CacheLengths, DraftPosition, Round, TokenProb, TreeRecord
@@ -64,7 +63,7 @@ class TreeRun(DecodingRun):
         # 1. Draft: the tree, depth by depth; children i.i.d. from q (greedy: the draft's top tokens).
         before = self._cache_lengths()
         t0 = time.perf_counter()
-        distinct = drafter(s.drafter).distinct
+        distinct = s.drafter_spec.distinct
         tokens, q = draft_tree(self.drafter, self.draft_cache, self.ids[self.draft_cache.get_seq_length():], tree,
                                s.sampling, e.vocab, self.gen, distinct)
         synchronize(e.device)

@@ -144,7 +144,7 @@ def run_command(a: argparse.Namespace) -> int:
                      draft_weights=a.draft_weights)
     engine = Engine.from_pair(pair)
     engine.warm_up()
-    shape = f"tree {widths_text(settings.widths)}" if REGISTRY[settings.drafter].tree else f"K={a.k}"
+    shape = f"tree {widths_text(settings.widths)}" if settings.drafter_spec.tree else f"K={a.k}"
     print(f"{pair.draft_name} → {pair.target_name} · {pair.device} · {pair.dtype} · {shape} · "
           f"T={a.temperature} · seed={a.seed}", flush=True)
     run = engine.start(a.prompt, settings)

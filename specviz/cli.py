@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from specviz.settings.errors import message_of
+from specviz.app.errors import message_of
 from specviz.drafters import REGISTRY, layers, tree
 from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, STOP_RULES, widths_text
 from specviz.view.cost_words import round_note, run_account

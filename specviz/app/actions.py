@@ -19,7 +19,7 @@ from specviz.view import charts
 from specviz.view import page_text
 from specviz.view import summary
 from specviz.engine import Engine, RunSettings
-from specviz.settings.errors import message_of, refused_by_zerogpu
+from specviz.app.errors import message_of, refused_by_zerogpu
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
 from specviz.app.inputs import PAGE_STOP_RULE, check_preset, check_prompt, settings_from
 from specviz.settings.bounds import short_repr

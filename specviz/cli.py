@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from specviz.settings.errors import message_of
+from specviz.app.errors import message_of
 from specviz.drafters import REGISTRY, layers, tree
 from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, STOP_RULES, widths_text
 from specviz.view.cost_words import round_note, run_account
@@ -144,7 +144,7 @@ def run_command(a: argparse.Namespace) -> int:
                      draft_weights=a.draft_weights)
     engine = Engine.from_pair(pair)
     engine.warm_up()
-    shape = f"tree {widths_text(settings.widths)}" if REGISTRY[settings.drafter].tree else f"K={a.k}"
+    shape = f"tree {widths_text(settings.widths)}" if settings.drafter_spec.tree else f"K={a.k}"
     print(f"{pair.draft_name} → {pair.target_name} · {pair.device} · {pair.dtype} · {shape} · "
           f"T={a.temperature} · seed={a.seed}", flush=True)
     run = engine.start(a.prompt, settings)

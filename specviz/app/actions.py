@@ -19,7 +19,7 @@ from specviz.view import charts
 from specviz.view import page_text
 from specviz.view import summary
 from specviz.engine import Engine, RunSettings
-from specviz.settings.errors import message_of, refused_by_zerogpu
+from specviz.app.errors import message_of, refused_by_zerogpu
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
 from specviz.app.inputs import PAGE_STOP_RULE, check_preset, check_prompt, settings_from
 from specviz.settings.bounds import short_repr
@@ -144,26 +144,29 @@ class ModelActions:
                                      draft_layers=draft_layers, tree_widths=tree_widths, stop_rule=stop_rule)
             prompt = check_prompt(prompt)
             engine = self.engine(preset, progress)
-            engine.encode(prompt, settings)  # a prompt too long for the context fails here, before any model runs
+            # A prompt too long for the context fails here, before any model runs; the run starts from these ids,
+            # so the prompt is tokenised once
+            ids = engine.encode(prompt, settings)
         except Exception as e:
             yield self.problem(message_of(e))
             return
         with self.runs.running(request.session_hash if request else None) as stop:
-            yield from self._stream(engine, engine_ref(self.get_engine, preset), prompt, settings, bool(lecture),
-                                    stop)
+            yield from self._stream(engine, engine_ref(self.get_engine, preset), prompt, ids, settings,
+                                    bool(lecture), stop)
 
     def stop(self, request: gr.Request = None):
         """Pressing Generate during a run: the running one stops after its current round (see Runs)."""
         self.runs.stop(request.session_hash if request else None)
 
-    def _stream(self, engine: Engine, ref: EngineRef, prompt: str, settings: RunSettings, lecture: bool,
-                stop: threading.Event):
+    def _stream(self, engine: Engine, ref: EngineRef, prompt: str, ids: list[int], settings: RunSettings,
+                lecture: bool, stop: threading.Event):
         """Generate's frames. A failure or a stop mid-run keeps the rounds so far: the last frame puts them in
         the trace state (viewable, downloadable) and says what happened."""
         out, info, started, shown = self.out, engine_info(engine, settings), time.perf_counter(), 0.0
         latest = failure = None
         refused = False  # ZeroGPU refused the call before it ran (the quota, no free GPU): no round was made
-        with closing(stream_traces(ref, prompt, settings, self.runs.in_flight())) as traces:  # closed at once, also when the tab is
+        # closing(): the GPU call is closed at once, also when the tab is closed mid-run
+        with closing(stream_traces(ref, prompt, settings, self.runs.in_flight(), ids)) as traces:
             try:
                 for latest in traces:
                     if stop.is_set():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import gradio as gr
 
 from specviz.measure import cost_charts
-from specviz.settings.errors import message_of
+from specviz.app.errors import message_of
 from specviz.lab.readouts import heading_html, warning_html
 from specviz.settings.bounds import MAX_K, Bound
 from specviz.app.serving import MODEL_RUNS, CostCache, EngineLoader, Step, engine_ref, measure_pair_costs

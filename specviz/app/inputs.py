@@ -8,10 +8,10 @@ run's. Navigation and Generate skip Gradio's preprocessing, so their values arri
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 from specviz.engine import RunSettings
-from specviz.drafters import REGISTRY
 from specviz.settings.bounds import COST_RULE, MAX_K, Bound, short_repr
 from specviz.algorithm.tree import parse_widths
 
@@ -62,15 +62,15 @@ def settings_from(*, k, temperature, top_p, top_k, seed, max_new_tokens, drafter
     widths' text is read only with the tree drafter (the box keeps its value while another drafter is chosen)."""
     if not isinstance(tree_widths, (str, type(None))):
         raise ValueError(f"tree widths must be text like 2-2-1-1, got {short_repr(tree_widths)}")
-    tree = drafter in REGISTRY and REGISTRY[drafter].tree
-    widths = parse_widths(tree_widths) if tree and (tree_widths or "").strip() else None
-    return RunSettings(k=setting(k, "k"), temperature=setting(temperature, "temperature"),
-                       top_p=setting(top_p, "top_p"), top_k=setting(top_k, "top_k"), seed=setting(seed, "seed"),
-                       max_new_tokens=setting(max_new_tokens, "max_new_tokens"),
-                       drafter=drafter or RunSettings.drafter,
-                       adaptive=False if adaptive is None else adaptive,  # RunSettings refuses 1, "yes" or []
-                       draft_layers=setting(draft_layers, "draft_layers"), tree_widths=widths,
-                       stop_rule=stop_rule or PAGE_STOP_RULE)
+    settings = RunSettings(k=setting(k, "k"), temperature=setting(temperature, "temperature"),
+                           top_p=setting(top_p, "top_p"), top_k=setting(top_k, "top_k"), seed=setting(seed, "seed"),
+                           max_new_tokens=setting(max_new_tokens, "max_new_tokens"),
+                           drafter=drafter or RunSettings.drafter,
+                           adaptive=False if adaptive is None else adaptive,  # RunSettings refuses 1, "yes" or []
+                           draft_layers=setting(draft_layers, "draft_layers"), stop_rule=stop_rule or PAGE_STOP_RULE)
+    if settings.drafter_spec.tree and (tree_widths or "").strip():
+        settings = replace(settings, tree_widths=parse_widths(tree_widths))
+    return settings
 
 
 def check_prompt(prompt) -> str:

@@ -24,7 +24,7 @@ from specviz.lab import playground
 from specviz.lab import charts as lab_charts
 from specviz.view.charts import FONT_SIZE, empty_figure
 from specviz.engine import RunSettings
-from specviz.settings.errors import message_of, refused_by_zerogpu
+from specviz.app.errors import message_of, refused_by_zerogpu
 from specviz.lab.readouts import (RESTART, REVEAL, TREE_NOTE, card_html, card_steps, comparison_status, covered_html,
                          exactness_html, explorer_html, heading_html, histogram_html, joint_html, playground_html,
                          trace_html, warning_html)

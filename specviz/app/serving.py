@@ -142,7 +142,7 @@ def _speed(ref: EngineRef) -> gpu_time.PairSpeed | None:
     return gpu_time.measured_speed(ref.preset, ref.engine().device)
 
 
-def _generate_duration(ref, prompt, settings, load=1) -> int:
+def _generate_duration(ref, prompt, settings, load=1, prompt_ids=None) -> int:
     return gpu_time.generate_seconds(settings, _speed(ref))
 
 
@@ -155,10 +155,12 @@ def _compare_duration(ref, prompt, settings, ks, layers=(0,)) -> int:
 
 
 @gpu(duration=_generate_duration)
-def stream_traces(ref: EngineRef, prompt: str, settings: RunSettings, load: int = 1):
+def stream_traces(ref: EngineRef, prompt: str, settings: RunSettings, load: int = 1,
+                  prompt_ids: list[int] | None = None):
     """The model-bound part of Generate: the trace so far after each round (plain CPU data, safe for State).
-    `load`: the runs in flight when it started, which the cost-aware rule prices its drafts at."""
-    run = ref.engine().start(prompt, settings, load=load)
+    `load`: the runs in flight when it started, which the cost-aware rule prices its drafts at; `prompt_ids`: the
+    prompt as Engine.encode checked it before the call (None: the run encodes it)."""
+    run = ref.engine().start(prompt, settings, load=load, prompt_ids=prompt_ids)
     for _ in run:
         yield run.trace()
 

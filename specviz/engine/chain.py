@@ -10,16 +10,14 @@ rollback is one crop to the committed length. Round 1 is the target's prefill al
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 import torch
 
 from specviz.algorithm.sampling import sample, verify, warp
-from specviz.drafters import drafter
-from specviz.settings.bounds import COST_RULE
-from specviz.engine.decoding import TOP_N, DecodingRun, forward, rollback, synchronize
+from specviz.algorithm.cost_rule import CostRule
+from specviz.engine.decoding import TOP_N, DecodingRun, RunContext, forward, rollback, synchronize
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, CacheLengths, DraftPosition, \
-    Round, TokenProb
+    PassCosts, Round, TokenProb
 
 
 def _confidence(logits: torch.Tensor, token: int) -> float:
@@ -38,16 +36,15 @@ class ChainRun(DecodingRun):
     """One speculative decoding run with a chain of drafts. Iterate it to get rounds; `trace()` at any point gives
     the record so far."""
 
-    def __init__(self, engine, prompt: str, settings, details: bool = True, load: int = 1):
-        settings = replace(settings, draft_layers=engine.layers_for(settings))  # the trace records the N used
-        super().__init__(engine, prompt, settings, details)
-        self.spec = drafter(settings.drafter)
-        self.rule = None  # the cost-aware rule (algorithm/cost_rule.py), when adaptive K is set to it
-        if settings.adaptive and settings.stop_rule == COST_RULE and self.spec.has_draft_cache:
-            self.rule, self.prices, self.rule_note = engine.cost_rule(self.drafter, settings, load)
+    def __init__(self, ctx: RunContext, prompt: str, settings, details: bool = True, rule: CostRule | None = None,
+                 prices: PassCosts | None = None, rule_note: str | None = None):
+        super().__init__(ctx, prompt, settings, details)
+        # The cost-aware rule (algorithm/cost_rule.py) and its prices when adaptive K is set to it, or why it could
+        # not price this run (Engine.cost_rule)
+        self.rule, self.prices, self.rule_note = rule, prices, rule_note
 
     def _round(self) -> Round:
-        e, s = self.e, self.s
+        ctx, s = self.ctx, self.s
         left = self.s.max_new_tokens - self.n_new
         # A round yields at most k+1 tokens: never draft past max_new_tokens. Round 1 drafts nothing: it is the
         # target's prefill, whose token needs no draft (the first token waits for no draft pass).
@@ -57,17 +54,17 @@ class ChainRun(DecodingRun):
         before = self._cache_lengths()
         t0 = time.perf_counter()
         drafts, q, sure = self._draft(k)
-        synchronize(e.device)
+        synchronize(ctx.device)
         t1 = time.perf_counter()
         drafted = self._cache_lengths()
 
         # 2. Target: ONE pass over the tokens its cache lacks plus all drafts; p has a row per draft + bonus.
         feed = self.ids[self.target_cache.get_seq_length():] + drafts
-        p = warp(forward(e.target, feed, self.target_cache, len(drafts) + 1)[:, :e.vocab], s.sampling)
+        p = warp(forward(ctx.target, feed, self.target_cache, len(drafts) + 1)[:, :ctx.vocab], s.sampling)
 
         # 3. Verify: accept a prefix, then a replacement from the residual or a bonus from p[k].
         verdict = verify(p, q, torch.tensor(drafts, dtype=torch.long), self.gen)
-        synchronize(e.device)
+        synchronize(ctx.device)
         t2 = time.perf_counter()
         verified = self._cache_lengths()
 
@@ -84,7 +81,7 @@ class ChainRun(DecodingRun):
     def _draft(self, k: int) -> tuple[list[int], torch.Tensor, list[float]]:
         """(drafts, q with a row per draft, and with adaptive K the draft's own temperature-1 probability of each
         draft, the factors of the product its stop rule reads; else [])."""
-        if self.spec.propose:
+        if self.s.drafter_spec.propose:
             return *self._copied_draft(k), []
         drafts, qs, sure, alive = [], [], [], 1.0
         if self.rule:  # round 1 drafts nothing (k = 0): the rule first weighs round 2
@@ -93,7 +90,7 @@ class ChainRun(DecodingRun):
             # The draft cache lacks the prompt and the first token in round 2, later 1 token (usual) or 2 (after a
             # clean sweep: the last draft and the bonus).
             feed = (self.ids + drafts)[self.draft_cache.get_seq_length():]
-            logits = forward(self.drafter, feed, self.draft_cache, 1)[:, :self.e.vocab]
+            logits = forward(self.ctx.drafter, feed, self.draft_cache, 1)[:, :self.ctx.vocab]
             row = warp(logits, self.s.sampling)[0]
             # A one-hot row's only sample is its argmax: greedy skips the float64 CDF over the vocabulary
             x = int(row.argmax()) if self.s.sampling.greedy else int(sample(row[None], self.gen)[0])
@@ -104,28 +101,28 @@ class ChainRun(DecodingRun):
                 alive *= sure[-1]
                 if self.rule:
                     self.rule.drafted(sure[-1])
-            if x in self.e.eos_ids:
+            if x in self.ctx.eos_ids:
                 break  # nothing after EOS can be kept
             if self.s.adaptive and not self.rule and alive < self.s.confidence:
                 break
-        q = torch.stack(qs) if qs else torch.zeros(0, self.e.vocab)
+        q = torch.stack(qs) if qs else torch.zeros(0, self.ctx.vocab)
         return drafts, q, sure
 
     def _copied_draft(self, k: int) -> tuple[list[int], torch.Tensor]:
         """Tokens a drafter without a model proposes (copied from earlier text); q is a point mass on each, so
         acceptance is p(x)."""
-        drafts = self.spec.propose(self.ids, k)
+        drafts = self.s.drafter_spec.propose(self.ids, k)
         for i, x in enumerate(drafts):
-            if x in self.e.eos_ids:
+            if x in self.ctx.eos_ids:
                 drafts = drafts[:i + 1]
                 break
-        q = torch.zeros(len(drafts), self.e.vocab)
+        q = torch.zeros(len(drafts), self.ctx.vocab)
         q[torch.arange(len(drafts)), torch.tensor(drafts, dtype=torch.long)] = 1.0
         return drafts, q
 
     def _record(self, drafts, p, q, verdict, committed, draft_time, verify_time, cache, sure, decision) -> Round:
         """Turn one round's tensors into a Round record (the only place that decides what is kept)."""
-        e, n, k = self.e, verdict.n_accepted, len(drafts)
+        ctx, n, k = self.ctx, verdict.n_accepted, len(drafts)
         # Every number read from the (K, V) rows in one call each, then to Python once: per-position tensor
         # calls and float() round trips cost more than the arithmetic over the vocabulary.
         index = torch.tensor(drafts, dtype=torch.long)
@@ -137,7 +134,7 @@ class ChainRun(DecodingRun):
             examined = i <= n and i < len(verdict.accept_probs)
             fate = ACCEPTED if i < n else REJECTED if examined else DISCARDED
             positions.append(DraftPosition(
-                token_id=x, text=e.text(x), q=q_x[i], p=p_x[i], fate=fate,
+                token_id=x, text=ctx.text(x), q=q_x[i], p=p_x[i], fate=fate,
                 accept_prob=verdict.accept_probs[i] if examined else None,
                 uniform=verdict.uniforms[i] if examined else None,
                 overlap=overlaps[i] if examined and self.details else None,
@@ -150,7 +147,7 @@ class ChainRun(DecodingRun):
             residual = self._residual_top(p[n], q[n], verdict.residual, nxt)
         if self.details and not rejected:
             bonus = self._bonus_top(p[n])
-        next_prob = TokenProb(nxt, e.text(nxt), float(p[n, nxt]), float(q[n, nxt]) if rejected else None,
+        next_prob = TokenProb(nxt, ctx.text(nxt), float(p[n, nxt]), float(q[n, nxt]) if rejected else None,
                               float(verdict.residual[nxt]) if rejected else None)
         return Round(index=len(self.rounds), k=len(drafts), drafts=positions, n_accepted=n, next_token=next_prob,
                      next_kind=REPLACEMENT if rejected else BONUS, residual=residual, bonus_candidates=bonus,
@@ -159,7 +156,7 @@ class ChainRun(DecodingRun):
 
     def _tops(self, p: torch.Tensor, q: torch.Tensor) -> list[list[int]]:
         """Per draft position, the ids of the top tokens of p and of q (p's first), from one topk over the rows."""
-        n = min(TOP_N, self.e.vocab)
+        n = min(TOP_N, self.ctx.vocab)
         top = torch.topk(torch.cat([p, q]), n).indices.tolist()  # (2K, n): p's rows, then q's
         return [top[i] + top[len(q) + i] for i in range(len(q))]
 
@@ -167,7 +164,7 @@ class ChainRun(DecodingRun):
         """The top tokens of p and of q at one position, each with both probabilities, most likely first."""
         ids = list(dict.fromkeys(ids))
         index = torch.tensor(ids, dtype=torch.long)
-        tokens = [TokenProb(t, self.e.text(t), pt, qt)
+        tokens = [TokenProb(t, self.ctx.text(t), pt, qt)
                   for t, pt, qt in zip(ids, p_row[index].tolist(), q_row[index].tolist())]
         tokens = [t for t in tokens if t.p > 0 or t.q > 0]
         return sorted(tokens, key=lambda t: -max(t.p, t.q))

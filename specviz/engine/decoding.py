@@ -1,20 +1,21 @@
 """What every speculative run shares, whatever drafts: a forward pass over the tokens a KV cache lacks, the
-cache's rollback, and `DecodingRun`, the run's state (the committed ids, both caches, the seeded generator),
-its iteration round by round with the time each took, the commit rule (cut after EOS or max_new_tokens) and
-its trace. The chain (chain.ChainRun) and the tree (tree_run.TreeRun) each add their own `_round`.
+cache's rollback, `RunContext`, all a run reads of its engine, and `DecodingRun`, the run's state (the committed
+ids, both caches, the seeded generator), its iteration round by round with the time each took, the commit rule
+(cut after EOS or max_new_tokens) and its trace. The chain (chain.ChainRun) and the tree (tree_run.TreeRun) each
+add their own `_round`.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
-from typing import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterator
 
 import torch
 from transformers import DynamicCache
 
 from specviz.engine.lean import LeanCache
-from specviz.record.trace import Round, TokenProb, Trace, summarize
+from specviz.record.trace import DraftMemory, Round, TokenProb, Trace, summarize
 
 TOP_N = 10  # candidates recorded per position for the bars
 
@@ -48,15 +49,34 @@ def rollback(cache: DynamicCache | LeanCache, keep: int) -> None:
         cache.crop(-extra)
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """All a run reads of its engine: Engine.start builds one per run (engine.py), so the run needs no engine.
+    A round reads the models, `vocab`, `eos_ids`, `text` and `device`; the trace reads the rest."""
+
+    prompt_ids: list[int]  # the prompt, tokenised once (Engine.encode)
+    target: Any  # the target model
+    drafter: Any | None  # the model that drafts: the draft model, the target's first N layers, or None (copies text)
+    new_draft_cache: Callable[[], DynamicCache | LeanCache]  # an empty cache for the drafter (Engine.new_draft_cache)
+    vocab: int  # the ids both models score (their embedding tables may be padded to different sizes)
+    eos_ids: set[int]
+    text: Callable[[int], str]  # one token's text (the engine keeps each it has decoded)
+    tokenizer: Any  # decodes the output for the trace
+    device: str
+    dtype: str
+    target_name: str
+    drafter_name: str  # as the trace records it
+    draft_memory: DraftMemory | None  # the drafter model's memory (engine/memory.py); None without one
+
+
 class DecodingRun:
     """One run. Iterate it to get rounds; `trace()` at any point gives the record so far. Subclasses define
     `_round() -> Round`; `settings` is the RunSettings as the trace records them (with the values used)."""
 
-    def __init__(self, engine, prompt: str, settings, details: bool = True):
-        self.e, self.prompt, self.s, self.details = engine, prompt, settings, details
+    def __init__(self, ctx: RunContext, prompt: str, settings, details: bool = True):
+        self.ctx, self.prompt, self.s, self.details = ctx, prompt, settings, details
         self.prices, self.rule_note = None, None  # the cost-aware rule's prices, or why it could not run (chain.py)
-        self.prompt_ids = engine.encode(prompt, settings)
-        self.drafter, self.drafter_name = engine.draft_for(settings)  # None for prompt lookup
+        self.prompt_ids = ctx.prompt_ids
         self.ids = list(self.prompt_ids)
         self.rounds: list[Round] = []
         self.gen = torch.Generator().manual_seed(settings.seed)
@@ -84,7 +104,7 @@ class DecodingRun:
 
     def _new_draft_cache(self):
         """The drafter's cache: a LeanCache where the engine drafts with the lean pass (lean.py), else transformers'."""
-        return self.e.new_draft_cache(self.drafter)
+        return self.ctx.new_draft_cache()
 
     def _cache_lengths(self) -> tuple[int, int]:
         return self.draft_cache.get_seq_length(), self.target_cache.get_seq_length()
@@ -93,7 +113,7 @@ class DecodingRun:
         committed = []
         for token in new:
             committed.append(token)
-            if token in self.e.eos_ids:
+            if token in self.ctx.eos_ids:
                 self.stop = "eos"
                 break
             if self.n_new + len(committed) >= self.s.max_new_tokens:
@@ -104,24 +124,24 @@ class DecodingRun:
 
     def _residual_top(self, p_row, q_row, residual, chosen: int) -> list[TokenProb]:
         """The top tokens of the residual at a rejection (those with mass, and the chosen one), with p and q."""
-        top = torch.topk(residual, min(TOP_N, self.e.vocab)).indices
+        top = torch.topk(residual, min(TOP_N, self.ctx.vocab)).indices
         rows = torch.stack([p_row[top], q_row[top], residual[top]]).tolist()
-        return [TokenProb(t, self.e.text(t), pt, qt, rt) for t, pt, qt, rt in zip(top.tolist(), *rows)
+        return [TokenProb(t, self.ctx.text(t), pt, qt, rt) for t, pt, qt, rt in zip(top.tolist(), *rows)
                 if rt > 0 or t == chosen]
 
     def _bonus_top(self, p_row: torch.Tensor) -> list[TokenProb]:
         """The top tokens of p where the bonus is sampled (after a clean sweep, or the prefill's first token)."""
-        top = torch.topk(p_row, min(TOP_N, self.e.vocab))
-        return [TokenProb(t, self.e.text(t), pt) for t, pt in zip(top.indices.tolist(), top.values.tolist())]
+        top = torch.topk(p_row, min(TOP_N, self.ctx.vocab))
+        return [TokenProb(t, self.ctx.text(t), pt) for t, pt in zip(top.indices.tolist(), top.values.tolist())]
 
     def trace(self) -> Trace:
-        e = self.e
+        ctx = self.ctx
         new = self.ids[len(self.prompt_ids):]
         settings = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.s).items()}  # as JSON reads
         return Trace(
-            settings=settings, draft_model=self.drafter_name,
-            target_model=e.target_name, device=e.device,
-            dtype=e.dtype, prompt=self.prompt, prompt_token_ids=list(self.prompt_ids), rounds=list(self.rounds),
-            output_token_ids=new, output_text=e.tokenizer.decode(new, skip_special_tokens=True),
-            summary=summarize(self.rounds, self.elapsed), eos_token_ids=sorted(e.eos_ids),
-            draft_memory=e.memory_of(self.drafter), pass_costs=self.prices, rule_note=self.rule_note)
+            settings=settings, draft_model=ctx.drafter_name,
+            target_model=ctx.target_name, device=ctx.device,
+            dtype=ctx.dtype, prompt=self.prompt, prompt_token_ids=list(self.prompt_ids), rounds=list(self.rounds),
+            output_token_ids=new, output_text=ctx.tokenizer.decode(new, skip_special_tokens=True),
+            summary=summarize(self.rounds, self.elapsed), eos_token_ids=sorted(ctx.eos_ids),
+            draft_memory=ctx.draft_memory, pass_costs=self.prices, rule_note=self.rule_note)

@@ -1,5 +1,6 @@
 """`Engine`: a draft/target pair and the tokenizer they share; it starts runs (a chain, chain.py, or a tree,
-tree_run.py) that record every round, and times the target alone (`baseline`).
+tree_run.py) that record every round, handing each all it reads of the engine (a RunContext, decoding.py), and
+times the target alone (`baseline`).
 
     run = Engine(draft, target, tokenizer).start(prompt, RunSettings(k=4, temperature=0))
     for rnd in run:          # each Round as soon as it is done (the UI streams these)
@@ -18,19 +19,22 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
+from functools import partial
 
 import torch
 from transformers import DynamicCache
 
 from specviz.algorithm.sampling import sample, warp
-from specviz.drafters import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, drafter
+from specviz.drafters import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS
 from specviz.algorithm.cost_rule import CostRule
 from specviz.engine import pass_costs, self_speculation
 from specviz.engine.chain import ChainRun
-from specviz.engine.decoding import DecodingRun, forward, synchronize
+from specviz.engine.decoding import DecodingRun, RunContext, forward, synchronize
 from specviz.engine.lean import LeanCache, LeanDecoder
 from specviz.engine.memory import draft_memory
 from specviz.engine.request import RunSettings
+from specviz.settings.bounds import COST_RULE
 from specviz.engine.tree_pass import check_tree_attention
 from specviz.engine.tree_run import TreeRun
 from specviz.record.costs import CostProfile
@@ -65,7 +69,7 @@ class Engine:
     def draft_for(self, settings: RunSettings) -> tuple[object | None, str]:
         """(the model that drafts, the name a trace records) for a run: the draft model, the target's first N
         layers (self-speculation), or no model (a drafter that copies). ValueError for an N the target cannot give."""
-        spec = drafter(settings.drafter)
+        spec = settings.drafter_spec
         if spec.source == EARLIER_TEXT:
             return None, spec.label
         if spec.source == DRAFT_MODEL:
@@ -117,7 +121,7 @@ class Engine:
 
     def layers_for(self, settings: RunSettings) -> int:
         """Self-speculation's N for a run: as set, or half the target's layers for 0 (0 for other drafters)."""
-        if drafter(settings.drafter).source != TARGET_LAYERS:
+        if settings.drafter_spec.source != TARGET_LAYERS:
             return 0
         count = self_speculation.layer_count(self.target)
         return self_speculation.check_layers(self.target, settings.draft_layers or count // 2)
@@ -146,7 +150,7 @@ class Engine:
         ids = list(ids)
         self.draft_for(settings)  # a self-speculation N the target cannot give fails here, before any pass
         ahead, what = settings.k, "K"  # a round may draft this far past the committed tokens, then one more
-        if drafter(settings.drafter).tree:
+        if settings.drafter_spec.tree:
             for model in (self.draft, self.target):
                 check_tree_attention(model)  # a pair whose attention takes no custom mask fails before any pass
             ahead, what = len(settings.widths), "the tree's depth"
@@ -160,12 +164,31 @@ class Engine:
             self._text[token_id] = self.tokenizer.decode([token_id])
         return self._text[token_id]
 
-    def start(self, prompt: str, settings: RunSettings, details: bool = True, load: int = 1) -> DecodingRun:
+    def start(self, prompt: str, settings: RunSettings, details: bool = True, load: int = 1,
+              prompt_ids: list[int] | None = None) -> DecodingRun:
         """A run of the chain (chain.ChainRun) or, for a tree drafter, of draft trees (tree_run.TreeRun). `load`:
-        the runs in flight on this device, this one included, which the cost-aware rule prices drafts at."""
-        if drafter(settings.drafter).tree:
-            return TreeRun(self, prompt, settings, details)
-        return ChainRun(self, prompt, settings, details, load=load)
+        the runs in flight on this device, this one included, which the cost-aware rule prices drafts at.
+        `prompt_ids`: encode(prompt, settings), where the caller has checked the prompt with it already (the page
+        does, before its GPU call), so that the prompt is tokenised once."""
+        if settings.drafter_spec.tree:
+            settings = replace(settings, tree_widths=settings.widths)  # the trace records the widths used
+            return TreeRun(self._context(prompt, settings, prompt_ids), prompt, settings, details)
+        settings = replace(settings, draft_layers=self.layers_for(settings))  # and self-speculation's N
+        ctx = self._context(prompt, settings, prompt_ids)
+        rule = prices = note = None
+        if settings.adaptive and settings.stop_rule == COST_RULE and settings.drafter_spec.has_draft_cache:
+            rule, prices, note = self.cost_rule(ctx.drafter, settings, load)
+        return ChainRun(ctx, prompt, settings, details, rule, prices, note)
+
+    def _context(self, prompt: str, settings: RunSettings, prompt_ids: list[int] | None) -> RunContext:
+        """All a run of `settings` reads of this engine (decoding.RunContext)."""
+        ids = self.encode(prompt, settings) if prompt_ids is None else list(prompt_ids)
+        drafter, drafter_name = self.draft_for(settings)
+        return RunContext(prompt_ids=ids, target=self.target, drafter=drafter,
+                          new_draft_cache=partial(self.new_draft_cache, drafter), vocab=self.vocab,
+                          eos_ids=self.eos_ids, text=self.text, tokenizer=self.tokenizer, device=self.device,
+                          dtype=self.dtype, target_name=self.target_name, drafter_name=drafter_name,
+                          draft_memory=self.memory_of(drafter))
 
     def run(self, prompt: str, settings: RunSettings, details: bool = True, baseline: bool = False,
             load: int = 1) -> Trace:

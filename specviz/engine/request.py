@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from specviz.algorithm.sampling import SamplingSettings
 from specviz.algorithm.tree import check_widths
-from specviz.drafters import DEFAULT, REGISTRY, drafter
+from specviz.drafters import DEFAULT, REGISTRY, Drafter, drafter
 from specviz.drafters.tree import DEFAULT_WIDTHS
 from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, RUN_BOUNDS, STOP_RULES, THRESHOLD_RULE, short_repr
 
@@ -46,7 +46,7 @@ class RunSettings:
                 raise ValueError(f"{said} must be true or false, got {short_repr(getattr(self, name))}")
         if self.stop_rule not in STOP_RULES:
             raise ValueError(f"stop rule must be one of {', '.join(STOP_RULES)}, got {short_repr(self.stop_rule)}")
-        spec = drafter(self.drafter)
+        spec = self.drafter_spec  # ValueError for a key the registry lacks
         if self.tree_widths is not None:
             object.__setattr__(self, "tree_widths", check_widths(self.tree_widths))  # [2, 1] -> (2, 1)
             if not spec.tree:
@@ -56,6 +56,11 @@ class RunSettings:
         if spec.tree and self.adaptive:
             raise ValueError("adaptive K sets a chain's length; a draft tree has a fixed shape (set its widths "
                              "instead), so the tree drafter cannot be adaptive")
+
+    @property
+    def drafter_spec(self) -> Drafter:
+        """The drafter registry's entry for `drafter` (specviz/drafters): where its drafts come from, chain or tree."""
+        return drafter(self.drafter)
 
     @property
     def widths(self) -> tuple[int, ...]:

@@ -18,13 +18,11 @@ than its depth + 1 (a round with one token left is a plain target step).
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 import torch
 from transformers import DynamicCache
 
-from specviz.drafters import drafter
-from specviz.engine.decoding import DecodingRun, forward, synchronize
+from specviz.engine.decoding import DecodingRun, RunContext, forward, synchronize
 from specviz.algorithm.sampling import sample, warp
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, CacheLengths, DraftPosition, Round, TokenProb, TreeRecord
 from specviz.algorithm.tree import TreeShape, TreeVerdict, verify_tree
@@ -34,9 +32,8 @@ from specviz.engine.tree_pass import draft_tree, keep_path, score_tree
 class TreeRun(DecodingRun):
     """One run of the tree drafter. Iterate it to get rounds; `trace()` at any point gives the record so far."""
 
-    def __init__(self, engine, prompt: str, settings, details: bool = True):
-        settings = replace(settings, tree_widths=settings.widths)  # the trace records the widths used
-        super().__init__(engine, prompt, settings, details)
+    def __init__(self, ctx: RunContext, prompt: str, settings, details: bool = True):
+        super().__init__(ctx, prompt, settings, details)
         self._shapes: dict[tuple[int, ...], TreeShape] = {}
 
     def _new_draft_cache(self) -> DynamicCache:
@@ -58,26 +55,26 @@ class TreeRun(DecodingRun):
         return self._tree_round(self._shape(depth)) if depth else self._target_step()
 
     def _tree_round(self, tree: TreeShape) -> Round:
-        e, s = self.e, self.s
+        ctx, s = self.ctx, self.s
         root_slot = len(self.ids) - 1  # the root, the last committed token, sits here in both caches
 
         # 1. Draft: the tree, depth by depth; children i.i.d. from q (greedy: the draft's top tokens).
         before = self._cache_lengths()
         t0 = time.perf_counter()
-        distinct = drafter(s.drafter).distinct
-        tokens, q = draft_tree(self.drafter, self.draft_cache, self.ids[self.draft_cache.get_seq_length():], tree,
-                               s.sampling, e.vocab, self.gen, distinct)
-        synchronize(e.device)
+        distinct = s.drafter_spec.distinct
+        tokens, q = draft_tree(self.ctx.drafter, self.draft_cache, self.ids[self.draft_cache.get_seq_length():], tree,
+                               s.sampling, ctx.vocab, self.gen, distinct)
+        synchronize(ctx.device)
         t1 = time.perf_counter()
         drafted = self._cache_lengths()
 
         # 2. Target: ONE pass over the tokens its cache lacks and every node; p has a row per node.
-        logits = score_tree(e.target, self.target_cache, self.ids[self.target_cache.get_seq_length():], tree, tokens)
-        p = warp(logits[:, :e.vocab], s.sampling)
+        logits = score_tree(ctx.target, self.target_cache, self.ids[self.target_cache.get_seq_length():], tree, tokens)
+        p = warp(logits[:, :ctx.vocab], s.sampling)
 
         # 3. Verify: the surviving path, then a replacement from the last residual or a bonus at a leaf.
         verdict = verify_tree(tree, tokens, p, q, self.gen, greedy=s.sampling.greedy, distinct=distinct)
-        synchronize(e.device)
+        synchronize(ctx.device)
         t2 = time.perf_counter()
         verified = self._cache_lengths()
 
@@ -93,19 +90,19 @@ class TreeRun(DecodingRun):
     def _target_step(self) -> Round:
         """One target pass and one token, no drafts: round 1 (the prefill, exactly as in a chain run) or the last
         token before max_new_tokens."""
-        e = self.e
+        ctx = self.ctx
         before = self._cache_lengths()
         t0 = time.perf_counter()
-        p = warp(forward(e.target, self.ids[self.target_cache.get_seq_length():], self.target_cache, 1)[:, :e.vocab],
-                 self.s.sampling)[0]
+        logits = forward(ctx.target, self.ids[self.target_cache.get_seq_length():], self.target_cache, 1)
+        p = warp(logits[:, :ctx.vocab], self.s.sampling)[0]
         x = int(sample(p[None], self.gen)[0])
-        synchronize(e.device)
+        synchronize(ctx.device)
         t1 = time.perf_counter()
         after = self._cache_lengths()
         committed = self._commit([x])
         cache = CacheLengths(draft=[before[0]] * 4, target=[before[1], before[1], after[1], after[1]])
         return Round(index=len(self.rounds), k=0, drafts=[], n_accepted=0,
-                     next_token=TokenProb(x, e.text(x), float(p[x])), next_kind=BONUS, residual=None,
+                     next_token=TokenProb(x, ctx.text(x), float(p[x])), next_kind=BONUS, residual=None,
                      bonus_candidates=self._bonus_top(p) if self.details else None, committed_ids=committed,
                      draft_time_s=0.0, verify_time_s=t1 - t0, stop=self.stop, cache=cache, drafter=self.s.drafter)
 
@@ -113,7 +110,7 @@ class TreeRun(DecodingRun):
                 committed: list[int], draft_time: float, verify_time: float, cache: CacheLengths) -> Round:
         """Turn one tree round's tensors into a Round: the drafted nodes as its drafts, breadth-first, each with p
         and q read at its parent (where it was drafted and tested), and the shape and path as its TreeRecord."""
-        e = self.e
+        ctx = self.ctx
         parents = torch.tensor(tree.parents[1:], dtype=torch.long)
         index = torch.tensor(tokens[1:], dtype=torch.long)
         p_x, q_x = p[parents, index].tolist(), q[parents, index].tolist()
@@ -123,7 +120,7 @@ class TreeRun(DecodingRun):
         for i in range(1, tree.n_nodes):
             first = v.fates[i] != DISCARDED and tree.kids[tree.parents[i]][0] == i
             drafts.append(DraftPosition(
-                token_id=tokens[i], text=e.text(tokens[i]), p=p_x[i - 1], fate=v.fates[i],
+                token_id=tokens[i], text=ctx.text(tokens[i]), p=p_x[i - 1], fate=v.fates[i],
                 q=q_x[i - 1] if v.test_q[i] is None else v.test_q[i],  # what its test compared with: q or q
                 accept_prob=v.accept_probs[i], uniform=v.uniforms[i],
                 overlap=overlaps[tree.parents[i]] if self.details and first else None))
@@ -131,10 +128,10 @@ class TreeRun(DecodingRun):
         rejected = v.next_kind == REPLACEMENT
         sampled = rejected and v.residual is not None  # greedy replaces with the target's argmax: no residual
         residual = self._residual_top(p[last], q[last], v.residual, nxt) if self.details and sampled else None
-        next_prob = TokenProb(nxt, e.text(nxt), float(p[last, nxt]), float(q[last, nxt]) if rejected else None,
+        next_prob = TokenProb(nxt, ctx.text(nxt), float(p[last, nxt]), float(q[last, nxt]) if rejected else None,
                               float(v.residual[nxt]) if sampled else None)
         record = TreeRecord(widths=list(tree.widths), parents=list(tree.parents), depth=list(tree.depth),
-                            root_id=tokens[0], root_text=e.text(tokens[0]), path=list(v.path), test_p=v.test_p[1:])
+                            root_id=tokens[0], root_text=ctx.text(tokens[0]), path=list(v.path), test_p=v.test_p[1:])
         return Round(index=len(self.rounds), k=tree.n_nodes - 1, drafts=drafts, n_accepted=v.n_accepted,
                      next_token=next_prob, next_kind=v.next_kind, residual=residual,
                      bonus_candidates=self._bonus_top(p[last]) if self.details and not rejected else None,

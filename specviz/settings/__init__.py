@@ -1,5 +1,4 @@
-"""The names, choices, bounds and example prompts that every layer shares, each written once, and what to tell
-a person about an error.
+"""The names, choices, bounds and example prompts that every layer shares, each written once.
 
 Imports nothing else of specviz (only the standard library), so every other folder may import it.
 """

@@ -41,7 +41,7 @@ from specviz.app import gpu_time
 from specviz.engine import Engine, RunSettings
 from specviz.lab import compare
 from specviz.measure import costs
-from specviz.settings import errors
+from specviz.app import errors
 from harness.endpoints import generate_settings, text
 
 # The app's modules, each with the name the tests reach it by (`zero.<name>`: the names they had before the folders).

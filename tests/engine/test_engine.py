@@ -143,6 +143,17 @@ def test_bad_prompts(engine):
         engine.start(PROMPT, RunSettings(max_new_tokens=250))
 
 
+def test_a_run_given_the_prompts_ids_tokenises_nothing_again(engine, monkeypatch):
+    settings = RunSettings(k=3, temperature=0, max_new_tokens=12)
+    ids = engine.encode(PROMPT, settings)  # as Generate checks the prompt before its GPU call
+    expected = engine.run(PROMPT, settings)
+    monkeypatch.setattr(engine, "encode", lambda *_: pytest.fail("the prompt was tokenised again"))
+    run = engine.start(PROMPT, settings, prompt_ids=ids)
+    for _ in run:
+        pass
+    assert run.prompt_ids == ids and run.trace().output_token_ids == expected.output_token_ids
+
+
 def test_prompt_lookup_drafter_is_exact_and_copies(engine):
     prompt = "ab ab ab ab ab ab"  # the tiny target's first token is not EOS, and its text repeats
     s = RunSettings(k=4, temperature=0, max_new_tokens=30, drafter="lookup", chat=False)

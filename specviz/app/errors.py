@@ -4,6 +4,10 @@ plain words for ZeroGPU's refusals and worker failures (read from the `spaces` p
 On ZeroGPU a model call can fail before it starts (the visitor's quota is short, the ask is over the maximum, no GPU
 is free) or while its worker runs. `spaces` reports each as a `gr.Error` with a title and a message; this module
 reads them by those two attributes, so it needs no gradio.
+
+It lives in app/, with the hosted page that meets these errors and nearly all its users. The CLI borrows
+`message_of` (so a failed command says what went wrong in the page's words); tests/test_layering.py allows cli.py
+this one module of app/, which imports nothing but the standard library, so the CLI still never loads gradio.
 """
 
 from __future__ import annotations

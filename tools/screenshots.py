@@ -2,7 +2,7 @@
 served on tiny random-weight models with headless Chromium open on it, and a PNG made small.
 
 Opening a recorded trace needs no model, so the page is served with a tiny pair (never run here) that loads at
-once, as the browser tests serve it (tests/browser_util.py).
+once, as the browser tests serve it (harness/browser.py).
 """
 import os
 from contextlib import contextmanager

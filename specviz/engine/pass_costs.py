@@ -3,7 +3,7 @@ measurement when a pair loads, and the prices a run drafts by.
 
 The short measurement times the target's pass over 1, 2, 3, 5, 9 and 17 new tokens and one draft step, each a few
 times over a cache of CONTEXT tokens (seconds for the packaged pair on 2 CPU cores, docs/engine.md);
-the Costs tab's full measurement (measure/costs.py) replaces it on the engine when it runs (its draft step is
+the Costs tab's full measurement (measure/pass_timing.py) replaces it on the engine when it runs (its draft step is
 transformers' forward, a little slower than the lean pass a run drafts with: its prices err towards drafting less).
 A draft step is timed with the run's own draft pass (lean.py's, where it applies), since that is what a round pays;
 self-speculation's N layers are timed the same way, once per N.
@@ -19,7 +19,7 @@ import time
 import torch
 
 from specviz.engine.decoding import forward, rollback, synchronize
-from specviz.record.costs import CostProfile
+from specviz.record.cost_profile import CostProfile
 from specviz.record.trace import PassCosts
 
 TOKENS = (1, 2, 3, 5, 9, 17)  # new tokens per target pass: K + 1 for K = 0, 1, 2, 4, 8, 16 (between: interpolated)

@@ -112,7 +112,7 @@ class CostDecision:
 
 @dataclass
 class PassCosts:
-    """The costs the cost-aware rule priced a run with, in one-token target steps (measured; record/costs.py)."""
+    """The costs the cost-aware rule priced a run with, in one-token target steps (measured; record/cost_profile.py)."""
 
     c: float  # one draft step
     v: list[float]  # v[n]: the verify pass over n drafts (n + 1 tokens); v[0] = 1, never decreasing

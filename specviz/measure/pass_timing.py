@@ -24,7 +24,7 @@ import torch
 from specviz.engine.decoding import rollback, synchronize
 from specviz.settings.bounds import Progress
 from specviz.algorithm.theory import expected_tokens_per_pass
-from specviz.record.costs import CostProfile
+from specviz.record.cost_profile import CostProfile
 
 NEW_TOKENS = (*range(1, 10), 12, 17)  # n: tokens fed in one target pass (K + 1 for K = 0 … 8, 11, 16)
 BATCHES = (1, 2, 4, 8, 16)  # sequences decoded at once, one new token each

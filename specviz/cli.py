@@ -16,7 +16,7 @@ from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, STOP_RU
 from specviz.view.cost_words import round_note, run_account
 from specviz.view.style import FATES, show
 from specviz.algorithm.theory import round_size_probs
-from specviz.record.acceptance import per_position, round_sizes
+from specviz.record.stats import per_position, round_sizes, set_k
 from specviz.record.trace import ACCEPTED, DISCARDED, REJECTED, Round, Trace
 
 
@@ -69,14 +69,14 @@ def summary_lines(trace: Trace) -> list[str]:
 
 
 def acceptance_lines(trace: Trace) -> list[str]:
-    """Per-position acceptance and round sizes against E(α, K)'s prediction (record/acceptance.py's counts)."""
+    """Per-position acceptance and round sizes against E(α, K)'s prediction (record/stats.py's counts)."""
     positions, alpha = per_position(trace), trace.summary.acceptance_rate
     if not any(c.tested for c in positions):
         return []
     lines = ["acceptance by draft position (accepted/tested): " + ", ".join(
         f"{c.position}: {c.accepted}/{c.tested}" for c in positions) + f" (E(α, K) assumes α = {alpha:.2f} at each)"]
-    k = trace.settings.get("k")
-    sizes = round_sizes(trace, k) if isinstance(k, int) and k > 0 else []
+    k = set_k(trace)
+    sizes = round_sizes(trace, k) if k else []
     if sum(sizes):
         predicted = round_size_probs(alpha, k)
         lines.append(f"round sizes of the {sum(sizes)} rounds of K={k} (tokens: rounds, predicted share): " + ", ".join(

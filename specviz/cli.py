@@ -16,7 +16,7 @@ from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, STOP_RU
 from specviz.view.cost_words import round_note, run_account
 from specviz.view.style import FATES, show
 from specviz.algorithm.theory import round_size_probs
-from specviz.record.acceptance import per_position, round_sizes
+from specviz.record.stats import per_position, round_sizes, set_k
 from specviz.record.trace import ACCEPTED, DISCARDED, REJECTED, Round, Trace
 
 
@@ -69,14 +69,14 @@ def summary_lines(trace: Trace) -> list[str]:
 
 
 def acceptance_lines(trace: Trace) -> list[str]:
-    """Per-position acceptance and round sizes against E(α, K)'s prediction (record/acceptance.py's counts)."""
+    """Per-position acceptance and round sizes against E(α, K)'s prediction (record/stats.py's counts)."""
     positions, alpha = per_position(trace), trace.summary.acceptance_rate
     if not any(c.tested for c in positions):
         return []
     lines = ["acceptance by draft position (accepted/tested): " + ", ".join(
         f"{c.position}: {c.accepted}/{c.tested}" for c in positions) + f" (E(α, K) assumes α = {alpha:.2f} at each)"]
-    k = trace.settings.get("k")
-    sizes = round_sizes(trace, k) if isinstance(k, int) and k > 0 else []
+    k = set_k(trace)
+    sizes = round_sizes(trace, k) if k else []
     if sum(sizes):
         predicted = round_size_probs(alpha, k)
         lines.append(f"round sizes of the {sum(sizes)} rounds of K={k} (tokens: rounds, predicted share): " + ", ".join(
@@ -180,22 +180,22 @@ def add_costs_args(p: argparse.ArgumentParser) -> None:
 
 def costs_command(a: argparse.Namespace) -> int:
     """Print what the Costs tab shows: t(n)/t(1), the batch steps, v, c and the predicted speedup per batch."""
-    from specviz.measure import costs
+    from specviz.measure import pass_timing
     from specviz.engine import Engine
     from specviz.engine.pairs import load_pair
 
     engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, progress=_print_progress,
                                         draft_weights=a.draft_weights))
     engine.warm_up()
-    p = costs.measure_costs(engine, progress=_print_progress)
+    p = pass_timing.measure_costs(engine, progress=_print_progress)
     print(f"{p.draft} → {p.target} · {p.device} · {p.dtype} · {p.context}-token cache · measured in {p.seconds:.1f} s")
     print("tokens per pass  " + "  ".join(f"{n:>5}" for n in p.tokens))
     print("t(n) / t(1)      " + "  ".join(f"{t / p.target_s[0]:>5.2f}" for t in p.target_s))
     print("batch            " + "  ".join(f"{b:>5}" for b in p.batches))
     print("target step / t1 " + "  ".join(f"{t / p.target_s[0]:>5.2f}" for t in p.target_batch_s))
-    print(f"speedup, α={a.alpha} K={a.k} " + "  ".join(f"{costs.speedup_at_batch(p, a.alpha, a.k, b):>5.2f}"
+    print(f"speedup, α={a.alpha} K={a.k} " + "  ".join(f"{pass_timing.speedup_at_batch(p, a.alpha, a.k, b):>5.2f}"
                                                     for b in p.batches))
-    cross = costs.crossover_batch(p, a.alpha, a.k)
+    cross = pass_timing.crossover_batch(p, a.alpha, a.k)
     print(f"t(1) = {p.target_s[0] * 1000:.0f} ms · v = t({a.k + 1})/t(1) = {p.v(a.k):.2f} · c = {p.c:.2f} · "
           + (f"stops paying at batch {cross}" if cross else f"pays at every batch up to {p.batches[-1]}"))
     return 0

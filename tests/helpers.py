@@ -21,8 +21,9 @@ from specviz.algorithm.sampling import residual_distribution, sample
 from specviz.algorithm.tree import verify_tree
 from specviz.engine import pairs
 from specviz.engine.pairs import PackagedGGUF
+from specviz.record.stats import summarize
 from specviz.record.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
-                                  TokenProb, Trace, summarize)
+                                  TokenProb, Trace)
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository
 FIXTURE = ROOT / "tests" / "fixtures" / "qwen_coder_fib.json"  # a run of the packaged pair, 7 rounds

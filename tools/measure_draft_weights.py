@@ -17,7 +17,7 @@ from specviz.engine import Engine, RunSettings
 from specviz.measure.measured import steady_state
 from specviz.engine.pairs import load_pair
 from specviz.engine.quant import FULL, INT4, INT8, fastest_weights, quantize_linears, weights_name
-from specviz.record.trace import target_step_time
+from specviz.record.stats import target_step_time
 
 KINDS = (FULL, INT8, INT4)
 

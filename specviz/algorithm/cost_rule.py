@@ -3,7 +3,8 @@ it costs on this machine.
 
 Drafting the n-th token of a round adds one token to the round's yield exactly when it and every draft before it
 survive, so it adds S_n tokens on average, where S_n is that chance. It costs one draft step, c, and makes the verify
-pass read one more token, v(n) − v(n − 1), both in one-token target steps (measured for the pair: record/costs.py).
+pass read one more token, v(n) − v(n − 1), both in one-token target steps (measured for the pair:
+record/cost_profile.py).
 Spent on the run as it goes, that time would make `rate` tokens per step (the run's own tokens per step of cost so
 far; at least 1, the target alone), so the draft pays when
 

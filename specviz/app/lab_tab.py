@@ -32,6 +32,7 @@ from specviz.settings.bounds import MAX_K
 from specviz.settings.prompts import COMPARE_PROMPTS, REWRITE_PROMPT
 from specviz.app.inputs import setting
 from specviz.app.serving import MODEL_RUNS, EngineLoader, engine_ref, stream_comparison
+from specviz.record.stats import drafted_a_tree
 from specviz.record.trace import Trace
 from specviz.record.load import load_trace
 
@@ -161,7 +162,7 @@ def sliders_from_trace(trace: Trace | None, c_max: float, v_max: float):
     point = measured.measured_point(trace)
     if point is None:
         return *[gr.skip()] * 4, warning_html(TREE_NOTE if trace and trace.rounds and
-                                              measured.drafted_a_tree(trace) else
+                                              drafted_a_tree(trace) else
                                               "no trace with rounds to take α, K, c and v from")
     alpha, k = round(point.alpha, 2), min(point.k, MAX_K)
     if point.c is None:

@@ -24,7 +24,7 @@ from specviz.app import gpu_time
 from specviz.app.assets import ASSETS, script
 from specviz.app.room_routes import ROOMS, RoomHub, room_routes
 from specviz.lab import compare
-from specviz.measure import costs
+from specviz.measure import pass_timing
 from specviz.engine import Engine, RunSettings
 from specviz.settings.bounds import Progress
 from specviz.view.style import palette_css
@@ -184,13 +184,13 @@ class CostCache:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._profiles: dict[str, costs.CostProfile] = {}
+        self._profiles: dict[str, pass_timing.CostProfile] = {}
 
-    def get(self, preset: str) -> costs.CostProfile | None:
+    def get(self, preset: str) -> pass_timing.CostProfile | None:
         with self._lock:
             return self._profiles.get(preset)
 
-    def put(self, preset: str, profile: costs.CostProfile) -> None:
+    def put(self, preset: str, profile: pass_timing.CostProfile) -> None:
         with self._lock:
             self._profiles[preset] = profile
 
@@ -212,7 +212,8 @@ def measure_pair_costs(ref: EngineRef):
 
     def measure():
         try:
-            result["profile"] = costs.measure_costs(ref.engine(), progress=lambda f, text: steps.put(Step(f, text)))
+            result["profile"] = pass_timing.measure_costs(ref.engine(),
+                                                          progress=lambda f, text: steps.put(Step(f, text)))
         except BaseException as e:  # re-raised below, in the caller's thread
             result["error"] = e
         steps.put(None)

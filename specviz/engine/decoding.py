@@ -15,7 +15,8 @@ import torch
 from transformers import DynamicCache
 
 from specviz.engine.lean import LeanCache
-from specviz.record.trace import DraftMemory, Round, TokenProb, Trace, summarize
+from specviz.record.stats import summarize
+from specviz.record.trace import DraftMemory, Round, TokenProb, Trace
 
 TOP_N = 10  # candidates recorded per position for the bars
 

@@ -37,7 +37,7 @@ from specviz.engine.request import RunSettings
 from specviz.settings.bounds import COST_RULE
 from specviz.engine.tree_pass import check_tree_attention
 from specviz.engine.tree_run import TreeRun
-from specviz.record.costs import CostProfile
+from specviz.record.cost_profile import CostProfile
 from specviz.record.trace import Baseline, PassCosts, Trace
 
 

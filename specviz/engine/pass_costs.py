@@ -1,9 +1,10 @@
 """What drafting and verifying cost on this machine, for the cost-aware stop rule (algorithm/cost_rule.py): a short
-measurement when a pair loads, and the prices a run drafts by.
+measurement when a pair loads, and the prices a run drafts by; and `time_passes`, the one timer of passes on a cached
+context, which the Costs tab's full measurement (measure/pass_timing.py) times transformers' forward with.
 
 The short measurement times the target's pass over 1, 2, 3, 5, 9 and 17 new tokens and one draft step, each a few
 times over a cache of CONTEXT tokens (seconds for the packaged pair on 2 CPU cores, docs/engine.md);
-the Costs tab's full measurement (measure/costs.py) replaces it on the engine when it runs (its draft step is
+the Costs tab's full measurement (measure/pass_timing.py) replaces it on the engine when it runs (its draft step is
 transformers' forward, a little slower than the lean pass a run drafts with: its prices err towards drafting less).
 A draft step is timed with the run's own draft pass (lean.py's, where it applies), since that is what a round pays;
 self-speculation's N layers are timed the same way, once per N.
@@ -19,7 +20,7 @@ import time
 import torch
 
 from specviz.engine.decoding import forward, rollback, synchronize
-from specviz.record.costs import CostProfile
+from specviz.record.cost_profile import CostProfile
 from specviz.record.trace import PassCosts
 
 TOKENS = (1, 2, 3, 5, 9, 17)  # new tokens per target pass: K + 1 for K = 0, 1, 2, 4, 8, 16 (between: interpolated)
@@ -46,21 +47,31 @@ def draft_step_s(engine, drafter) -> float:
 
 
 def _timings(engine, model, cache, n: int) -> list[float]:
-    """Seconds of REPEATS passes over n new tokens on a CONTEXT-token cache (cropped back after each), after one
+    """Seconds of REPEATS passes of the run's own forward over n new tokens on a CONTEXT-token cache, after one
     untimed pass (the first of a shape pays for kernel choice)."""
     from transformers import DynamicCache
 
     cache = DynamicCache() if cache is None else cache
     forward(model, [i % 100 + 10 for i in range(CONTEXT)], cache, 1)
+    return time_passes(lambda i: forward(model, [i + 1] * n, cache, n), cache, engine.device, REPEATS, warm_up=1)
+
+
+def time_passes(feed, cache, device, repeats: int, warm_up: int = 0) -> list[float]:
+    """Seconds of each of `repeats` calls of feed(i), a forward pass over new tokens on top of `cache` (i counts every
+    call from 0), after `warm_up` untimed ones; the cache is cropped back to its length after each, so every pass sees
+    the same cache. The one timer of passes: this short measurement feeds the run's own forward (lean.py's draft pass
+    where it applies), measure/pass_timing.py transformers' forward at a batch."""
+    length = cache.get_seq_length()
     times = []
-    for i in range(REPEATS + 1):
-        synchronize(engine.device)
+    for i in range(warm_up + repeats):
+        synchronize(device)
         t0 = time.perf_counter()
-        forward(model, [i + 1] * n, cache, n)
-        synchronize(engine.device)
-        times.append(time.perf_counter() - t0)
-        rollback(cache, CONTEXT)
-    return times[1:]
+        feed(i)
+        synchronize(device)
+        if i >= warm_up:
+            times.append(time.perf_counter() - t0)
+        rollback(cache, length)
+    return times
 
 
 def prices(profile: CostProfile, step_s: float, most: int, load: int) -> PassCosts:

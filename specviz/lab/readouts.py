@@ -15,6 +15,7 @@ from specviz.lab import playground
 from specviz.view.page_text import token_html
 from specviz.view.style import FATES, INK, Q_COLOR
 from specviz.algorithm.theory import expected_tokens_per_pass, round_cost, round_size_probs, speedup
+from specviz.record.stats import drafted_a_tree
 from specviz.record.trace import ACCEPTED, REPLACEMENT, Trace
 
 TEXT = "font-size:20px;line-height:1.5"
@@ -200,8 +201,8 @@ TREE_NOTE = ("This trace drafted trees: the explorer's formulas describe a chain
 def trace_html(trace: Trace | None, point: measured.MeasuredPoint | None) -> str:
     if point is None:
         msg = ("No trace yet: generate one in the main view, or upload a trace JSON, to put its measured point "
-               "(■) on these charts." if trace is None else TREE_NOTE if trace.rounds and measured.drafted_a_tree(
-                   trace) else "This trace has no rounds to measure.")
+               "(■) on these charts." if trace is None else TREE_NOTE if trace.rounds and drafted_a_tree(trace)
+               else "This trace has no rounds to measure.")
         return f'<div style="{TEXT}">{msg}</div>'
     pair = f"{html.escape(trace.draft_model)} → {html.escape(trace.target_model)}"
     gain = (f"{point.speedup:.2f}× over its baseline" if point.speedup is not None

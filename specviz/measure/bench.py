@@ -28,10 +28,11 @@ from specviz.engine.quant import FULL, pick_weights, quantize_linears, weights_n
 from specviz.settings.bounds import COST_RULE, DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, widths_text
 from specviz.settings.prompts import CODE_PROMPT, STORY_PROMPT
 from specviz.algorithm.cost_rule import predicted_speedup
-from specviz.measure import costs
+from specviz.measure import pass_timing
 from specviz.measure.bench_report import COST_CONFIG, SAME_DRAFT_PEER, Row, write_report
 from specviz.measure.measured import SteadyState, steady_state
-from specviz.record.trace import acceptance_rate, baseline_decode_speed, decode_speed, step_times, target_step_time
+from specviz.record.stats import (acceptance_rate, baseline_decode_speed, decode_speed, later_rounds, step_times,
+                                  target_step_time)
 from specviz.algorithm.tree import parse_widths
 
 PROMPTS = {
@@ -129,7 +130,7 @@ def slow_verify(engine, v: float) -> float:
     t(5)/t(1) = v: the verify pass as dear as on a machine where it is compute-bound (an AVX2-only CPU in float32
     measured v = 3). Every loop that calls the target gets it (specviz's verify, transformers' assisted generation,
     the cost measurement); one-token steps and a prompt's prefill do not. Returns the extra seconds per token."""
-    step = costs.pass_time(engine.target, costs.prefill(engine.target, 64), 1, repeats=5, warm_up=1)
+    step = pass_timing.pass_time(engine.target, pass_timing.prefill(engine.target, 64), 1, repeats=5, warm_up=1)
     extra = (v - 1) / 4 * step
 
     def sleep_before(module, args, kwargs):
@@ -276,7 +277,7 @@ def trace_figures(t, target_step: float) -> dict:
     the baseline runs); predicted: E(α, K̄) / (K̄·c + v) with α, K̄ and the times from the rounds after the first
     (which also encodes the prompt), the Lab's theory for the same trace; decode_tps: tokens/s of those same
     rounds, wall clock, to compare with the prediction."""
-    m, later = t.summary, t.rounds[1:] or t.rounds
+    m, later = t.summary, later_rounds(t.rounds)
     steady = steady_state(t.rounds, target_step) or SteadyState(  # nothing drafted: no draft cost
         acceptance_rate(later), 0.0, 0.0, step_times(t.rounds)[1] / target_step)
     own = predicted_speedup(t.rounds)  # the cost-aware rule's own prediction, where it priced the rounds

@@ -8,7 +8,8 @@ from html import escape
 
 import plotly.graph_objects as go
 
-from specviz.measure.costs import CostProfile, crossover_batch, crossover_range, speedup_at_batch
+from specviz.measure.pass_timing import crossover_batch, crossover_range, speedup_at_batch
+from specviz.record.cost_profile import CostProfile
 from specviz.view.charts import FONT_SIZE, base_layout
 from specviz.view.style import GRAPHIC_CONTRAST, GRID, INK, P_COLOR, Q_COLOR, ink
 

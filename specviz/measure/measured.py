@@ -1,6 +1,8 @@
 """What a recorded run measured, in the cost model's terms: `measured_point` reads a trace's α, K, c and v (c and v
 against one target-only step of its baseline), and `steady_state` is the one place that turns a run into the
-model's terms, for the Lab's readout and for the benchmark's prediction alike. Pure functions of the record.
+model's terms, for the Lab's readout and for the benchmark's prediction alike (with the model's predicted speedup,
+from algorithm/theory.py). Every statistic of the trace they quote is record/stats.py's; here they are only put in
+the model's terms.
 """
 
 from __future__ import annotations
@@ -8,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specviz.algorithm.theory import speedup
-from specviz.record.trace import Trace, acceptance_rate, baseline_decode_speed, decode_speed, step_times, summarize, \
-    target_step_time
+from specviz.record.stats import (acceptance_rate, decode_speedup, drafted_a_tree, later_rounds, mean_drafts,
+                                  round_shares, set_k, speedup_over_baseline, step_times, summarize, target_step_time)
+from specviz.record.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -30,12 +33,11 @@ class SteadyState:
 def steady_state(rounds: list, target_step_s: float) -> SteadyState | None:
     """The run's α, K̄, c and v, with c and v measured against one target-only step (from a baseline run);
     None when nothing was drafted."""
-    later = rounds[1:] or rounds
+    later = later_rounds(rounds)
     draft, verify = step_times(rounds)
     if draft is None or not target_step_s > 0:
         return None
-    return SteadyState(acceptance_rate(later), sum(r.k for r in later) / len(later), draft / target_step_s,
-                       verify / target_step_s)
+    return SteadyState(acceptance_rate(later), mean_drafts(later), draft / target_step_s, verify / target_step_s)
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class MeasuredPoint:
     draft_s_per_token: float | None  # mean draft time per drafted token; None when nothing was drafted
     verify_s_per_round: float  # mean target pass + verify time per round
     tokens_per_pass: float  # new tokens / target passes
-    round_probs: list[float]  # fraction of rounds that committed j + 1 tokens, j = 0..K
+    round_probs: list[float]  # fraction of rounds that committed j + 1 tokens, j = 0..K (stats.round_shares)
     speedup: float | None  # tokens/s over the baseline's tokens/s; None without a baseline
     n_rounds: int
     steady: SteadyState | None = None  # c and v against the baseline's step; None without a baseline
@@ -68,10 +70,6 @@ class MeasuredPoint:
         return self.steady.v if self.steady is not None else None
 
 
-def drafted_a_tree(trace: Trace) -> bool:
-    return any(r.tree for r in trace.rounds)
-
-
 def measured_point(trace: Trace | None) -> MeasuredPoint | None:
     """The trace's α, K, c, v and speedup, or None for no trace, one without rounds, or a tree's (the chain's E(α, K)
     does not describe a round whose K drafts are branches, not one row)."""
@@ -79,24 +77,18 @@ def measured_point(trace: Trace | None) -> MeasuredPoint | None:
         return None
     rounds = trace.rounds
     summary = trace.summary or summarize(rounds, 0.0)
-    k = trace.settings.get("k")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        k = max(1, max(r.k for r in rounds))
+    k = set_k(trace) or max(1, max(r.k for r in rounds))  # not recorded: the longest round drafted
     draft_s_per_token, verify_s_per_round = step_times(rounds)
-    sizes = [min(r.tokens_this_pass, k + 1) for r in rounds]  # adaptive or cut rounds never exceed K + 1
-    b = trace.baseline
-    base = b.tokens_per_s if b else 0.0
-    step = target_step_time(b) if b else None
-    decode, b_decode = (decode_speed(trace), baseline_decode_speed(b)) if b and trace.summary else (None, None)
+    step = target_step_time(trace.baseline) if trace.baseline else None
     return MeasuredPoint(
         alpha=summary.acceptance_rate,
         k=k,
         draft_s_per_token=draft_s_per_token,
         verify_s_per_round=verify_s_per_round,
         tokens_per_pass=summary.tokens_per_pass,
-        round_probs=[sizes.count(j + 1) / len(rounds) for j in range(k + 1)],
-        speedup=summary.tokens_per_s / base if base > 0 and summary.tokens_per_s > 0 else None,
+        round_probs=round_shares(rounds, k),
+        speedup=speedup_over_baseline(trace),
         n_rounds=len(rounds),
         steady=steady_state(rounds, step) if step else None,
-        decode_speedup=decode / b_decode if decode and b_decode else None,
+        decode_speedup=decode_speedup(trace),
     )

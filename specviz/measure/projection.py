@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from specviz.measure import costs
+from specviz.measure import pass_timing
 from specviz.algorithm.theory import expected_tokens_per_pass
 
 QWEN = dict(vocab_size=151936, rope_theta=1000000.0, max_position_embeddings=32768, rms_norm_eps=1e-6)
@@ -42,7 +42,7 @@ def random_model(arch: str, device: str, dtype: torch.dtype):
 
 def pass_time(model, n_new: int, context: int = 512, repeats: int = 10) -> float:
     """Median seconds of one forward pass over n_new tokens on top of a cached context of `context` tokens."""
-    return costs.pass_time(model, costs.prefill(model, context), n_new, repeats, warm_up=2)
+    return pass_timing.pass_time(model, pass_timing.prefill(model, context), n_new, repeats, warm_up=2)
 
 
 def measure(draft_arch: str, target_arch: str, device: str, dtype: torch.dtype, max_new: int = 16) -> dict:

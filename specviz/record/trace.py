@@ -8,7 +8,6 @@ uploaded file needs (size, shape, types) and raises ValueError with a readable m
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -112,7 +111,7 @@ class CostDecision:
 
 @dataclass
 class PassCosts:
-    """The costs the cost-aware rule priced a run with, in one-token target steps (measured; record/costs.py)."""
+    """The costs the cost-aware rule priced a run with, in one-token target steps (measured; record/cost_profile.py)."""
 
     c: float  # one draft step
     v: list[float]  # v[n]: the verify pass over n drafts (n + 1 tokens); v[0] = 1, never decreasing
@@ -238,73 +237,3 @@ class Trace:
     @classmethod
     def from_json(cls, text: str) -> "Trace":
         return cls.from_dict(json.loads(text))
-
-
-def acceptance_rate(rounds: list[Round]) -> float:
-    """Accepted over examined draft tokens (bonus tokens and replacements never count); 0 when none examined."""
-    examined = [d for r in rounds for d in r.drafts if d.fate != DISCARDED]
-    return sum(d.fate == ACCEPTED for d in examined) / len(examined) if examined else 0.0
-
-
-def summarize(rounds: list[Round], total_time_s: float) -> Summary:
-    """Summary figures of a run, computed from its rounds only (so the UI and CLI quote one source)."""
-    drafts = [d for r in rounds for d in r.drafts]
-    examined = [d for d in drafts if d.fate != DISCARDED]
-    accepted = sum(d.fate == ACCEPTED for d in drafts)
-    new_tokens = sum(r.tokens_this_pass for r in rounds)
-    overlaps = [d.overlap for d in examined if d.overlap is not None]
-    return Summary(
-        n_rounds=len(rounds),
-        n_new_tokens=new_tokens,
-        n_drafted=len(drafts),
-        n_examined=len(examined),
-        n_accepted=accepted,
-        acceptance_rate=acceptance_rate(rounds),
-        mean_overlap=sum(overlaps) / len(overlaps) if overlaps else 0.0,
-        tokens_per_pass=new_tokens / len(rounds) if rounds else 0.0,
-        first_token_time_s=rounds[0].draft_time_s + rounds[0].verify_time_s if rounds else 0.0,
-        draft_time_s=sum(r.draft_time_s for r in rounds),
-        verify_time_s=sum(r.verify_time_s for r in rounds),
-        total_time_s=total_time_s,
-        tokens_per_s=new_tokens / total_time_s if total_time_s > 0 else 0.0,
-    )
-
-
-def decode_speed(trace: "Trace") -> float | None:
-    """Tokens/s after the first round, by the wall clock: throughput, apart from the latency of the first tokens
-    (round 1 also encodes the prompt). None for a one-round run: only its whole-run rate exists."""
-    s = trace.summary
-    later_tokens = s.n_new_tokens - trace.rounds[0].tokens_this_pass
-    later_time = s.total_time_s - s.first_token_time_s
-    return later_tokens / later_time if later_tokens > 0 and later_time > 0 else None
-
-
-def baseline_decode_speed(b: Baseline) -> float | None:
-    """The target alone's tokens/s after its first token (whose step also encoded the prompt)."""
-    later_time = b.total_time_s - b.first_token_time_s
-    return (len(b.output_token_ids) - 1) / later_time if len(b.output_token_ids) > 1 and later_time > 0 else None
-
-
-def target_step_time(b: Baseline) -> float | None:
-    """Seconds of one target-only decoding step: the median step after the first (which also encoded the
-    prompt); for a version-1 trace, the mean of those steps. None for a one-token baseline."""
-    if len(b.step_times_s) > 1:
-        return statistics.median(b.step_times_s[1:])
-    n = len(b.output_token_ids)
-    return (b.total_time_s - b.first_token_time_s) / (n - 1) if n > 1 else None
-
-
-def step_times(rounds: list[Round]) -> tuple[float | None, float]:
-    """(seconds per drafted token, seconds per verify pass) of a run, from the rounds after the first, whose
-    target pass encodes the prompt (a one-round run has only that one); draft steps also leave out the round
-    whose first step encoded the prompt (round 2 since format version 3). None when nothing was drafted."""
-    later = rounds[1:] or rounds
-    drafting = [r for r in later if not _draft_read_prompt(r)] or later
-    drafted = sum(r.k for r in drafting)
-    draft = sum(r.draft_time_s for r in drafting) / drafted if drafted else None
-    return draft, sum(r.verify_time_s for r in later) / len(later)
-
-
-def _draft_read_prompt(rnd: Round) -> bool:
-    """Whether the round's first draft step fed the prompt: the draft model's cache was empty before it."""
-    return rnd.cache is not None and rnd.k > 0 and rnd.cache.draft[0] == 0

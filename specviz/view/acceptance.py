@@ -1,5 +1,5 @@
 """Where the independence assumption holds: a run's acceptance at each draft position, and its rounds' sizes
-against E(α, K)'s prediction, as two small tables under the summary (the counts are record/acceptance.py's).
+against E(α, K)'s prediction, as two small tables under the summary (the counts are record/stats.py's).
 Pure functions of a trace; every number is printed with the counts it comes from."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 
 from specviz.algorithm.theory import round_size_probs
-from specviz.record.acceptance import per_position, round_sizes
+from specviz.record.stats import per_position, round_sizes, set_k
 from specviz.record.trace import Trace
 from specviz.settings.published import LEVIATHAN, PUBLISHED_ALPHA, PUBLISHED_EXAMPLES, PUBLISHED_SPEEDUP
 
@@ -55,8 +55,8 @@ def _positions_table(positions, alpha: float) -> str:
 
 
 def _sizes_table(trace: Trace, alpha: float) -> str:
-    k = trace.settings.get("k")
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+    k = set_k(trace)
+    if k is None:
         return ""
     sizes = round_sizes(trace, k)
     total = sum(sizes)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from html import escape
 
-from specviz.record.trace import Trace, baseline_decode_speed, decode_speed
+from specviz.record.stats import baseline_decode_speed, decode_speed
+from specviz.record.trace import Trace
 from specviz.view.acceptance import acceptance_html
 from specviz.view.cost_words import run_account
 from specviz.view.page_text import placeholder, text_html

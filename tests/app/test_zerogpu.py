@@ -40,7 +40,7 @@ from spaces.zero import client as real_client
 from specviz.app import gpu_time
 from specviz.engine import Engine, RunSettings
 from specviz.lab import compare
-from specviz.measure import costs
+from specviz.measure import pass_timing
 from specviz.app import errors
 from harness.endpoints import generate_settings, text
 
@@ -315,14 +315,14 @@ def test_the_labs_comparison_crosses_as_plain_data(zero, loader):
 
 
 def test_the_cost_measurement_crosses_as_plain_data(zero, loader, monkeypatch):
-    real = costs.measure_costs
-    monkeypatch.setattr(costs, "measure_costs", lambda e, progress=None: real(
+    real = pass_timing.measure_costs
+    monkeypatch.setattr(pass_timing, "measure_costs", lambda e, progress=None: real(
         e, context=16, tokens=(1, 2, 5), batches=(1, 2), repeats=1, progress=progress))
     zero.spaces.calls.clear()
     seen = []
     profile, said = zero.costs_ui.measure_handler(loader, zero.serving.CostCache())(
         "tiny-a", False, progress=lambda fraction, desc="": seen.append((fraction, desc)))
-    assert isinstance(profile, costs.CostProfile) and profile.target == "tiny-a-target", said
+    assert isinstance(profile, pass_timing.CostProfile) and profile.target == "tiny-a-target", said
     assert seen and seen[-1] == (1.0, "measured")  # the steps came back over the boundary, as data
     assert zero.spaces.calls == [("measure_pair_costs", gpu_time.COSTS_S)]
 

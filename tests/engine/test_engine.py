@@ -7,7 +7,8 @@ from transformers import DynamicCache
 
 from specviz.engine import Engine, RunSettings
 from specviz.engine.decoding import forward, rollback
-from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Trace, step_times
+from specviz.record.stats import step_times
+from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Trace
 
 PROMPT = "def fib(n):"
 

@@ -122,7 +122,7 @@ def cost_setup(draft, target, tokenizer):
     """The tiny pair under the cost-aware rule, priced by a made-up profile of this device (a draft step 0.3 of a
     target step, a flat verify): round 2 drafts a second token only when the draft was sure enough of its first, so
     K differs from seed to seed, as it does on a real pair."""
-    from specviz.record.costs import CostProfile
+    from specviz.record.cost_profile import CostProfile
 
     eng, _, exact = make_setup(draft, target, tokenizer)
     eng.pass_costs = CostProfile(eng.device, eng.dtype, eng.draft_name, eng.target_name, 16, [1, 17], [1.0, 1.0],

@@ -9,7 +9,7 @@ import pytest
 
 from specviz.engine import RunSettings
 from specviz.engine.pass_costs import TOKENS, prices
-from specviz.record.costs import CostProfile
+from specviz.record.cost_profile import CostProfile
 
 PROMPT = "def fib(n):"
 COST = dict(adaptive=True, stop_rule="cost", k=8, max_new_tokens=40)

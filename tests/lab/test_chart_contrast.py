@@ -11,7 +11,7 @@ from specviz.lab import charts as lab_charts
 from specviz.lab import explorer, joint
 from specviz.lab import playground as lab
 from specviz.lab.compare import TARGET_ONLY, CompareRow
-from specviz.measure import cost_charts, costs, measured
+from specviz.measure import cost_charts, pass_timing, measured
 from specviz.view import charts as round_charts
 from specviz.view.style import GRAPHIC_CONTRAST, TEXT_CONTRAST, contrast
 from tests.helpers import make_trace
@@ -52,9 +52,9 @@ def figures():
     rows = [CompareRow(TARGET_ONLY, None, None, 1.0, 50.0, 1.0, 16, 0.3)] + [
         CompareRow(drafter, k, 0.7, 2.0 + k / 10, 80.0, 1.6, 16, 0.2, layers) for k in (2, 4)
         for drafter, layers in (("model", None), ("lookup", None), ("layers", 4), ("layers", 8))]
-    tokens = list(range(1, 18)) + list(costs.WIDE)
-    profile = costs.CostProfile("cpu", "float32", "d", "t", 16, tokens, [1 + 0.2 * (n - 1) for n in tokens],
-                                list(costs.BATCHES), [1, 1.2, 1.6, 2.4, 4.0], [0.1, 0.12, 0.16, 0.24, 0.4])
+    tokens = list(range(1, 18)) + list(pass_timing.WIDE)
+    profile = pass_timing.CostProfile("cpu", "float32", "d", "t", 16, tokens, [1 + 0.2 * (n - 1) for n in tokens],
+                                list(pass_timing.BATCHES), [1, 1.2, 1.6, 2.4, 4.0], [0.1, 0.12, 0.16, 0.24, 0.4])
     trace = make_trace()
     return {"tokens per pass": round_charts.tokens_per_pass(trace, selected=1), "timeline": round_charts.timeline(trace),
             "playground": lab_charts.playground_figure(pg),

@@ -12,7 +12,8 @@ from specviz.lab import charts as lab_charts
 from specviz.lab import readouts as lab_render
 from specviz.algorithm.sampling import residual_distribution, verify
 from specviz.algorithm.theory import expected_tokens_per_pass, round_cost, round_size_probs, speedup
-from specviz.record.trace import Trace, summarize
+from specviz.record.stats import summarize
+from specviz.record.trace import Trace
 from specviz.record.load import load_trace
 from tests.helpers import make_round, make_trace
 

@@ -1,11 +1,11 @@
-"""Acceptance by draft position and round sizes (record/acceptance.py, view/acceptance.py, the CLI's lines): the
+"""Acceptance by draft position and round sizes (record/stats.py, view/acceptance.py, the CLI's lines): the
 counts add up to the summary's, the prediction is E(α, K)'s own, and the page names each formula."""
 
 import re
 
 from specviz.algorithm.theory import round_size_probs
 from specviz.cli import acceptance_lines
-from specviz.record.acceptance import chain_rounds, per_position, round_sizes
+from specviz.record.stats import chain_rounds, per_position, round_sizes
 from specviz.view.acceptance import acceptance_html
 from specviz.view.summary import summary_html
 

@@ -7,7 +7,7 @@ import pytest
 
 from specviz.engine import RunSettings
 from specviz.engine.pass_costs import TOKENS
-from specviz.record.costs import CostProfile
+from specviz.record.cost_profile import CostProfile
 from specviz.record.load import load_trace
 from specviz.view import charts
 from specviz.view.cost_words import round_note, run_account, speculation_off

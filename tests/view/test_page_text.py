@@ -121,7 +121,7 @@ def test_summary_quotes_the_record(trace):
 
 
 def test_summary_separates_latency_from_throughput(trace):
-    from specviz.record.trace import baseline_decode_speed, decode_speed
+    from specviz.record.stats import baseline_decode_speed, decode_speed
 
     s, b = trace.summary, trace.baseline
     html = summary.summary_html(trace)

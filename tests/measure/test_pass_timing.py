@@ -1,41 +1,41 @@
-"""costs.py: pass times measured on tiny models, and the batch prediction worked by hand on a made-up profile."""
+"""pass_timing.py: pass times measured on tiny models, and the batch prediction worked by hand on a made-up profile."""
 
 import dataclasses
 
 import pytest
 
-from specviz.measure import cost_charts, costs
-from specviz.record.costs import _interpolate
+from specviz.measure import cost_charts, pass_timing
+from specviz.record.cost_profile import _interpolate
 from specviz.algorithm.theory import expected_tokens_per_pass, speedup
 
 
 def profile(target_batch, draft_batch, per_token=0.0):
     """A made-up profile: the target's pass costs 1 + per_token·(n − 1) one-token steps over n tokens."""
-    tokens = list(range(1, 18)) + list(costs.WIDE)
-    return costs.CostProfile("cpu", "float32", "d", "t", 16, tokens, [1 + per_token * (n - 1) for n in tokens],
-                             list(costs.BATCHES), target_batch, draft_batch)
+    tokens = list(range(1, 18)) + list(pass_timing.WIDE)
+    return pass_timing.CostProfile("cpu", "float32", "d", "t", 16, tokens, [1 + per_token * (n - 1) for n in tokens],
+                             list(pass_timing.BATCHES), target_batch, draft_batch)
 
 
 def test_at_batch_one_the_prediction_is_the_explorers_formula():
     p = profile([1, 1.1, 1.3, 2, 3.5], [0.2, 0.21, 0.25, 0.3, 0.5], per_token=0.05)
     for k in (1, 4, 8):
         assert p.v(k) == pytest.approx(1 + 0.05 * k)
-        assert costs.speedup_at_batch(p, 0.8, k, 1) == pytest.approx(speedup(0.8, k, p.c, p.v(k)))
+        assert pass_timing.speedup_at_batch(p, 0.8, k, 1) == pytest.approx(speedup(0.8, k, p.c, p.v(k)))
     assert p.c == pytest.approx(0.2)
 
 
 def test_memory_bound_passes_make_speculation_pay_at_every_batch():
     free = profile([1] * 5, [0.1] * 5)  # every pass costs one step, however many tokens or sequences
-    assert costs.crossover_batch(free, 0.8, 4) is None
-    assert costs.speedup_at_batch(free, 0.8, 4, 16) == pytest.approx(expected_tokens_per_pass(0.8, 4) / 1.4)
+    assert pass_timing.crossover_batch(free, 0.8, 4) is None
+    assert pass_timing.speedup_at_batch(free, 0.8, 4, 16) == pytest.approx(expected_tokens_per_pass(0.8, 4) / 1.4)
 
 
 def test_compute_bound_passes_find_the_crossover():
     # each extra token costs 20 % of a step: verifying 4 drafts for 16 sequences (80 tokens) costs 16.8 steps
     busy = profile([1, 1.2, 1.6, 2.4, 4.0], [0.1, 0.12, 0.16, 0.24, 0.4], per_token=0.2)
-    b = costs.crossover_batch(busy, 0.8, 4)
+    b = pass_timing.crossover_batch(busy, 0.8, 4)
     assert b is not None and 1 < b <= 16
-    assert costs.speedup_at_batch(busy, 0.8, 4, b) < 1 <= costs.speedup_at_batch(busy, 0.8, 4, b - 1)
+    assert pass_timing.speedup_at_batch(busy, 0.8, 4, b) < 1 <= pass_timing.speedup_at_batch(busy, 0.8, 4, b - 1)
 
 
 def test_interpolation_is_exact_at_the_points_and_linear_between():
@@ -47,14 +47,14 @@ def test_interpolation_is_exact_at_the_points_and_linear_between():
 
 def test_measuring_tiny_models_times_every_point_and_leaves_caches_as_found(engine):
     seen = []
-    p = costs.measure_costs(engine, context=16, tokens=(1, 2, 3, 5, 8), batches=(1, 2, 4), repeats=1,
+    p = pass_timing.measure_costs(engine, context=16, tokens=(1, 2, 3, 5, 8), batches=(1, 2, 4), repeats=1,
                             progress=lambda fraction, message: seen.append((fraction, message)))
     assert p.tokens == [1, 2, 3, 5, 8] and len(p.target_s) == 5 and len(p.target_batch_s) == len(p.draft_batch_s) == 3
     assert all(t > 0 for t in p.target_s + p.target_batch_s + p.draft_batch_s)
     assert p.target_batch_s[0] == p.target_s[0] and p.seconds > 0
     assert [f for f, _ in seen] == sorted(f for f, _ in seen) and seen[-1][0] == 1.0
-    cache = costs.prefill(engine.target, 16, batch=2)
-    costs.pass_time(engine.target, cache, 5, repeats=2)
+    cache = pass_timing.prefill(engine.target, 16, batch=2)
+    pass_timing.pass_time(engine.target, cache, 5, repeats=2)
     assert cache.get_seq_length() == 16 and cache.layers[0].keys.shape[0] == 2
 
 
@@ -65,7 +65,7 @@ def test_the_figures_and_readout_quote_the_profile():
     ratio = cost_charts.ratio_figure(busy)
     assert list(ratio.data[0].y) == pytest.approx([1 + 0.2 * (n - 1) for n in busy.tokens])
     assert list(ratio.data[1].y) == pytest.approx([1, 1.2, 1.6, 2.4, 4.0])
-    cross = costs.crossover_batch(busy, 0.8, 4)
+    cross = pass_timing.crossover_batch(busy, 0.8, 4)
     fig = cost_charts.batch_figure(busy, 0.8, 4)
     assert fig.data[1].x[0] == cross and f"stops paying at batch {cross}" in fig.data[1].text[0]
     said = cost_charts.readout(busy, 0.8, 4)
@@ -86,17 +86,17 @@ def test_the_costs_tab_measures_once_per_pair_and_answers_bad_input(engine, monk
     def get_engine(preset, progress):
         return engine
 
-    real_measure = costs.measure_costs
+    real_measure = pass_timing.measure_costs
 
     def measure_costs(e, progress=None):
         calls.append(e.target_name.removesuffix("-target"))
         return real_measure(e, context=16, tokens=(1, 2, 3, 5, 8), batches=(1, 2), repeats=1, progress=progress)
 
-    monkeypatch.setattr(costs, "measure_costs", measure_costs)
+    monkeypatch.setattr(pass_timing, "measure_costs", measure_costs)
     measure = costs_ui.measure_handler(get_engine, serving.CostCache())
     first, _ = measure("tiny", False, progress=quiet)
     again, said_again = measure("tiny", False, progress=quiet)
-    assert isinstance(first, costs.CostProfile) and again is first and calls == ["tiny"]
+    assert isinstance(first, pass_timing.CostProfile) and again is first and calls == ["tiny"]
     assert "Measured earlier" in said_again
     fresh, _ = measure("tiny", True, progress=quiet)
     assert fresh is not first and calls == ["tiny", "tiny"]
@@ -118,8 +118,8 @@ def test_the_crossover_says_how_sure_it_is():
               "target_batch_s": [(0.9 * t, 1.1 * t) for t in p.target_batch_s],
               "draft_batch_s": [(0.9 * t, 1.1 * t) for t in p.draft_batch_s]}
     sure = dataclasses.replace(p, repeats=3, spread=spread)
-    worse, better = costs.crossover_range(sure, 0.7, 4)
-    cross = costs.crossover_batch(sure, 0.7, 4)
+    worse, better = pass_timing.crossover_range(sure, 0.7, 4)
+    cross = pass_timing.crossover_batch(sure, 0.7, 4)
     assert worse is not None and worse <= cross and (better is None or better >= cross)
     said = cost_charts.readout(sure, 0.7, 4)
     assert "least or the most of its 3 timings" in said and f"<b>{cross} (" in said

@@ -21,10 +21,10 @@ from copy import deepcopy
 
 import torch
 
-from specviz.engine.decoding import rollback, synchronize
+from specviz.engine.pass_costs import time_passes
 from specviz.settings.bounds import Progress
 from specviz.algorithm.theory import expected_tokens_per_pass
-from specviz.record.costs import CostProfile
+from specviz.record.cost_profile import CostProfile
 
 NEW_TOKENS = (*range(1, 10), 12, 17)  # n: tokens fed in one target pass (K + 1 for K = 0 … 8, 11, 16)
 BATCHES = (1, 2, 4, 8, 16)  # sequences decoded at once, one new token each
@@ -95,22 +95,18 @@ def pass_time(model, cache, n_new: int, repeats: int = 1, warm_up: int = 0) -> f
 
 
 def pass_times(model, cache, n_new: int, repeats: int = 1, warm_up: int = 0) -> list[float]:
-    """Seconds of each of `repeats` forward passes over n_new tokens per sequence (see pass_time)."""
+    """Seconds of each of `repeats` of transformers' forward passes over n_new tokens per sequence (see pass_time),
+    timed by the engine's timer (engine/pass_costs.py's time_passes)."""
     device = next(model.parameters()).device
-    batch, length = cache.layers[0].keys.shape[0], cache.get_seq_length()  # (batch, heads, length, dim)
+    batch = cache.layers[0].keys.shape[0]  # (batch, heads, length, dim)
     new = _random_ids(model, (batch, n_new), seed=n_new).to(device)
-    times = []
+
+    def feed(i: int) -> None:  # the same tokens every pass
+        # logits for every new token, as the engine's verify pass keeps them (the LM head is no small part)
+        model(input_ids=new, cache=cache, use_cache=True, logits_to_keep=n_new)
+
     with torch.inference_mode():
-        for i in range(warm_up + repeats):
-            synchronize(device)
-            t0 = time.perf_counter()
-            # logits for every new token, as the engine's verify pass keeps them (the LM head is no small part)
-            model(input_ids=new, cache=cache, use_cache=True, logits_to_keep=n_new)
-            synchronize(device)
-            if i >= warm_up:
-                times.append(time.perf_counter() - t0)
-            rollback(cache, length)
-    return times
+        return time_passes(feed, cache, device, repeats, warm_up)
 
 
 def measure_costs(engine, context: int = CONTEXT, tokens: tuple[int, ...] = NEW_TOKENS + WIDE,

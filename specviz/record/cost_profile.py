@@ -1,7 +1,7 @@
 """A measured cost profile of one pair on one device: the target's pass time against the tokens it reads at once and
-the batch it decodes, the draft's step. measure/costs.py measures the full profile (the Costs tab), engine/pass_costs.py
-a short one at load; the speedup predictions (measure/costs.py), the Costs tab and the cost-aware drafting rule
-(algorithm/cost_rule.py) read it. Plain numbers: it crosses the GPU boundary and is kept per pair.
+the batch it decodes, the draft's step. measure/pass_timing.py measures the full profile (the Costs tab),
+engine/pass_costs.py a short one at load; the speedup predictions (measure/pass_timing.py), the Costs tab and the
+cost-aware drafting rule (algorithm/cost_rule.py) read it. Plain numbers: it crosses the GPU boundary and is kept per pair.
 """
 
 from __future__ import annotations

@@ -1,0 +1,189 @@
+"""Statistics of a recorded run, each a pure function of a trace (its rounds, summary, baseline and settings): the
+one home of the numbers the engine saves in the summary and the page, the CLI, the Lab and the benchmark read.
+
+- The run: `summarize` (the Summary a trace saves), `acceptance_rate`, tokens/s after round 1 beside the target
+  alone's (`decode_speed`, `baseline_decode_speed`, `decode_speedup`), the target alone's step (`target_step_time`),
+  the whole run's `speedup_over_baseline`.
+- The rounds after the first, whose target pass also encodes the prompt (`later_rounds`): `step_times` and
+  `mean_drafts`, from which measure/measured.py reads the cost model's c and v.
+- Round sizes: `set_k`, the K a run was set to; `round_shares` of all rounds (the Lab's measured point), and
+  acceptance as real systems report it (below).
+
+Acceptance as real systems report it, counted from a trace's chain rounds:
+
+- per position: of the drafts tested at position i of their round (i = 1 … K), how many were accepted. E(α, K)
+  assumes one α at every position, independent of the others; vLLM, SGLang and llama.cpp report these counts
+  because the measured rates fall with the position where that assumption breaks.
+- round sizes: how many rounds of K drafts committed n tokens (n = 1 … K + 1), against the probabilities the same
+  assumption predicts, (1 − α)·α^(n−1) and α^K (algorithm/theory.py's round_size_probs).
+
+Which acceptance metric each number is: `acceptance_rate` in the summary is accepted ÷ tested drafts over the run
+(llama.cpp's definition since its #14104); tokens per target pass is the "mean acceptance length" (accepted + 1 a
+round, EAGLE's); the per-position rate is accepted ÷ tested at that position.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from specviz.record.trace import ACCEPTED, DISCARDED, Baseline, Round, Summary, Trace
+
+
+# --- the run -----------------------------------------------------------------------------------------------------
+
+def acceptance_rate(rounds: list[Round]) -> float:
+    """Accepted over examined draft tokens (bonus tokens and replacements never count); 0 when none examined."""
+    examined = [d for r in rounds for d in r.drafts if d.fate != DISCARDED]
+    return sum(d.fate == ACCEPTED for d in examined) / len(examined) if examined else 0.0
+
+
+def summarize(rounds: list[Round], total_time_s: float) -> Summary:
+    """Summary figures of a run, computed from its rounds only (so the UI and CLI quote one source)."""
+    drafts = [d for r in rounds for d in r.drafts]
+    examined = [d for d in drafts if d.fate != DISCARDED]
+    accepted = sum(d.fate == ACCEPTED for d in drafts)
+    new_tokens = sum(r.tokens_this_pass for r in rounds)
+    overlaps = [d.overlap for d in examined if d.overlap is not None]
+    return Summary(
+        n_rounds=len(rounds),
+        n_new_tokens=new_tokens,
+        n_drafted=len(drafts),
+        n_examined=len(examined),
+        n_accepted=accepted,
+        acceptance_rate=acceptance_rate(rounds),
+        mean_overlap=sum(overlaps) / len(overlaps) if overlaps else 0.0,
+        tokens_per_pass=new_tokens / len(rounds) if rounds else 0.0,
+        first_token_time_s=rounds[0].draft_time_s + rounds[0].verify_time_s if rounds else 0.0,
+        draft_time_s=sum(r.draft_time_s for r in rounds),
+        verify_time_s=sum(r.verify_time_s for r in rounds),
+        total_time_s=total_time_s,
+        tokens_per_s=new_tokens / total_time_s if total_time_s > 0 else 0.0,
+    )
+
+
+def decode_speed(trace: Trace) -> float | None:
+    """Tokens/s after the first round, by the wall clock: throughput, apart from the latency of the first tokens
+    (round 1 also encodes the prompt). None for a one-round run: only its whole-run rate exists."""
+    s = trace.summary
+    later_tokens = s.n_new_tokens - trace.rounds[0].tokens_this_pass
+    later_time = s.total_time_s - s.first_token_time_s
+    return later_tokens / later_time if later_tokens > 0 and later_time > 0 else None
+
+
+def baseline_decode_speed(b: Baseline) -> float | None:
+    """The target alone's tokens/s after its first token (whose step also encoded the prompt)."""
+    later_time = b.total_time_s - b.first_token_time_s
+    return (len(b.output_token_ids) - 1) / later_time if len(b.output_token_ids) > 1 and later_time > 0 else None
+
+
+def target_step_time(b: Baseline) -> float | None:
+    """Seconds of one target-only decoding step: the median step after the first (which also encoded the
+    prompt); for a version-1 trace, the mean of those steps. None for a one-token baseline."""
+    if len(b.step_times_s) > 1:
+        return statistics.median(b.step_times_s[1:])
+    n = len(b.output_token_ids)
+    return (b.total_time_s - b.first_token_time_s) / (n - 1) if n > 1 else None
+
+
+def speedup_over_baseline(trace: Trace) -> float | None:
+    """The run's tokens/s over the target alone's (its baseline's), whole runs; None without a baseline, a summary or
+    tokens on either side."""
+    s, b = trace.summary, trace.baseline
+    return s.tokens_per_s / b.tokens_per_s if s and b and s.tokens_per_s > 0 and b.tokens_per_s > 0 else None
+
+
+def decode_speedup(trace: Trace) -> float | None:
+    """Tokens/s after the first round over the baseline's after its first step; None without a baseline or a
+    summary, or where either side has no tokens after its first."""
+    if not (trace.baseline and trace.summary and trace.rounds):
+        return None
+    decode, b_decode = decode_speed(trace), baseline_decode_speed(trace.baseline)
+    return decode / b_decode if decode and b_decode else None
+
+
+# --- the rounds after the first ----------------------------------------------------------------------------------
+
+def later_rounds(rounds: list[Round]) -> list[Round]:
+    """The rounds after the first, whose target pass also encodes the prompt; a one-round run's only round."""
+    return rounds[1:] or rounds
+
+
+def mean_drafts(rounds: list[Round]) -> float:
+    """K̄: the mean drafts per round of these rounds (at least one round)."""
+    return sum(r.k for r in rounds) / len(rounds)
+
+
+def step_times(rounds: list[Round]) -> tuple[float | None, float]:
+    """(seconds per drafted token, seconds per verify pass) of a run, from the rounds after the first, whose
+    target pass encodes the prompt (a one-round run has only that one); draft steps also leave out the round
+    whose first step encoded the prompt (round 2 since format version 3). None when nothing was drafted."""
+    later = later_rounds(rounds)
+    drafting = [r for r in later if not _draft_read_prompt(r)] or later
+    drafted = sum(r.k for r in drafting)
+    draft = sum(r.draft_time_s for r in drafting) / drafted if drafted else None
+    return draft, sum(r.verify_time_s for r in later) / len(later)
+
+
+def _draft_read_prompt(rnd: Round) -> bool:
+    """Whether the round's first draft step fed the prompt: the draft model's cache was empty before it."""
+    return rnd.cache is not None and rnd.k > 0 and rnd.cache.draft[0] == 0
+
+
+# --- round sizes and acceptance by position ----------------------------------------------------------------------
+
+def set_k(trace: Trace) -> int | None:
+    """The K the run was set to draft (settings["k"]); None where the trace holds no whole number ≥ 1 there."""
+    k = trace.settings.get("k")
+    return k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else None
+
+
+def round_shares(rounds: list[Round], k: int) -> list[float]:
+    """The share of all rounds that committed j + 1 tokens, j = 0 … k (a round of more, where k is below the longest
+    drafted, counted at k + 1); unlike round_sizes, round 1 and cut rounds count. Rounds committing 2 and 5 tokens,
+    k = 4: [0, 0.5, 0, 0, 0.5]."""
+    sizes = [min(r.tokens_this_pass, k + 1) for r in rounds]
+    return [sizes.count(j + 1) / len(rounds) for j in range(k + 1)]
+
+
+def drafted_a_tree(trace: Trace) -> bool:
+    """Whether any round drafted a tree (whose drafts are branches, not positions of one chain)."""
+    return any(r.tree for r in trace.rounds)
+
+
+@dataclass(frozen=True)
+class PositionCount:
+    position: int  # 1-based place in the round's chain of drafts
+    tested: int  # drafts at this position the target tested (not discarded after an earlier rejection)
+    accepted: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.accepted / self.tested if self.tested else None
+
+
+def chain_rounds(trace: Trace) -> list[Round]:
+    """The rounds that drafted a chain (not round 1's prefill, not a tree's)."""
+    return [r for r in trace.rounds if r.k and r.tree is None]
+
+
+def per_position(trace: Trace) -> list[PositionCount]:
+    """Tested and accepted drafts at each position 1 … the longest chain drafted."""
+    rounds = chain_rounds(trace)
+    longest = max((r.k for r in rounds), default=0)
+    counts = []
+    for i in range(longest):
+        fates = [r.drafts[i].fate for r in rounds if i < r.k]
+        tested = [f for f in fates if f != DISCARDED]
+        counts.append(PositionCount(i + 1, len(tested), tested.count(ACCEPTED)))
+    return counts
+
+
+def round_sizes(trace: Trace, k: int) -> list[int]:
+    """How many rounds that drafted exactly k committed n tokens, n = 1 … k + 1 (rounds the run's end cut short are
+    left out: their size says when the text ended, not what verification kept)."""
+    sizes = [0] * (k + 1)
+    for r in chain_rounds(trace):
+        if r.k == k and not r.stop:
+            sizes[len(r.committed_ids) - 1] += 1
+    return sizes

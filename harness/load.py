@@ -55,8 +55,8 @@ class Overlap:
         """Count every run `engine.start` begins from now on, from its first round until it ends or is closed."""
         start = engine.start
 
-        def counted(prompt, settings, details=True, load=1):
-            return CountedRun(start(prompt, settings, details, load), self)
+        def counted(*args, **kwargs):  # whatever Engine.start takes (the app passes the prompt's ids by name)
+            return CountedRun(start(*args, **kwargs), self)
 
         engine.start = counted  # an instance attribute shadows the method for this engine only
         return engine

@@ -35,15 +35,52 @@ if WORKER:
     torch.set_num_threads(1)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+# --- two workers (pytest.ini: -n 2) ----------------------------------------------------------------------------
+# A module's tests run on one worker, so its module-scoped app, browser and traces are built once; the modules that
+# hold tests of the packaged pair share one worker, so the pair is never in memory twice (two float32 copies
+# exceeded the machine's 24 GiB). xdist's own `--dist loadgroup` cannot do this under pytest 9.2 (it renames
+# items through `_nodeid`, which pytest 9.2 no longer reads), so the scheduler below groups by module itself.
+REAL_MODULES = ("tests/engine/test_real_pair.py", "tests/app/test_browser.py", "tests/lecture/test_examples.py")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::")[0]
+            return "the packaged pair" if module in REAL_MODULES else module
+
+    return ByModule(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    """What runs together under `--dist loadgroup`: a module's tests on one worker (its module-scoped app, browser
-    and traces built once), and every test marked `real` on one worker (the packaged pair's session fixtures load
-    it once, and it never sits in memory twice)."""
+    """The longest work first, so that neither worker is left alone with it at the end: the packaged pair's modules,
+    then those that drive a browser or hold a slow test, then the rest, each module's tests together and in their
+    order (both workers sort alike). A test of the packaged pair outside REAL_MODULES is refused: it would load a second copy."""
+    stray = sorted({i.nodeid.split("::")[0] for i in items if i.get_closest_marker("real")} - set(REAL_MODULES))
+    if stray:
+        raise pytest.UsageError(f"tests marked real outside tests/conftest.py's REAL_MODULES: {', '.join(stray)}")
+    weight = {}
     for item in items:
-        if not item.get_closest_marker("xdist_group"):
-            group = "real" if item.get_closest_marker("real") else item.nodeid.split("::")[0]
-            item.add_marker(pytest.mark.xdist_group(group))
+        module = item.nodeid.split("::")[0]
+        here = 0 if module in REAL_MODULES else 1 if (item.get_closest_marker("browser") or
+                                                       item.get_closest_marker("slow")) else 2
+        weight[module] = min(weight.get(module, 2), here)
+    items.sort(key=lambda item: weight[item.nodeid.split("::")[0]])
+
+
+@pytest.fixture(autouse=True)
+def every_core_for_the_packaged_pair(request):
+    """A test of the packaged pair computes on every core: its matrices are large enough that a second thread pays
+    even while the other worker runs (the spin-waits that hurt tiny models cost little next to them), and its worker
+    is the one the run waits for at the end."""
+    if not (WORKER and request.node.get_closest_marker("real")):
+        yield
+        return
+    torch.set_num_threads(os.cpu_count() or 1)
+    yield
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")

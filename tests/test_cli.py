@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test runs the CLI in a subprocess, as a user does
+
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory, tiny_pair, tokenizer):

@@ -234,7 +234,8 @@ def test_real_pair_generates_in_the_browser(browser, dialogs, capsys):
     demo, url = serve(cache, {"qwen2.5-coder-0.5b-1.5b-offline": "Qwen2.5-Coder 0.5B → 1.5B"},
                       "qwen2.5-coder-0.5b-1.5b-offline")
     try:
-        page = AppPage(browser, url, dialogs)  # waits until the pair is loaded (the info line names it)
+        # waits until the pair is loaded (the info line names it); the real pair on one thread of a busy machine
+        page = AppPage(browser, url, dialogs, timeout_ms=300_000)
         loaded_s = time.perf_counter() - started
         page.wait_text("#run-info", "Qwen2.5-Coder-1.5B-Instruct")
         page.set_number("temperature", 0)

@@ -144,6 +144,7 @@ pairs.prepare_packaged("Fake")
 """
 
 
+@pytest.mark.slow  # a preparation in a subprocess, killed
 def test_a_killed_preparation_is_cleaned_up_and_prepared_again(fake, tmp_path):
     cache, runs = fake
     started = tmp_path / "started"

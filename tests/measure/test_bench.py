@@ -8,6 +8,7 @@ import pytest
 import torch
 
 
+@pytest.mark.slow  # the benchmark end to end in a subprocess
 def test_quick_bench_writes_report(tmp_path):
     out = tmp_path / "bench"
     r = subprocess.run([sys.executable, "-m", "specviz", "bench", "--quick", "--tiny", "--out", str(out)],

@@ -3,10 +3,13 @@
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import ROOT
 from harness import gpu_steps
 
 
+@pytest.mark.slow  # every step of the check, each in a subprocess
 def test_the_dry_run_writes_a_report_with_every_step(tmp_path):
     report = tmp_path / "report.md"
     done = subprocess.run(["bash", str(ROOT / "tools" / "gpu_check.sh"), "--dry-run", "--out", str(report)],

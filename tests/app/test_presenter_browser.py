@@ -136,3 +136,143 @@ def test_a_follower_sees_no_answer_before_the_reveal(browser, url):
             follower.close()
     finally:
         lecturer.close()
+
+
+# --- the presenter view: the whole round on one screen, type for the back of a hall, nothing moves -----------
+
+SIZES = {"1280x720": ((1280, 720), 16), "1920x1080": ((1920, 1080), 24)}  # the window, the least font size in px
+
+# Every visible element of the round on screen, as the viewer sees it: its box cut by every box above it that
+# clips (the strip keeps its newest lines), which must lie in the window; no card
+# wider inside than it is; and every text on the screen (the stage, the rail, the tools) at least `least` px.
+MEASURE = """([least, path]) => {
+  const sec = document.querySelector('#stage .sv-round:not([hidden])');
+  const seen = (e) => e.checkVisibility({visibilityProperty: true});
+  const H = innerHeight, rail = [...document.querySelectorAll('#sv-rail, #room-box')].filter(e => seen(e) &&
+    document.body.classList.contains('sv-rail')).map(e => e.getBoundingClientRect().left);
+  const W = Math.min(innerWidth, ...rail);  // the rail, when open, is no place for the round
+  const out = [], name = (e) => (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ')[0] : e.tagName)
+    + ' ' + (e.textContent || '').trim().slice(0, 30);
+  const clips = new Map();  // element -> the box its children are cut to (document order: parents first)
+  const cut = (a, b) => [Math.max(a[0], b.left), Math.max(a[1], b.top), Math.min(a[2], b.right), Math.min(a[3], b.bottom)];
+  const clipOf = (e) => {
+    if (clips.has(e)) return clips.get(e);
+    const up = e.parentElement && e !== document.body ? clipOf(e.parentElement) : [-1e9, -1e9, 1e9, 1e9];
+    const c = getComputedStyle(e), box = c.overflowX === 'visible' && c.overflowY === 'visible' ? up
+      : cut(up, e.getBoundingClientRect());
+    clips.set(e, box);
+    return box;
+  };
+  for (const e of [sec, ...sec.querySelectorAll('*')]) {
+    if (!seen(e)) continue;
+    const r = e.getBoundingClientRect();
+    if (!r.width && !r.height) continue;
+    const [x0, y0, x1, y1] = cut(clipOf(e.parentElement), r);
+    if (x1 <= x0 || y1 <= y0) continue;  // clipped away: older text of the strip
+    if (x0 < -1 || y0 < -1 || x1 > W + 1 || y1 > H + 1)
+      out.push(`${name(e)} at ${[x0, y0, x1, y1].map(Math.round)} outside ${W}x${H}`);
+  }
+  for (const card of sec.querySelectorAll('.sv-cards > *'))
+    if (seen(card) && card.scrollWidth > card.clientWidth + 1) out.push(`${name(card)} overflows: ${card.scrollWidth} > ${card.clientWidth}`);
+  const small = [];
+  for (const root of document.querySelectorAll('#stage, #sv-present-tools, #sv-rail, #room-box, #sv-help')) {
+    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let t = walk.nextNode(); t; t = walk.nextNode()) {
+      const e = t.parentElement;
+      if (!t.textContent.trim() || !seen(e) || !e.getClientRects().length) continue;
+      const size = parseFloat(getComputedStyle(e).fontSize);
+      if (size < least - 0.01) small.push(`${size.toFixed(1)}px: ${name(e)}`);
+    }
+  }
+  return {fit: out, small: [...new Set(small)]};
+}"""
+
+
+def open_file(page: Page, path) -> None:
+    """Open a trace file through the upload (clearing the file opened before), once its rounds are on the stage."""
+    import json
+
+    clear = page.page.locator("#trace-upload button[aria-label='Clear']")
+    if clear.count():
+        clear.first.click()
+    page.page.evaluate("() => { document.querySelector('#stage .sv-stage').dataset.old = '1'; }")
+    page.page.set_input_files("#trace-upload input[type=file]", str(path))
+    page.wait_js("(n) => { const s = document.querySelector('#stage .sv-stage');"
+                 " return s && !s.dataset.old && s.dataset.rounds === String(n); }",
+                 len(json.loads(path.read_text())["rounds"]))
+
+
+def presenting(page: Page) -> None:
+    page.page.evaluate("() => window.svPresent(true)")
+    page.wait_js("() => document.body.classList.contains('sv-present')")
+
+
+def measure_rounds(page: Page, least: int) -> dict[int, dict]:
+    """Each round of the trace on the page in the presenter view, measured (MEASURE); -> round -> problems."""
+    n = int(page.page.evaluate("() => document.querySelector('#stage .sv-stage').dataset.rounds"))
+    found = {}
+    for number in range(1, n + 1):
+        page.page.evaluate("(n) => window.svShow(n)", number)
+        found[number] = page.page.evaluate(MEASURE, [least, None])
+    return found
+
+
+@pytest.fixture(scope="module")
+def wide_traces(tiny_pair, tokenizer, tmp_path_factory):
+    """Traces the examples lack, as files to open: a chain of K = 16 and a draft tree, run on the tiny pair."""
+    from specviz.engine import Engine, RunSettings
+
+    draft, target = tiny_pair
+    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
+    folder = tmp_path_factory.mktemp("presenter")
+    runs = {"k16": RunSettings(k=16, temperature=0.0, max_new_tokens=40),
+            "k16-sampled": RunSettings(k=16, temperature=1.0, seed=3, max_new_tokens=40),
+            "tree": RunSettings(drafter="tree", temperature=1.0, seed=1, max_new_tokens=24)}
+    files = {}
+    for name, settings in runs.items():
+        files[name] = folder / f"{name}.json"
+        files[name].write_text(engine.run("def fib(n):", settings).to_json())
+    return files
+
+
+@pytest.fixture(scope="module")
+def measured(browser, url, wide_traces):
+    """Every round of every shipped example and of the wide traces, at both sizes, rail closed, and the K = 16 and
+    tree traces with the rail open: (size, trace) -> round -> MEASURE's problems. Measured once for the module."""
+    out = {}
+    for size, (viewport, least) in SIZES.items():
+        for name in EXAMPLES:
+            page = open_linked(browser, url, f"example={name}&round=1&present=1", viewport)
+            page.wait_js("() => document.body.classList.contains('sv-present')")
+            out[size, name] = measure_rounds(page, least)
+            page.close()
+        page = Page(browser, url, viewport=viewport)
+        page.wait_text("#status", "Recorded example")
+        for name, path in wide_traces.items():
+            open_file(page, path)
+            presenting(page)
+            out[size, name] = measure_rounds(page, least)
+            if size == "1280x720":
+                page.page.keyboard.press("r")
+                if not page.page.evaluate("() => document.querySelector('#room-box .sv-room-box')"):
+                    page.page.click(".sv-rail-open")  # a room opened from the presenter view itself
+                page.wait_js("() => document.querySelector('#room-box .sv-class-head')?.checkVisibility()")
+                out[size, name + " with the rail"] = measure_rounds(page, least)
+                page.page.keyboard.press("r")
+            page.page.keyboard.press("Escape")
+        page.close()
+    return out
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_whole_round_fits_the_screen(measured, size):
+    problems = {(name, n): m["fit"] for (s, name), rounds in measured.items() if s == size
+                for n, m in rounds.items() if m["fit"]}
+    assert not problems, f"{len(problems)} rounds do not fit at {size}: {dict(list(problems.items())[:6])}"
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_no_text_is_too_small_for_the_back_of_the_hall(measured, size):
+    problems = {(name, n): m["small"] for (s, name), rounds in measured.items() if s == size
+                for n, m in rounds.items() if m["small"]}
+    assert not problems, f"{len(problems)} rounds with small text at {size}: {dict(list(problems.items())[:6])}"

@@ -15,7 +15,7 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: n
 
 from harness.browser import CHROMIUM, Page  # noqa: E402
 from harness.room_pages import FollowerPage, open_room  # noqa: E402
-from specviz.lecture.examples import EXAMPLES  # noqa: E402
+from specviz.lecture.examples import EXAMPLES, FIRST  # noqa: E402
 
 pytestmark = [
     pytest.mark.browser,
@@ -235,19 +235,69 @@ def wide_traces(tiny_pair, tokenizer, tmp_path_factory):
     return files
 
 
+# Every visible element of the round on screen and its box, keyed by its place in the section; the strip's text of a
+# tree round is left out (its path waits for the reveal with display: none, or its length would tell the answer).
+BOXES = """() => {
+  const sec = document.querySelector('#stage .sv-round:not([hidden])'), out = {};
+  const tree = Boolean(sec.querySelector('.sv-tree'));
+  [...sec.querySelectorAll('*')].forEach((e, i) => {
+    if (!e.checkVisibility({visibilityProperty: true}) || (tree && e.closest('.sv-text'))) return;
+    const r = e.getBoundingClientRect();
+    out[i] = [r.left, r.top, r.width, r.height].map(v => Math.round(v * 10) / 10).join(',');
+  });
+  return out;
+}"""
+
+
+def reveal_every_step(page: Page, least: int) -> tuple[dict, dict]:
+    """Quiz on, each round from nothing revealed to its last step by PageDown (what a clicker sends): -> (round ->
+    what gave its answer away before the first step and the elements that moved at a step, round -> MEASURE at its
+    last step, everything revealed)."""
+    page.page.evaluate("() => window.svQuiz(true)")
+    moved, last = {}, {}
+    n = int(page.page.evaluate("() => document.querySelector('#stage .sv-stage').dataset.rounds"))
+    for number in range(1, n + 1):
+        page.page.evaluate("(n) => window.svShow(n)", number)
+        steps = int(page.page.evaluate("() => document.querySelector('#stage .sv-round:not([hidden])').dataset.steps"))
+        moved.setdefault(number, []).extend(f"before the reveal: {leak}" for leak in leaks(page.page.evaluate(SEEN)))
+        for step in range(1, steps + 1):
+            before = page.page.evaluate(BOXES)
+            page.page.keyboard.press("PageDown")
+            page.wait_js("(s) => document.querySelector('#stage .sv-round:not([hidden])').dataset.revealed === s",
+                         str(step))
+            after = page.page.evaluate(BOXES)
+            moved.setdefault(number, []).extend(f"step {step}: element {i} {box} -> {after.get(i)}"
+                                                for i, box in before.items() if after.get(i, box) != box)
+        last[number] = page.page.evaluate(MEASURE, [least, None])
+    page.page.evaluate("() => window.svQuiz(false)")
+    return moved, last
+
+
+def open_example(page: Page, index: int) -> None:
+    """Open a shipped example from the list under the presenter view (a click in the page, not a pointer's)."""
+    page.page.evaluate("() => { document.querySelector('#stage .sv-stage').dataset.old = '1'; }")
+    page.page.evaluate("(i) => document.querySelectorAll('#recorded-examples button')[i].click()", index)
+    page.wait_js("() => { const s = document.querySelector('#stage .sv-stage'); return s && !s.dataset.old; }")
+
+
 @pytest.fixture(scope="module")
 def measured(browser, url, wide_traces):
-    """Every round of every shipped example and of the wide traces, at both sizes, rail closed, and the K = 16 and
-    tree traces with the rail open: (size, trace) -> round -> MEASURE's problems. Measured once for the module."""
+    """Every round of every shipped example and of the wide traces, at both sizes: measured with the rail closed
+    ("fit"), and the K = 16 and tree traces with the rail open too; then each example in quiz mode, revealed step by
+    step ("moves", and "fit" once all is revealed). One tab per size. -> (size, trace) -> round -> problems"""
     out = {}
     for size, (viewport, least) in SIZES.items():
-        for name in EXAMPLES:
-            page = open_linked(browser, url, f"example={name}&round=1&present=1", viewport)
-            page.wait_js("() => document.body.classList.contains('sv-present')")
-            out[size, name] = measure_rounds(page, least)
-            page.close()
         page = Page(browser, url, viewport=viewport)
         page.wait_text("#status", "Recorded example")
+        page.page.wait_for_selector("#generate:not([disabled])")
+        for index, name in enumerate(EXAMPLES):
+            if name != FIRST:  # the page opened FIRST (opening it again would change nothing on the stage)
+                open_example(page, index)
+            presenting(page)
+            out[size, name] = measure_rounds(page, least)
+            moved, last = reveal_every_step(page, least)
+            out[size, name + " revealed in quiz mode"] = {n: {**last[n], "moved": moved.get(n, [])} for n in last}
+            page.page.keyboard.press("Escape")
         for name, path in wide_traces.items():
             open_file(page, path)
             presenting(page)
@@ -276,3 +326,42 @@ def test_no_text_is_too_small_for_the_back_of_the_hall(measured, size):
     problems = {(name, n): m["small"] for (s, name), rounds in measured.items() if s == size
                 for n, m in rounds.items() if m["small"]}
     assert not problems, f"{len(problems)} rounds with small text at {size}: {dict(list(problems.items())[:6])}"
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_nothing_moves_at_a_reveal_and_nothing_leaks_before_it(measured, size):
+    problems = {(name, n): m["moved"][:4] for (s, name), rounds in measured.items() if s == size
+                for n, m in rounds.items() if m.get("moved")}
+    assert not problems, f"{len(problems)} rounds move at a reveal at {size}: {dict(list(problems.items())[:4])}"
+
+
+def test_the_keys_of_the_presenter_view(browser, url):
+    """P opens it, ? lists the keys, PageDown and Space reveal step by step in quiz mode, a digit answers, Esc leaves;
+    the Present button opens it for the trace on screen."""
+    page = open_linked(browser, url, "example=paris&round=3&quiz=1")
+    try:
+        body = "() => document.body.className"
+        page.page.click("#stage .sv-round:not([hidden]) .sv-round-head")
+        page.page.keyboard.press("p")
+        assert "sv-present" in page.wait_js("() => document.body.classList.contains('sv-present') && document.body.className")
+        page.page.keyboard.press("?")
+        help_text = page.wait_js("() => document.getElementById('sv-help')?.checkVisibility() && "
+                                 "document.getElementById('sv-help').innerText")
+        assert all(k in help_text for k in ("PageDown", "PageUp", "Esc", "F", "R", "0 … 9"))
+        page.page.keyboard.press("Escape")  # closes the help first
+        page.wait_js("() => !document.getElementById('sv-help').checkVisibility()")
+        assert "sv-present" in page.page.evaluate(body)
+        page.page.keyboard.press("2")
+        page.wait_js("() => document.querySelector('#stage .sv-round:not([hidden])').dataset.guess === '2'")
+        for step, key in enumerate(["PageDown", " "], start=1):  # round 3's two steps: its draft 1, its last token
+            page.page.keyboard.press(key)
+            page.wait_js("(s) => document.querySelector('#stage .sv-round:not([hidden])').dataset.revealed === s", str(step))
+        page.page.keyboard.press("PageUp")
+        page.wait_text("#stage .sv-round:not([hidden]) .sv-round-head", "Round 2 of")
+        page.page.keyboard.press("Escape")
+        page.wait_js("() => !document.body.classList.contains('sv-present')")
+        page.page.click("#present")
+        page.wait_js("() => document.body.classList.contains('sv-present')")
+        page.page.keyboard.press("Escape")
+    finally:
+        page.close()

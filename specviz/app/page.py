@@ -226,7 +226,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
                            interactive=False, elem_id="round-slider", scale=4)
         next_ = gr.Button("Next round", elem_id="next-round", scale=0, min_width=200)
         play = gr.Button("Play", elem_id="play", scale=0, min_width=110)
-        present = gr.Button("Present (P)", elem_id="present", scale=0, min_width=140)
+        present = gr.Button("Present", elem_id="present", scale=0, min_width=120)
         pace = gr.Slider(0.3, 5, value=1.5, step=0.1, label="Seconds per round", elem_id="pace", scale=1,
                          min_width=190)
     timer = gr.Timer(1.5, active=False)

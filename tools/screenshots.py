@@ -1,5 +1,6 @@
-"""What the README's screenshot scripts share (screenshot_readme, screenshot_lecture, screenshot_room): the app
-served on tiny random-weight models with headless Chromium open on it, and a PNG made small.
+"""What the README's screenshot scripts share (screenshot_readme, screenshot_lecture, screenshot_room,
+screenshot_presenter): the app served on tiny random-weight models with headless Chromium open on it, and a PNG made
+small.
 
 Opening a recorded trace needs no model, so the page is served with a tiny pair (never run here) that loads at
 once, as the browser tests serve it (harness/browser.py).

@@ -79,6 +79,7 @@ class Page:
     previous: gr.Button
     next: gr.Button
     play: gr.Button
+    present: gr.Button  # the presenter view of the trace on screen (assets/present.js; the P key does the same)
     pace: gr.Slider
     timer: gr.Timer
     panels: RoundView  # the round view's components
@@ -225,6 +226,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
                            interactive=False, elem_id="round-slider", scale=4)
         next_ = gr.Button("Next round", elem_id="next-round", scale=0, min_width=200)
         play = gr.Button("Play", elem_id="play", scale=0, min_width=110)
+        present = gr.Button("Present", elem_id="present", scale=0, min_width=120)
         pace = gr.Slider(0.3, 5, value=1.5, step=0.1, label="Seconds per round", elem_id="pace", scale=1,
                          min_width=190)
     timer = gr.Timer(1.5, active=False)
@@ -234,7 +236,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
                 tree_widths,
                 generate,
                 baseline, info, status, download, pack, pack_file, quiz_state, upload, examples, previous, next_,
-                play, pace, timer, panels, room)
+                play, present, pace, timer, panels, room)
 
 
 # --- events: all the wiring, in one place -------------------------------------------------------------------
@@ -289,6 +291,7 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     player = Player(p.timer, p.play, p.panels)
     p.play.click(player.toggle, [p.play, *nav], player.outputs(), js=PLAY_JS, **private, **quick)
     p.timer.tick(player.tick, nav, player.outputs(), js=STEP_JS[1], **private, **quick)
+    p.present.click(None, None, None, js="() => { window.svPresent(true); }", **private)
     p.pace.change(lambda seconds: gr.Timer(value=seconds), [p.pace], [p.timer], **private, **quick)
     p.lecture.change(None, [p.lecture], None, js="(on) => { document.body.classList.toggle('sv-lecture', on); }")
     p.lecture.change(lecture_mode(p.controls, p.panels), [p.lecture, p.trace, p.panels.slider],

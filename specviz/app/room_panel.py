@@ -5,8 +5,9 @@ short code for the projector; the lecturer's key stays in the page's markup (hid
 link", never on screen. From then on assets/room.js sends each round, reveal and quiz switch of this page to the
 room and draws the class's panel from the room's stream (app/room_routes.py).
 
-Deep links open the page on a shipped example, a round and a reveal step (`?example=paris&round=3&step=1`), or
-a room for its lecturer (`?room=…&key=…`); "Link to this round" writes the link of what the page shows.
+Deep links open the page on a shipped example, a round and a reveal step (`?example=paris&round=3&step=1`; a step,
+or `quiz=1`, turns quiz mode on; `present=1`, read by assets/present.js, opens the presenter view), or a room for its
+lecturer (`?room=…&key=…`); "Link to this round" writes the link of what the page shows.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def open_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, h
     if name not in EXAMPLES:
         problems.append(f"there is no recorded example {short_repr(name)} (the examples: {', '.join(EXAMPLES)})")
         name = FIRST
-    if not {"round", "step"} & set(query):
+    if not {"round", "step", "quiz"} & set(query):
         return _with_problems(models, models.open_example(list(EXAMPLES).index(name), lecture), problems)
     try:
         trace = load_example(name)
@@ -156,7 +157,7 @@ def open_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, h
         problems.append(f"the link asks for reveal step {query.get('step', '')[:12]}, but round {number} has "
                         f"0 to {steps}")
         step = 0
-    quiz = QuizState(on="step" in query, current=number, rounds={number: RoundQuiz(None, step)} if step else {})
+    quiz = QuizState(on="step" in query or query.get("quiz") == "1", current=number, rounds={number: RoundQuiz(None, step)} if step else {})
     updates = models.show_trace(trace, lecture, f"Opened the recorded example “{EXAMPLES[name].title}” at round "
                                                 f"{number} from a link.", quiz)
     return _with_problems(models, updates, problems)

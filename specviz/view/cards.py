@@ -38,7 +38,7 @@ def _bar(kind: str, value: float | None, name: str) -> str:
 def _rows(tokens: list[TokenProb], chosen_id: int, icon: str, kinds: tuple[str, ...]) -> str:
     """A table of tokens, one row each, one bar per kind (q, p, r); the chosen token's row is marked `icon`."""
     names = {"q": "q (draft)", "p": "p (target)", "r": "norm(max(0, p − q))"}
-    head = "".join(f'<span class="sv-bar-head sv-bar-{k}">{names[k]}</span>' for k in kinds)
+    head = "".join(f'<span class="sv-bar-head sv-bar-{k}">{_head(k, names[k])}</span>' for k in kinds)
     rows = []
     for t in tokens:
         values = {"q": t.q, "p": t.p, "r": t.residual}
@@ -48,6 +48,13 @@ def _rows(tokens: list[TokenProb], chosen_id: int, icon: str, kinds: tuple[str, 
                     f'{token_html(t.text)}</code>{"".join(_bar(k, values[k], names[k]) for k in kinds)}</div>')
     return (f'<div class="sv-bars" style="--sv-bars: {len(kinds)}"><div class="sv-bar-row sv-bar-heads">'
             f'<span></span><span></span>{head}</div>{"".join(rows)}</div>')
+
+
+def _head(kind: str, name: str) -> str:
+    """A column's head: its symbol, then who it belongs to ("q", " (draft)"). The page reads the whole name (the
+    residual's symbol r only in the presenter view, whose narrow columns show the symbols alone: present.css)."""
+    who = name[1:] if name.startswith(kind) else name
+    return f'<span class="sv-bar-sym">{kind}</span><span class="sv-bar-who">{who}</span>'
 
 
 def position_card(rnd: Round, i: int, greedy: bool) -> str:

@@ -1,0 +1,372 @@
+"""The presenter view and the quiz that does not leak (issue 32), in a real browser.
+
+Headless Debian Chromium against the app served in this process on the tiny pair; the shipped examples open by their
+deep links, so no model runs. What is checked is what a student sees: computed styles, innerText and the
+accessibility tree, never class names (a class may say "discarded" while it looks like every other draft). One server
+and one browser for the module, one tab per size for every example and trace (`measured`: window.svShow steps
+between rounds, the examples open from the page's list), whose findings the tests then read.
+"""
+
+import os
+import re
+
+import pytest
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
+
+from harness.browser import CHROMIUM, Page  # noqa: E402
+from harness.room_pages import FollowerPage, open_room  # noqa: E402
+from specviz.lecture.examples import EXAMPLES, FIRST  # noqa: E402
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
+]
+sync_api = pytest.importorskip("playwright.sync_api")
+
+SHOWN = "#stage .sv-round:not([hidden])"
+FATE = re.compile(r"accepted|rejected|discarded|replacement|bonus|examined|[✓✗░◆★]", re.I)
+
+# What a student sees of the round on screen, in quiz mode before its first reveal: the computed style of each
+# token of the round in the strip (those after the round's cut mark) and of each card, as one signature each, which
+# of them are visible at all, the round's visible text without the legends (a key of symbols, not an answer), and
+# every tooltip in it.
+SEEN = """() => {
+  const sec = document.querySelector('#stage .sv-round:not([hidden])');
+  const seen = (e) => e.checkVisibility({visibilityProperty: true, opacityProperty: true});
+  const SIDES = ['top', 'right', 'bottom', 'left'];
+  const look = (e) => { const c = getComputedStyle(e);
+    return [c.color, c.backgroundColor, c.backgroundImage, c.fontWeight, c.fontStyle, c.opacity, c.textDecorationLine,
+            c.outlineStyle, c.outlineWidth, c.outlineColor, c.boxShadow,
+            ...SIDES.map(s => [c[`border-${s}-style`], c[`border-${s}-width`], c[`border-${s}-color`]].join(' '))]
+      .join('|') + '|' + [...e.querySelectorAll('*')].filter(seen).map(x => x.textContent.match(/[✓✗░◆★●]/) ? 'icon' : '')
+      .join(''); };
+  const cut = sec.querySelector('.sv-text .sv-cut');
+  const tokens = []; for (let e = cut?.nextElementSibling; e; e = e.nextElementSibling) tokens.push(e);
+  const chips = tokens.flatMap(e => e.matches('.sv-tok') ? [e] : [...e.querySelectorAll('.sv-tok')]);
+  const cards = [...sec.querySelectorAll('.sv-cards > *')];
+  const nodes = [...sec.querySelectorAll('.sv-tree li > span')].filter(e => !e.title.startsWith('the root'));
+  let text = sec.innerText;
+  for (const legend of sec.querySelectorAll('.sv-legend, .sv-tree-key')) text = text.replace(legend.innerText, '');
+  const titles = [...sec.querySelectorAll('[title]')].filter(e => !e.closest('.sv-legend')).map(e => e.title);
+  return {round: Number(sec.dataset.round), drafts: sec.querySelector('.sv-tree') ? 0 : Number(sec.dataset.k),
+          chips: chips.filter(seen).map(look), hiddenChips: chips.filter(e => !seen(e)).length,
+          cards: cards.filter(seen).map(look), nodes: nodes.filter(seen).map(look), text, titles,
+          live: document.getElementById('sv-announce')?.textContent ?? ''};
+}"""
+
+
+def leaks(view: dict) -> list[str]:
+    """What of a round's answer a student could read before its first reveal (empty: nothing)."""
+    out = []
+    for kind in ("chips", "cards", "nodes"):
+        if len(set(view[kind])) > 1:
+            out.append(f"{kind} look different: {sorted(set(view[kind]))}")
+    if len(view["chips"]) != view["drafts"]:  # a chain's drafts, a tree's none: no last token
+        out.append(f"{len(view['chips'])} tokens of the round in the strip, {view['drafts']} drafts")
+    for name in ("text", "live"):
+        if FATE.search(view[name]):
+            out.append(f"the {name} says {FATE.search(view[name]).group()!r}: {view[name][:300]!r}")
+    out += [f"a tooltip says {t!r}" for t in view["titles"] if FATE.search(t)]
+    return out
+
+
+@pytest.fixture(scope="module")
+def url(models):
+    from harness.browser import serve
+
+    engine, _ = models
+    demo, url = serve(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")
+    yield url
+    demo.close()
+
+
+def open_linked(browser, url: str, query: str, viewport=(1280, 720)) -> Page:
+    """A tab on a deep link (`query`), once the page has opened what it asks for."""
+    page = Page(browser, f"{url}?{query}", viewport=viewport)
+    page.wait_text("#status", "from a link")
+    page.page.wait_for_selector("#generate:not([disabled])")
+    return page
+
+
+def quiz_rounds(page: Page):
+    """Each round of the trace on the page, on screen with nothing revealed, quiz on; -> yields SEEN's view."""
+    page.wait_js("() => document.body.classList.contains('sv-quiz')")
+    n = int(page.page.evaluate("() => document.querySelector('#stage .sv-stage').dataset.rounds"))
+    for number in range(1, n + 1):
+        page.page.evaluate("(n) => window.svShow(n)", number)
+        yield page.page.evaluate(SEEN)
+
+
+def aria_leaks(page) -> list[str]:
+    """What the accessibility tree says of the round's tokens, cards and head that names a fate."""
+    said = []
+    for part in (".sv-round-head", ".sv-text", ".sv-cards"):
+        snapshot = page.page.locator(f"{SHOWN} {part}").aria_snapshot()
+        said += [line.strip() for line in snapshot.splitlines() if FATE.search(line)]
+    return said
+
+
+def test_a_follower_sees_no_answer_before_the_reveal(browser, url):
+    lecturer = open_linked(browser, url, "example=paris&round=3&step=0")
+    try:
+        join = open_room(lecturer)
+        follower = FollowerPage(browser, join, viewport=(1280, 720))
+        try:
+            follower.wait_js("() => document.body.classList.contains('sv-quiz') && "
+                             "document.querySelector('#stage .sv-stage').dataset.current === '3'")
+            view = follower.page.evaluate(SEEN)
+            assert view["drafts"] == 5 and len(view["chips"]) == 5
+            assert not leaks(view) + aria_leaks(follower), leaks(view)
+        finally:
+            follower.close()
+    finally:
+        lecturer.close()
+
+
+# --- the presenter view: the whole round on one screen, type for the back of a hall, nothing moves -----------
+
+SIZES = {"1280x720": ((1280, 720), 16), "1920x1080": ((1920, 1080), 24)}  # the window, the least font size in px
+
+# Every visible element of the round on screen, as the viewer sees it: its box cut by every box above it that
+# clips (the strip keeps its newest lines), which must lie in the window; no card
+# wider inside than it is; and every text on the screen (the stage, the rail, the tools) at least `least` px.
+MEASURE = """([least, path]) => {
+  const sec = document.querySelector('#stage .sv-round:not([hidden])');
+  const seen = (e) => e.checkVisibility({visibilityProperty: true});
+  const H = innerHeight, rail = [...document.querySelectorAll('#sv-rail, #room-box')].filter(e => seen(e) &&
+    document.body.classList.contains('sv-rail')).map(e => e.getBoundingClientRect().left);
+  const W = Math.min(innerWidth, ...rail);  // the rail, when open, is no place for the round
+  const out = [], name = (e) => (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ')[0] : e.tagName)
+    + ' ' + (e.textContent || '').trim().slice(0, 30);
+  const clips = new Map();  // element -> the box its children are cut to (document order: parents first)
+  const cut = (a, b) => [Math.max(a[0], b.left), Math.max(a[1], b.top), Math.min(a[2], b.right), Math.min(a[3], b.bottom)];
+  const clipOf = (e) => {
+    if (clips.has(e)) return clips.get(e);
+    const up = e.parentElement && e !== document.body ? clipOf(e.parentElement) : [-1e9, -1e9, 1e9, 1e9];
+    const c = getComputedStyle(e), box = c.overflowX === 'visible' && c.overflowY === 'visible' ? up
+      : cut(up, e.getBoundingClientRect());
+    clips.set(e, box);
+    return box;
+  };
+  for (const e of [sec, ...sec.querySelectorAll('*')]) {
+    if (!seen(e)) continue;
+    const r = e.getBoundingClientRect();
+    if (!r.width && !r.height) continue;
+    const [x0, y0, x1, y1] = cut(clipOf(e.parentElement), r);
+    if (x1 <= x0 || y1 <= y0) continue;  // clipped away: older text of the strip
+    if (x0 < -1 || y0 < -1 || x1 > W + 1 || y1 > H + 1)
+      out.push(`${name(e)} at ${[x0, y0, x1, y1].map(Math.round)} outside ${W}x${H}`);
+  }
+  for (const card of sec.querySelectorAll('.sv-cards > *'))
+    if (seen(card) && card.scrollWidth > card.clientWidth + 1) out.push(`${name(card)} overflows: ${card.scrollWidth} > ${card.clientWidth}`);
+  const small = [];
+  for (const root of document.querySelectorAll('#stage, #sv-present-tools, #sv-rail, #room-box, #sv-help')) {
+    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let t = walk.nextNode(); t; t = walk.nextNode()) {
+      const e = t.parentElement;
+      if (!t.textContent.trim() || !seen(e) || !e.getClientRects().length) continue;
+      const size = parseFloat(getComputedStyle(e).fontSize);
+      if (size < least - 0.01) small.push(`${size.toFixed(1)}px: ${name(e)}`);
+    }
+  }
+  return {fit: out, small: [...new Set(small)]};
+}"""
+
+
+def open_file(page: Page, path) -> None:
+    """Open a trace file through the upload (clearing the file opened before), once its rounds are on the stage."""
+    import json
+
+    clear = page.page.locator("#trace-upload button[aria-label='Clear']")
+    if clear.count():
+        clear.first.click()
+    page.page.evaluate("() => { document.querySelector('#stage .sv-stage').dataset.old = '1'; }")
+    page.page.set_input_files("#trace-upload input[type=file]", str(path))
+    page.wait_js("(n) => { const s = document.querySelector('#stage .sv-stage');"
+                 " return s && !s.dataset.old && s.dataset.rounds === String(n); }",
+                 len(json.loads(path.read_text())["rounds"]))
+
+
+def presenting(page: Page) -> None:
+    page.page.evaluate("() => window.svPresent(true)")
+    page.wait_js("() => document.body.classList.contains('sv-present')")
+
+
+def measure_rounds(page: Page, least: int) -> dict[int, dict]:
+    """Each round of the trace on the page in the presenter view, measured (MEASURE); -> round -> problems."""
+    n = int(page.page.evaluate("() => document.querySelector('#stage .sv-stage').dataset.rounds"))
+    found = {}
+    for number in range(1, n + 1):
+        page.page.evaluate("(n) => window.svShow(n)", number)
+        found[number] = page.page.evaluate(MEASURE, [least, None])
+    return found
+
+
+@pytest.fixture(scope="module")
+def wide_traces(tiny_pair, tokenizer, tmp_path_factory):
+    """Traces the examples lack, as files to open: a chain of K = 16 and a draft tree, run on the tiny pair."""
+    from specviz.engine import Engine, RunSettings
+
+    draft, target = tiny_pair
+    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
+    folder = tmp_path_factory.mktemp("presenter")
+    runs = {"k16": RunSettings(k=16, temperature=0.0, max_new_tokens=40),
+            "k16-sampled": RunSettings(k=16, temperature=1.0, seed=3, max_new_tokens=40),
+            "tree": RunSettings(drafter="tree", temperature=1.0, seed=1, max_new_tokens=24)}
+    files = {}
+    for name, settings in runs.items():
+        files[name] = folder / f"{name}.json"
+        files[name].write_text(engine.run("def fib(n):", settings).to_json())
+    return files
+
+
+# Every visible element of the round on screen and its box, keyed by its place in the section; the strip's text of a
+# tree round is left out (its path waits for the reveal with display: none, or its length would tell the answer).
+BOXES = """() => {
+  const sec = document.querySelector('#stage .sv-round:not([hidden])'), out = {};
+  const tree = Boolean(sec.querySelector('.sv-tree'));
+  [...sec.querySelectorAll('*')].forEach((e, i) => {
+    if (!e.checkVisibility({visibilityProperty: true}) || (tree && e.closest('.sv-text'))) return;
+    const r = e.getBoundingClientRect();
+    out[i] = [r.left, r.top, r.width, r.height].map(v => Math.round(v * 10) / 10).join(',');
+  });
+  return out;
+}"""
+
+
+def reveal_every_step(page: Page, least: int) -> tuple[dict, dict]:
+    """Quiz on, each round from nothing revealed to its last step by PageDown (what a clicker sends): -> (round ->
+    what gave its answer away before the first step and the elements that moved at a step, round -> MEASURE at its
+    last step, everything revealed)."""
+    page.page.evaluate("() => window.svQuiz(true)")
+    moved, last = {}, {}
+    n = int(page.page.evaluate("() => document.querySelector('#stage .sv-stage').dataset.rounds"))
+    for number in range(1, n + 1):
+        page.page.evaluate("(n) => window.svShow(n)", number)
+        steps = int(page.page.evaluate("() => document.querySelector('#stage .sv-round:not([hidden])').dataset.steps"))
+        moved.setdefault(number, []).extend(f"before the reveal: {leak}" for leak in leaks(page.page.evaluate(SEEN)))
+        for step in range(1, steps + 1):
+            before = page.page.evaluate(BOXES)
+            page.page.keyboard.press("PageDown")
+            page.wait_js("(s) => document.querySelector('#stage .sv-round:not([hidden])').dataset.revealed === s",
+                         str(step))
+            after = page.page.evaluate(BOXES)
+            moved.setdefault(number, []).extend(f"step {step}: element {i} {box} -> {after.get(i)}"
+                                                for i, box in before.items() if after.get(i, box) != box)
+        last[number] = page.page.evaluate(MEASURE, [least, None])
+    page.page.evaluate("() => window.svQuiz(false)")
+    return moved, last
+
+
+def page_quiz(page: Page) -> dict[int, dict]:
+    """The page's own quiz (not the presenter view), each round before its first reveal: -> round -> {"leaks": …}."""
+    page.page.evaluate("() => window.svQuiz(true)")
+    found = {view["round"]: {"leaks": leaks(view) + [f"aria: {t}" for t in aria_leaks(page)]}
+             for view in quiz_rounds(page)}
+    page.page.evaluate("() => window.svQuiz(false)")
+    return found
+
+
+def open_example(page: Page, index: int) -> None:
+    """Open a shipped example from the list under the presenter view (a click in the page, not a pointer's)."""
+    page.page.evaluate("() => { document.querySelector('#stage .sv-stage').dataset.old = '1'; }")
+    page.page.evaluate("(i) => document.querySelectorAll('#recorded-examples button')[i].click()", index)
+    page.wait_js("() => { const s = document.querySelector('#stage .sv-stage'); return s && !s.dataset.old; }")
+
+
+@pytest.fixture(scope="module")
+def measured(browser, url, wide_traces):
+    """Every round of every shipped example and of the wide traces, at both sizes: measured with the rail closed
+    ("fit"), and the K = 16 and tree traces with the rail open too; then each example in quiz mode, revealed step by
+    step ("moves", and "fit" once all is revealed). One tab per size. -> (size, trace) -> round -> problems"""
+    out = {}
+    for size, (viewport, least) in SIZES.items():
+        page = Page(browser, url, viewport=viewport)
+        page.wait_text("#status", "Recorded example")
+        page.page.wait_for_selector("#generate:not([disabled])")
+        for index, name in enumerate(EXAMPLES):
+            if name != FIRST:  # the page opened FIRST (opening it again would change nothing on the stage)
+                open_example(page, index)
+            if size == "1280x720":
+                out["the page's quiz", name] = page_quiz(page)
+            presenting(page)
+            out[size, name] = measure_rounds(page, least)
+            moved, last = reveal_every_step(page, least)
+            out[size, name + " revealed in quiz mode"] = {n: {**last[n], "moved": moved.get(n, [])} for n in last}
+            page.page.keyboard.press("Escape")
+        for name, path in wide_traces.items():
+            open_file(page, path)
+            presenting(page)
+            out[size, name] = measure_rounds(page, least)
+            if size == "1280x720":
+                page.page.keyboard.press("r")
+                if not page.page.evaluate("() => document.querySelector('#room-box .sv-room-box')"):
+                    page.page.click(".sv-rail-open")  # a room opened from the presenter view itself
+                page.wait_js("() => document.querySelector('#room-box .sv-class-head')?.checkVisibility()")
+                out[size, name + " with the rail"] = measure_rounds(page, least)
+                page.page.keyboard.press("r")
+            page.page.keyboard.press("Escape")
+        page.close()
+    return out
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_whole_round_fits_the_screen(measured, size):
+    problems = {(name, n): m["fit"] for (s, name), rounds in measured.items() if s == size
+                for n, m in rounds.items() if m["fit"]}
+    assert not problems, f"{len(problems)} rounds do not fit at {size}: {dict(list(problems.items())[:6])}"
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_no_text_is_too_small_for_the_back_of_the_hall(measured, size):
+    problems = {(name, n): m["small"] for (s, name), rounds in measured.items() if s == size
+                for n, m in rounds.items() if m["small"]}
+    assert not problems, f"{len(problems)} rounds with small text at {size}: {dict(list(problems.items())[:6])}"
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_nothing_moves_at_a_reveal_and_nothing_leaks_before_it(measured, size):
+    problems = {(name, n): m["moved"][:4] for (s, name), rounds in measured.items() if s == size
+                for n, m in rounds.items() if m.get("moved")}
+    assert not problems, f"{len(problems)} rounds move at a reveal at {size}: {dict(list(problems.items())[:4])}"
+
+
+def test_the_keys_of_the_presenter_view(browser, url):
+    """P opens it, ? lists the keys, PageDown and Space reveal step by step in quiz mode, a digit answers, Esc leaves;
+    the Present button opens it for the trace on screen."""
+    page = open_linked(browser, url, "example=paris&round=3&quiz=1")
+    try:
+        body = "() => document.body.className"
+        page.page.click("#stage .sv-round:not([hidden]) .sv-round-head")
+        page.page.keyboard.press("p")
+        assert "sv-present" in page.wait_js("() => document.body.classList.contains('sv-present') && document.body.className")
+        page.page.keyboard.press("?")
+        help_text = page.wait_js("() => document.getElementById('sv-help')?.checkVisibility() && "
+                                 "document.getElementById('sv-help').innerText")
+        assert all(k in help_text for k in ("PageDown", "PageUp", "Esc", "F", "R", "0 … 9"))
+        page.page.keyboard.press("Escape")  # closes the help first
+        page.wait_js("() => !document.getElementById('sv-help').checkVisibility()")
+        assert "sv-present" in page.page.evaluate(body)
+        page.page.keyboard.press("2")
+        page.wait_js("() => document.querySelector('#stage .sv-round:not([hidden])').dataset.guess === '2'")
+        for step, key in enumerate(["PageDown", " "], start=1):  # round 3's two steps: its draft 1, its last token
+            page.page.keyboard.press(key)
+            page.wait_js("(s) => document.querySelector('#stage .sv-round:not([hidden])').dataset.revealed === s", str(step))
+        page.page.keyboard.press("PageUp")
+        page.wait_text("#stage .sv-round:not([hidden]) .sv-round-head", "Round 2 of")
+        page.page.keyboard.press("Escape")
+        page.wait_js("() => !document.body.classList.contains('sv-present')")
+        page.page.click("#present")
+        page.wait_js("() => document.body.classList.contains('sv-present')")
+        page.page.keyboard.press("Escape")
+    finally:
+        page.close()
+
+
+def test_the_quiz_gives_nothing_away_before_the_reveal(measured):
+    """In the page's own quiz, every round of every shipped example (the presenter's quiz: the test above)."""
+    problems = {(name, n): m["leaks"] for (s, name), rounds in measured.items() if s == "the page's quiz"
+                for n, m in rounds.items() if m["leaks"]}
+    assert not problems, f"{len(problems)} rounds give their answer away: {dict(list(problems.items())[:4])}"

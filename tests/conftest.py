@@ -37,10 +37,11 @@ if WORKER:
 
 # --- two workers (pytest.ini: -n 2) ----------------------------------------------------------------------------
 # A module's tests run on one worker, so its module-scoped app, browser and traces are built once; the modules that
-# hold tests of the packaged pair share one worker, so the pair is never in memory twice (two float32 copies
+# test the packaged pair (and nothing else) share one worker, so the pair is never in memory twice (two float32 copies
 # exceeded the machine's 24 GiB). xdist's own `--dist loadgroup` cannot do this under pytest 9.2 (it renames
 # items through `_nodeid`, which pytest 9.2 no longer reads), so the scheduler below groups by module itself.
-REAL_MODULES = ("tests/engine/test_real_pair.py", "tests/app/test_browser.py", "tests/lecture/test_examples.py")
+REAL_MODULES = ("tests/engine/test_real_pair.py", "tests/app/test_browser_real_pair.py",
+                "tests/lecture/test_examples_real_pair.py")
 
 
 def pytest_xdist_make_scheduler(config, log):

@@ -1,6 +1,6 @@
 """The app in a real browser: headless Debian Chromium against the demo served in this process.
 
-Tiny random-weight models make generation instant; one test (marked `real`) runs the packaged Qwen pair.
+Tiny random-weight models make generation instant; the packaged Qwen pair in the browser: test_browser_real_pair.py.
 Skips when /usr/bin/chromium is absent. Screenshots go to tests/artifacts/ (gitignored).
 Every check waits for its condition (harness/browser.py's waits poll every 50 ms and return what they saw): streamed
 frames, plotly's lazily loaded renderer and its drawing land in no fixed order after the status says "Done".
@@ -8,7 +8,6 @@ Only negative checks (a key press that must not step) use a short fixed pause, e
 the same kind that proves it could fail.
 """
 
-import gc
 import os
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 
-from harness.browser import CHROMIUM, AppPage, serve  # noqa: E402
+from harness.browser import CHROMIUM, AppPage  # noqa: E402
 from tests.helpers import FIXTURE  # noqa: E402
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -221,34 +220,3 @@ def test_the_costs_tab_measures_the_pair_and_draws_both_charts(page, monkeypatch
     page.page.click("#cost-measure")  # measured once per pair: the second press reads the cache
     page.wait_text("#cost-status", "Measured earlier")
     page.screenshot("specviz-costs.png")
-
-
-@pytest.mark.real
-@pytest.mark.timeout(600)
-def test_real_pair_generates_in_the_browser(browser, dialogs, capsys):
-    """The packaged Qwen2.5-Coder 0.5B -> 1.5B pair, 16 new tokens, greedy, then the baseline."""
-    from specviz.app.serving import EngineCache
-
-    started = time.perf_counter()
-    cache = EngineCache()
-    demo, url = serve(cache, {"qwen2.5-coder-0.5b-1.5b-offline": "Qwen2.5-Coder 0.5B → 1.5B"},
-                      "qwen2.5-coder-0.5b-1.5b-offline")
-    try:
-        # waits until the pair is loaded (the info line names it); the real pair on one thread of a busy machine
-        page = AppPage(browser, url, dialogs, timeout_ms=300_000)
-        loaded_s = time.perf_counter() - started
-        page.wait_text("#run-info", "Qwen2.5-Coder-1.5B-Instruct")
-        page.set_number("temperature", 0)
-        n = page.generate("Write a Python function that returns the n-th Fibonacci number.", max_new_tokens=16)
-        assert n >= 2
-        page.page.click("#baseline")
-        page.wait_match("#summary", "vs target alone", "identical|differ")
-        page.page.click("#prev-round")
-        page.wait_round(n - 1)
-        page.screenshot("specviz-real-pair.png")
-        with capsys.disabled():
-            print(f"\n[measure] real pair: page ready with models loaded {loaded_s:.1f} s after start")
-    finally:
-        demo.close()
-        cache.clear()  # the pair's ~8 GB: the closed demo's handlers would keep it alive for the rest of the run
-        gc.collect()

@@ -76,6 +76,13 @@ def fp32_engine():
     return Engine.from_pair(load_pair(dtype="float32", device=TEST_DEVICE or None))
 
 
+@pytest.fixture(scope="module")
+def target_alone(fp32_engine):
+    """The target alone's greedy tokens for PROMPTS[0] (16 new), run once: the drafters below all match it. The
+    tests with several prompts run their own baselines (`run(..., baseline=True)`)."""
+    return fp32_engine.baseline(PROMPTS[0], RunSettings(k=4, temperature=0, max_new_tokens=16)).output_token_ids
+
+
 @pytest.mark.parametrize("prompt", PROMPTS)
 def test_fp32_greedy_equals_target_only(fp32_engine, prompt):
     trace = fp32_engine.run(prompt, RunSettings(k=4, temperature=0, max_new_tokens=16), baseline=True)
@@ -85,7 +92,7 @@ def test_fp32_greedy_equals_target_only(fp32_engine, prompt):
 
 
 @pytest.mark.parametrize("weights", ["int8", "int4"])
-def test_fp32_greedy_with_a_quantized_draft_equals_target_only(fp32_engine, weights):
+def test_fp32_greedy_with_a_quantized_draft_equals_target_only(fp32_engine, target_alone, weights):
     """The lighter drafts (quant.py) through the lean draft pass, beside the full-precision target."""
     if fp32_engine.device != "cpu":
         pytest.skip(f"{weights} draft weights are CPU-only")
@@ -96,19 +103,18 @@ def test_fp32_greedy_with_a_quantized_draft_equals_target_only(fp32_engine, weig
     for _ in run:
         pass
     trace = run.trace()
-    trace.baseline = engine.baseline(PROMPTS[0], RunSettings(k=4, temperature=0, max_new_tokens=16))
-    assert trace.output_token_ids == trace.baseline.output_token_ids and len(trace.output_token_ids) == 16
+    assert trace.output_token_ids == target_alone and len(trace.output_token_ids) == 16
     assert trace.summary.acceptance_rate > 0.5  # still a useful draft
     del engine, draft, run
     gc.collect()
 
 
 @pytest.mark.parametrize("widths", [(2, 2, 1, 1), (3, 2, 1)])  # more shapes, and width 1 = the chain: tiny models
-def test_fp32_greedy_tree_equals_target_only(fp32_engine, widths):
+def test_fp32_greedy_tree_equals_target_only(fp32_engine, target_alone, widths):
     """The tree drafter (one target pass per tree, the accepted path kept in both caches) in float32."""
     settings = RunSettings(temperature=0, max_new_tokens=16, drafter="tree", tree_widths=widths)
-    trace = fp32_engine.run(PROMPTS[0], settings, baseline=True)
-    assert trace.output_token_ids == trace.baseline.output_token_ids and len(trace.output_token_ids) == 16
+    trace = fp32_engine.run(PROMPTS[0], settings)
+    assert trace.output_token_ids == target_alone and len(trace.output_token_ids) == 16
     assert trace.summary.n_rounds < 16 and all(r.tree for r in trace.rounds[1:])
 
 
@@ -124,9 +130,9 @@ def test_sampled_run_has_sane_acceptance(fp32_engine):
     assert trace.output_text.strip()
 
 
-def test_fp32_greedy_self_speculation_equals_target_only(fp32_engine):
+def test_fp32_greedy_self_speculation_equals_target_only(fp32_engine, target_alone):
     """The target's first 21 of 28 layers draft (its own cache for them); the full target verifies."""
     settings = RunSettings(k=4, temperature=0, max_new_tokens=16, drafter="layers", draft_layers=21)
-    trace = fp32_engine.run(PROMPTS[0], settings, baseline=True)
-    assert trace.output_token_ids == trace.baseline.output_token_ids and len(trace.output_token_ids) == 16
+    trace = fp32_engine.run(PROMPTS[0], settings)
+    assert trace.output_token_ids == target_alone and len(trace.output_token_ids) == 16
     assert trace.settings["draft_layers"] == 21

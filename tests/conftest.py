@@ -71,19 +71,6 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: weight[item.nodeid.split("::")[0]])
 
 
-@pytest.fixture(autouse=True)
-def every_core_for_the_packaged_pair(request):
-    """A test of the packaged pair computes on every core: its matrices are large enough that a second thread pays
-    even while the other worker runs (the spin-waits that hurt tiny models cost little next to them), and its worker
-    is the one the run waits for at the end."""
-    if not (WORKER and request.node.get_closest_marker("real")):
-        yield
-        return
-    torch.set_num_threads(os.cpu_count() or 1)
-    yield
-    torch.set_num_threads(1)
-
-
 @pytest.fixture(scope="session")
 def tokenizer():
     return char_tokenizer()

@@ -95,7 +95,7 @@ def test_a_follower_who_reloads_keeps_their_answer(browser, url):
     phone.wait_text(WHERE, "Following: round 3")
     phone.wait_js("() => document.querySelector('.sv-guess.sv-picked')")
     assert phone.picked() == ["3:0"]
-    assert "1 joined" in phone.wait_text("#sv-class", "joined")  # the same follower, not a second one
+    assert "1 following" in phone.wait_text("#sv-class", "following")  # the same follower, not a second one
     for page in (phone, lecturer):
         page.close()
 

@@ -30,23 +30,50 @@
     return data;
   }
 
-  // Each round's reveal steps as the lecturer left them, and this follower's own answers.
+  // Each round's reveal steps as the lecturer left them, and this follower's own answers. Only the rounds whose
+  // steps, answer or quiz mode changed are redrawn (keys.js's showSteps walks every step of a round): the one on
+  // screen at once, the others after the next frame, so quiz mode reaches the screen as fast as a step does.
+  const drawn = new Map();  // round -> what it was last drawn with
+  let later = null;
+
+  function refresh(sec) {
+    const n = sec.dataset.round;
+    const step = n === String(state.round) ? state.step : (state.reached[n] || 0);
+    const mark = `${state.quiz}:${step}:${answers[n]}:${n === String(state.round)}`;
+    if (drawn.get(n) === mark) return;
+    drawn.set(n, mark);
+    sec.dataset.revealed = String(step);
+    if (answers[n] !== undefined) sec.dataset.guess = String(answers[n]);
+    else delete sec.dataset.guess;
+    window.svRefresh(Number(n));
+    guesses(sec);
+  }
+
+  // A round's answer buttons: open only for the lecturer's round in quiz mode before its first reveal (after
+  // keys.js's own rule, which knows only the reveal).
+  function guesses(sec) {
+    const open = state.quiz && sec.dataset.round === String(state.round) && state.step === 0;
+    for (const b of sec.querySelectorAll(".sv-guess")) b.disabled = !open;
+  }
+
+  // keys.js redraws every round when the stage's markup changes (its own observer, registered before this one):
+  // the answer buttons' rule again after it.
+  new MutationObserver((records) => {
+    if (state && records.some((r) => r.target.closest?.("#stage"))) {
+      document.querySelectorAll("#stage .sv-round").forEach(guesses);
+    }
+  }).observe(document.body, { childList: true, subtree: true });
+
   function draw() {
     if (!state) return;
     document.body.classList.toggle("sv-quiz", state.quiz);
-    for (const sec of document.querySelectorAll("#stage .sv-round")) {
-      const n = sec.dataset.round;
-      const step = n === String(state.round) ? state.step : (state.reached[n] || 0);
-      sec.dataset.revealed = String(step);
-      if (answers[n] !== undefined) sec.dataset.guess = String(answers[n]);
-      else delete sec.dataset.guess;
-    }
     if (following) window.svShow(state.round);
-    for (const sec of document.querySelectorAll("#stage .sv-round")) window.svRefresh(Number(sec.dataset.round));
-    for (const sec of document.querySelectorAll("#stage .sv-round")) {
-      const open = state.quiz && sec.dataset.round === String(state.round) && state.step === 0;
-      for (const b of sec.querySelectorAll(".sv-guess")) b.disabled = !open;  // after keys.js's rule (svRefresh)
-    }
+    const now = section(document.querySelector("#stage .sv-stage")?.dataset.current);
+    if (now) refresh(now);
+    cancelAnimationFrame(later);
+    later = requestAnimationFrame(() => setTimeout(() => {
+      for (const sec of document.querySelectorAll("#stage .sv-round")) refresh(sec);
+    }, 0));
     const shown = Number(document.querySelector("#stage .sv-stage")?.dataset.current || 1);
     const left = state.leading ? "" : " (the lecturer's screen has left this trace; the room waits here)";
     const where = (following ? `Following: round ${state.round} of ${state.rounds}` :

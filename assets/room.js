@@ -6,7 +6,7 @@
 // on the page asks: move the room to the trace on screen, or stop leading; until then the room waits where it was
 // and its followers are told.
 () => {
-  let lead = null;  // { el, room, key, base, events, print, state, inflight, sent, asked, stopped }
+  let lead = null;  // { el, part, room, key, base, events, print, state, inflight, sent, asked, stopped }
   let applying = false;  // while this page follows the room's state: no drive back
 
   const $ = (id) => document.getElementById(id);
@@ -104,8 +104,8 @@
     if (lead) lead.events.close();
     const base = el.dataset.base, key = el.dataset.key;
     const events = new EventSource(`${base}room/${el.dataset.room}/events?key=${encodeURIComponent(key)}`);
-    lead = { el, room: el.dataset.room, key, base, events, print: stageText(), state: null, inflight: 0, sent: 0,
-             asked: false, stopped: false };
+    lead = { el, part: el.dataset.part, room: el.dataset.room, key, base, events, print: stageText(), state: null,
+             inflight: 0, sent: 0, asked: false, stopped: false };
     const mine = lead;
     events.onmessage = (event) => {
       const panel = $("sv-class-lead"), state = JSON.parse(event.data);
@@ -121,10 +121,19 @@
     drive();
   }
 
+  let looking = false;
   new MutationObserver(() => {
     const el = document.querySelector("#room-box .sv-lead");
-    if (el && el !== lead?.el) start(el);  // a new room box: a room opened, moved, or led from a link
-  }).observe(document.body, { childList: true, subtree: true });
+    // a new room box: a room opened, moved to another trace (Gradio may keep the element and change its data-part),
+    // or led from a link
+    if (el && (el !== lead?.el || el.dataset.part !== lead.part || el.dataset.room !== lead.room)) start(el);
+    if (!lead || lead.stopped || looking) return;
+    looking = true;
+    requestAnimationFrame(() => {  // once a frame at most: another trace on the stage asks at once
+      looking = false;
+      if (lead && !lead.stopped && stageText() !== lead.print) drive();
+    });
+  }).observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ["data-part", "data-room"] });
 
   async function download(format) {
     try {

@@ -133,7 +133,8 @@
       looking = false;
       if (lead && !lead.stopped && stageText() !== lead.print) drive();
     });
-  }).observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ["data-part", "data-room"] });
+  }).observe(document.body, { childList: true, subtree: true, attributes: true,
+                              attributeFilter: ["data-part", "data-room"] });
 
   async function download(format) {
     try {
@@ -150,7 +151,8 @@
   document.addEventListener("click", async (event) => {
     const target = event.target;
     if (target.closest(".sv-stop-lead") && lead) {
-      stop(`You no longer lead the room; it stays at round ${lead.state?.round || 1}. Its lecturer link leads it again.`);
+      const round = lead.state?.round || 1;
+      stop(`You no longer lead the room; it stays at round ${round}. Its lecturer link leads it again.`);
     } else if (target.closest(".sv-move-room")) {
       const move = $("move-room");
       (move?.tagName === "BUTTON" ? move : move?.querySelector("button"))?.click();

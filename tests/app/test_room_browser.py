@@ -7,6 +7,8 @@ Every check waits for its condition (harness/browser.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.browser import AppPage, Page
@@ -203,6 +205,7 @@ def test_two_lecturer_pages_stay_in_step_and_a_phone_changes_its_answer(browser,
     first.wait_text("#sv-class-lead", "1 answered round 3")
     second.wait_text("#sv-class-lead", "1 answered round 3")
 
+    most = int(first.page.evaluate(f"() => document.querySelector('{section}').dataset.k"))
     steps = int(first.page.evaluate(f"() => document.querySelector('{section}').dataset.steps"))
     for _ in range(steps):  # the first page reveals, the second follows it step by step
         first.page.click(f"{section} .sv-reveal")
@@ -213,6 +216,10 @@ def test_two_lecturer_pages_stay_in_step_and_a_phone_changes_its_answer(browser,
     assert phone.picked() == ["3:2"]  # the latest answer counted, once
     mine = phone.wait_text("#sv-mine", "Round 3: you answered 2", f"the target accepted {accepted}")
     assert ("1 of 1 right" if accepted == "2" else "0 of 1 right") in mine
+    with second.page.expect_download() as download:  # after the bell: the results, from either lecturer page
+        second.page.click("#room-box .sv-results[data-format='csv']")
+    rows = Path(download.value.path()).read_text(encoding="utf-8").splitlines()
+    assert rows[1].startswith(f"3,{most},true,1,") and len(rows) == 2, rows
 
     second.page.click("#next-round")
     first.wait_round(4)

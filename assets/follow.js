@@ -1,14 +1,16 @@
 // A follower's page in a room (specviz/app/room_routes.py serves it after keys.js, whose svShow / svRefresh draw
 // the stage). The room's state arrives as server-sent events: the round on the lecturer's screen, its reveal
 // steps, quiz mode, and the class's panel. While following, the stage shows what the lecturer shows; ← → step on
-// one's own, F (or Follow) follows again. An answer goes to the server, which keeps one per follower per round;
-// this browser keeps its follower id, so a reload or a dropped connection comes back with its answers.
+// one's own, F (or Follow) follows again. An answer goes to the server, which keeps the latest per follower per
+// round (a mis-tap can be changed until the round's first reveal); this browser keeps its follower id, so a reload
+// or a dropped connection comes back with its seat and its answers. When the lecturer moves the room to another
+// trace the page reloads with it; "Your answers" lists this follower's answers and score.
 (() => {
   const room = document.body.dataset.room;
   const base = `${location.pathname.replace(/\/+$/, "")}`;  // /…/room/<id>
   const saved = `specviz-room-${room}`;
   const $ = (id) => document.getElementById(id);
-  let follower = null, following = true, state = null, answers = {};
+  let follower = null, following = true, state = null, answers = {}, part = null, across = false;
 
   function section(n) {
     return document.querySelector(`#stage .sv-round[data-round="${n}"]`);
@@ -28,35 +30,93 @@
     return data;
   }
 
-  // Each round's reveal steps as the lecturer left them, and this follower's own answers.
+  // Each round's reveal steps as the lecturer left them, and this follower's own answers. Only the rounds whose
+  // steps, answer or quiz mode changed are redrawn (keys.js's showSteps walks every step of a round): the one on
+  // screen at once, the others after the next frame, so quiz mode reaches the screen as fast as a step does.
+  const drawn = new Map();  // round -> what it was last drawn with
+  let later = null;
+
+  function refresh(sec) {
+    const n = sec.dataset.round;
+    const step = n === String(state.round) ? state.step : (state.reached[n] || 0);
+    const mark = `${state.quiz}:${step}:${answers[n]}:${n === String(state.round)}`;
+    if (drawn.get(n) === mark) return;
+    drawn.set(n, mark);
+    sec.dataset.revealed = String(step);
+    if (answers[n] !== undefined) sec.dataset.guess = String(answers[n]);
+    else delete sec.dataset.guess;
+    window.svRefresh(Number(n));
+    guesses(sec);
+  }
+
+  // A round's answer buttons: open only for the lecturer's round in quiz mode before its first reveal (after
+  // keys.js's own rule, which knows only the reveal).
+  function guesses(sec) {
+    const open = state.quiz && sec.dataset.round === String(state.round) && state.step === 0;
+    for (const b of sec.querySelectorAll(".sv-guess")) b.disabled = !open;
+  }
+
+  // keys.js redraws every round when the stage's markup changes (its own observer, registered before this one):
+  // the answer buttons' rule again after it.
+  new MutationObserver((records) => {
+    if (state && records.some((r) => r.target.closest?.("#stage"))) {
+      document.querySelectorAll("#stage .sv-round").forEach(guesses);
+    }
+  }).observe(document.body, { childList: true, subtree: true });
+
   function draw() {
     if (!state) return;
     document.body.classList.toggle("sv-quiz", state.quiz);
-    for (const sec of document.querySelectorAll("#stage .sv-round")) {
-      const n = sec.dataset.round;
-      const step = n === String(state.round) ? state.step : (state.reached[n] || 0);
-      sec.dataset.revealed = String(step);
-      if (answers[n] !== undefined) sec.dataset.guess = String(answers[n]);
-      else delete sec.dataset.guess;
-    }
     if (following) window.svShow(state.round);
-    for (const sec of document.querySelectorAll("#stage .sv-round")) window.svRefresh(Number(sec.dataset.round));
-    for (const sec of document.querySelectorAll("#stage .sv-round")) {
-      const open = state.quiz && sec.dataset.round === String(state.round) && state.step === 0 &&
-        answers[sec.dataset.round] === undefined;
-      for (const b of sec.querySelectorAll(".sv-guess")) b.disabled = !open;  // after keys.js's rule (svRefresh)
-    }
+    const now = section(document.querySelector("#stage .sv-stage")?.dataset.current);
+    if (now) refresh(now);
+    cancelAnimationFrame(later);
+    later = requestAnimationFrame(() => setTimeout(() => {
+      for (const sec of document.querySelectorAll("#stage .sv-round")) refresh(sec);
+    }, 0));
     const shown = Number(document.querySelector("#stage .sv-stage")?.dataset.current || 1);
-    const where = following ? `Following: round ${state.round} of ${state.rounds}` :
-      `On your own: round ${shown} of ${state.rounds} (the lecturer is at ${state.round}; F follows)`;
+    const left = state.leading ? "" : " (the lecturer's screen has left this trace; the room waits here)";
+    const where = (following ? `Following: round ${state.round} of ${state.rounds}` :
+      `On your own: round ${shown} of ${state.rounds} (the lecturer is at ${state.round}; F follows)`) + left;
     if ($("sv-where").textContent !== where) $("sv-where").textContent = where;
     $("f-follow").classList.toggle("sv-on", following);
     $("f-follow").setAttribute("aria-pressed", String(following));
     const panel = $("sv-class");
-    if (panel.dataset.version !== String(state.version)) {
+    if (panel.dataset.version !== `${state.version}:${state.here}`) {
       panel.innerHTML = state.panel;  // rendered and escaped by the server (view/room.py): counts only
-      panel.dataset.version = String(state.version);
+      panel.dataset.version = `${state.version}:${state.here}`;
+      const table = panel.querySelector("details.sv-across");  // folded on a follower's page until opened
+      if (table) {
+        table.open = across;
+        table.addEventListener("toggle", () => { across = table.open; });
+      }
     }
+    drawMine();
+  }
+
+  // This follower's own answers, and their score over the rounds revealed to the end (as keys.js counts it).
+  function drawMine() {
+    const rows = [];
+    let right = 0, scored = 0;
+    for (const n of Object.keys(answers).sort((a, b) => a - b)) {
+      const sec = section(n);
+      if (!sec) continue;
+      const done = (n === String(state.round) ? state.step : (state.reached[n] || 0)) >= Number(sec.dataset.steps);
+      const hit = String(answers[n]) === sec.dataset.accepted;
+      if (done) { scored += 1; right += hit ? 1 : 0; }
+      rows.push(`Round ${n}: you answered ${answers[n]}; ` +
+        (done ? `the target accepted ${sec.dataset.accepted}${hit ? " ✓ right" : " ✗"}` : "not revealed yet"));
+    }
+    const mine = $("sv-mine");
+    mine.hidden = rows.length === 0;
+    const text = JSON.stringify(rows) + scored;
+    if (mine.dataset.text === text) return;
+    mine.dataset.text = text;
+    const head = document.createElement("h2");
+    head.textContent = scored ? `Your answers: ${right} of ${scored} right` : "Your answers";
+    const list = document.createElement("ul");
+    for (const row of rows) list.append(Object.assign(document.createElement("li"), { textContent: row }));
+    mine.replaceChildren(head, list);
   }
 
   function step(delta) {
@@ -85,9 +145,15 @@
   }
 
   function listen() {
-    const events = new EventSource(`${base}/events`);
+    const events = new EventSource(`${base}/events?follower=${encodeURIComponent(follower)}`);
     events.onmessage = (event) => {
       state = JSON.parse(event.data);
+      if (part !== null && state.part !== part) {  // the lecturer moved the room to another trace: its page
+        events.close();
+        location.reload();
+        return;
+      }
+      part = state.part;
       say("");
       draw();
     };

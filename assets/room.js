@@ -1,77 +1,170 @@
 // The lecturer's side of a room, on the main page (specviz/app/room_panel.py). Once "Open a room" (or a lecturer
 // link) puts a hidden .sv-lead element on the page, this page leads the room: every change keys.js reports
 // (round, reveal, quiz mode) is sent to /room/<id>/drive with the lecturer's key, and the room's stream draws the
-// class's panel under the QR code. Opening another trace on the page stops leading (the room keeps its own).
+// class's panel under the QR code. The stream also carries what another page leading the same room did (the
+// lecturer link opened on a second machine): this page follows it, so the two stay in step. Opening another trace
+// on the page asks: move the room to the trace on screen, or stop leading; until then the room waits where it was
+// and its followers are told.
 () => {
-  let lead = null;  // { room, key, base, events, print }
+  let lead = null;  // { el, part, room, key, base, events, print, state, inflight, sent, asked, stopped }
+  let applying = false;  // while this page follows the room's state: no drive back
 
+  const $ = (id) => document.getElementById(id);
   const stageText = () => {
     const sections = document.querySelectorAll("#stage .sv-round");
     const last = sections[sections.length - 1];
-    return last?.querySelector(".sv-text")?.textContent || "";
+    return `${sections.length}:${last?.querySelector(".sv-text")?.textContent || ""}`;
   };
+  const same = (a, b) => a && b && a.round === b.round && a.step === b.step && a.quiz === b.quiz;
+
+  async function post(path, body) {
+    const response = await fetch(`${lead.base}room/${lead.room}/${path}`, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ key: lead.key, ...body }),
+    });
+    if (!response.ok) throw new Error((await response.json()).error || `the room answered ${response.status}`);
+    return response;
+  }
 
   async function drive() {
-    if (!lead) return;
-    if (stageText() !== lead.print) {  // another trace on the stage: the room stays on its own
-      stop("This page now shows another trace; the room stays on the one it was opened on. Open its lecturer link to lead it again.");
-      return;
+    if (!lead || lead.stopped || applying) return;
+    if (stageText() !== lead.print) return ask();
+    if (lead.asked) {  // back on the room's trace: lead again
+      lead.asked = false;
+      showAsk(false);
     }
     const where = window.svWhere();
+    if (same(where, lead.state) && lead.state.leading) return;  // the room is there already
+    lead.inflight += 1;
     try {
-      const response = await fetch(`${lead.base}room/${lead.room}/drive`, {
-        method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ key: lead.key, round: where.round, step: where.step, quiz: where.quiz }),
-      });
-      if (!response.ok) say((await response.json()).error || `the room answered ${response.status}`);
+      const data = await (await post("drive", { ...where, leading: true })).json();
+      lead.sent = Math.max(lead.sent, data.version);
+      say("");
+    } catch (e) {
+      say(`Could not move the room: ${e.message}`);
+    } finally {
+      lead.inflight -= 1;
+      if (!lead.inflight) follow(lead.state);
+    }
+  }
+
+  // Another trace on the stage: the room waits where it was (its followers are told) and the lecturer chooses.
+  async function ask() {
+    if (lead.asked) return;
+    lead.asked = true;
+    showAsk(true);
+    const at = lead.state || { round: 1, step: 0 };
+    try {
+      await post("drive", { round: at.round, step: at.step, leading: false });
     } catch (e) {
       say(`Could not reach the room: ${e.message}`);
     }
   }
 
+  function showAsk(on) {
+    const box = lead?.el.closest(".sv-room-box")?.querySelector(".sv-room-ask");
+    if (box) box.hidden = !on;
+  }
+
+  // The room's state from its stream, drawn on this page (what another lecturer page did), unless this page's own
+  // drives are on their way (their state follows) or the page shows another trace.
+  function follow(state) {
+    if (!state || !lead || lead.inflight || lead.asked || lead.stopped || state.version < lead.sent) return;
+    if (stageText() !== lead.print || !state.leading) return;
+    applying = true;
+    try {
+      for (const [n, step] of Object.entries(state.reached)) {
+        const sec = document.querySelector(`#stage .sv-round[data-round="${n}"]`);
+        if (sec && Number(sec.dataset.revealed || 0) < step) {
+          sec.dataset.revealed = String(step);
+          window.svRefresh(Number(n));
+        }
+      }
+      if (window.svWhere().round !== state.round) window.svShow(state.round);
+      const quiz = document.querySelector("#quiz-mode input");
+      if (quiz && quiz.checked !== state.quiz) quiz.click();  // Gradio's change event then runs svQuiz
+    } finally {
+      applying = false;
+    }
+  }
+
   function say(text) {
-    const panel = document.getElementById("sv-class-lead");
-    if (panel) panel.textContent = text;
+    const panel = $("sv-room-said");
+    if (panel && panel.textContent !== text) panel.textContent = text;
   }
 
   function stop(text) {
     if (!lead) return;
     lead.events.close();
-    lead = null;
-    window.svOnChange = null;
+    lead.stopped = true;
+    showAsk(false);
     say(text);
   }
 
   function start(el) {
-    if (lead && lead.room === el.dataset.room) return;
-    if (lead) stop("");
-    const base = el.dataset.base;
-    const events = new EventSource(`${base}room/${el.dataset.room}/events`);
-    lead = { room: el.dataset.room, key: el.dataset.key, base, events, print: stageText() };
+    if (lead) lead.events.close();
+    const base = el.dataset.base, key = el.dataset.key;
+    const events = new EventSource(`${base}room/${el.dataset.room}/events?key=${encodeURIComponent(key)}`);
+    lead = { el, part: el.dataset.part, room: el.dataset.room, key, base, events, print: stageText(), state: null,
+             inflight: 0, sent: 0, asked: false, stopped: false };
+    const mine = lead;
     events.onmessage = (event) => {
-      const panel = document.getElementById("sv-class-lead"), state = JSON.parse(event.data);
-      if (panel && panel.dataset.version !== String(state.version)) {
+      const panel = $("sv-class-lead"), state = JSON.parse(event.data);
+      mine.state = state;
+      if (panel && panel.dataset.version !== `${state.version}:${state.here}`) {
         panel.innerHTML = state.panel;  // rendered and escaped by the server (view/room.py)
-        panel.dataset.version = String(state.version);
+        panel.dataset.version = `${state.version}:${state.here}`;
       }
+      if (mine === lead) follow(state);
     };
     events.addEventListener("closed", (event) => stop(JSON.parse(event.data).error));
     window.svOnChange = drive;
     drive();
   }
 
+  let looking = false;
   new MutationObserver(() => {
     const el = document.querySelector("#room-box .sv-lead");
-    if (el) start(el);
-  }).observe(document.body, { childList: true, subtree: true });
+    // a new room box: a room opened, moved to another trace (Gradio may keep the element and change its data-part),
+    // or led from a link
+    if (el && (el !== lead?.el || el.dataset.part !== lead.part || el.dataset.room !== lead.room)) start(el);
+    if (!lead || lead.stopped || looking) return;
+    looking = true;
+    requestAnimationFrame(() => {  // once a frame at most: another trace on the stage asks at once
+      looking = false;
+      if (lead && !lead.stopped && stageText() !== lead.print) drive();
+    });
+  }).observe(document.body, { childList: true, subtree: true, attributes: true,
+                              attributeFilter: ["data-part", "data-room"] });
+
+  async function download(format) {
+    try {
+      const blob = await (await post("results", { format })).blob();
+      const a = Object.assign(document.createElement("a"), { href: URL.createObjectURL(blob),
+        download: `specviz-room-results.${format}` });
+      a.click();
+      URL.revokeObjectURL(a.href);
+    } catch (e) {
+      say(`Could not download the results: ${e.message}`);
+    }
+  }
 
   document.addEventListener("click", async (event) => {
-    if (!event.target.closest(".sv-copy-lead")) return;
+    const target = event.target;
+    if (target.closest(".sv-stop-lead") && lead) {
+      const round = lead.state?.round || 1;
+      stop(`You no longer lead the room; it stays at round ${round}. Its lecturer link leads it again.`);
+    } else if (target.closest(".sv-move-room")) {
+      const move = $("move-room");
+      (move?.tagName === "BUTTON" ? move : move?.querySelector("button"))?.click();
+    } else if (target.closest(".sv-results") && lead) {
+      download(target.closest(".sv-results").dataset.format);
+    }
+    if (!target.closest(".sv-copy-lead")) return;
     const link = document.querySelector("#room-box .sv-lead")?.dataset.link;
     if (!link) return;
     try {
       await navigator.clipboard.writeText(link);
-      event.target.textContent = "Lecturer link copied";
+      target.textContent = "Lecturer link copied";
     } catch (e) {
       window.prompt("Your lecturer link (keep it private):", link);  // no clipboard (a plain-http address)
     }

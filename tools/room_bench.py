@@ -1,17 +1,19 @@
-"""Rooms under load: simulated followers over HTTP on loopback (issue 23's figures; a benchmark, not a test).
+"""Rooms under load: simulated followers over HTTP on loopback (issue 34's figures; a benchmark, not a test).
 
-    python -m tools.room_bench                      # 100 followers in one room, then 10 rooms × 20
+    python -m tools.room_bench                      # 300 followers in one room, then 3 rooms × 100
     python -m tools.room_bench --rooms 1 --followers 20 --steps 5
 
 The server is the app itself (build_demo on tiny models: a room runs no model) in a process of its own, so its
 memory is its own; it opens the rooms on the "code" example at start and prints their ids and keys. The load
-generator is one asyncio process (one httpx client, one task per follower: 100 gradio Clients in threads would
-load the machine more than the server does): each follower gets the page (gzipped), joins, and reads the room's
-server-sent stream. The lecturer of each room then drives `--steps` steps, every room at the same moment, one step
-every `--pace` seconds, and each follower records when it saw each new version. Reported: the delay from the
-lecturer's request to each follower's copy of the step (median, 95th percentile, max), messages seen in the wrong
+generator is one asyncio process speaking raw HTTP/1.0 over asyncio streams (no HTTP client library: 300 gradio
+Clients in threads, or even one httpx client per stream, would load the 2 cores more than the server does). Every
+follower arrives in one burst: it gets the page (gzipped), joins, and reads the room's server-sent stream; the burst
+is timed until the last follower has the room's state. The lecturer of each room then drives `--steps` changes,
+every room at the same moment, one every `--pace` seconds, alternately the next round and its first reveal step;
+each follower records when it saw each new version. Reported: the burst's seconds, the delay from the lecturer's
+request to each follower's copy of each change (median, 95th percentile, max, missed), messages seen in the wrong
 room, the server's resident memory per follower (connected streams) and, measured in-process with tracemalloc, what
-an idle room holds beyond its trace.
+an idle room holds beyond its trace. Bounded: at most MAX_FOLLOWERS_BENCH followers, MAX_SECONDS, loopback only.
 """
 
 from __future__ import annotations
@@ -63,72 +65,94 @@ def rss_kib(pid: int) -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
+# --- raw HTTP/1.0 on loopback ----------------------------------------------------------------------------------
+
+async def http(port: int, method: str, path: str, body: dict | None = None, gzip_ok: bool = False):
+    """One request, the connection closed after it: -> (status, body bytes)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    data = json.dumps(body).encode() if body is not None else b""
+    head = f"{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: {len(data)}\r\n"
+    head += "Content-Type: application/json\r\n" if body is not None else ""
+    head += "Accept-Encoding: gzip\r\n" if gzip_ok else ""
+    writer.write(head.encode() + b"\r\n" + data)
+    response = await reader.read()
+    writer.close()
+    status = int(response.split(b" ", 2)[1])
+    return status, response.split(b"\r\n\r\n", 1)[1]
+
+
+async def follow(port: int, room: str, seen: dict, wrong: list, arrived: list, ids: dict, everyone: int):
+    """One follower: the page, a join, then the stream (HTTP/1.0: no chunking, lines as sent); records when it
+    first had the room's state, when each version arrived, and when it first saw all of its room answered."""
+    status, _ = await http(port, "GET", f"/room/{room}", gzip_ok=True)
+    assert status == 200, status
+    status, body = await http(port, "POST", f"/room/{room}/join", {})
+    assert status == 200, body
+    follower = json.loads(body)["follower"]
+    ids.setdefault(room, []).append(follower)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET /room/{room}/events?follower={follower} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    try:
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            pass
+        first = True
+        while line := await reader.readline():
+            if not line.startswith(b"data:"):
+                continue
+            now, state = time.perf_counter(), json.loads(line[5:])
+            if first:
+                arrived.append(now)
+                first = False
+            if state.get("room") != room:
+                wrong.append(state.get("room"))
+            seen.setdefault((state.get("room"), state["version"]), []).append(now)
+            if state["answered"] == everyone:
+                seen.setdefault((room, "all answered"), []).append(now)
+    finally:
+        writer.close()
+
+
 # --- the followers and the lecturer -----------------------------------------------------------------------------
 
-async def follow(client, base: str, room: str, seen: dict, wrong: list, connected: asyncio.Event, counter: list,
-                 ids: dict, everyone: int):
-    """One follower: the page, a join, then the stream; records when each version arrived, and when it first saw
-    every follower of its room answered (key (room, "all answered"))."""
-    import httpx
-
-    page = await client.get(f"{base}/room/{room}", headers={"Accept-Encoding": "gzip"})
-    page.raise_for_status()
-    joined = await client.post(f"{base}/room/{room}/join", json={})
-    joined.raise_for_status()
-    ids.setdefault(room, []).append(joined.json()["follower"])
-    async with client.stream("GET", f"{base}/room/{room}/events", timeout=httpx.Timeout(None)) as stream:
-        counter[0] += 1
-        if counter[0] == counter[1]:
-            connected.set()
-        async for line in stream.aiter_lines():
-            if line.startswith("data:"):
-                now, state = time.perf_counter(), json.loads(line[5:])
-                if state.get("room") != room:
-                    wrong.append(state.get("room"))
-                seen.setdefault((state.get("room"), state["version"]), []).append(now)
-                if state["answered"] == everyone:
-                    seen.setdefault((room, "all answered"), []).append(now)
-
-
-async def run(base: str, pid: int, rooms: list, followers: int, steps: int, pace: float) -> dict:
-    import httpx
-
-    seen: dict = {}
-    wrong: list = []
-    ids: dict = {}
-    connected, counter = asyncio.Event(), [0, len(rooms) * followers]
+async def run(port: int, pid: int, rooms: list, followers: int, steps: int, pace: float) -> dict:
+    seen, wrong, arrived, ids = {}, [], [], {}
+    total = len(rooms) * followers
     before = rss_kib(pid)
-    limits = httpx.Limits(max_connections=len(rooms) * followers + 20, max_keepalive_connections=None)
-    async with httpx.AsyncClient(limits=limits, timeout=30) as client:
-        joined = time.perf_counter()
-        tasks = [asyncio.create_task(follow(client, base, room, seen, wrong, connected, counter, ids, followers))
-                 for room, _ in rooms for _ in range(followers)]
-        await asyncio.wait_for(connected.wait(), 120)
-        join_s = time.perf_counter() - joined
-        await asyncio.sleep(1.0)
-        with_followers = rss_kib(pid)
-        delays = []
-        for step in range(steps):  # rounds 2, 3, … 2, 3, …: each drive a new version of the room's state
-            sent, versions = {}, {}
+    started = time.perf_counter()
+    tasks = [asyncio.create_task(follow(port, room, seen, wrong, arrived, ids, followers))
+             for room, _ in rooms for _ in range(followers)]
+    while len(arrived) < total and time.perf_counter() - started < 120:
+        failed = [t for t in tasks if t.done() and t.exception()]
+        if failed:
+            raise failed[0].exception()
+        await asyncio.sleep(0.01)
+    burst_s = max(arrived) - started if len(arrived) == total else float("inf")
+    await asyncio.sleep(1.0)
+    with_followers = rss_kib(pid)
+    delays = []
+    for step in range(steps):  # round 2, its first reveal, round 3, its first reveal, …: each a new version
+        sent, versions = {}, {}
+        change = {"round": 2 + (step // 2) % 10, "step": step % 2}
 
-            async def drive(room, key):
-                sent[room] = time.perf_counter()
-                r = await client.post(f"{base}/room/{room}/drive", json={"key": key, "round": 2 + step % 10})
-                r.raise_for_status()
-                versions[room] = r.json()["version"]
-            await asyncio.gather(*(drive(room, key) for room, key in rooms))
-            await asyncio.sleep(pace)
-            for room, _ in rooms:
-                got = seen.get((room, versions[room]), [])
-                delays += [t - sent[room] for t in got]
-                delays += [float("inf")] * (followers - len(got))  # a follower that never saw it
-        answers_s = await answer_burst(client, base, rooms, ids, seen, followers, pace)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    return {"rooms": len(rooms), "followers_per_room": followers, "steps": steps, "join_all_s": round(join_s, 2),
-            **delay_figures(delays), "wrong_room": len(wrong), "all_answers_seen_by_all_s": answers_s,
-            "rss_per_follower_kib": round((with_followers - before) / (len(rooms) * followers), 1)}
+        async def drive(room, key):
+            sent[room] = time.perf_counter()
+            status, body = await http(port, "POST", f"/room/{room}/drive", {"key": key, **change})
+            assert status == 200, body
+            versions[room] = json.loads(body)["version"]
+        await asyncio.gather(*(drive(room, key) for room, key in rooms))
+        await asyncio.sleep(pace)
+        for room, _ in rooms:
+            got = seen.get((room, versions[room]), [])
+            delays += [t - sent[room] for t in got]
+            delays += [float("inf")] * (followers - len(got))  # a follower that never saw it
+    answers_s = await answer_burst(port, rooms, ids, seen, followers, pace)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    return {"rooms": len(rooms), "followers_per_room": followers, "steps": steps,
+            "burst_all_in_s": round(burst_s, 2), **delay_figures(delays), "wrong_room": len(wrong),
+            "all_answers_seen_by_all_s": answers_s,
+            "rss_per_follower_kib": round((with_followers - before) / total, 1)}
 
 
 def delay_figures(delays: list[float]) -> dict:
@@ -140,17 +164,19 @@ def delay_figures(delays: list[float]) -> dict:
             "p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1), "max_ms": round(1000 * ordered[-1], 1)}
 
 
-async def answer_burst(client, base: str, rooms: list, ids: dict, seen: dict, followers: int, pace: float) -> float:
-    """Quiz on, then every follower answers at once: the seconds until the last follower of every room saw all
-    of its room's answers counted (each answer is a new version; a slow stream skips to the latest)."""
+async def answer_burst(port: int, rooms: list, ids: dict, seen: dict, followers: int, pace: float) -> float:
+    """Quiz on at round 13 (past every round the steps revealed), then every follower answers at once: the seconds
+    until the last follower of every room saw all of its room's answers counted (each answer is a new version; a
+    slow stream skips to the latest)."""
     for room, key in rooms:
-        (await client.post(f"{base}/room/{room}/drive", json={"key": key, "round": 3, "quiz": True})).raise_for_status()
+        status, body = await http(port, "POST", f"/room/{room}/drive", {"key": key, "round": 13, "quiz": True})
+        assert status == 200, body
     await asyncio.sleep(pace)
     started = time.perf_counter()
-    answers = [client.post(f"{base}/room/{room}/answer", json={"follower": f, "round": 3, "guess": 1})
+    answers = [http(port, "POST", f"/room/{room}/answer", {"follower": f, "round": 13, "guess": 0})
                for room, _ in rooms for f in ids[room]]
-    for r in await asyncio.gather(*answers):
-        r.raise_for_status()
+    for status, body in await asyncio.gather(*answers):
+        assert status == 200, body
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and any(len(seen.get((room, "all answered"), [])) < followers
                                               for room, _ in rooms):
@@ -167,8 +193,8 @@ def one_setup(rooms: int, followers: int, steps: int, pace: float) -> dict:
                               stdout=subprocess.PIPE, text=True)
     try:
         info = json.loads(server.stdout.readline())
-        return asyncio.run(asyncio.wait_for(run(f"http://127.0.0.1:{port}", info["pid"], info["rooms"], followers,
-                                                steps, pace), MAX_SECONDS))
+        return asyncio.run(asyncio.wait_for(run(port, info["pid"], info["rooms"], followers, steps, pace),
+                                            MAX_SECONDS))
     finally:
         server.terminate()
         server.wait(30)
@@ -215,7 +241,7 @@ def main(argv=None) -> None:
     if args.serve:
         serve(args.serve, args.rooms)
         return
-    setups = [(args.rooms, args.followers)] if args.rooms else [(1, 100), (10, 20)]
+    setups = [(args.rooms, args.followers)] if args.rooms else [(1, 300), (3, 100)]
     for rooms, followers in setups:
         if rooms * followers > MAX_FOLLOWERS_BENCH:
             parser.error(f"at most {MAX_FOLLOWERS_BENCH} simulated followers")

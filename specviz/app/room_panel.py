@@ -39,6 +39,7 @@ HREF_JS = "location.href"  # the same with its query: what a deep link asks for
 class RoomPanel:
     accordion: gr.Accordion  # folded until used: a lecturer's link unfolds it (its box must be on the page to lead)
     open: gr.Button
+    move: gr.Button  # "Move the room to this trace": the room led from this page follows the trace on screen
     box: gr.HTML  # the join link, QR code and code; the class's panel (room.js fills it)
     link: gr.Button  # "Link to this round"
     link_text: gr.Textbox
@@ -48,17 +49,21 @@ def build_room_panel() -> RoomPanel:
     with gr.Accordion("Room: the class follows on their own devices", open=False, elem_id="room-panel") as accordion:
         with gr.Row(equal_height=True):
             open_ = gr.Button("Open a room for this trace", elem_id="open-room", scale=0, min_width=260)
+            move = gr.Button("Move my room to this trace", elem_id="move-room", scale=0, min_width=240)
             link = gr.Button("Link to this round", elem_id="link-round", scale=0, min_width=200)
             link_text = gr.Textbox(label="Link to what the page shows (for a slide)", interactive=False,
                                    elem_id="round-link", buttons=["copy"], scale=3)
         box = gr.HTML("", label="Room", elem_id="room-box")
-    return RoomPanel(accordion, open_, box, link, link_text)
+    return RoomPanel(accordion, open_, move, box, link, link_text)
 
 
 def wire_room_panel(panel: RoomPanel, trace: gr.State, status: gr.HTML, hub: RoomHub) -> None:
     quick = dict(show_progress="hidden", concurrency_limit=None, queue=False)
     panel.open.click(lambda t, base: open_room(hub, t, base), [trace, panel.link_text], [panel.box, status],
                      js=f"(trace, base) => [trace, {BASE_JS}]", api_name="open_room", **quick)
+    panel.move.click(lambda t, lead: move_room(hub, t, lead), [trace, panel.link_text], [panel.box, status],
+                     js="(trace, lead) => [trace, JSON.stringify({...(document.querySelector('#room-box .sv-lead')"
+                        "?.dataset || {}), base: " + BASE_JS + "})]", api_name="move_room", **quick)
     panel.link.click(link_to, [trace, panel.link_text], [panel.link_text, status], api_name="link_to_round",
                      js=f"(trace, base) => [trace, JSON.stringify({{base: {BASE_JS}, ...window.svWhere()}})]",
                      **quick)
@@ -81,7 +86,30 @@ def open_room(hub: RoomHub, trace: Trace | None, base) -> tuple:
         f"reveals and quiz mode.", "done")
 
 
-def room_box(base: str, room: str, code: str, key: str) -> str:
+def move_room(hub: RoomHub, trace: Trace | None, lead_json) -> tuple:
+    """Move the room this page leads (its id and key from the room box, as JSON) to the trace on screen; the
+    followers' pages reload with it. -> the room box (anew: room.js leads from it), the status line"""
+    try:
+        lead = json.loads(lead_json) if isinstance(lead_json, str) and len(lead_json) <= 2000 else {}
+    except ValueError:
+        lead = {}
+    lead = lead if isinstance(lead, dict) else {}
+    if trace is None or not trace.rounds:
+        return gr.skip(), page_text.status("Open a trace first (an example, a file or a run): a room shows one.",
+                                           "error")
+    if not isinstance(lead.get("room"), str) or not isinstance(lead.get("key"), str):
+        return gr.skip(), page_text.status("This page leads no room: open one first.", "error")
+    try:
+        hub.retrace(lead["room"], lead["key"], trace.to_json(), quiz_facts(trace))
+        view, code = hub.store.lead(lead["room"], lead["key"])
+    except RoomError as e:
+        return gr.skip(), page_text.status(str(e), "error")
+    return room_box(_base(lead.get("base")), lead["room"], code, lead["key"], view.part), page_text.status(
+        f"Room {code} now shows this trace: the class's pages reload with it, at round 1 (answers start afresh).",
+        "done")
+
+
+def room_box(base: str, room: str, code: str, key: str, part: int = 1) -> str:
     join = f"{base}room/{room}"
     lead = f"{base}?{urlencode({'room': room, 'key': key})}"
     qr = segno.make(join, error="m").svg_inline(border=2, dark="#111", light="#fff", omitsize=True)
@@ -92,8 +120,17 @@ def room_box(base: str, room: str, code: str, key: str) -> str:
             f'<p>The class sees your round, your reveals and quiz mode; in quiz mode each student answers on their '
             f'own device. Only your lecturer link moves the room: '
             f'<button type="button" class="sv-copy-lead">Copy my lecturer link</button> (never shown here).</p>'
+            f'<p>The class\'s results (counts per round, no names): <button type="button" class="sv-results" '
+            f'data-format="csv">Download CSV</button> <button type="button" class="sv-results" data-format="json">'
+            f'Download JSON</button></p>'
             f'<span hidden class="sv-lead" data-room="{escape(room)}" data-key="{escape(key)}" '
-            f'data-link="{escape(lead)}" data-base="{escape(base)}"></span></div>'
+            f'data-link="{escape(lead)}" data-base="{escape(base)}" data-part="{int(part)}"></span></div>'
+            f'<div class="sv-room-ask" role="alertdialog" aria-label="another trace" hidden><p>This page now shows '
+            f'another trace than room {escape(code)}. The class waits on the room\'s round until you choose:</p>'
+            f'<button type="button" class="sv-move-room">Move the room to this trace</button> '
+            f'<button type="button" class="sv-stop-lead">Stop leading the room</button> <span>(or open the room\'s '
+            f'trace again to go on leading it)</span></div>'
+            f'<div id="sv-room-said" class="sv-room-said" role="status"></div>'
             f'<div id="sv-class-lead" class="sv-class-lead"></div></div>')
 
 
@@ -167,13 +204,13 @@ def _lead_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, 
     room, key = query.get("room", ""), query.get("key", "")
     try:
         view, code = hub.store.lead(room, key)
-        trace = load_trace(hub.store.trace_json(room))
+        trace = load_trace(hub.store.trace_json(room)[0])
     except (RoomError, ValueError) as e:
         updates = models.open_first_example(lecture)
         return _with_problems(models, updates, [f"could not open the room: {e}"])
     quiz = QuizState(view.quiz, view.round_, {n: RoundQuiz(None, s) for n, s in view.reached.items()})
     updates = models.show_trace(trace, lecture, f"You lead room {code} again: the class follows this page.", quiz)
-    updates[panel.box] = room_box(_base(base), room, code, key)
+    updates[panel.box] = room_box(_base(base), room, code, key, view.part)
     updates[panel.accordion] = gr.Accordion(open=True)
     return updates
 

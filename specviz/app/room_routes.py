@@ -1,12 +1,15 @@
 """Rooms on the web: a follower's page, its stream of the room's state, its answers, and the lecturer's steering, as
 a few routes on Gradio's own FastAPI app (`launch(app_kwargs={"routes": room_routes(hub)})`, in serving.py).
 
-    GET  /room/{room}          a follower's page: the trace's stage, sent once, with keys.js and follow.js
-    GET  /room?code=ABC234     a short code typed in: to its room's page (guessing is rate-limited)
+    GET  /room/{room}          a follower's page (assets/follower.html): the trace's stage, sent once, with keys.js
+                               and follow.js
+    GET  /room?code=ABC2345    a short code typed in: to its room's page (guessing is rate-limited)
     POST /room/{room}/join     {"follower": the id this browser had, or null} -> {"follower", "answers"}
-    GET  /room/{room}/events   server-sent events: the room's state on every change, the class's panel included
-    POST /room/{room}/answer   {"follower", "round", "guess"} -> {"answers"}
-    POST /room/{room}/drive    {"key", "round", "step", "quiz"}: the lecturer's page only (the key is checked)
+    GET  /room/{room}/events   ?follower=… (its seat is held while the stream is open) or ?key=… (a lecturer's
+                               page): server-sent events, the room's state on every change, the class's panel too
+    POST /room/{room}/answer   {"follower", "round", "guess"} -> {"answers"} (a later answer replaces it)
+    POST /room/{room}/drive    {"key", "round", "step", "quiz", "leading"}: the lecturer's page only (key checked)
+    POST /room/{room}/results  {"key", "format": "csv" or "json"}: the class's answers counted, as a download
 
 Why a route of our own rather than a Gradio event (measured: docs/lecture.md, "How followers receive steps"): a
 follower's page needs none of Gradio's front end (a phone loads a few kB, not Gradio's and plotly's megabytes), one
@@ -21,17 +24,19 @@ import asyncio
 import gzip
 import json
 from collections import OrderedDict
-from functools import lru_cache
+from functools import lru_cache, partial
 from html import escape
+from string import Template
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from specviz.app.assets import script, text
-from specviz.lecture.rooms import RoomError, RoomStore
+from specviz.lecture.results import results_csv, results_json
+from specviz.lecture.rooms import GRACE_S, RoomError, RoomStore
 from specviz.record.load import load_trace
-from specviz.view.room import class_panel
+from specviz.view.room import QuizFacts, class_panel
 from specviz.view.stage import stage_html
 from specviz.view.style import palette_css
 
@@ -40,6 +45,7 @@ MAX_BODY = 2048  # bytes: every request body of these routes is a few numbers an
 MAX_STREAMS = 2000  # open event streams on one server, every room together (a room holds at most MAX_FOLLOWERS)
 JOIN_RING_S = 0.25  # joins are told to a room's followers at most this often (the joined count)
 PAGES_KEPT = 16  # follower pages kept, gzipped (~30 kB each): rooms joining at once ask for the same few again and again
+RESULTS = {"csv": (results_csv, "text/csv; charset=utf-8"), "json": (results_json, "application/json")}
 
 
 class RoomHub:
@@ -49,9 +55,9 @@ class RoomHub:
     def __init__(self, store: RoomStore | None = None):
         self.store = store or RoomStore()
         self._bells: dict[str, asyncio.Event] = {}
-        self._sent: dict[str, tuple[int, str]] = {}  # room -> (version, the state's JSON)
-        self._pages: OrderedDict[str, bytes] = OrderedDict()  # room -> its follower page, gzipped
-        self._rendering: dict[str, asyncio.Future] = {}  # room -> its page being rendered
+        self._sent: dict[str, tuple[tuple, str]] = {}  # room -> ((version, seats held), the state's JSON)
+        self._pages: OrderedDict[tuple, bytes] = OrderedDict()  # (room, part) -> its follower page, gzipped
+        self._rendering: dict[tuple, asyncio.Future] = {}  # (room, part) -> its page being rendered
         self._soon: set[str] = set()  # rooms to ring shortly (joins)
         self.streams = 0
 
@@ -75,37 +81,45 @@ class RoomHub:
     def bell(self, room: str) -> asyncio.Event:
         return self._bells.setdefault(room, asyncio.Event())
 
-    def state(self, room: str) -> tuple[int, str]:
-        """(version, JSON) of the room's state for its streams; RoomError once it has closed."""
+    def state(self, room: str) -> tuple[tuple, str]:
+        """((version, seats held), JSON) of the room's state for its streams; RoomError once it has closed. Seats
+        free themselves GRACE_S after a stream closes, without a new version: the count is part of the key."""
         view = self.store.view(room)
         sent = self._sent.get(room)
-        if sent is None or sent[0] != view.version:
+        if sent is None or sent[0] != (view.version, view.followers):
             facts = self.store.facts(room)
             panel = class_panel(facts, view.round_, view.quiz, view.followers, view.answered, view.revealed)
-            sent = (view.version, json.dumps({
+            sent = ((view.version, view.followers), json.dumps({
                 "room": room, "round": view.round_, "step": view.step, "quiz": view.quiz, "version": view.version,
-                "rounds": len(facts.rounds), "joined": view.followers, "answered": view.answered,
+                "rounds": len(facts.rounds), "here": view.followers, "answered": view.answered,
+                "leading": view.leading, "part": view.part,
                 "reached": {str(n): s for n, s in view.reached.items()}, "panel": panel}))
             self._sent[room] = sent
             self._forget_closed()
         return sent
 
+    def retrace(self, room: str, key: str, trace_json: str, facts: QuizFacts) -> None:
+        """Move the room to another trace; its followers' pages reload on the next state (its `part` changed)."""
+        self.store.retrace(room, key, trace_json, facts)
+        self.ring(room)
+
     async def page(self, room: str) -> bytes:
         """A follower's page for `room`, gzipped (a phone on a hall's Wi-Fi gets a tenth of it); RoomError if
         the room has closed. Rendered once, in a thread (a class joining at once must not stall the streams of
         other rooms), however many ask for it meanwhile."""
-        trace_json = self.store.trace_json(room)
-        if room not in self._pages:
-            if room not in self._rendering:
-                self._rendering[room] = asyncio.ensure_future(asyncio.to_thread(_gzipped_page, room, trace_json))
+        trace_json, part = self.store.trace_json(room)
+        which = (room, part)
+        if which not in self._pages:
+            if which not in self._rendering:
+                self._rendering[which] = asyncio.ensure_future(asyncio.to_thread(_gzipped_page, room, trace_json))
             try:
-                self._pages[room] = await self._rendering[room]
+                self._pages[which] = await self._rendering[which]
             finally:
-                self._rendering.pop(room, None)
+                self._rendering.pop(which, None)
             while len(self._pages) > PAGES_KEPT:
                 self._pages.popitem(last=False)
-        self._pages.move_to_end(room)
-        return self._pages[room]
+        self._pages.move_to_end(which)
+        return self._pages[which]
 
     def _forget_closed(self) -> None:
         if len(self._sent) > self.store.max_rooms:  # rooms closed since: forget what was sent to them
@@ -134,100 +148,119 @@ def _gzipped_page(room: str, trace_json: str) -> bytes:
 
 
 def follower_page(room: str, trace_json: str) -> str:
-    """The whole page a follower's browser gets once: the stage of every round (hidden but one), the class's
-    panel (filled by the stream), and the scripts that follow the lecturer."""
+    """The whole page a follower's browser gets once (assets/follower.html): the stage of every round (hidden but
+    one), the class's panel and the follower's own answers (filled by follow.js), and the scripts."""
     css, js = _page_assets()
     trace = load_trace(trace_json)
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>specviz room: following the lecturer</title><style>{css}</style></head>
-<body class="sv-follower" data-room="{escape(room)}">
-<header class="sv-room-head">
- <span class="sv-room-where" id="sv-where" aria-live="polite">Connecting…</span>
- <span class="sv-room-nav">
-  <button type="button" id="f-prev" aria-label="previous round (←)">◀</button>
-  <button type="button" id="f-follow" aria-label="follow the lecturer (F)">Follow</button>
-  <button type="button" id="f-next" aria-label="next round (→)">▶</button>
- </span>
-</header>
-<div id="sv-room-error" class="sv-room-error" role="alert"></div>
-<div id="sv-announce" class="sv-sr" aria-live="polite" aria-atomic="true"></div>
-<main id="stage">{stage_html(trace, 1)}</main>
-<section id="sv-class" aria-label="the class's answers"></section>
-<p class="sv-room-foot">{escape(trace.draft_model)} drafts, {escape(trace.target_model)} verifies: a recorded run;
-this page runs no model. ← → step on your own; F follows the lecturer again.</p>
-<script>{js}</script></body></html>"""
+    return Template(text("follower.html")).substitute(
+        css=css, js=js, room=escape(room), stage=stage_html(trace, 1), draft=escape(trace.draft_model),
+        target=escape(trace.target_model))
 
 
 # --- the routes -----------------------------------------------------------------------------------------------
 
 def room_routes(hub: RoomHub) -> list[Route]:
-    async def page(request: Request) -> Response:
+    def route(path: str, handler, method: str = "GET") -> Route:
+        return Route(path, partial(handler, hub), methods=[method], name=handler.__name__.strip("_"))
+    return [route("/room", _by_code), route("/room/{room}", _page), route("/room/{room}/join", _join, "POST"),
+            route("/room/{room}/answer", _answer, "POST"), route("/room/{room}/drive", _drive, "POST"),
+            route("/room/{room}/results", _results, "POST"), route("/room/{room}/events", _events)]
+
+
+async def _page(hub: RoomHub, request: Request) -> Response:
+    try:
+        page = await hub.page(request.path_params["room"])
+    except RoomError as e:
+        return HTMLResponse(_error_page(str(e)), status_code=e.status)
+    headers = {"Cache-Control": "no-store", "Vary": "Accept-Encoding"}
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        return Response(page, media_type="text/html; charset=utf-8", headers={**headers, "Content-Encoding": "gzip"})
+    return HTMLResponse(gzip.decompress(page), headers=headers)
+
+
+async def _by_code(hub: RoomHub, request: Request) -> Response:
+    code = request.query_params.get("code", "")
+    if not code:
+        return HTMLResponse(_code_form(""))
+    try:
+        room = hub.store.resolve(code, _client(request))
+    except RoomError as e:
+        return HTMLResponse(_code_form(str(e)), status_code=e.status)
+    return RedirectResponse(f"room/{room}", status_code=303)
+
+
+async def _join(hub: RoomHub, request: Request) -> Response:
+    async def act(body):
+        room, follower = hub.store.join(request.path_params["room"], _client(request), body.get("follower"))
+        hub.ring_soon(room)
+        return {"follower": follower, "answers": _answers(hub.store.mine(room, follower))}
+    return await _json_call(request, act)
+
+
+async def _answer(hub: RoomHub, request: Request) -> Response:
+    async def act(body):
+        room, follower = request.path_params["room"], body.get("follower")
+        hub.store.answer(room, follower, body.get("round"), body.get("guess"))
+        hub.ring(room)
+        return {"answers": _answers(hub.store.mine(room, follower))}
+    return await _json_call(request, act)
+
+
+async def _drive(hub: RoomHub, request: Request) -> Response:
+    async def act(body):
         room = request.path_params["room"]
-        try:
-            page = await hub.page(room)
-        except RoomError as e:
-            return HTMLResponse(_error_page(str(e)), status_code=e.status)
-        headers = {"Cache-Control": "no-store", "Vary": "Accept-Encoding"}
-        if "gzip" in request.headers.get("accept-encoding", ""):
-            return Response(page, media_type="text/html; charset=utf-8", headers={**headers, "Content-Encoding": "gzip"})
-        return HTMLResponse(gzip.decompress(page), headers=headers)
+        view = hub.store.drive(room, body.get("key"), body.get("round"), body.get("step", 0), body.get("quiz"),
+                               body.get("leading"))
+        hub.ring(room)
+        return {"version": view.version}
+    return await _json_call(request, act)
 
-    async def by_code(request: Request) -> Response:
-        code = request.query_params.get("code", "")
-        if not code:
-            return HTMLResponse(_code_form(""))
-        try:
-            room = hub.store.resolve(code, _client(request))
-        except RoomError as e:
-            return HTMLResponse(_code_form(str(e)), status_code=e.status)
-        return RedirectResponse(f"room/{room}", status_code=303)
 
-    async def join(request: Request) -> Response:
-        async def act(body):
-            room, follower = hub.store.join(request.path_params["room"], _client(request), body.get("follower"))
-            hub.ring_soon(room)
-            return {"follower": follower, "answers": _answers(hub.store.mine(room, follower))}
-        return await _json_call(request, act)
+async def _results(hub: RoomHub, request: Request) -> Response:
+    """The class's answers counted, per round (lecture/results.py), as a file: counts only."""
+    async def act(body):
+        kind = body.get("format")
+        if not isinstance(kind, str) or kind not in RESULTS:
+            raise RoomError('the results\' format must be "csv" or "json"')
+        made, media = RESULTS[kind]
+        content = made(*hub.store.results(request.path_params["room"], body.get("key")))
+        return Response(content, media_type=media, headers={
+            "Content-Disposition": f'attachment; filename="specviz-room-results.{kind}"', "Cache-Control": "no-store"})
+    return await _json_call(request, act)
 
-    async def answer(request: Request) -> Response:
-        async def act(body):
-            room, follower = request.path_params["room"], body.get("follower")
-            hub.store.answer(room, follower, body.get("round"), body.get("guess"))
-            hub.ring(room)
-            return {"answers": _answers(hub.store.mine(room, follower))}
-        return await _json_call(request, act)
 
-    async def drive(request: Request) -> Response:
-        async def act(body):
-            room = request.path_params["room"]
-            view = hub.store.drive(room, body.get("key"), body.get("round"), body.get("step", 0), body.get("quiz"))
-            hub.ring(room)
-            return {"version": view.version}
-        return await _json_call(request, act)
-
-    async def events(request: Request) -> Response:
-        room = request.path_params["room"]
-        try:
-            hub.state(room)
-        except RoomError as e:
-            return _refusal(e)
+async def _events(hub: RoomHub, request: Request) -> Response:
+    """A follower's stream (?follower=…: its seat is held while it is open) or its lecturer's (?key=…)."""
+    room, query = request.path_params["room"], request.query_params
+    follower = query.get("follower")
+    try:
+        hub.state(room)
         if hub.streams >= MAX_STREAMS:
-            return _refusal(RoomError("the server follows as many rooms' streams as it can; reload in a minute", 503))
-        return StreamingResponse(_stream(hub, room), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+            raise RoomError("the server follows as many rooms' streams as it can; reload in a minute", 503)
+        if follower is not None:
+            hub.store.attend(room, follower, hold=False)  # held once the stream runs: its end then frees it
+        else:
+            hub.store.check_key(room, query.get("key"))
+    except RoomError as e:
+        return _refusal(e)
+    return StreamingResponse(_stream(hub, room, follower), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
-    return [Route("/room", by_code), Route("/room/{room}", page), Route("/room/{room}/join", join, methods=["POST"]),
-            Route("/room/{room}/answer", answer, methods=["POST"]), Route("/room/{room}/drive", drive, methods=["POST"]),
-            Route("/room/{room}/events", events)]
 
-
-async def _stream(hub: RoomHub, room: str):
+async def _stream(hub: RoomHub, room: str, follower: str | None):
     """The room's state now, then again after every change (the latest only: a burst of answers is one message
-    to a slow follower), a comment when idle, and a `closed` event when the room has gone."""
+    to a slow follower), a comment when idle, and a `closed` event when the room has gone. A follower's seat is
+    held while this runs, and GRACE_S after (the room's count then drops: rung once the grace is over)."""
     hub.streams += 1
     try:
-        seen = -1
+        if follower is not None:
+            try:
+                hub.store.attend(room, follower)
+            except RoomError as e:
+                follower = None  # it holds no seat to give back
+                yield f"event: closed\ndata: {json.dumps({'error': str(e)})}\n\n"
+                return
+        seen = None
         while True:
             bell = hub.bell(room)  # taken before reading, so a change after the read rings this one
             try:
@@ -245,6 +278,12 @@ async def _stream(hub: RoomHub, room: str):
                 yield ": idle\n\n"
     finally:
         hub.streams -= 1
+        if follower is not None:
+            hub.store.leave(room, follower)
+            try:
+                asyncio.get_running_loop().call_later(GRACE_S + 0.5, hub.ring, room)
+            except RuntimeError:  # closed outside the loop (shutting down): nobody is left to tell
+                pass
 
 
 async def _json_call(request: Request, act) -> Response:
@@ -259,7 +298,8 @@ async def _json_call(request: Request, act) -> Response:
             raise RoomError("the request is not JSON") from None
         if not isinstance(body, dict):
             raise RoomError("the request must be a JSON object")
-        return JSONResponse(await act(body))
+        answer = await act(body)
+        return answer if isinstance(answer, Response) else JSONResponse(answer)
     except RoomError as e:
         return _refusal(e)
 
@@ -280,18 +320,24 @@ def _client(request: Request) -> str:
 
 
 def _error_page(message: str) -> str:
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
-            f'content="width=device-width, initial-scale=1"><title>specviz room</title></head><body '
-            f'style="font: 18px system-ui, sans-serif; margin: 1.5em"><h1>specviz room</h1><p role="alert">'
-            f'{escape(message)}</p><p><a href="../room">Enter a room code</a></p></body></html>')
+    return _small_page("specviz room", f'<h1>specviz room</h1><p role="alert">{escape(message)}</p>'
+                                       f'<p><a href="../room">Enter a room code</a></p>')
 
 
 def _code_form(message: str) -> str:
     said = f'<p role="alert">{escape(message)}</p>' if message else ""
+    return _small_page("specviz: join a room", f'<h1>Join a room</h1>{said}<form method="get" action="room"><label>'
+                       f'Code on the projector <input name="code" autocomplete="off" autocapitalize="characters" '
+                       f'maxlength="12" size="8" required></label> <button>Join</button></form>', "sv-room-form")
+
+
+def _small_page(title: str, body: str, kind: str = "") -> str:
+    """A page of a few lines (an error, the code form), styled by room.css like the follower's page."""
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
-            f'content="width=device-width, initial-scale=1"><title>specviz: join a room</title></head><body '
-            f'style="font: 20px system-ui, sans-serif; margin: 1.5em"><h1>Join a room</h1>{said}'
-            f'<form method="get" action="room"><label>Code on the projector <input name="code" '
-            f'autocomplete="off" autocapitalize="characters" maxlength="12" size="8" required '
-            f'style="font: inherit; letter-spacing: 0.15em"></label> <button style="font: inherit">Join</button>'
-            f'</form></body></html>')
+            f'content="width=device-width, initial-scale=1"><title>{escape(title)}</title><style>{_small_css()}'
+            f'</style></head><body class="sv-room-page {kind}">{body}</body></html>')
+
+
+@lru_cache(maxsize=1)
+def _small_css() -> str:
+    return text("room.css")

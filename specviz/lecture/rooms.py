@@ -9,10 +9,12 @@ room's state and its rules, with no web framework: the page (app/) serves it.
     store.view(opened.room)                              # what every follower sees: the round, the step, counts
 
 Bounded and safe by construction: room ids and lecturer keys are 128 random bits (`secrets`), the short code only an
-alias that a client may miss a few times before it must wait; at most MAX_ROOMS rooms and MAX_FOLLOWERS followers a
-room; a room idle for IDLE_S is gone; one answer per follower per round, taken only while the round is on the
-lecturer's screen in quiz mode and nothing of it is revealed; nothing one follower sends reaches another but the
-counts, and those only once the round is revealed. Every refusal is a RoomError with a sentence for a person.
+alias whose last character checks the others (a typo is told at once and is not a guess) and that a client may miss
+a few times before it must wait; at most MAX_ROOMS rooms; at most MAX_FOLLOWERS seats a room, a seat held while its
+follower's stream is open and GRACE_S after (a reload keeps it); a room idle for IDLE_S is gone; one answer per
+follower per round, which they may change while the round is on the lecturer's screen in quiz mode and nothing of it
+is revealed; nothing one follower sends reaches another but the counts, and those only once the round is revealed.
+Every refusal is a RoomError with a sentence for a person.
 """
 
 from __future__ import annotations
@@ -28,12 +30,15 @@ from specviz.settings.bounds import whole_number
 from specviz.view.room import QuizFacts
 
 MAX_ROOMS = 50  # rooms at once on one server: each holds its trace (at most record.trace.MAX_TRACE_BYTES)
-MAX_FOLLOWERS = 300  # followers a room (a lecture hall of 100 with room to spare)
+MAX_FOLLOWERS = 300  # seats a room: people present at once (a lecture hall of 300), not everyone who ever came
+GRACE_S = 30.0  # a seat outlives its follower's last stream this long: a reload or a phone's dropped Wi-Fi keeps it
+MAX_GONE = 300  # followers gone past GRACE_S still known by id a room (a return keeps their answers); then forgotten
 IDLE_S = 4 * 3600  # a room nobody drove or joined for this long is closed
-CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: read off a projector
-CODE_LENGTH = 6  # 31^6 ≈ 8.9e8 codes: guessing one of 50 rooms takes ~1.8e7 tries, and MISSES_ALLOWED stops that
-MISSES_ALLOWED, MISS_WINDOW_S = 10, 60.0  # a client may name unknown codes this often a minute, then must wait
-MISSES_ALLOWED_ALL = 600  # and all clients together this often a minute (a client's address can be forged)
+CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: read off a projector; 31, a prime
+CODE_RANDOM = 6  # random characters: 31^6 ≈ 8.9e8 codes, one of 50 rooms per ~1.8e7 guesses (docs/lecture.md)
+CODE_LENGTH = CODE_RANDOM + 1  # and a check character: any one wrong character or swapped pair is no code at all
+MISSES_ALLOWED, MISS_WINDOW_S = 10, 60.0  # a client may name well-formed unknown codes this often a minute
+MISSES_ALLOWED_ALL = 60  # and all clients together this often a minute (a client's address can be forged)
 
 
 class RoomError(ValueError):
@@ -52,6 +57,12 @@ class OpenedRoom:
 
 
 @dataclass
+class Seat:
+    streams: int = 0  # the follower's open event streams (a phone and its reload may overlap)
+    since: float = 0.0  # when it joined or its last stream closed: the seat holds GRACE_S from then
+
+
+@dataclass
 class Room:
     trace_json: str  # the trace, sent once to each follower
     facts: QuizFacts  # per round: the largest answer, the right one, the reveal steps
@@ -60,11 +71,18 @@ class Room:
     round_: int = 1
     step: int = 0  # reveal steps shown in this round
     quiz: bool = False
+    leading: bool = True  # False once the lecturer's page has left the room's trace (followers are told)
+    part: int = 1  # the room's trace: 1, then one more each time the lecturer moves the room to another
     version: int = 0  # bumped on every change a follower must see
-    followers: set[str] = field(default_factory=set)
-    answers: dict[int, dict[str, int]] = field(default_factory=dict)  # round -> follower -> guess
+    seats: dict[str, Seat] = field(default_factory=dict)  # follower id -> its seat, held or not
+    answers: dict[int, dict[str, int]] = field(default_factory=dict)  # round -> follower -> latest guess
+    forgotten: dict[int, Counter] = field(default_factory=dict)  # round -> answers of followers no longer known
     reached: dict[int, int] = field(default_factory=dict)  # round -> the reveal step the lecturer left it at
     touched: float = 0.0
+
+    def counts(self, number: int) -> Counter:
+        """Round `number`'s answers: answer -> how many gave it (the latest of each follower)."""
+        return Counter(self.answers.get(number, {}).values()) + self.forgotten.get(number, Counter())
 
 
 @dataclass(frozen=True)
@@ -75,10 +93,12 @@ class RoomView:
     step: int
     quiz: bool
     version: int
-    followers: int  # joined so far
-    answered: int  # followers who answered the round on screen
+    followers: int  # seats held now: followers present, or gone less than GRACE_S ago
+    answered: int  # answers to the round on screen
     reached: dict[int, int]  # round -> reveal steps shown (a follower stepping back sees what the class saw)
     revealed: dict[int, dict[int, int]]  # for each round revealed to its last step: answer -> how many gave it
+    leading: bool = True
+    part: int = 1
 
 
 class RoomStore:
@@ -103,8 +123,7 @@ class RoomStore:
 
     def open(self, trace_json: str, facts: QuizFacts) -> OpenedRoom:
         """A new room on a trace (already checked by record.load), with its rounds' facts (view.room.quiz_facts)."""
-        if not facts.rounds:
-            raise RoomError("a room needs a trace with at least one round")
+        _check_facts(facts)
         with self._lock:
             self._expire()
             if len(self._rooms) >= self.max_rooms:
@@ -116,38 +135,75 @@ class RoomStore:
             self._codes[code] = room
             return OpenedRoom(room, code, key)
 
-    def drive(self, room: str, key: str, round_: int, step: int = 0, quiz: bool | None = None) -> RoomView:
-        """Move the room to `round_` (1-based) and reveal `step`; only the lecturer's key may."""
+    def drive(self, room: str, key: str, round_: int, step: int = 0, quiz: bool | None = None,
+              leading: bool | None = None) -> RoomView:
+        """Move the room to `round_` (1-based) and reveal `step`; only the lecturer's key may. `leading`: False
+        while the lecturer's page shows another trace (the room stays where it is, and says so)."""
         with self._lock:
             r = self._lecturers(room, key, "only the lecturer who opened this room can move it; followers step on "
                                             "their own and press Follow to come back")
-            r.round_ = _whole(round_, 1, len(r.facts.rounds), "round")
-            r.step = _whole(step, 0, r.facts.rounds[r.round_ - 1].steps, f"reveal step of round {r.round_}")
-            r.quiz = r.quiz if quiz is None else bool(quiz)
+            number = _whole(round_, 1, len(r.facts.rounds), "round")
+            r.step = _whole(step, 0, r.facts.rounds[number - 1].steps, f"reveal step of round {number}")
+            r.round_ = number
+            r.quiz = r.quiz if quiz is None else _flag(quiz, "quiz")
+            r.leading = r.leading if leading is None else _flag(leading, "leading")
             if r.step:
                 r.reached[r.round_] = r.step
-            r.version += 1
-            r.touched = self.clock()
-            return self._view(r)
+            return self._changed(r)
+
+    def retrace(self, room: str, key: str, trace_json: str, facts: QuizFacts) -> RoomView:
+        """Move the room to another trace (the one on the lecturer's screen): round 1, quiz off, no answers."""
+        _check_facts(facts)
+        with self._lock:
+            r = self._lecturers(room, key, "only the lecturer who opened this room can move it to another trace")
+            r.trace_json, r.facts, r.part, r.leading = trace_json, facts, r.part + 1, True
+            r.round_, r.step, r.quiz = 1, 0, False
+            r.answers, r.forgotten, r.reached = {}, {}, {}
+            return self._changed(r)
+
+    def results(self, room: str, key: str) -> tuple[QuizFacts, dict[int, dict[int, int]], dict[int, int]]:
+        """(the facts, every round's answers counted, the reveal steps reached) for the lecturer's download."""
+        with self._lock:
+            r = self._lecturers(room, key, "only the lecturer who opened this room can download its results")
+            counts = {n: dict(r.counts(n)) for n in range(1, len(r.facts.rounds) + 1) if r.counts(n)}
+            return r.facts, counts, dict(r.reached)
 
     # --- the followers ------------------------------------------------------------------------------------------
 
     def join(self, code_or_room: str, client: str = "", follower: str | None = None) -> tuple[str, str]:
-        """(the room's id, a follower id) for a short code or a room id; `client` (an address) is what the
-        guessing limit counts. `follower`: the id this browser had (a reconnect keeps its answers)."""
+        """(the room's id, a follower id) for a short code or a room id, and a seat for GRACE_S (its stream then
+        holds it); `client` (an address) is what the guessing limit counts. `follower`: the id this browser had
+        (a reload keeps its seat and its answers)."""
         with self._lock:
             self._expire()
             room = self._resolve(code_or_room, client)
             r = self._rooms[room]
             r.touched = self.clock()
-            if isinstance(follower, str) and follower in r.followers:
-                return room, follower
-            if len(r.followers) >= self.max_followers:
-                raise RoomError(f"this room is full ({self.max_followers} followers); watch the projector, or ask "
-                                f"the lecturer to open a second room", 503)
-            follower = secrets.token_urlsafe(12)
-            r.followers.add(follower)
+            if not (isinstance(follower, str) and follower in r.seats):
+                follower = secrets.token_urlsafe(12)
+            self._seat(r, follower).since = self.clock()
+            self._forget_gone(r)
+            r.version += 1
             return room, follower
+
+    def attend(self, room: str, follower, hold: bool = True) -> None:
+        """A follower's stream opened: its seat is held while the stream is open (`hold` False: only the check
+        that it may, made before the stream starts)."""
+        with self._lock:
+            r = self._room(room)
+            if not isinstance(follower, str) or follower not in r.seats:
+                raise RoomError("join the room before following it (reload the page)", 403)
+            seat = self._seat(r, follower)
+            if hold:
+                seat.streams += 1
+                r.version += 1
+
+    def leave(self, room: str, follower: str) -> None:
+        """A follower's stream closed: its seat is kept GRACE_S more (a reload comes back to it)."""
+        with self._lock:
+            seat = self._rooms[room].seats.get(follower) if room in self._rooms else None
+            if seat is not None:
+                seat.streams, seat.since = max(seat.streams - 1, 0), self.clock()
 
     def resolve(self, code_or_room: str, client: str = "") -> str:
         """The room id a short code (or a room id) names; unknown codes count against `client`'s guesses."""
@@ -156,16 +212,14 @@ class RoomStore:
             return self._resolve(code_or_room, client)
 
     def answer(self, room: str, follower: str, round_: int, guess: int) -> RoomView:
-        """A follower's answer for a round: once, from 0 to the most that round's quiz offers."""
+        """A follower's answer for a round, from 0 to the most that round's quiz offers: the latest counts, and it
+        may change until the round's first reveal."""
         with self._lock:
             r = self._room(room)
-            if follower not in r.followers:
-                raise RoomError("join the room before answering")
+            if not isinstance(follower, str) or follower not in r.seats:
+                raise RoomError("join the room before answering", 403)
             round_ = _whole(round_, 1, len(r.facts.rounds), "round")
             guess = _whole(guess, 0, r.facts.rounds[round_ - 1].most, "answer")
-            given = r.answers.get(round_, {})
-            if follower in given:
-                raise RoomError(f"you answered round {round_} already ({given[follower]}); one answer a round", 409)
             _check_open(r, round_)
             r.answers.setdefault(round_, {})[follower] = guess
             r.version += 1
@@ -181,9 +235,11 @@ class RoomStore:
         with self._lock:
             return self._view(self._room(room))
 
-    def trace_json(self, room: str) -> str:
+    def trace_json(self, room: str) -> tuple[str, int]:
+        """(the room's trace, its part: which trace of the room it is)."""
         with self._lock:
-            return self._room(room).trace_json
+            r = self._room(room)
+            return r.trace_json, r.part
 
     def facts(self, room: str) -> QuizFacts:
         with self._lock:
@@ -197,6 +253,11 @@ class RoomStore:
             r.touched = self.clock()
             return self._view(r), r.code
 
+    def check_key(self, room: str, key) -> None:
+        """RoomError unless `key` is the room's lecturer key (a lecturer's page following its own room)."""
+        with self._lock:
+            self._lecturers(room, key, "only the lecturer's page follows a room without joining it")
+
     # --- inside ---------------------------------------------------------------------------------------------
 
     @property
@@ -204,11 +265,39 @@ class RoomStore:
         hours = self.idle_s / 3600
         return f"{hours:g} idle hour{'s' * (hours != 1)}"
 
+    def _changed(self, r: Room) -> RoomView:
+        r.version += 1
+        r.touched = self.clock()
+        return self._view(r)
+
     def _view(self, r: Room) -> RoomView:
-        revealed = {n: dict(Counter(r.answers.get(n, {}).values())) for n, step in r.reached.items()
-                    if step >= r.facts.rounds[n - 1].steps}
-        return RoomView(r.round_, r.step, r.quiz, r.version, len(r.followers), len(r.answers.get(r.round_, {})),
-                        dict(r.reached), revealed)
+        revealed = {n: dict(r.counts(n)) for n, step in r.reached.items() if step >= r.facts.rounds[n - 1].steps}
+        return RoomView(r.round_, r.step, r.quiz, r.version, self._present(r), sum(r.counts(r.round_).values()),
+                        dict(r.reached), revealed, r.leading, r.part)
+
+    def _held(self, seat: Seat) -> bool:
+        return seat.streams > 0 or self.clock() - seat.since <= GRACE_S
+
+    def _present(self, r: Room) -> int:
+        return sum(self._held(seat) for seat in r.seats.values())
+
+    def _seat(self, r: Room, follower: str) -> Seat:
+        """`follower`'s seat, held; RoomError if it had none held and every seat is taken."""
+        seat = r.seats.get(follower)
+        if (seat is None or not self._held(seat)) and self._present(r) >= self.max_followers:
+            raise RoomError(f"this room is full ({self.max_followers} people following it now); watch the "
+                            f"projector and try again in a minute, or ask the lecturer to open a second room", 503)
+        return r.seats.setdefault(follower, Seat(since=self.clock()))
+
+    def _forget_gone(self, r: Room) -> None:
+        """Past MAX_GONE followers gone (seats not held), the longest gone are forgotten; their answers stay in
+        the counts without their id."""
+        gone = sorted((seat.since, f) for f, seat in r.seats.items() if not self._held(seat))
+        for _, follower in gone[:max(len(gone) - MAX_GONE, 0)]:
+            del r.seats[follower]
+            for number, given in r.answers.items():
+                if follower in given:
+                    r.forgotten.setdefault(number, Counter())[given.pop(follower)] += 1
 
     def _lecturers(self, room, key, refusal: str) -> Room:
         """The room, if `key` is its lecturer's key (compared in constant time); else RoomError(refusal)."""
@@ -227,9 +316,22 @@ class RoomStore:
 
     def _resolve(self, code_or_room, client: str) -> str:
         text = code_or_room.strip() if isinstance(code_or_room, str) else ""
-        room = text if text in self._rooms else self._codes.get(text.upper())
+        code = "".join(text.split()).replace("-", "").upper()
+        room = text if text in self._rooms else self._codes.get(code)
         if room is not None:
             return room
+        if len(text) > 2 * CODE_LENGTH:  # a room id (a link), not a code typed in: 128 bits are not guessed
+            raise RoomError("this room does not exist or has closed (rooms close after a few idle hours); ask the "
+                            "lecturer for the current link or code", 404)
+        if not is_code(code):
+            raise RoomError(f"{text[:12]!r} is not a room code: a code is {CODE_LENGTH} characters, digits 2–9 and "
+                            f"letters but I, L and O; check it on the projector", 404)
+        self._count_miss(client)
+        raise RoomError(f"no open room has the code {code!r} (a room closes after {self._idle_hours}); "
+                        f"check the code on the projector", 404)
+
+    def _count_miss(self, client: str) -> None:
+        """A well-formed code that names no room: a guess, or a code from a closed room. Too many: "wait"."""
         now, mine, everyone = self.clock(), self._misses.setdefault(client, deque()), self._misses_all
         for misses in (mine, everyone):
             while misses and now - misses[0] > MISS_WINDOW_S:
@@ -238,12 +340,10 @@ class RoomStore:
             raise RoomError("too many unknown codes; wait a minute and check the code on the projector", 429)
         mine.append(now)
         everyone.append(now)
-        raise RoomError(f"no open room has the code {text[:12]!r} (a room closes after {self._idle_hours}); "
-                        f"check the code on the projector", 404)
 
     def _new_code(self) -> str:
         while True:
-            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+            code = with_check("".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_RANDOM)))
             if code not in self._codes:
                 return code
 
@@ -255,6 +355,29 @@ class RoomStore:
             self._misses.clear()
 
 
+def _check_sum(code: str) -> int:
+    """Σ position × value over the code's characters (positions from 1), modulo 31. As 31 is prime and every
+    position below it, one wrong character changes the sum, and so does any swapped pair (by (j − i)(a − b))."""
+    return sum(i * CODE_ALPHABET.index(c) for i, c in enumerate(code, 1)) % len(CODE_ALPHABET)
+
+
+def with_check(random: str) -> str:
+    """`random` and the check character that makes the whole code's sum 0: with_check("222222") -> "2222222"."""
+    n = len(CODE_ALPHABET)
+    value = -_check_sum(random) * pow(len(random) + 1, -1, n) % n  # solve (len + 1) · c ≡ −Σ (mod 31)
+    return random + CODE_ALPHABET[value]
+
+
+def is_code(text: str) -> bool:
+    """Could `text` be a room's code: the length, the alphabet, and the check character that fits."""
+    return len(text) == CODE_LENGTH and all(c in CODE_ALPHABET for c in text) and _check_sum(text) == 0
+
+
+def _check_facts(facts: QuizFacts) -> None:
+    if not facts.rounds:
+        raise RoomError("a room needs a trace with at least one round")
+
+
 def _check_open(r: Room, round_: int) -> None:
     """Answers are taken for the round on the lecturer's screen, in quiz mode, before its first reveal."""
     if not r.quiz:
@@ -264,6 +387,13 @@ def _check_open(r: Room, round_: int) -> None:
                         f"{round_}", 409)
     if r.reached.get(round_, 0) > 0:
         raise RoomError(f"answers for round {round_} closed when the lecturer began revealing it", 409)
+
+
+def _flag(value, what: str) -> bool:
+    """A JSON boolean, never "false" or 0 (which would read as a choice nobody made)."""
+    if not isinstance(value, bool):
+        raise RoomError(f"{what} must be true or false, got {str(value)[:20]!r}")
+    return value
 
 
 def _whole(value, low: int, high: int, what: str) -> int:

@@ -51,12 +51,13 @@ def mean_guess(counts: dict[int, int]) -> float | None:
     return sum(g * c for g, c in counts.items()) / n if n else None
 
 
-def class_panel(facts: QuizFacts, round_: int, quiz: bool, joined: int, answered: int,
+def class_panel(facts: QuizFacts, round_: int, quiz: bool, here: int, answered: int,
                 revealed: dict[int, dict[int, int]]) -> str:
-    """The class's panel: round `round_` on screen, `answered` of `joined` answered it; `revealed`: round -> the
-    class's answers counted (answer -> how many), for every round revealed to its last step."""
-    head = (f"{joined} joined · {answered} answered round {round_}" if quiz else
-            f"{joined} joined · quiz off: answers open when the lecturer turns quiz mode on")
+    """The class's panel: round `round_` on screen, `here` following the room now (seats held), `answered` answers
+    to the round; `revealed`: round -> the class's answers counted (answer -> how many), for every round revealed to
+    its last step."""
+    head = (f"{here} following · {answered} answered round {round_}" if quiz else
+            f"{here} following · quiz off: answers open when the lecturer turns quiz mode on")
     parts = [f'<div class="sv-class-head" aria-live="polite">{escape(head)}</div>']
     if round_ in revealed:
         parts.append(histogram(facts, round_, revealed[round_]))

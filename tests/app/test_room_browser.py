@@ -7,10 +7,13 @@ Every check waits for its condition (harness/browser.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.browser import AppPage, Page
 from harness.room_pages import WHERE, FollowerPage, open_room
+from specviz.lecture.examples import EXAMPLES, FIRST, load_example
 
 pytestmark = pytest.mark.browser
 
@@ -95,7 +98,7 @@ def test_a_follower_who_reloads_keeps_their_answer(browser, url):
     phone.wait_text(WHERE, "Following: round 3")
     phone.wait_js("() => document.querySelector('.sv-guess.sv-picked')")
     assert phone.picked() == ["3:0"]
-    assert "1 joined" in phone.wait_text("#sv-class", "joined")  # the same follower, not a second one
+    assert "1 following" in phone.wait_text("#sv-class", "following")  # the same follower, not a second one
     for page in (phone, lecturer):
         page.close()
 
@@ -133,3 +136,102 @@ def test_the_lecturers_link_reopens_the_room_where_it_was_and_a_forged_one_is_re
     forged.wait_text("#status", "could not open the room", "key does not open this room")
     assert forged.page.evaluate("() => document.querySelector('#room-box .sv-lead')") is None
     forged.close()
+
+
+HEAD = "#stage .sv-round:not([hidden]) .sv-round-head"
+
+
+def section_text(page: Page, number: int) -> str:
+    return page.page.evaluate(f"() => document.querySelector('#stage .sv-round[data-round=\"{number}\"] .sv-text')"
+                              ".textContent")
+
+
+def test_another_trace_on_the_lecturers_screen_asks_and_phones_never_disagree(browser, url):
+    lecturer = AppPage(browser, url)
+    join = open_room(lecturer)  # on the first example
+    phone = FollowerPage(browser, join, viewport=(390, 844))
+    phone.wait_ready()
+    first, story = load_example(FIRST), load_example("story")
+    lecturer.page.locator("#recorded-examples button").nth(list(EXAMPLES).index("story")).click()
+    lecturer.wait_text("#status", f"Recorded example “{EXAMPLES['story'].title}”")
+    lecturer.wait_js("() => !document.querySelector('#room-box .sv-room-ask').hidden")  # it asks
+    lecturer.page.click("#next-round")
+    lecturer.wait_round(2)
+    phone.wait_text(WHERE, f"Following: round 1 of {len(first.rounds)}", "left this trace")  # waits, and says so
+    assert phone.shown() == 1
+
+    lecturer.page.click("#room-box .sv-move-room")  # move the room to the story
+    lecturer.wait_text("#status", "now shows this trace")
+    phone.wait_text(WHERE, f"Following: round 2 of {len(story.rounds)}")  # the page reloaded on the story
+    assert "left this trace" not in phone.text(WHERE)
+    assert section_text(phone, 2) == section_text(lecturer, 2)  # the same round of the same trace
+    lecturer.page.click("#next-round")
+    phone.wait_text(WHERE, f"Following: round 3 of {len(story.rounds)}")
+
+    lecturer.page.locator("#recorded-examples button").nth(list(EXAMPLES).index(FIRST)).click()
+    lecturer.wait_text("#status", f"Recorded example “{EXAMPLES[FIRST].title}”")
+    lecturer.page.click("#room-box .sv-stop-lead")  # stop leading: the room stays on the story, and says so
+    lecturer.wait_text("#sv-room-said", "You no longer lead the room")
+    lecturer.page.click("#next-round")
+    lecturer.wait_round(2)
+    phone.wait_text(WHERE, f"round 3 of {len(story.rounds)}", "left this trace")
+    for page in (phone, lecturer):
+        page.close()
+
+
+def test_two_lecturer_pages_stay_in_step_and_a_phone_changes_its_answer(browser, url):
+    first = AppPage(browser, url)
+    join = open_room(first)
+    link = first.page.evaluate("() => document.querySelector('#room-box .sv-lead').dataset.link")
+    second = Page(browser, link)  # the lecturer link on the projector's machine
+    second.wait_text("#status", "You lead room")
+    second.wait_js("() => document.querySelector('#room-box .sv-lead')")
+    phone = FollowerPage(browser, join, viewport=(390, 844))
+    phone.wait_ready()
+    first.page.click("#next-round")
+    first.page.click("#next-round")
+    second.wait_text(HEAD, "Round 3 of")
+    second.page.check("#quiz-mode input")  # quiz mode from the second page reaches the first and the phone
+    first.wait_js("() => document.body.classList.contains('sv-quiz') && document.querySelector('#quiz-mode input')"
+                  ".checked")
+    phone.wait_js("() => document.body.classList.contains('sv-quiz')")
+    phone.wait_text(WHERE, "Following: round 3")
+
+    section = '#stage .sv-round[data-round="3"]'
+    phone.page.click(f'{section} .sv-guess[data-guess="0"]')  # a mis-tap, then the answer meant
+    phone.wait_js("() => document.querySelector('.sv-guess.sv-picked')")
+    phone.page.click(f'{section} .sv-guess[data-guess="2"]')
+    phone.wait_js("() => document.querySelector('.sv-guess.sv-picked')?.dataset.guess === '2'")
+    first.wait_text("#sv-class-lead", "1 answered round 3")
+    second.wait_text("#sv-class-lead", "1 answered round 3")
+
+    most = int(first.page.evaluate(f"() => document.querySelector('{section}').dataset.k"))
+    steps = int(first.page.evaluate(f"() => document.querySelector('{section}').dataset.steps"))
+    for _ in range(steps):  # the first page reveals, the second follows it step by step
+        first.page.click(f"{section} .sv-reveal")
+    second.wait_js(f"() => document.querySelector('{section}').dataset.revealed === '{steps}'")
+    phone.wait_js(f"() => document.querySelector('{section}').dataset.revealed === '{steps}'")
+    accepted = first.page.evaluate(f"() => document.querySelector('{section}').dataset.accepted")
+    first.wait_text("#sv-class-lead", "Round 3: 1 answer", f"the target accepted {accepted}")
+    assert phone.picked() == ["3:2"]  # the latest answer counted, once
+    mine = phone.wait_text("#sv-mine", "Round 3: you answered 2", f"the target accepted {accepted}")
+    assert ("1 of 1 right" if accepted == "2" else "0 of 1 right") in mine
+    with second.page.expect_download() as download:  # after the bell: the results, from either lecturer page
+        second.page.click("#room-box .sv-results[data-format='csv']")
+    rows = Path(download.value.path()).read_text(encoding="utf-8").splitlines()
+    assert rows[1].startswith(f"3,{most},true,1,") and len(rows) == 2, rows
+
+    second.page.click("#next-round")
+    first.wait_round(4)
+    phone.wait_text(WHERE, "Following: round 4")
+    assert first.round_shown() == phone.shown() == 4 and "Round 4 of" in second.text(HEAD)
+
+    # the phone: the class's panel above the round, its table whole at 390 px
+    phone.page.evaluate("() => document.querySelector('#sv-class details').open = true")
+    box = phone.page.evaluate("""() => { const t = document.querySelector('#sv-class .sv-across-table');
+        const r = t.getBoundingClientRect(); return [r.right, t.scrollWidth, t.clientWidth,
+        document.querySelector('#sv-class').getBoundingClientRect().top,
+        document.querySelector('#stage').getBoundingClientRect().top]; }""")
+    assert box[0] <= 390 and box[1] <= box[2] + 1 and box[3] < box[4], box
+    for page in (phone, first, second):
+        page.close()

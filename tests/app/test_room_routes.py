@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 
 from specviz.app.room_routes import MAX_BODY, RoomHub, room_routes
 from specviz.lecture.examples import load_example
-from specviz.lecture.rooms import MISSES_ALLOWED, RoomStore
+from specviz.lecture.rooms import CODE_ALPHABET, GRACE_S, MISSES_ALLOWED, RoomStore, with_check
 from specviz.view.room import quiz_facts
 from harness.browser import free_port
 
@@ -76,39 +76,80 @@ def test_a_follower_joins_answers_once_and_the_lecturer_alone_drives(http, room)
     ok = http.post(f"/room/{room.room}/answer", json={"follower": follower, "round": 3, "guess": most})
     assert ok.json() == {"answers": {"3": most}}
     again = http.post(f"/room/{room.room}/answer", json={"follower": follower, "round": 3, "guess": 0})
-    assert again.status_code == 409 and "answered round 3 already" in again.json()["error"]
+    assert again.json() == {"answers": {"3": 0}}  # changed before the first reveal: the latest counts
     past = http.post(f"/room/{room.room}/answer", json={"follower": follower, "round": 3, "guess": most + 1})
     assert past.status_code == 400 and f"from 0 to {most}" in past.json()["error"]
     rejoined = http.post(f"/room/{room.room}/join", json={"follower": follower}).json()
-    assert rejoined == {"follower": follower, "answers": {"3": most}}  # a reconnect keeps the answer
+    assert rejoined == {"follower": follower, "answers": {"3": 0}}  # a reconnect keeps the answer
+    http.post(f"/room/{room.room}/drive", json={"key": room.key, "round": 3, "step": 1})
+    late = http.post(f"/room/{room.room}/answer", json={"follower": follower, "round": 3, "guess": 1})
+    assert late.status_code == 409 and "closed when the lecturer began revealing" in late.json()["error"]
 
 
 @pytest.mark.parametrize("body, status, message", [
     (b"not json", 400, "not JSON"), (b"[1, 2]", 400, "JSON object"), (b"x" * (MAX_BODY + 1), 413, "at most"),
     (json.dumps({"key": "forged", "round": 1}).encode(), 403, "only the lecturer"),
     (json.dumps({"round": 2, "step": 99}).encode(), 403, "only the lecturer"),  # the key is checked first
+    (b'{"key": "%s", "round": 2, "quiz": "false"}', 400, "quiz must be true or false"),
+    (b'{"key": "%s", "round": 2, "leading": 0}', 400, "leading must be true or false"),
+    (b'{"key": "%s", "round": "2"}', 400, "whole number"),
 ])
 def test_bad_requests_get_a_message_and_the_room_goes_on(http, room, body, status, message):
+    body = body.replace(b"%s", room.key.encode())
     answer = http.post(f"/room/{room.room}/drive", content=body, headers={"Content-Type": "application/json"})
     assert answer.status_code == status and message in answer.json()["error"]
     assert http.post(f"/room/{room.room}/drive", json={"key": room.key, "round": 2}).status_code == 200
+
+
+def test_the_lecturer_downloads_the_results_and_nobody_else_can(server, http, room):
+    hub, _ = server
+    people = [http.post(f"/room/{room.room}/join", json={}).json()["follower"] for _ in range(3)]
+    http.post(f"/room/{room.room}/drive", json={"key": room.key, "round": 3, "quiz": True})
+    for person, guess in zip(people, (1, 2, 2)):
+        http.post(f"/room/{room.room}/answer", json={"follower": person, "round": 3, "guess": guess})
+    facts = quiz_facts(load_example("paris"))
+    http.post(f"/room/{room.room}/drive", json={"key": room.key, "round": 3, "step": facts.rounds[2].steps})
+    got = http.post(f"/room/{room.room}/results", json={"key": room.key, "format": "json"})
+    assert got.status_code == 200 and "attachment" in got.headers["content-disposition"]
+    row = got.json()["rounds"][0]
+    assert row["histogram"]["1"] == 1 and row["histogram"]["2"] == 2 and row["class_mean"] == round(5 / 3, 4)
+    assert row["accepted"] == facts.rounds[2].accepted and row["revealed"] is True
+    csv = http.post(f"/room/{room.room}/results", json={"key": room.key, "format": "csv"})
+    assert csv.headers["content-type"].startswith("text/csv") and csv.text.splitlines()[1].startswith("3,")
+    assert not any(p in got.text + csv.text for p in people)  # counts only, no follower id
+    other = hub.store.open("{}", facts)
+    for body, status, message in (({"key": "forged", "format": "csv"}, 403, "only the lecturer"),
+                                  ({"key": other.key, "format": "csv"}, 403, "only the lecturer"),
+                                  ({"key": people[0], "format": "json"}, 403, "only the lecturer"),
+                                  ({"key": room.key, "format": "xlsx"}, 400, '"csv" or "json"'),
+                                  ({"key": room.key, "format": ["csv"]}, 400, '"csv" or "json"'),
+                                  ({"key": room.key}, 400, '"csv" or "json"')):
+        refused = http.post(f"/room/{room.room}/results", json=body)
+        assert refused.status_code == status and message in refused.json()["error"], body
+    huge = http.post(f"/room/{room.room}/results", content=b'{"key": "' + b"k" * 5000 + b'"}')
+    assert huge.status_code == 413
+    hub.store._rooms.pop(other.room)
 
 
 def test_unknown_full_and_guessed_rooms_say_so(server, http, room):
     hub, _ = server
     missing = http.get("/room/no-such-room")
     assert missing.status_code == 404 and "does not exist or has closed" in missing.text
-    assert http.post("/room/no-such-room/join", json={}).status_code == 404  # a miss, counted below
+    assert 'class="sv-room-page' in missing.text and "style=" not in missing.text  # room.css styles it
+    assert http.post("/room/no-such-room/join", json={}).status_code == 404  # not a code: no guess counted
     for _ in range(3):
         http.post(f"/room/{room.room}/join", json={})
     full = http.post(f"/room/{room.room}/join", json={})
     assert full.status_code == 503 and "this room is full" in full.json()["error"]
     found = http.get(f"/room?code={room.code.lower()}", follow_redirects=False)
     assert found.status_code == 303 and found.headers["location"] == f"room/{room.room}"
-    for _ in range(MISSES_ALLOWED - 1):
-        assert http.get("/room?code=ZZZZZZ").status_code == 404
-    limited = http.get("/room?code=ZZZZZY")
+    typo = http.get(f"/room?code={room.code[:-1]}{'2' if room.code[-1] != '2' else '3'}")
+    assert typo.status_code == 404 and "is not a room code" in typo.text  # told at once, never a guess
+    for code in (with_check(f"ZZZZZ{c}") for c in CODE_ALPHABET[:MISSES_ALLOWED]):
+        assert http.get(f"/room?code={code}").status_code == 404
+    limited = http.get(f"/room?code={with_check('YYYYYY')}")
     assert limited.status_code == 429 and "too many unknown codes" in limited.text
+    assert 'class="sv-room-page sv-room-form"' in limited.text and "style=" not in limited.text
     assert "<script" not in http.get("/room?code=<script>x").text  # what was typed comes back escaped
     assert http.post(f"/room/{room.room}/drive", json={"key": room.key, "round": 2}).status_code == 200
     hub.store._misses.clear(), hub.store._misses_all.clear()
@@ -133,7 +174,8 @@ def test_the_stream_sends_each_change_counts_only_and_says_when_the_room_closes(
     alice = http.post(f"/room/{room.room}/join", json={}).json()["follower"]
     bob = http.post(f"/room/{room.room}/join", json={}).json()["follower"]
     seen, ready = [], threading.Event()
-    reader = threading.Thread(target=read_events, args=(f"{base}/room/{room.room}/events", 4, seen, ready))
+    reader = threading.Thread(target=read_events, args=(f"{base}/room/{room.room}/events?follower={alice}", 4, seen,
+                                                        ready))
     reader.start()
     ready.wait(20)
     deadline = time.monotonic() + 20
@@ -153,4 +195,33 @@ def test_the_stream_sends_each_change_counts_only_and_says_when_the_room_closes(
     states = [data for kind, data in seen if kind == "message"]
     assert states[-1]["round"] == 2 and states[-1]["quiz"] and states[-1]["answered"] == 1
     assert all(alice not in json.dumps(s) and bob not in json.dumps(s) for s in states)  # ids never broadcast
-    assert http.get(f"/room/{room.room}/events").status_code == 404
+    assert http.get(f"/room/{room.room}/events?follower={alice}").status_code == 404
+
+
+def test_a_stream_holds_its_followers_seat_and_strangers_get_none(server, http, room):
+    hub, base = server
+    other = hub.store.open("{}", quiz_facts(load_example("code")))
+    stranger = http.post(f"/room/{other.room}/join", json={}).json()["follower"]
+    for query, status, message in (("", 403, "only the lecturer"), ("?key=forged", 403, "only the lecturer"),
+                                   (f"?key={other.key}", 403, "only the lecturer"),  # another room's key
+                                   ("?follower=forged", 403, "join the room"),
+                                   (f"?follower={stranger}", 403, "join the room")):  # another room's follower
+        refused = http.get(f"/room/{room.room}/events{query}")
+        assert refused.status_code == status and message in refused.json()["error"], query
+    alice = http.post(f"/room/{room.room}/join", json={}).json()["follower"]
+    seen, ready = [], threading.Event()
+    reader = threading.Thread(target=read_events, args=(f"{base}/room/{room.room}/events?follower={alice}", 99,
+                                                        seen, ready), daemon=True)
+    reader.start()
+    ready.wait(20)
+    hub.store.clock.now += 10 * GRACE_S  # long past the grace: the open stream holds the seat
+    for _ in range(2):
+        http.post(f"/room/{room.room}/join", json={})
+    full = http.post(f"/room/{room.room}/join", json={})
+    assert full.status_code == 503 and "this room is full" in full.json()["error"]
+    with httpx.stream("GET", f"{base}/room/{room.room}/events?key={room.key}", timeout=20) as lecturer:
+        first = next(line for line in lecturer.iter_lines() if line.startswith("data:"))
+    assert json.loads(first[5:])["here"] == 3  # the lecturer's page follows without a seat
+    hub.store.clock.now += 10 * GRACE_S  # the two who joined without a stream: gone after the grace
+    assert http.post(f"/room/{room.room}/join", json={}).status_code == 200
+    hub.store._rooms.pop(other.room)

@@ -22,7 +22,7 @@ def test_every_printed_figure_can_be_redone():
     facts = QuizFacts(0.62, (RoundFacts(4, 3, 5), RoundFacts(4, 0, 2), RoundFacts(2, 2, 3)))
     revealed = {1: {3: 2, 1: 1, 4: 1}, 3: {2: 5}}
     html = class_panel(facts, 1, True, 6, 4, revealed)
-    assert "6 joined · 4 answered round 1" in html
+    assert "6 following · 4 answered round 1" in html
     assert "Round 1: 4 answers; the target accepted 3" in html
     rows = re.findall(r"<tr><td>(\d+)</td><td>(\d+)</td><td>(\d+)</td><td>([\d.–]+)</td><td>(\d+)</td>"
                       r"<td>([\d.–]+)</td></tr>", html)

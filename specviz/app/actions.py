@@ -21,16 +21,17 @@ from specviz.view import summary
 from specviz.engine import Engine, RunSettings
 from specviz.app.errors import message_of, refused_by_zerogpu
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
-from specviz.app.inputs import PAGE_STOP_RULE, check_preset, check_prompt, settings_from
+from specviz.app.inputs import check_preset, check_prompt, settings_from
 from specviz.settings.bounds import short_repr
 from specviz.app.serving import EngineLoader, EngineRef, Runs, engine_ref, run_baseline, stream_traces
 from specviz.record.trace import Trace
 from specviz.view.quiz import QuizState, check_quiz, quiz_from_dict
-from specviz.app.trace_files import check_tokenizer, pack_file, read_lecture, trace_file, trace_settings
+from specviz.app.trace_files import (CONTROLS, check_tokenizer, controls_of, pack_file, read_lecture, trace_file,
+                                     trace_settings)
 from specviz.app.round_view import STEP_NAMES, RoundView, round_view
 
 # Each event that shows a run, and which of RunOutputs' lists it writes.
-EVENT_OUTPUTS = {"generate": "all", "open_example": "all", "open_trace": "of_open", "baseline": "of_baseline"}
+EVENT_OUTPUTS = {"generate": "all", "open_example": "of_open", "open_trace": "of_open", "baseline": "of_baseline"}
 KEPT = "The trace on the page stays as it was."  # what a failed Generate or Baseline leaves: problem() writes no trace
 MIN_FRAME_S = 0.25  # while generating, redraw at most this often (what a redraw costs the browser: docs/benchmarks.md,
 #                    "Timings behind choices in the code")
@@ -46,14 +47,15 @@ class RunOutputs:
     download: gr.DownloadButton  # the trace as JSON
     panels: RoundView  # the round view, components
     quiz: gr.Checkbox  # quiz mode: a lecture pack turns it on or off
+    controls: dict | None = None  # the settings box by trace_files.CONTROLS' names: an opened trace sets them
 
     def all(self) -> list:
         """The outputs of Generate, in order."""
         return [self.trace, self.status, self.info, self.download, *self.panels.values()]
 
     def of_open(self) -> list:
-        """The outputs of opening a trace or a lecture pack."""
-        return [*self.all(), self.quiz]
+        """The outputs of opening a recorded example, a trace or a lecture pack."""
+        return [*self.all(), self.quiz, *(self.controls or {}).values()]
 
     def of_baseline(self) -> list:
         return [self.trace, self.status, self.panels.summary, self.download, self.panels.timeline]
@@ -67,7 +69,8 @@ class RunOutputs:
         """A RunOutputs of its own field names (the panels' too): `RunOutputs.names().all()` lists Generate's
         outputs by name, in the order an API client receives them (see `api_outputs`)."""
         panels = RoundView(*(f.name for f in dataclasses.fields(RoundView)))
-        return cls(**{f.name: f.name for f in dataclasses.fields(cls) if f.name != "panels"}, panels=panels)
+        return cls(**{f.name: f.name for f in dataclasses.fields(cls) if f.name not in ("panels", "controls")},
+                   panels=panels, controls={name: name for name in CONTROLS})
 
 
 def api_outputs(event: str) -> list[str]:
@@ -134,7 +137,7 @@ class ModelActions:
         return info, status or gr.skip()
 
     def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture, drafter,
-                 adaptive, draft_layers, tree_widths, stop_rule=PAGE_STOP_RULE, progress=gr.Progress(),
+                 adaptive, draft_layers, tree_widths, stop_rule=RunSettings.stop_rule, progress=gr.Progress(),
                  request: gr.Request = None):
         """The trace and the round view after each round (at most every MIN_FRAME_S), then once more. The
         inputs arrive as sent (the event skips Gradio's preprocessing), so every one is checked here."""
@@ -264,9 +267,12 @@ class ModelActions:
 
     def show_trace(self, trace: Trace, lecture, message: str, quiz: QuizState | None = None) -> dict:
         """A recorded trace (an upload or a shipped example) shown at round 1, `message` in the status line; a
-        lecture pack's trace as its quiz left it (the round, the answers and reveals, quiz mode on or off)."""
+        lecture pack's trace as its quiz left it (the round, the answers and reveals, quiz mode on or off). The
+        settings box shows the trace's prompt and settings."""
         out = self.out
         quiz_on = {out.quiz: quiz.on} if quiz else {}
+        if out.controls:
+            quiz_on.update({out.controls[name]: value for name, value in controls_of(trace).items()})
         return {out.trace: trace, out.status: page_text.status(message, "done"), out.info: trace_info(trace),
                 out.download: download(trace), **quiz_on,
                 **round_view(trace, quiz.current if quiz else 1, lecture, quiz).updates(out.panels)}

@@ -18,7 +18,7 @@ from typing import Callable
 
 from specviz.drafters import LOOKUP
 from specviz.engine import Engine, RunSettings
-from specviz.settings.bounds import Progress
+from specviz.settings.bounds import THRESHOLD_RULE, Progress
 from specviz.settings.prompts import CODE_ONLY_PROMPT, CODE_PROMPT, PARIS_MORE_PROMPT, REWRITE_PROMPT, STORY_PROMPT
 from specviz.record.trace import ACCEPTED, REJECTED, Trace
 from specviz.record.load import load_trace
@@ -113,7 +113,8 @@ EXAMPLES = {e.name: e for e in [
             "Adaptive K (at most 8) on code: the draft stops once the product of its own probabilities of its drafts "
             "(at temperature 1) falls below 0.25, so each round drafts as far as the draft is sure: all 8 where the "
             "code is predictable, one or two where not.",
-            CODE_ONLY_PROMPT, RunSettings(k=8, temperature=0.7, seed=1, max_new_tokens=48, adaptive=True),
+            CODE_ONLY_PROMPT, RunSettings(k=8, temperature=0.7, seed=1, max_new_tokens=48, adaptive=True,
+                                          stop_rule=THRESHOLD_RULE),  # as recorded: the rule the text describes
             _shows_adaptive),
 ]}
 FIRST = "code"  # the one the page opens while the models prepare

@@ -186,7 +186,7 @@ def test_explanation_says_why_an_adaptive_round_drafted_fewer_than_k(engine):
     from specviz.engine import RunSettings
 
     trace = engine.run("def fib(n):", RunSettings(k=8, temperature=1.0, seed=3, max_new_tokens=40, adaptive=True,
-                                                  confidence=0.3))
+                                                  confidence=0.3, stop_rule="threshold"))
     short = [r.index for r in trace.rounds if 0 < r.k < 8 and not r.stop
              and r.drafts[-1].token_id not in trace.eos_token_ids]
     assert short

@@ -53,7 +53,7 @@ def test_adaptive_k_shows_the_product_its_stop_rule_read(tiny_pair, tokenizer):
     # and prints the factors, whose printed product falls below the threshold as the run's did
     engine = Engine(*tiny_pair, tokenizer)
     trace = engine.run("def fib(n):", RunSettings(k=8, temperature=0.7, seed=1, max_new_tokens=40, adaptive=True,
-                                                  confidence=0.5))
+                                                  confidence=0.5, stop_rule="threshold"))
     stopped = [i for i in range(len(trace.rounds)) if "With adaptive K it stopped" in page_text.explanation(trace, i)]
     assert len(stopped) >= 2
     for i in stopped:

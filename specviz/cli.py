@@ -156,7 +156,7 @@ def run_command(a: argparse.Namespace) -> int:
         if not a.quiet:
             print(round_line(r), flush=True)
             if r.cost is not None:
-                print(f"      {round_note(r, run.prices)}", flush=True)
+                print(f"      {round_note(r, run.prices, run.ctx.eos_ids)}", flush=True)
     if run.rule_note and not a.quiet:
         print(f"cost-aware K: {run.rule_note}")
     trace = run.trace()

@@ -57,8 +57,9 @@ def _head(kind: str, name: str) -> str:
     return f'<span class="sv-bar-sym">{kind}</span><span class="sv-bar-who">{who}</span>'
 
 
-def position_card(rnd: Round, i: int, greedy: bool) -> str:
-    """Draft position i (0-based): the drafted token, q and p of it and its rivals, then the verdict."""
+def position_card(rnd: Round, i: int, greedy: bool, cut: str = "") -> str:
+    """Draft position i (0-based): the drafted token, q and p of it and its rivals, then the verdict (`cut`: what
+    zeroes a p in this run, style.cut_by)."""
     d = rnd.drafts[i]
     s = FATES[d.fate]
     step = step_of_draft(rnd, i)
@@ -68,11 +69,11 @@ def position_card(rnd: Round, i: int, greedy: bool) -> str:
             f'<span class="sv-verdict" data-step="{step}"><span class="sv-dec-icon">{s.icon}</span> '
             f'<span class="sv-dec-fate">{s.label}</span></span></div>'
             f'{_rows(tokens, d.token_id, "▶", ("q", "p"))}'
-            f'<div class="sv-dec-why sv-verdict" data-step="{step}">{escape(_why(d, greedy))}</div></div>')
+            f'<div class="sv-dec-why sv-verdict" data-step="{step}">{escape(_why(d, greedy, cut))}</div></div>')
 
 
-def _why(d: DraftPosition, greedy: bool) -> str:
-    return verdict_text(d, greedy) if d.fate != DISCARDED else "not examined: an earlier draft was rejected"
+def _why(d: DraftPosition, greedy: bool, cut: str) -> str:
+    return verdict_text(d, greedy, cut) if d.fate != DISCARDED else "not examined: an earlier draft was rejected"
 
 
 def last_token_card(rnd: Round) -> str:

@@ -16,7 +16,8 @@ from specviz.drafters import recorded
 from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, widths_text
 from specviz.view.cost_words import round_note, speculation_off
 from specviz.view.quiz import reveal_steps, step_of_draft
-from specviz.view.style import CONTROLS, FATES, VISIBLE, num, show, verdict_numbers, verdict_text
+from specviz.view.style import (CONTROLS, FATES, VISIBLE, cut_by, num, show, verdict_numbers, verdict_text,
+                                zero_note)
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, DraftPosition, Round, Trace
 
 
@@ -82,7 +83,8 @@ def token_strip(trace: Trace, index: int) -> str:
     return (f'<div class="sv-strip">{_round_header(trace, index)}'
             f'<div class="sv-prompt"><span class="sv-tag">prompt</span>{text_html(trace.prompt)}</div>'
             f'<div class="sv-text"><div>{fold}{past}<span class="sv-cut" title="round {index + 1} starts here">▏'
-            f'</span>{_round_tokens(rnd, trace.settings.get("temperature") == 0)}</div></div>{legend()}</div>')
+            f'</span>{_round_tokens(rnd, trace.settings.get("temperature") == 0, cut_by(trace.settings))}</div></div>'
+            f'{legend()}</div>')
 
 
 def _round_header(trace: Trace, index: int) -> str:
@@ -111,13 +113,13 @@ def _break_before(text: str) -> str:
     return "<wbr>" if text[:1].isspace() else ""
 
 
-def _round_tokens(rnd: Round, greedy: bool) -> str:
+def _round_tokens(rnd: Round, greedy: bool, cut: str) -> str:
     # A round appends its accepted drafts, then its last token; any of those past len(committed_ids) was cut
     # because the run ended (EOS or max new tokens) before it.
     order = [i for i, d in enumerate(rnd.drafts) if d.fate == ACCEPTED] + [len(rnd.drafts)]
     cut = set(order[len(rnd.committed_ids):])
     shown = order[:-1] if rnd.tree else range(len(rnd.drafts))  # a tree's strip: its path (the tree is drawn)
-    chips = [_chip(rnd.drafts[i].text, rnd.drafts[i].fate, _draft_title(i, rnd.drafts[i], greedy),
+    chips = [_chip(rnd.drafts[i].text, rnd.drafts[i].fate, _draft_title(i, rnd.drafts[i], greedy, cut),
                    step_of_draft(rnd, i), i in cut) for i in shown]
     last = f"{FATES[rnd.last_kind].label}: {next_text(rnd)}"
     if rnd.tree:  # in the quiz, the path's length is the answer: its chips wait for the reveal (style.css)
@@ -138,9 +140,9 @@ def _chip(text: str, fate: str, title: str, step: int, cut: bool = False, last: 
             f'<sup class="sv-icon" aria-label="{s.label}">{s.icon}</sup></span>')
 
 
-def _draft_title(i: int, d: DraftPosition, greedy: bool) -> str:
+def _draft_title(i: int, d: DraftPosition, greedy: bool, cut: str) -> str:
     return (f"draft {i + 1}: {FATES[d.fate].label} {FATES[d.fate].icon}   “{show(d.text)}” (id {d.token_id})\n"
-            f"p (target) = {num(d.p)}   q (draft) = {num(d.q)}\n{verdict_text(d, greedy)}")
+            f"p (target) = {num(d.p)}   q (draft) = {num(d.q)}\n{verdict_text(d, greedy, cut)}")
 
 
 def legend() -> str:
@@ -157,7 +159,7 @@ def explanation(trace: Trace, index: int) -> str:
     rnd = trace.rounds[index]
     parts = [f"<b>Round {index + 1}.</b>"]
     if speculation_off(rnd):
-        parts.append(f"{escape(round_note(rnd, trace.pass_costs))} The target's pass gave {quoted(rnd.next_token.text)} "
+        parts.append(f"{escape(round_note(rnd, trace.pass_costs, trace.eos_token_ids))} The target's pass gave {quoted(rnd.next_token.text)} "
                      f"directly.")
     elif rnd.k == 0:
         parts.append(f"{_why_nothing_drafted(trace, index)}, so nothing was drafted: the target's pass gave "
@@ -212,7 +214,7 @@ def _why_nothing_drafted(trace: Trace, index: int) -> str:
 def _adaptive_note(trace: Trace, rnd: Round) -> str:
     """Why an adaptive round drafted fewer than K (its last draft is not EOS and tokens were left)."""
     if rnd.cost is not None:
-        return " " + escape(round_note(rnd, trace.pass_costs))  # plain text with the numbers; escaped as all text is
+        return " " + escape(round_note(rnd, trace.pass_costs, trace.eos_token_ids))  # plain text with the numbers; escaped as all text is
     fell_back = (f" (This run was set to the cost-aware rule, which could not price it: {escape(trace.rule_note)}.)"
                  if trace.rule_note else "")
     return fell_back + _threshold_note(trace, rnd)
@@ -260,7 +262,8 @@ def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
     if greedy:
         parts.append("At temperature 0 both distributions are one-hot, so a draft token is accepted exactly "
                      "when it is also the target's top choice; no random draw is involved.")
-    return parts + (_clean_sweep(rnd, greedy) if rnd.next_kind == BONUS else _rejection(rnd, greedy))
+    return parts + (_clean_sweep(rnd, greedy) if rnd.next_kind == BONUS else
+                    _rejection(rnd, greedy, cut_by(trace.settings)))
 
 
 def _explain_tree(trace: Trace, rnd: Round) -> str:
@@ -321,7 +324,7 @@ def _clean_sweep(rnd: Round, greedy: bool) -> list[str]:
             f"a <b>bonus</b> token {quoted(t.text)} came free from p."]
 
 
-def _rejection(rnd: Round, greedy: bool) -> list[str]:
+def _rejection(rnd: Round, greedy: bool, cut: str = "") -> list[str]:
     k, n, d = rnd.k, rnd.n_accepted, rnd.drafts[rnd.n_accepted]
     unseen = k - n - 1
     discarded = ("." if not unseen else ", and the one token after it was discarded unseen." if unseen == 1 else
@@ -336,13 +339,13 @@ def _rejection(rnd: Round, greedy: bool) -> list[str]:
         return parts
     p, q, ratio, r = verdict_numbers(d.p, d.q, d.uniform, accepted=False)
     parts.append(f"At position {n + 1} the target gave {quoted(d.text)} p = {p} against the draft's q = {q}, so it "
-                 f"could keep it with probability min(1, p/q) = {ratio}; the draw r = {r} was too high, so it was "
-                 f"<b>rejected</b>{discarded}")
+                 f"could keep it with probability min(1, p/q) = {ratio}{escape(zero_note(d.p, cut))}; the draw "
+                 f"r = {r} was too high, so it was <b>rejected</b>{discarded}")
     parts.append(f"In its place the target sampled {quoted(rnd.next_token.text)} from the residual "
                  f"norm(max(0, p − q)). Rejections happen where the draft spent more probability than the target "
                  f"(q &gt; p); the residual gives that mass back to the tokens where p exceeds q, so the output is "
-                 f"distributed as if the target had generated alone (exactly in exact arithmetic; the hardware's "
-                 f"rounding can still tip a near-tie, as the baseline's greedy check shows).")
+                 f"distributed as if the target had generated alone (exactly so in exact arithmetic; in floating "
+                 f"point, rounding can still tip a draw that lands within rounding of min(1, p/q)).")
     return parts
 
 

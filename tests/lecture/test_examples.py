@@ -166,3 +166,14 @@ def test_the_command_records_into_a_folder(tmp_path, tiny_pair, tokenizer, monke
     assert ("WARNING: it does not show what its description says" in out) == (not all(shows))
     with pytest.raises(SystemExit):  # argparse: an unknown example name is a usage error
         cli.main(["record-examples", "--only", "nope"])
+
+
+def test_the_adaptive_examples_words_are_its_recordings():
+    """'one or two where not' was said of rounds that drafted 8, 1, 8, 8, 8, 8 (issue 33): the description names the
+    rule the recording ran, and what it says of the rounds' sizes is checked on them (`shows`)."""
+    example, trace = EXAMPLES["adaptive"], load_example("adaptive")
+    assert examples.STOPS[trace_settings(trace).stop_rule] in example.description
+    ks = [r.k for r in trace.rounds[1:-1]]
+    assert f"all {trace.settings['k']} in some, fewer in others" in example.description
+    assert max(ks) == trace.settings["k"] and min(ks) < max(ks)
+    assert "one or two" not in example.description

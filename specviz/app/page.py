@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 
 import gradio as gr
 
-from specviz.view import page_text
+from specviz.view import notices
 from specviz.app.actions import ModelActions, RunOutputs, lecture_pack
 from specviz.app.trace_files import CONTROLS
 from specviz.app.inputs import limits
@@ -218,7 +218,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
         preset, settings, drafter, adaptive, stop_rule, draft_layers, tree_widths = _settings_row(presets,
                                                                                                  default_preset)
         with gr.Row(equal_height=True):
-            info = gr.HTML(page_text.placeholder("Loading models…"), label="Run info", elem_id="run-info")
+            info = gr.HTML(notices.placeholder("Loading models…"), label="Run info", elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
                              elem_id="trace-upload", height=90, scale=0, min_width=280)
     status = gr.HTML("", label="Status", elem_id="status")

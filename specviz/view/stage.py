@@ -15,7 +15,9 @@ from specviz.view.cards import last_token_card, position_card
 from specviz.view.style import cut_by
 from specviz.view.cache_cells import cache_rows
 from specviz.view.quiz import QuizState, most_accepted, reveal_steps
-from specviz.view.page_text import explanation, placeholder, token_strip
+from specviz.view.explanation import explanation
+from specviz.view.notices import placeholder
+from specviz.view.strip import token_strip
 from specviz.record.trace import Trace
 from specviz.view.tree import path_verdicts, tree_against_chain, tree_cache, tree_card
 from specviz.view.words import words_line

@@ -1,4 +1,4 @@
-"""The colour language and the way numbers and token text are written, shared by the page's HTML (page_text.py),
+"""The colour language and the way numbers and token text are written, shared by the page's HTML (strip.py, cards.py, explanation.py),
 its charts (charts.py, lab/charts.py) and the terminal (cli.py).
 
 Okabe & Ito's colour-blind-safe palette. Every colour has a second cue (icon, strike-through, outline, hatching),

@@ -11,7 +11,7 @@ from specviz.record.cost_profile import CostProfile
 from specviz.record.load import load_trace
 from specviz.view import charts
 from specviz.view.cost_words import round_note, run_account, speculation_off
-from specviz.view.page_text import explanation
+from specviz.view.explanation import explanation
 from specviz.view.summary import summary_html
 
 SETTINGS = RunSettings(k=6, temperature=1.0, seed=3, max_new_tokens=60, adaptive=True, stop_rule="cost")

@@ -10,7 +10,7 @@ import pytest
 from specviz.engine import Engine, RunSettings
 from specviz.lecture.examples import EXAMPLES, load_example
 from specviz.view import stage, style
-from specviz.view.page_text import explanation
+from specviz.view.explanation import explanation
 
 RATIO = re.compile(r"min\(1, ([\d.e-]+)/([\d.e-]+)\) = ([\d.e-]+)")
 

@@ -17,6 +17,8 @@ import socket
 import time
 from pathlib import Path
 
+from specviz.settings.defaults import TEMPERATURE as DEFAULT_TEMPERATURE
+
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no version check, no telemetry
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's; never `playwright install`
@@ -185,11 +187,13 @@ class AppPage(Page):
         box.fill(str(value))
         box.press("Tab")
 
-    def generate(self, prompt: str, max_new_tokens: int = 24) -> int:
+    def generate(self, prompt: str, max_new_tokens: int = 24, temperature: float = DEFAULT_TEMPERATURE) -> int:
         """Generate (once per tab: it waits for the first "Done") and wait until the strip shows the last round;
-        -> the number of rounds, as the status line reports it."""
+        -> the number of rounds, as the status line reports it. The temperature is set too, since the settings box
+        shows the opened example's (the first, greedy) until it is changed: by default, the one default."""
         self.page.fill("#prompt textarea", prompt)
         self.set_number("max-new-tokens", max_new_tokens)
+        self.set_number("temperature", temperature)
         self.page.click("#generate")
         done = self.wait_match("#status", r"Done: \d+ rounds")
         n = int(done.split("Done: ")[1].split()[0])

@@ -10,9 +10,9 @@ import inspect
 import re
 
 from specviz.app.actions import ModelActions, api_outputs
-from specviz.drafters import DEFAULT
 from specviz.drafters.tree import DEFAULT_WIDTHS
-from specviz.settings.bounds import COST_RULE, widths_text
+from specviz.engine import RunSettings
+from specviz.settings.bounds import widths_text
 
 def named(event: str, outputs) -> dict:
     """What the endpoint /`event` returned, by name (specviz.app.actions.api_outputs: status, info, download, then
@@ -39,11 +39,12 @@ def open_example(client, index, lecture: bool = False) -> dict:
     return named("open_example", client.predict(index, lecture, api_name="/open_example"))
 
 
-# /generate's inputs after the prompt and the preset, each at the page's default but for the run's own settings
-# (K 4, temperature 0.7, seed 0, 24 new tokens); the order is the handler's signature, the API's parameter list.
-GENERATE_DEFAULTS = dict(k=4, temperature=0.7, top_p=1.0, top_k=0, seed=0, max_new_tokens=24, lecture=False,
-                         drafter=DEFAULT.key, adaptive=False, draft_layers=0, tree_widths=widths_text(DEFAULT_WIDTHS),
-                         stop_rule=COST_RULE)
+# /generate's inputs after the prompt and the preset, each at the page's default (settings/defaults.py's) but for
+# 24 new tokens, a short run; the order is the handler's signature, the API's parameter list.
+GENERATE_DEFAULTS = {**{name: getattr(RunSettings(), name) for name in ("k", "temperature", "top_p", "top_k", "seed",
+                                                                        "drafter", "adaptive", "draft_layers",
+                                                                        "stop_rule")},
+                     "max_new_tokens": 24, "lecture": False, "tree_widths": widths_text(DEFAULT_WIDTHS)}
 GENERATE_ORDER = [name for name in inspect.signature(ModelActions.generate).parameters
                   if name not in ("self", "prompt", "preset", "progress", "request")]
 assert sorted(GENERATE_ORDER) == sorted(GENERATE_DEFAULTS), "the tests' /generate inputs follow the handler's"

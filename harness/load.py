@@ -26,7 +26,7 @@ from harness.browser import serve as serve_app  # noqa: E402
 from harness.endpoints import named, submit, value  # noqa: E402
 from specviz.engine import Engine, RunSettings  # noqa: E402
 from specviz.record.load import load_trace  # noqa: E402
-from specviz.view import page_text  # noqa: E402
+from specviz.view import token_text  # noqa: E402
 
 
 # --- the server side: how many generations run at once -----------------------------------------------------
@@ -107,7 +107,7 @@ def run_session(url: str, session: Session, settings: RunSettings, preset: str, 
         session.tokens = trace.output_token_ids
         n = value(final["slider"])
         assert n == len(trace.rounds), f"slider at {n}, trace has {len(trace.rounds)} rounds"
-        assert page_text.text_html(session.prompt) in final["stage"], "another session's prompt on the stage"
+        assert token_text.text_html(session.prompt) in final["stage"], "another session's prompt on the stage"
         for r in range(1, n + 1):
             step(client, session, overlap, r, trace, timeout)
     except Exception as e:  # noqa: BLE001 - the report says which session failed and how

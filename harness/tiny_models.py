@@ -24,10 +24,11 @@ def char_tokenizer() -> PreTrainedTokenizerFast:
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, unk_token="<unk>")
 
 
-def tiny_model(seed: int, layers: int = 2, vocab: int = len(CHARS) + 2, eos: int = 0) -> Qwen2ForCausalLM:
+def tiny_model(seed: int, layers: int = 2, vocab: int = len(CHARS) + 2, eos: int = 0,
+               positions: int = 256) -> Qwen2ForCausalLM:
     torch.manual_seed(seed)
     config = Qwen2Config(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=positions,
                          eos_token_id=eos, tie_word_embeddings=False)
     model = Qwen2ForCausalLM(config).eval()
     with torch.no_grad():  # sharper than the default init, so distributions are far from uniform

@@ -12,7 +12,8 @@ import sys
 
 from specviz.app.errors import message_of
 from specviz.drafters import REGISTRY, layers, tree
-from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, STOP_RULES, widths_text
+from specviz.settings import defaults
+from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, STOP_RULES, THRESHOLD_RULE, widths_text
 from specviz.view.cost_words import round_note, run_account
 from specviz.view.style import FATES, show
 from specviz.algorithm.theory import round_size_probs
@@ -93,20 +94,20 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 
     d = RunSettings()  # every default is the request contract's
     p.add_argument("--k", type=int, default=d.k, help=f"draft tokens per round, 1..{MAX_K}")
-    p.add_argument("--temperature", type=float, default=d.temperature, help="0 = greedy")
+    p.add_argument("--temperature", type=float, default=d.temperature, help=f"0 = greedy (default {d.temperature})")
     p.add_argument("--top-k", type=int, default=d.top_k)
     p.add_argument("--top-p", type=float, default=d.top_p)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
     p.add_argument("--adaptive", action="store_true",
-                   help="K per round: stop drafting once the product of the draft's probabilities of its drafts "
-                        "falls below --confidence; --k is then the most per round")
-    p.add_argument("--confidence", type=float, default=d.confidence, help=f"threshold of --adaptive (default "
-                                                                          f"{d.confidence})")
+                   help="K per round, stopped by --stop-rule; --k is then the most per round")
+    p.add_argument("--confidence", type=float, default=d.confidence,
+                   help=f"with --stop-rule {THRESHOLD_RULE}: stop drafting once the product of the draft's "
+                        f"probabilities of its drafts falls below this (default {d.confidence})")
     p.add_argument("--stop-rule", choices=list(STOP_RULES), default=d.stop_rule,
                    help="how --adaptive stops drafting: " + "; ".join(f"{key} = {name}" for key, name in
-                                                                       STOP_RULES.items()) + " (each further draft "
-                        "must pay for itself at this machine's measured costs, docs/engine.md)")
+                                                                       STOP_RULES.items()) + f" (default {d.stop_rule}:"
+                        " each further draft must pay for itself at this machine's measured costs, docs/engine.md)")
     p.add_argument("--drafter", choices=list(REGISTRY), default=d.drafter,
                    help="; ".join(f"{key} = {spec.label}" for key, spec in REGISTRY.items()))
     widths = tree.TREE_WIDTHS
@@ -155,7 +156,7 @@ def run_command(a: argparse.Namespace) -> int:
         if not a.quiet:
             print(round_line(r), flush=True)
             if r.cost is not None:
-                print(f"      {round_note(r, run.prices)}", flush=True)
+                print(f"      {round_note(r, run.prices, run.ctx.eos_ids)}", flush=True)
     if run.rule_note and not a.quiet:
         print(f"cost-aware K: {run.rule_note}")
     trace = run.trace()
@@ -175,7 +176,7 @@ def add_costs_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
     p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS)
     p.add_argument("--alpha", type=float, default=0.8, help="acceptance rate for the predicted speedups")
-    p.add_argument("--k", type=int, default=4, help="draft tokens per round for the predicted speedups")
+    p.add_argument("--k", type=int, default=defaults.K, help="draft tokens per round for the predicted speedups")
 
 
 def costs_command(a: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ def cli(*args):
 def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
     path = tmp_path / "t.json"
     r = cli("run", "--prompt", "def fib(n):", "--draft", folders[0], "--target", folders[1], "--k", "3",
-            "--max-new-tokens", "20", "--dtype", "float32", "--baseline", "--json", str(path))
+            "--temperature", "0", "--max-new-tokens", "20", "--dtype", "float32", "--baseline", "--json", str(path))
     assert r.returncode == 0, r.stderr
     assert "acceptance rate" in r.stdout and "tokens per target pass" in r.stdout and "speedup" in r.stdout
     assert "greedy output identical to target-only: yes" in r.stdout
@@ -58,7 +58,7 @@ def test_bad_input_is_one_line_and_nonzero(folders, args, word):
 def test_tree_drafter_prints_its_rounds_and_records_its_trees(folders, tmp_path):
     path = tmp_path / "tree.json"
     r = cli("run", "--prompt", "def fib(n):", "--draft", folders[0], "--target", folders[1], "--drafter", "tree",
-            "--tree", "3-2-1", "--max-new-tokens", "20", "--dtype", "float32", "--baseline", "--json", str(path))
+            "--tree", "3-2-1", "--temperature", "0", "--max-new-tokens", "20", "--dtype", "float32", "--baseline", "--json", str(path))
     assert r.returncode == 0, r.stderr
     assert "tree 3-2-1 ·" in r.stdout and "tree 3-2-1: " in r.stdout and "not examined)" in r.stdout
     assert "greedy output identical to target-only: yes" in r.stdout
@@ -74,7 +74,7 @@ def test_unknown_preset(folders):
 def test_the_cost_aware_rule_says_why_under_each_round(folders, tmp_path):
     path = tmp_path / "cost.json"
     r = cli("run", "--prompt", "def fib(n):", "--draft", folders[0], "--target", folders[1], "--adaptive",
-            "--stop-rule", "cost", "--k", "6", "--max-new-tokens", "24", "--dtype", "float32", "--baseline",
+            "--stop-rule", "cost", "--k", "6", "--temperature", "0", "--max-new-tokens", "24", "--dtype", "float32", "--baseline",
             "--json", str(path))
     assert r.returncode == 0, r.stderr
     assert "Cost-aware K (" in r.stdout and "greedy output identical to target-only: yes" in r.stdout

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz.settings import defaults
 from specviz.settings.bounds import RUN_BOUNDS
 
 
@@ -21,9 +22,9 @@ class SamplingSettings:
     """How logits become a distribution. Applied identically to draft and target, so q is the distribution
     the draft really sampled from and p the one the target alone would sample from."""
 
-    temperature: float = 0.7  # 0 means greedy: a one-hot distribution on the argmax
-    top_k: int = 0  # 0 disables top-k
-    top_p: float = 1.0  # 1.0 disables nucleus filtering
+    temperature: float = defaults.TEMPERATURE  # 0 means greedy: a one-hot distribution on the argmax
+    top_k: int = defaults.TOP_K  # 0 disables top-k
+    top_p: float = defaults.TOP_P  # 1.0 disables nucleus filtering
 
     def __post_init__(self):
         check_sampling_settings(self.temperature, self.top_k, self.top_p)

@@ -16,21 +16,22 @@ from dataclasses import dataclass
 import gradio as gr
 
 from specviz.view import charts
-from specviz.view import page_text
+from specviz.view import notices
 from specviz.view import summary
 from specviz.engine import Engine, RunSettings
 from specviz.app.errors import message_of, refused_by_zerogpu
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
-from specviz.app.inputs import PAGE_STOP_RULE, check_preset, check_prompt, settings_from
+from specviz.app.inputs import check_preset, check_prompt, settings_from
 from specviz.settings.bounds import short_repr
 from specviz.app.serving import EngineLoader, EngineRef, Runs, engine_ref, run_baseline, stream_traces
 from specviz.record.trace import Trace
 from specviz.view.quiz import QuizState, check_quiz, quiz_from_dict
-from specviz.app.trace_files import check_tokenizer, pack_file, read_lecture, trace_file, trace_settings
+from specviz.app.trace_files import (CONTROLS, check_tokenizer, controls_of, pack_file, read_lecture, trace_file,
+                                     trace_settings)
 from specviz.app.round_view import STEP_NAMES, RoundView, round_view
 
 # Each event that shows a run, and which of RunOutputs' lists it writes.
-EVENT_OUTPUTS = {"generate": "all", "open_example": "all", "open_trace": "of_open", "baseline": "of_baseline"}
+EVENT_OUTPUTS = {"generate": "all", "open_example": "of_open", "open_trace": "of_open", "baseline": "of_baseline"}
 KEPT = "The trace on the page stays as it was."  # what a failed Generate or Baseline leaves: problem() writes no trace
 MIN_FRAME_S = 0.25  # while generating, redraw at most this often (what a redraw costs the browser: docs/benchmarks.md,
 #                    "Timings behind choices in the code")
@@ -46,14 +47,15 @@ class RunOutputs:
     download: gr.DownloadButton  # the trace as JSON
     panels: RoundView  # the round view, components
     quiz: gr.Checkbox  # quiz mode: a lecture pack turns it on or off
+    controls: dict | None = None  # the settings box by trace_files.CONTROLS' names: an opened trace sets them
 
     def all(self) -> list:
         """The outputs of Generate, in order."""
         return [self.trace, self.status, self.info, self.download, *self.panels.values()]
 
     def of_open(self) -> list:
-        """The outputs of opening a trace or a lecture pack."""
-        return [*self.all(), self.quiz]
+        """The outputs of opening a recorded example, a trace or a lecture pack."""
+        return [*self.all(), self.quiz, *(self.controls or {}).values()]
 
     def of_baseline(self) -> list:
         return [self.trace, self.status, self.panels.summary, self.download, self.panels.timeline]
@@ -67,7 +69,8 @@ class RunOutputs:
         """A RunOutputs of its own field names (the panels' too): `RunOutputs.names().all()` lists Generate's
         outputs by name, in the order an API client receives them (see `api_outputs`)."""
         panels = RoundView(*(f.name for f in dataclasses.fields(RoundView)))
-        return cls(**{f.name: f.name for f in dataclasses.fields(cls) if f.name != "panels"}, panels=panels)
+        return cls(**{f.name: f.name for f in dataclasses.fields(cls) if f.name not in ("panels", "controls")},
+                   panels=panels, controls={name: name for name in CONTROLS})
 
 
 def api_outputs(event: str) -> list[str]:
@@ -79,12 +82,12 @@ def api_outputs(event: str) -> list[str]:
 
 
 def trace_info(trace: Trace) -> str:
-    return page_text.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model, recorded=True)
+    return notices.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model, recorded=True)
 
 
 def engine_info(engine: Engine, settings: RunSettings | None = None) -> str:
     draft = engine.draft_for(settings)[1] if settings else engine.draft_name  # the name a trace records, too
-    return page_text.run_info(engine.device, engine.dtype, draft, engine.target_name,
+    return notices.run_info(engine.device, engine.dtype, draft, engine.target_name,
                            why=engine.dtype_why)
 
 
@@ -102,7 +105,7 @@ class ModelActions:
     def problem(self, message: str) -> dict:
         """Say what went wrong (a toast and the status line) and leave every other output as it is."""
         gr.Warning(html.escape(message))  # a toast renders HTML, and a message may quote what a user sent
-        return {self.out.status: page_text.status(message, "error")}
+        return {self.out.status: notices.status(message, "error")}
 
     def engine(self, preset, progress: gr.Progress) -> Engine:
         check_preset(preset, self.presets)
@@ -125,7 +128,7 @@ class ModelActions:
             return engine_info(self.engine(preset, progress)), ""
         except Exception as e:  # a hub id offline, a full disk while preparing, not enough memory: say which
             gr.Warning(html.escape(message_of(e)))
-            return page_text.placeholder("No model pair loaded."), page_text.status(message_of(e), "error")
+            return notices.placeholder("No model pair loaded."), notices.status(message_of(e), "error")
 
     def show_model_pair_first(self, preset, progress=gr.Progress()):
         """The page's first load: as show_model_pair, but a success leaves the status line alone, since it
@@ -134,7 +137,7 @@ class ModelActions:
         return info, status or gr.skip()
 
     def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture, drafter,
-                 adaptive, draft_layers, tree_widths, stop_rule=PAGE_STOP_RULE, progress=gr.Progress(),
+                 adaptive, draft_layers, tree_widths, stop_rule=RunSettings.stop_rule, progress=gr.Progress(),
                  request: gr.Request = None):
         """The trace and the round view after each round (at most every MIN_FRAME_S), then once more. The
         inputs arrive as sent (the event skips Gradio's preprocessing), so every one is checked here."""
@@ -174,7 +177,7 @@ class ModelActions:
                     if time.perf_counter() - shown < MIN_FRAME_S:
                         continue  # rounds faster than the browser can draw them (tiny models): draw a later one
                     shown, n = time.perf_counter(), len(latest.rounds)
-                    busy = page_text.status(f"Generating… round {n}, {latest.summary.n_new_tokens} of "
+                    busy = notices.status(f"Generating… round {n}, {latest.summary.n_new_tokens} of "
                                          f"{settings.max_new_tokens} new tokens", "busy")
                     yield {out.trace: latest, out.status: busy, out.info: info,  # the stage: this round only
                            **round_view(latest, n, lecture, latest_only=True).updates(out.panels)}
@@ -194,12 +197,12 @@ class ModelActions:
         s = trace.summary
         if failure:
             gr.Warning(html.escape(f"Generation stopped after round {s.n_rounds}: {failure}"))
-            return page_text.status(f"Generation stopped after round {s.n_rounds}: {failure}. The {s.n_rounds} rounds "
+            return notices.status(f"Generation stopped after round {s.n_rounds}: {failure}. The {s.n_rounds} rounds "
                                  f"before it stay viewable (← →); Generate runs again.", "error")
         if stop.is_set():
-            return page_text.status(f"Stopped after round {s.n_rounds} ({s.n_new_tokens} new tokens): Generate was "
+            return notices.status(f"Stopped after round {s.n_rounds} ({s.n_new_tokens} new tokens): Generate was "
                                  f"pressed again, so the new run starts next.", "info")
-        return page_text.status(f"Done: {s.n_rounds} rounds, {s.n_new_tokens} new tokens in "
+        return notices.status(f"Done: {s.n_rounds} rounds, {s.n_new_tokens} new tokens in "
                              f"{time.perf_counter() - started:.1f} s. Step through the rounds with ← →.", "done")
 
     def baseline(self, trace, preset, progress=gr.Progress()):
@@ -219,7 +222,7 @@ class ModelActions:
         timed = dataclasses.replace(trace, baseline=result)
         message = (f"Baseline: the target alone made {len(result.output_token_ids)} tokens at "
                    f"{result.tokens_per_s:.1f} tok/s.")
-        return {self.out.trace: timed, self.out.status: page_text.status(message, "done"),
+        return {self.out.trace: timed, self.out.status: notices.status(message, "done"),
                 self.out.panels.summary: summary.summary_html(timed), self.out.download: download(timed),
                 self.out.panels.timeline: charts.timeline(timed)}
 
@@ -264,10 +267,13 @@ class ModelActions:
 
     def show_trace(self, trace: Trace, lecture, message: str, quiz: QuizState | None = None) -> dict:
         """A recorded trace (an upload or a shipped example) shown at round 1, `message` in the status line; a
-        lecture pack's trace as its quiz left it (the round, the answers and reveals, quiz mode on or off)."""
+        lecture pack's trace as its quiz left it (the round, the answers and reveals, quiz mode on or off). The
+        settings box shows the trace's prompt and settings."""
         out = self.out
         quiz_on = {out.quiz: quiz.on} if quiz else {}
-        return {out.trace: trace, out.status: page_text.status(message, "done"), out.info: trace_info(trace),
+        if out.controls:
+            quiz_on.update({out.controls[name]: value for name, value in controls_of(trace).items()})
+        return {out.trace: trace, out.status: notices.status(message, "done"), out.info: trace_info(trace),
                 out.download: download(trace), **quiz_on,
                 **round_view(trace, quiz.current if quiz else 1, lecture, quiz).updates(out.panels)}
 
@@ -275,14 +281,14 @@ class ModelActions:
 def lecture_pack(trace, quiz_json):
     """The trace and the quiz state the browser sent (keys.js: svQuizState) as one file. -> pack file, status"""
     if trace is None or not trace.rounds:
-        return gr.skip(), page_text.status("Generate (or open a trace) first: a lecture pack holds a trace.", "error")
+        return gr.skip(), notices.status("Generate (or open a trace) first: a lecture pack holds a trace.", "error")
     try:
         state = quiz_from_dict(json.loads(quiz_json or "{}"))
         check_quiz(state, trace)
     except (ValueError, RecursionError) as e:
-        return gr.skip(), page_text.status(f"Could not save the quiz: {message_of(e)}", "error")
+        return gr.skip(), notices.status(f"Could not save the quiz: {message_of(e)}", "error")
     right, answered = state.score(trace)
-    return pack_file(trace, state), page_text.status(
+    return pack_file(trace, state), notices.status(
         f"Lecture pack ready: {len(trace.rounds)} rounds, quiz {'on' if state.on else 'off'}, at round "
         f"{state.current}, score {right} of {answered}. Open it with \"Open a recorded trace\" on any machine, "
         f"no model needed.", "done")

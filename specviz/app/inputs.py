@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from specviz.engine import RunSettings
-from specviz.settings.bounds import COST_RULE, MAX_K, Bound, short_repr
+from specviz.settings.bounds import MAX_K, Bound, short_repr
 from specviz.algorithm.tree import parse_widths
 
 
@@ -38,10 +38,6 @@ LIMITS = {
     "max_new_tokens": Limit("max new tokens", 1, 512, True),  # a long run is a slow run for everyone sharing
     "draft_layers": Limit("draft layers", 0, 1024, True),  # the engine checks N against the target's layers
 }
-# How adaptive K stops on the page, when it is ticked: the cost-aware rule, which beat the threshold rule where verifying
-# is dear and matched it where it is nearly free (docs/benchmarks.md, "Stop rules"). Gradio's API offers clients the
-# radio's value as the default, so an API client that names no rule gets this one too.
-PAGE_STOP_RULE = COST_RULE
 MAX_PROMPT_CHARS = 10_000  # about 2,500 tokens: a long prompt is a slow prompt for everyone sharing the server
 
 
@@ -57,7 +53,7 @@ def setting(value, field: str) -> int | float:
 
 
 def settings_from(*, k, temperature, top_p, top_k, seed, max_new_tokens, drafter, adaptive, draft_layers,
-                  tree_widths, stop_rule=PAGE_STOP_RULE) -> RunSettings:
+                  tree_widths, stop_rule=RunSettings.stop_rule) -> RunSettings:
     """RunSettings from the page's fields (numbers arrive as floats); ValueError names the first bad one. The tree
     widths' text is read only with the tree drafter (the box keeps its value while another drafter is chosen)."""
     if not isinstance(tree_widths, (str, type(None))):
@@ -67,7 +63,7 @@ def settings_from(*, k, temperature, top_p, top_k, seed, max_new_tokens, drafter
                            max_new_tokens=setting(max_new_tokens, "max_new_tokens"),
                            drafter=drafter or RunSettings.drafter,
                            adaptive=False if adaptive is None else adaptive,  # RunSettings refuses 1, "yes" or []
-                           draft_layers=setting(draft_layers, "draft_layers"), stop_rule=stop_rule or PAGE_STOP_RULE)
+                           draft_layers=setting(draft_layers, "draft_layers"), stop_rule=stop_rule or RunSettings.stop_rule)
     if settings.drafter_spec.tree and (tree_widths or "").strip():
         settings = replace(settings, tree_widths=parse_widths(tree_widths))
     return settings

@@ -16,9 +16,10 @@ from dataclasses import dataclass, fields
 
 import gradio as gr
 
-from specviz.view import page_text
+from specviz.view import notices
 from specviz.app.actions import ModelActions, RunOutputs, lecture_pack
-from specviz.app.inputs import PAGE_STOP_RULE, limits
+from specviz.app.trace_files import CONTROLS
+from specviz.app.inputs import limits
 from specviz.app.costs_tab import build_costs
 from specviz.lecture.examples import EXAMPLES
 from specviz.app.lab_tab import build_lab
@@ -31,11 +32,6 @@ from specviz.settings.prompts import EXAMPLE_PROMPTS
 from specviz.app.serving import (DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, default_engine_loader,
                       limit_model_runs, preset_labels)
 from specviz.app.round_view import PLAY_JS, SHOW_JS, STEP_JS, Player, RoundView, empty_view, lecture_mode, show_round
-
-# The page opens with adaptive K off: each round drafts the slider's K, the algorithm as the explanation, the quiz
-# ("how many of the K drafts survive?") and the recorded examples teach it; ticked, it stops by PAGE_STOP_RULE
-PAGE_ADAPTIVE = False
-PAGE_TEMPERATURE = 0.7  # the page opens sampled (the contract's default is greedy) so that draws reject drafts
 
 
 @dataclass
@@ -87,14 +83,20 @@ class Page:
 
     @property
     def outputs(self) -> RunOutputs:
-        return RunOutputs(self.trace, self.status, self.info, self.download, self.panels, self.quiz)
+        named = self._named()
+        return RunOutputs(self.trace, self.status, self.info, self.download, self.panels, self.quiz,
+                          {name: named[name] for name in CONTROLS})
+
+    def _named(self) -> dict:
+        """Every component by its field's name, the numeric settings' by RunSettings' names."""
+        return ({f.name: getattr(self, f.name) for f in fields(self)}
+                | {f.name: getattr(self.settings, f.name) for f in fields(self.settings)})
 
     def inputs_of(self, handler) -> list:
         """The components a handler reads, found by its parameter names: Generate's are the request contract's
         fields (RunSettings' names) beside the prompt, the pair and lecture mode, so its inputs on the page and
         its parameter list in the API both follow its signature, written once (ModelActions.generate)."""
-        named = {f.name: getattr(self, f.name) for f in fields(self)}
-        named.update({f.name: getattr(self.settings, f.name) for f in fields(self.settings)})
+        named = self._named()
         return [named[name] for name in inspect.signature(handler).parameters if name in named]
 
 
@@ -145,12 +147,12 @@ def _settings_row(presets: dict[str, str], default_preset: str):
                              label="Draft → target pair", elem_id="preset", scale=3, min_width=420)
         drafter = gr.Radio([(d.label, key) for key, d in REGISTRY.items()], value=DEFAULT.key, label="Drafter",
                            elem_id="drafter", scale=2, min_width=320)
-    d = RunSettings()  # the request contract's defaults, but for the temperature the page opens with
+    d = RunSettings()  # the request contract's defaults (settings/defaults.py), the CLI's and the API's too
     with gr.Row():
         settings = Settings(
             k=gr.Slider(**limits("k"), value=d.k, step=1, label="K (draft tokens per round)", elem_id="k",
                         min_width=160),
-            temperature=gr.Slider(**limits("temperature"), value=PAGE_TEMPERATURE, step=0.05,
+            temperature=gr.Slider(**limits("temperature"), value=d.temperature, step=0.05,
                                   label="Temperature (0 = greedy)",
                                   elem_id="temperature", min_width=170),
             top_p=gr.Slider(**limits("top_p"), value=d.top_p, step=0.05, label="top-p", elem_id="top-p", min_width=120),
@@ -160,10 +162,10 @@ def _settings_row(presets: dict[str, str], default_preset: str):
             max_new_tokens=gr.Slider(**limits("max_new_tokens"), value=d.max_new_tokens, step=1, label="Max new tokens",
                                      elem_id="max-new-tokens", min_width=160))
     with gr.Row(equal_height=True):
-        adaptive = gr.Checkbox(PAGE_ADAPTIVE, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
+        adaptive = gr.Checkbox(d.adaptive, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
                                info="each round chooses how many to draft, by the rule beside", scale=1,
                                min_width=180)
-        stop_rule = gr.Radio([(name, key) for key, name in STOP_RULES.items()], value=PAGE_STOP_RULE,
+        stop_rule = gr.Radio([(name, key) for key, name in STOP_RULES.items()], value=d.stop_rule,
                              label="Adaptive K stops by", elem_id="stop-rule", scale=2, min_width=260,
                              info=f"cost-aware: each further draft must pay for what it costs on this machine; "
                                   f"confidence threshold: the product of the draft's own probabilities of its drafts "
@@ -216,7 +218,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
         preset, settings, drafter, adaptive, stop_rule, draft_layers, tree_widths = _settings_row(presets,
                                                                                                  default_preset)
         with gr.Row(equal_height=True):
-            info = gr.HTML(page_text.placeholder("Loading models…"), label="Run info", elem_id="run-info")
+            info = gr.HTML(notices.placeholder("Loading models…"), label="Run info", elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
                              elem_id="trace-upload", height=90, scale=0, min_width=280)
     status = gr.HTML("", label="Status", elem_id="status")

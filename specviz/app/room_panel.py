@@ -27,7 +27,7 @@ from specviz.lecture.rooms import RoomError
 from specviz.record.load import load_trace
 from specviz.record.trace import Trace
 from specviz.settings.bounds import short_repr, whole_number
-from specviz.view import page_text
+from specviz.view import notices
 from specviz.view.quiz import QuizState, RoundQuiz, reveal_steps
 from specviz.view.room import quiz_facts
 
@@ -74,14 +74,14 @@ def wire_room_panel(panel: RoomPanel, trace: gr.State, status: gr.HTML, hub: Roo
 def open_room(hub: RoomHub, trace: Trace | None, base) -> tuple:
     """A room on the trace on screen. -> the room box, the status line"""
     if trace is None or not trace.rounds:
-        return gr.skip(), page_text.status("Open a trace first (an example, a file or a run): a room shows one.",
+        return gr.skip(), notices.status("Open a trace first (an example, a file or a run): a room shows one.",
                                            "error")
     try:
         opened = hub.store.open(trace.to_json(), quiz_facts(trace))
     except RoomError as e:
-        return gr.skip(), page_text.status(str(e), "error")
+        return gr.skip(), notices.status(str(e), "error")
     base = _base(base)
-    return room_box(base, opened.room, opened.code, opened.key), page_text.status(
+    return room_box(base, opened.room, opened.code, opened.key), notices.status(
         f"Room {opened.code} is open: students scan the QR code or enter the code; they follow your rounds, "
         f"reveals and quiz mode.", "done")
 
@@ -152,7 +152,7 @@ def link_to(trace: Trace | None, where_json) -> tuple:
         where = {}
     name = example_named(trace) if trace is not None else None
     if name is None:
-        return "", page_text.status("Only a shipped recorded example has a link (a run of yours lives in this "
+        return "", notices.status("Only a shipped recorded example has a link (a run of yours lives in this "
                                     "browser tab): open a room to share it with a class, or download the trace.",
                                     "error")
     query = {"example": name, "round": whole_number(where.get("round")) or 1}
@@ -160,7 +160,7 @@ def link_to(trace: Trace | None, where_json) -> tuple:
     if step or where.get("quiz"):
         query["step"] = step
     link = f"{_base(where.get('base'))}?{urlencode(query, quote_via=quote)}"
-    return link, page_text.status("The link opens this example at this round (and reveal step, in quiz mode); "
+    return link, notices.status("The link opens this example at this round (and reveal step, in quiz mode); "
                                   "copy it from the box.", "done")
 
 
@@ -217,5 +217,5 @@ def _lead_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, 
 
 def _with_problems(models: ModelActions, updates: dict, problems: list[str]) -> dict:
     if problems:
-        updates[models.out.status] = page_text.status("; ".join(problems) + ".", "error")
+        updates[models.out.status] = notices.status("; ".join(problems) + ".", "error")
     return updates

@@ -32,7 +32,7 @@ STEP_NAMES = ("slider", "per_pass")  # what a step to another round changes on t
 @dataclass
 class RoundView:
     """The panels that show a trace. To add a panel: add a field at the end (API clients read outputs by
-    position), fill it in `round_view` and `empty_view` (from a pure function in stage.py, page_text.py or
+    position), fill it in `round_view` and `empty_view` (from a pure function in stage.py, strip.py, explanation.py or
     charts.py), and place its component in app/page.py's layout; every event that shows a trace then updates it."""
 
     slider: Any  # the round slider: which round of how many

@@ -16,7 +16,8 @@ from contextlib import suppress
 from pathlib import Path
 
 from specviz.engine import Engine, RunSettings
-from specviz.settings.bounds import short_repr
+from specviz.app.inputs import LIMITS
+from specviz.settings.bounds import short_repr, widths_text
 from specviz.view.quiz import QuizState, load_lecture, pack_json
 from specviz.record.trace import MAX_TRACE_BYTES, Trace
 from specviz.record.load import token_texts
@@ -60,6 +61,25 @@ def _prune_downloads(root: Path) -> None:
             with suppress(OSError):  # a file that cannot go stays: a prune must never fail the run it follows
                 old.unlink()
                 old.parent.rmdir()  # folders too: one per distinct trace would pile up
+
+
+# The settings box's controls, by the names Generate reads them by (RunSettings' fields beside the prompt)
+CONTROLS = ("prompt", "k", "temperature", "top_p", "top_k", "seed", "max_new_tokens", "drafter", "adaptive",
+            "stop_rule", "draft_layers", "tree_widths")
+
+
+def controls_of(trace: Trace) -> dict:
+    """The settings box as `trace` was recorded (its prompt and settings, by CONTROLS' names), so that opening an
+    example or a trace shows what made it, and Generate remakes it; a value the page's control cannot hold
+    (inputs.LIMITS: a CLI run of 1,000 tokens) is left out, and so are all where the settings make no run."""
+    try:
+        settings = dataclasses.asdict(trace_settings(trace))
+    except ValueError:
+        return {"prompt": trace.prompt}
+    settings["tree_widths"] = widths_text(trace_settings(trace).widths)
+    within = {name: value for name, value in settings.items()
+              if name in CONTROLS and (name not in LIMITS or LIMITS[name].bound.allows(value))}
+    return {"prompt": trace.prompt, **within}
 
 
 def trace_settings(trace: Trace) -> RunSettings:

@@ -3,7 +3,8 @@ measurement when a pair loads, and the prices a run drafts by; and `time_passes`
 context, which the Costs tab's full measurement (measure/pass_timing.py) times transformers' forward with.
 
 The short measurement times the target's pass over 1, 2, 3, 5, 9 and 17 new tokens and one draft step, each a few
-times over a cache of CONTEXT tokens (seconds for the packaged pair on 2 CPU cores, docs/engine.md);
+times over a cache of CONTEXT tokens (seconds for the packaged pair on 2 CPU cores, docs/engine.md), fed only ids and
+positions the loaded pair has (a smaller vocabulary or context than the packaged pair's shortens them, see `_context`);
 the Costs tab's full measurement (measure/pass_timing.py) replaces it on the engine when it runs (its draft step is
 transformers' forward, a little slower than the lean pass a run drafts with: its prices err towards drafting less).
 A draft step is timed with the run's own draft pass (lean.py's, where it applies), since that is what a round pays;
@@ -35,7 +36,8 @@ def measure_pass_costs(engine) -> CostProfile:
     with torch.inference_mode():
         target = [statistics.median(_timings(engine, engine.target, None, n)) for n in TOKENS]
     draft = draft_step_s(engine, engine.draft)
-    return CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, CONTEXT, list(TOKENS),
+    return CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, _context(engine),
+                       list(TOKENS),
                        target, [1], [target[0]], [draft], time.perf_counter() - started, repeats=REPEATS,
                        source=SHORT)
 
@@ -52,8 +54,21 @@ def _timings(engine, model, cache, n: int) -> list[float]:
     from transformers import DynamicCache
 
     cache = DynamicCache() if cache is None else cache
-    forward(model, [i % 100 + 10 for i in range(CONTEXT)], cache, 1)
-    return time_passes(lambda i: forward(model, [i + 1] * n, cache, n), cache, engine.device, REPEATS, warm_up=1)
+    forward(model, _ids(engine, range(10, 10 + _context(engine))), cache, 1)
+    return time_passes(lambda i: forward(model, _ids(engine, [i + 1] * n), cache, n), cache, engine.device, REPEATS,
+                       warm_up=1)
+
+
+def _context(engine) -> int:
+    """The cached tokens under every timed pass: CONTEXT, or fewer where the pair's context cannot also hold the
+    longest timed pass (a model with learned positions has no position past its last; a pass over 17 tokens on 64
+    cached ones reads position 81)."""
+    return max(1, min(CONTEXT, engine.max_positions - TOKENS[-1]))
+
+
+def _ids(engine, ids) -> list[int]:
+    """Token ids the pair has, whatever its vocabulary (which ids does not matter to the time, only how many)."""
+    return [i % engine.vocab for i in ids]
 
 
 def time_passes(feed, cache, device, repeats: int, warm_up: int = 0) -> list[float]:

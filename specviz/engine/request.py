@@ -1,5 +1,5 @@
-"""The one request contract: `RunSettings`, what a run asks for, with one default per field, checked once when it is
-made. Generate, Baseline and the Lab's comparison ask with it; the page (app/inputs.py), the CLI and the Python API
+"""The one request contract: `RunSettings`, what a run asks for, with one default per field (settings/defaults.py's,
+which the page reads too), checked once when it is made. Generate, Baseline and the Lab's comparison ask with it; the page (app/inputs.py), the CLI and the Python API
 build it by keyword; a trace records it (`asdict`), and a trace's settings make it again (Baseline reruns them).
 
     RunSettings(k=4, temperature=0.7, drafter="lookup")      # every field has a default; bad values: ValueError
@@ -16,25 +16,27 @@ from specviz.algorithm.sampling import SamplingSettings
 from specviz.algorithm.tree import check_widths
 from specviz.drafters import DEFAULT, REGISTRY, Drafter, drafter
 from specviz.drafters.tree import DEFAULT_WIDTHS
-from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, RUN_BOUNDS, STOP_RULES, THRESHOLD_RULE, short_repr
+from specviz.settings import defaults
+from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, RUN_BOUNDS, STOP_RULES, short_repr
 
 
 @dataclass(frozen=True)
 class RunSettings:
-    k: int = 4  # draft tokens per round (the most, when adaptive)
-    temperature: float = 0.0  # 0 = greedy
-    top_k: int = 0  # 0 = off
-    top_p: float = 1.0  # 1 = off
-    seed: int = 0
-    max_new_tokens: int = 64
-    adaptive: bool = False  # K per round: stop drafting once the draft's estimate that all its drafts so far
-    confidence: float = ADAPTIVE_CONFIDENCE  # survive (the product of its probabilities of them) falls below this.
-    #                                          Exact: the rule reads only the draft (engine/chain.py's _confidence)
-    stop_rule: str = THRESHOLD_RULE  # with adaptive K, how a round stops drafting: a key of STOP_RULES ("cost": each
-    #                                  further draft must pay for itself on this machine, algorithm/cost_rule.py)
-    chat: bool = True  # wrap the prompt in the tokenizer's chat template when it has one
+    k: int = defaults.K  # draft tokens per round (the most, when adaptive)
+    temperature: float = defaults.TEMPERATURE  # 0 = greedy
+    top_k: int = defaults.TOP_K  # 0 = off
+    top_p: float = defaults.TOP_P  # 1 = off
+    seed: int = defaults.SEED
+    max_new_tokens: int = defaults.MAX_NEW_TOKENS
+    adaptive: bool = defaults.ADAPTIVE  # K per round, stopped by `stop_rule`
+    confidence: float = ADAPTIVE_CONFIDENCE  # the threshold rule's: stop drafting once the draft's estimate that all
+    #                                          its drafts so far survive (the product of its probabilities of them)
+    #                                          falls below this. Exact: it reads only the draft (chain.py's _confidence)
+    stop_rule: str = defaults.STOP_RULE  # with adaptive K, how a round stops drafting: a key of STOP_RULES ("cost":
+    #                                      each further draft must pay for itself on this machine, algorithm/cost_rule.py)
+    chat: bool = defaults.CHAT  # wrap the prompt in the tokenizer's chat template when it has one
     drafter: str = DEFAULT.key  # a key of the drafter registry (specviz/drafters/)
-    draft_layers: int = 0  # self-speculation's N; 0: half the target's layers
+    draft_layers: int = defaults.DRAFT_LAYERS  # self-speculation's N; 0: half the target's layers
     tree_widths: tuple[int, ...] | None = None  # a tree drafter's children per node at each depth, e.g. (2, 2, 1, 1);
     #                                             None: its default (drafters/tree.py). K is unused there
 

@@ -12,7 +12,7 @@ from specviz.lab import explorer
 from specviz.measure import measured
 from specviz.lab import joint
 from specviz.lab import playground
-from specviz.view.page_text import token_html
+from specviz.view.token_text import token_html
 from specviz.view.style import FATES, INK, Q_COLOR
 from specviz.algorithm.theory import expected_tokens_per_pass, round_cost, round_size_probs, speedup
 from specviz.record.stats import drafted_a_tree

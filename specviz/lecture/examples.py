@@ -18,7 +18,7 @@ from typing import Callable
 
 from specviz.drafters import LOOKUP
 from specviz.engine import Engine, RunSettings
-from specviz.settings.bounds import Progress
+from specviz.settings.bounds import COST_RULE, THRESHOLD_RULE, Progress
 from specviz.settings.prompts import CODE_ONLY_PROMPT, CODE_PROMPT, PARIS_MORE_PROMPT, REWRITE_PROMPT, STORY_PROMPT
 from specviz.record.trace import ACCEPTED, REJECTED, Trace
 from specviz.record.load import load_trace
@@ -85,7 +85,15 @@ def _shows_adaptive(trace: Trace) -> bool:
     # Round 1 is the target's own prefill (it drafts nothing); the last round may be cut short by max_new_tokens.
     ks = [r.k for r in trace.rounds[1:-1]]
     code = "def " in trace.output_text and "return" in trace.output_text
-    return bool(ks) and trace.settings["adaptive"] and min(ks) <= 2 and max(ks) == trace.settings["k"] and code
+    return bool(ks) and trace.settings["adaptive"] and min(ks) < max(ks) == trace.settings["k"] and code
+
+
+# The adaptive example's run, and how its description says the rule stops (the recording named no rule: the threshold)
+ADAPTIVE = RunSettings(k=8, temperature=0.7, seed=1, max_new_tokens=48, adaptive=True, stop_rule=THRESHOLD_RULE)
+STOPS = {THRESHOLD_RULE: f"the draft stops once the product of its own probabilities of its drafts (at temperature 1) "
+                         f"falls below {ADAPTIVE.confidence:g}",
+         COST_RULE: "the cost-aware rule drafts one more token only while its estimated chance of surviving pays for "
+                    "what it costs on this machine"}
 
 
 EXAMPLES = {e.name: e for e in [
@@ -110,11 +118,9 @@ EXAMPLES = {e.name: e for e in [
             REWRITE_PROMPT, RunSettings(k=4, temperature=0.0, seed=0, max_new_tokens=64, drafter=LOOKUP.key),
             _shows_rewrite),
     Example("adaptive", "Adaptive K",
-            "Adaptive K (at most 8) on code: the draft stops once the product of its own probabilities of its drafts "
-            "(at temperature 1) falls below 0.25, so each round drafts as far as the draft is sure: all 8 where the "
-            "code is predictable, one or two where not.",
-            CODE_ONLY_PROMPT, RunSettings(k=8, temperature=0.7, seed=1, max_new_tokens=48, adaptive=True),
-            _shows_adaptive),
+            f"Adaptive K (at most {ADAPTIVE.k}) on code: {STOPS[ADAPTIVE.stop_rule]}, so rounds draft different "
+            f"numbers of tokens: all {ADAPTIVE.k} in some, fewer in others; each round's explanation says why.",
+            CODE_ONLY_PROMPT, ADAPTIVE, _shows_adaptive),
 ]}
 FIRST = "code"  # the one the page opens while the models prepare
 

@@ -25,7 +25,8 @@ import torch
 from specviz.drafters import LAYERS, LOOKUP, MODEL, TREE
 from specviz.engine import Engine, RunSettings
 from specviz.engine.quant import FULL, pick_weights, quantize_linears, weights_name
-from specviz.settings.bounds import COST_RULE, DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, widths_text
+from specviz.settings import defaults
+from specviz.settings.bounds import COST_RULE, DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, THRESHOLD_RULE, widths_text
 from specviz.settings.prompts import CODE_PROMPT, STORY_PROMPT
 from specviz.algorithm.cost_rule import predicted_speedup
 from specviz.measure import pass_timing
@@ -69,7 +70,7 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
                    help="also specviz with self-speculation: the target's first N layers draft, e.g. 14,21")
     p.add_argument("--layers-k", type=int, default=4, help="K of the --draft-layers rows")
     p.add_argument("--modes", default="greedy,sampled")
-    p.add_argument("--temperature", type=float, default=0.7, help="temperature of the sampled mode")
+    p.add_argument("--temperature", type=float, default=defaults.TEMPERATURE, help="temperature of the sampled mode")
     p.add_argument("--types", default="code,factual,story,rewrite")
     p.add_argument("--prompts-per-type", type=int, default=1)
     p.add_argument("--repeats", type=int, default=2)
@@ -220,7 +221,7 @@ def _configs(engine, ks, peers, max_new, temp) -> dict:
     configs = {"target-only": lambda prompt, seed: engine.baseline(prompt, settings(seed))}
     configs.update({f"specviz K={k}": specviz(k) for k in ks["chain"]})
     kmax = ks.get("adaptive", max(ks["chain"]))
-    configs[f"specviz adaptive K≤{kmax}"] = specviz(kmax, adaptive=True)
+    configs[f"specviz adaptive K≤{kmax}"] = specviz(kmax, adaptive=True, stop_rule=THRESHOLD_RULE)
     configs[f"{COST_CONFIG}≤{kmax}"] = specviz(kmax, adaptive=True, stop_rule=COST_RULE)
     configs.update({f"specviz lookup K={k}": specviz(k, LOOKUP.key) for k in ks["copy"]})
     configs.update({f"specviz layers N={n} K={ks['layers_k']}": specviz(ks["layers_k"], LAYERS.key, layers=n)

@@ -179,11 +179,17 @@ def per_position(trace: Trace) -> list[PositionCount]:
     return counts
 
 
+def cut_short(rnd: Round) -> bool:
+    """Whether the run's end (the end-of-text token among the accepted drafts, or max new tokens) kept fewer of the
+    round's tokens than verification gave (its accepted drafts and the one after): its size then says when the text
+    ended, not what verification kept. A round that ends the run with all of them committed is not cut short."""
+    return len(rnd.committed_ids) < rnd.n_accepted + 1
+
+
 def round_sizes(trace: Trace, k: int) -> list[int]:
-    """How many rounds that drafted exactly k committed n tokens, n = 1 … k + 1 (rounds the run's end cut short are
-    left out: their size says when the text ended, not what verification kept)."""
+    """How many rounds that drafted exactly k committed n tokens, n = 1 … k + 1 (rounds cut short are left out)."""
     sizes = [0] * (k + 1)
     for r in chain_rounds(trace):
-        if r.k == k and not r.stop:
+        if r.k == k and not cut_short(r):
             sizes[len(r.committed_ids) - 1] += 1
     return sizes

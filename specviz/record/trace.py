@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from specviz.record.strict_json import build
+from specviz.settings.defaults import as_recorded
 
 FORMAT = "specviz-trace"
 FORMAT_VERSION = 6  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
@@ -232,6 +233,10 @@ class Trace:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Trace":
+        """A trace from its JSON form; a setting the file predates is what the run used (defaults.as_recorded:
+        adaptive K stopped by the threshold before there were stop rules), not today's default."""
+        if isinstance(data, dict) and isinstance(data.get("settings"), dict):
+            data = {**data, "settings": as_recorded(data["settings"])}
         return build(cls, data, "trace")
 
     @classmethod

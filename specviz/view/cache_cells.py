@@ -11,7 +11,8 @@ from __future__ import annotations
 from html import escape
 
 from specviz.drafters import recorded
-from specviz.view.page_text import committed_texts, token_html
+from specviz.view.strip import committed_texts
+from specviz.view.token_text import token_html
 from specviz.record.trace import Round, Trace
 
 EARLIER = 6  # cells shown from before the round; older ones are counted, not drawn

@@ -5,7 +5,7 @@ bonus after a clean sweep).
 HTML, not plotly: a card is a few hundred bytes that the browser lays out at once, so the page keeps every round
 rendered and steps between them without a server call (see stage.py), and the cards reflow to fit a projector.
 Each element that tells what verification decided carries `data-step`, the quiz step that reveals it (quiz.py).
-Pure functions of a Round (no gradio, no models); token text is escaped by page_text.token_html.
+Pure functions of a Round (no gradio, no models); token text is escaped by token_text.token_html.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from __future__ import annotations
 from html import escape
 
 from specviz.view.quiz import reveal_steps, step_of_draft
-from specviz.view.page_text import next_text, quoted, token_html
+from specviz.view.strip import next_text
+from specviz.view.token_text import quoted, token_html
 from specviz.view.style import FATES, num, verdict_text
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, TokenProb
 
@@ -57,8 +58,9 @@ def _head(kind: str, name: str) -> str:
     return f'<span class="sv-bar-sym">{kind}</span><span class="sv-bar-who">{who}</span>'
 
 
-def position_card(rnd: Round, i: int, greedy: bool) -> str:
-    """Draft position i (0-based): the drafted token, q and p of it and its rivals, then the verdict."""
+def position_card(rnd: Round, i: int, greedy: bool, cut: str = "") -> str:
+    """Draft position i (0-based): the drafted token, q and p of it and its rivals, then the verdict (`cut`: what
+    zeroes a p in this run, style.cut_by)."""
     d = rnd.drafts[i]
     s = FATES[d.fate]
     step = step_of_draft(rnd, i)
@@ -68,11 +70,11 @@ def position_card(rnd: Round, i: int, greedy: bool) -> str:
             f'<span class="sv-verdict" data-step="{step}"><span class="sv-dec-icon">{s.icon}</span> '
             f'<span class="sv-dec-fate">{s.label}</span></span></div>'
             f'{_rows(tokens, d.token_id, "▶", ("q", "p"))}'
-            f'<div class="sv-dec-why sv-verdict" data-step="{step}">{escape(_why(d, greedy))}</div></div>')
+            f'<div class="sv-dec-why sv-verdict" data-step="{step}">{escape(_why(d, greedy, cut))}</div></div>')
 
 
-def _why(d: DraftPosition, greedy: bool) -> str:
-    return verdict_text(d, greedy) if d.fate != DISCARDED else "not examined: an earlier draft was rejected"
+def _why(d: DraftPosition, greedy: bool, cut: str) -> str:
+    return verdict_text(d, greedy, cut) if d.fate != DISCARDED else "not examined: an earlier draft was rejected"
 
 
 def last_token_card(rnd: Round) -> str:

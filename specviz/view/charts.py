@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 from specviz.view.cost_words import speculation_off
 from specviz.view.quiz import most_accepted
-from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, edge, hatch, show
+from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, e_formula, edge, hatch, show
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, Trace
 
@@ -104,7 +104,7 @@ def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 
         *([] if tree else [dict(
             type="scatter", x=span, y=[expected, expected], name=f"expected {expected:.2f}", mode="lines",
             line=dict(color=P_COLOR, width=3, dash="dash"),
-            hovertemplate=f"mean over rounds of (1 − α^(k+1)) / (1 − α), α = {alpha:.2f}: {expected:.2f}"
+            hovertemplate=f"mean over rounds of {e_formula(alpha, 'k', html=False)}, α = {alpha:.2f}: {expected:.2f}"
                           "<extra></extra>")]),
         dict(type="scatter", x=span, y=[ceiling, ceiling], name=f"ceiling: mean {'depth' if tree else 'k'} + 1 = "
              f"{ceiling:.2f}", mode="lines", line=dict(color="#888", width=2, dash="dot"), hoverinfo="skip"),
@@ -117,8 +117,8 @@ def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 
     shade = [] if selected is None else [dict(type="rect", xref="x", yref="paper", x0=selected + 0.5,
                                               x1=selected + 1.5, y0=0, y1=1, fillcolor="#000", opacity=0.09,
                                               line=dict(width=0), layer="below")]
-    title = (f"Tokens per target pass · mean {trace.summary.tokens_per_pass:.2f} · expected (1 − α<sup>k+1</sup>)"
-             f" / (1 − α) = {expected:.2f} at α = {alpha:.2f}, k = drafts in each round (mean {ceiling - 1:.2f})")
+    title = (f"Tokens per target pass · mean {trace.summary.tokens_per_pass:.2f} · expected {e_formula(alpha, 'k')}"
+             f" = {expected:.2f} at α = {alpha:.2f}, k = drafts in each round (mean {ceiling - 1:.2f})")
     if off:
         title += f"<br>✕ speculation off in {len(off)} of {len(rounds) - 1} rounds after the first (cost-aware rule)"
     if tree:

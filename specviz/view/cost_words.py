@@ -21,9 +21,9 @@ def speculation_off(rnd: Round) -> bool:
     return rnd.cost is not None and rnd.k == 0 and bool(rnd.cost.choices) and not rnd.cost.choices[0].drafted
 
 
-def round_note(rnd: Round, prices: PassCosts | None) -> str:
+def round_note(rnd: Round, prices: PassCosts | None, eos_ids=()) -> str:
     """Why the cost-aware rule drafted rnd.k tokens this round, at the run's prices (Trace.pass_costs); '' where it
-    did not weigh this round."""
+    did not weigh this round. `eos_ids`: the run's end-of-text ids (a draft of one ends the round's drafting)."""
     if rnd.cost is None or prices is None or not rnd.cost.choices:
         return ""
     d = rnd.cost
@@ -34,18 +34,30 @@ def round_note(rnd: Round, prices: PassCosts | None) -> str:
     last = d.choices[-1]
     n = len(d.choices)
     if last.drafted:
-        said.append(f"each of its {rnd.k} drafts was worth its cost, up to the most the round allowed.")
+        said.append(f"each of its {rnd.k} draft{'s' * (rnd.k != 1)} paid for its cost; {_why_no_more(rnd, prices, eos_ids)}.")
         return " ".join(said)
     worth = d.rate * last.cost
     survive, value = _apart(last.survive, worth)
     what = ("no draft would have paid, so the round is a plain target step, as decoding alone makes it"
             if n == 1 else f"it stopped at {rnd.k}")
-    said.append(f"the {ordinal(n)} draft would have survived with probability {survive} and cost {_cost(last, n, prices)}"
-                f" of a target step, worth {d.rate:.2f} × {last.cost:.3g} = {value} tokens at that rate: {what}.")
+    said.append(f"the {ordinal(n)} draft's estimated chance of surviving was {survive} (an estimate from the draft's "
+                f"own probabilities and this run's acceptance so far, not a measured probability). It would have cost "
+                f"{_cost(last, n, prices)} of a target step, which at this run's rate makes {d.rate:.2f} × "
+                f"{last.cost:.3g} = {value} tokens. {survive} < {value}: the draft would have added fewer tokens "
+                f"than its cost makes at that rate, so {what}.")
     if last.gain < 0 and n < len(prices.v) - 1:
         said.append("Drafting on past it would not have paid either (at best "
                     f"{last.gain:.2g} tokens).")
     return " ".join(said)
+
+
+def _why_no_more(rnd: Round, prices: PassCosts, eos_ids) -> str:
+    """Why a round whose every weighed draft paid drafted no more: the end-of-text token, K, or the tokens left."""
+    if rnd.drafts and rnd.drafts[-1].token_id in eos_ids:
+        return "drafting stopped at the end-of-text token, after which nothing is drafted"
+    if rnd.k >= len(prices.v) - 1:
+        return f"K = {rnd.k} is the most a round drafts"
+    return "the tokens left to generate allowed no more"
 
 
 def _rate_words(rate: float) -> str:

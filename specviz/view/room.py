@@ -13,6 +13,7 @@ from html import escape
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import Trace
 from specviz.view.quiz import most_accepted, reveal_steps
+from specviz.view.style import e_formula
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,14 @@ def histogram(facts: QuizFacts, round_: int, counts: dict[int, int]) -> str:
     for answer in range(r.most + 1):
         c = counts.get(answer, 0)
         right = answer == r.accepted
-        mark = ' <b class="sv-hist-right">✓ what the target accepted</b>' if right else ""
+        # the mark sits in the count's cell: on a line of its own it split the bars (under 0's, when 0 was right)
+        mark = ' <span class="sv-hist-right" title="what the target accepted">✓</span>' if right else ""
         rows.append(f'<div class="sv-hist-row{" sv-hist-hit" * right}"><span class="sv-hist-x">{answer}</span>'
                     f'<span class="sv-hist-bar" style="width:{100 * c / widest:.0f}%"></span>'
-                    f'<span class="sv-hist-n">{c}</span>{mark}</div>')
+                    f'<span class="sv-hist-n">{c}{mark}</span></div>')
     return (f'<figure class="sv-hist" aria-label="the class\'s answers for round {round_}">'
-            f'<figcaption>Round {round_}: {n} answer{"s" * (n != 1)}; the target accepted {r.accepted}</figcaption>'
+            f'<figcaption>Round {round_}: {n} answer{"s" * (n != 1)}; the target accepted {r.accepted} '
+            f'(✓ what the target accepted)</figcaption>'
             f'{"".join(rows)}</figure>')
 
 
@@ -104,6 +107,6 @@ def across_rounds(facts: QuizFacts, revealed: dict[int, dict[int, int]]) -> str:
     return (f'<details class="sv-across" open><summary>The class across rounds</summary>{overall}'
             f'<table class="sv-across-table"><thead><tr><th>round</th><th>K</th><th>answers</th>'
             f'<th>class mean</th><th>accepted</th><th>E(α, K) − 1</th></tr></thead><tbody>{"".join(rows)}</tbody>'
-            f'</table><p class="sv-across-note">E(α, K) − 1 = (1 − α<sup>K+1</sup>) / (1 − α) − 1: the accepted '
+            f'</table><p class="sv-across-note">E(α, K) − 1 = {e_formula(facts.alpha)} − 1: the accepted '
             f'drafts expected if each survives independently with α = {facts.alpha:.2f}, this run\'s acceptance '
             f'rate over the drafts the target examined.</p></details>')

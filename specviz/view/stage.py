@@ -12,9 +12,12 @@ Pure functions of a trace (no gradio, no models).
 from __future__ import annotations
 
 from specviz.view.cards import last_token_card, position_card
+from specviz.view.style import cut_by
 from specviz.view.cache_cells import cache_rows
 from specviz.view.quiz import QuizState, most_accepted, reveal_steps
-from specviz.view.page_text import explanation, placeholder, token_strip
+from specviz.view.explanation import explanation
+from specviz.view.notices import placeholder
+from specviz.view.strip import token_strip
 from specviz.record.trace import Trace
 from specviz.view.tree import path_verdicts, tree_against_chain, tree_cache, tree_card
 from specviz.view.words import words_line
@@ -46,7 +49,7 @@ def round_section(trace: Trace, number: int, shown: bool, quiz: QuizState | None
     if rnd.tree:  # drawn as a tree, revealed in one step; the most it can accept is its depth
         cards, caches = tree_card(trace, i) + path_verdicts(trace, i), tree_cache(trace, i) + tree_against_chain(trace, i)
     else:
-        cards, caches = "".join(position_card(rnd, j, greedy) for j in range(len(rnd.drafts))), cache_rows(trace, i)
+        cards, caches = "".join(position_card(rnd, j, greedy, cut_by(trace.settings)) for j in range(len(rnd.drafts))), cache_rows(trace, i)
         cards += "" if rnd.drafts else ('<div class="sv-pos sv-muted">Nothing was drafted this round (the '
                                         'explanation below says why).</div>')
         cards += last_token_card(rnd)

@@ -1,4 +1,4 @@
-"""The colour language and the way numbers and token text are written, shared by the page's HTML (page_text.py),
+"""The colour language and the way numbers and token text are written, shared by the page's HTML (strip.py, cards.py, explanation.py),
 its charts (charts.py, lab/charts.py) and the terminal (cli.py).
 
 Okabe & Ito's colour-blind-safe palette. Every colour has a second cue (icon, strike-through, outline, hatching),
@@ -106,12 +106,10 @@ def hatch(shape: str) -> dict:
 # --- numbers and token text --------------------------------------------------------------------------------
 
 def num(x: float | None) -> str:
-    """A probability for people: 0.6 -> '0.60'; 0.0042 -> '0.0042'; None -> '–'."""
-    if x is None:
-        return "–"
-    if 0 < abs(x) < 0.01:
-        return f"{x:.2g}"
-    return f"{x:.2f}"
+    """A probability for people, by one rule used everywhere: two decimals from 0.1, two significant figures below
+    it, and an exact 0 as '0' (so that '0.00' never stands for a zero, nor a small number for zero):
+    0.6 -> '0.60'; 0.08 -> '0.080'; 0.013 -> '0.013'; 2.8e-07 -> '2.8e-07'; 0.0 -> '0'; None -> '–'."""
+    return "–" if x is None else _digits(x, 0)
 
 
 # Control characters get their Unicode "control picture" (NUL -> ␀, ESC -> ␛, DEL -> ␡): a browser would show
@@ -126,10 +124,30 @@ def show(text: str) -> str:
 
 
 def _digits(x: float, extra: int) -> str:
-    """num(x) with `extra` more digits: 0.727 -> '0.73', '0.727', '0.7270'; 0.00395 -> '0.004', '0.00395'."""
-    if 0 < abs(x) < 0.01:
-        return f"{x:.{2 + extra}g}"
-    return f"{x:.{2 + extra}f}"
+    """num(x) with `extra` more digits, where a decision needs them: 0.727 -> '0.73', '0.727', '0.7270';
+    0.0131 -> '0.013', '0.0131'."""
+    if x == 0:
+        return "0"
+    small = f"{x:#.{2 + extra}g}"  # '#': trailing zeros kept, 0.080 shows its two figures
+    return small if abs(float(small)) < 0.1 else f"{x:.{2 + extra}f}"  # 0.0999 rounds up to '0.10', not '0.1'
+
+
+
+def cut_by(settings: dict) -> str:
+    """What sets a token's p (and q) to exactly 0 in a run of these settings, in words: 'top-p = 0.95',
+    'top-k = 40', 'top-k = 40 or top-p = 0.95'; '' when neither is on (p is then 0 only where float32 underflows)."""
+    cuts = ([f"top-k = {settings['top_k']}"] if settings.get("top_k") else []) + (
+        [f"top-p = {settings['top_p']:g}"] if settings.get("top_p", 1.0) < 1.0 else [])
+    return " or ".join(cuts)
+
+
+def zero_note(p: float, cut: str) -> str:
+    """Why a p printed as 0 is 0, where it is: ' (p = 0 exactly: top-p = 0.95 cut the token from the target's
+    distribution)'; '' where p is not 0."""
+    if p != 0:
+        return ""
+    why = f"{cut} cut the token from the target's distribution" if cut else "the target's probability underflows float32"
+    return f" (p = 0 exactly: {why})"
 
 
 def verdict_numbers(p: float, q: float, r: float, accepted: bool) -> tuple[str, str, str, str]:
@@ -150,8 +168,9 @@ def verdict_numbers(p: float, q: float, r: float, accepted: bool) -> tuple[str, 
     return repr(p), repr(q), repr(min(1.0, p / q) if q > 0 else 1.0), repr(r)  # float noise at the 8th digit
 
 
-def verdict_text(d: DraftPosition, greedy: bool = False) -> str:
-    """The acceptance test at one draft position, written out (plain text, no markup).
+def verdict_text(d: DraftPosition, greedy: bool = False, cut: str = "") -> str:
+    """The acceptance test at one draft position, written out (plain text, no markup); `cut`: what zeroes a p in
+    this run (cut_by), named where it did.
 
     An accepted draft reads 'r = 0.41 < min(1, 0.60/0.90) = 0.67 → accept'. At temperature 0 the draw plays no
     part (p and q are one-hot): 'same top token as the target → accept'.
@@ -162,4 +181,14 @@ def verdict_text(d: DraftPosition, greedy: bool = False) -> str:
     if greedy:
         return "same top token as the target → accept" if ok else "the target's top token differs → reject"
     p, q, ratio, r = verdict_numbers(d.p, d.q, d.uniform, ok)
-    return f"r = {r} {'<' if ok else '≥'} min(1, {p}/{q}) = {ratio} → {'accept' if ok else 'reject'}"
+    return (f"r = {r} {'<' if ok else '≥'} min(1, {p}/{q}) = {ratio} → {'accept' if ok else 'reject'}"
+            f"{zero_note(d.p, cut)}")
+
+
+def e_formula(alpha: float, k: str = "K", html: bool = True) -> str:
+    """How E(α, K), the expected tokens per target pass, is written at this α: '(1 − α<sup>K+1</sup>) / (1 − α)';
+    at α = 1, where that quotient is 0/0, its limit 'K + 1' (every draft kept), as the printed α reads 1.00 too."""
+    if f"{alpha:.2f}" == "1.00":
+        return f"{k} + 1"
+    power = f"α<sup>{k}+1</sup>" if html else f"α^({k}+1)"
+    return f"(1 − {power}) / (1 − α)"

@@ -10,7 +10,8 @@ from specviz.record.stats import baseline_decode_speed, decode_speed
 from specviz.record.trace import Trace
 from specviz.view.acceptance import acceptance_html
 from specviz.view.cost_words import run_account
-from specviz.view.page_text import placeholder, text_html
+from specviz.view.notices import placeholder
+from specviz.view.token_text import text_html
 
 
 def summary_html(trace: Trace) -> str:

@@ -3,7 +3,7 @@ marked, rejected nodes struck through, nodes never tested greyed), the verdicts 
 caches kept, and the tokens this pass gave against a chain drafting as many tokens.
 
 Pure functions of a Round with a TreeRecord (trace.py; no gradio, no models). Token text goes through
-page_text.token_html, so it is escaped. In quiz mode everything that tells the verdict carries the round's one reveal
+token_text.token_html, so it is escaped. In quiz mode everything that tells the verdict carries the round's one reveal
 step (quiz.py: a tree round is revealed at once).
 """
 
@@ -14,8 +14,8 @@ from html import escape
 from specviz.drafters import recorded
 from specviz.settings.bounds import widths_text
 from specviz.view.quiz import reveal_steps
-from specviz.view.page_text import quoted, token_html
-from specviz.view.style import FATES, num, verdict_numbers
+from specviz.view.token_text import quoted, token_html
+from specviz.view.style import FATES, e_formula, num, verdict_numbers
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Round, Trace
 
@@ -108,7 +108,7 @@ def tree_against_chain(trace: Trace, index: int) -> str:
     return (f'<div class="sv-tree-vs sv-answer" data-step="{reveal_steps(rnd)}">This tree drafted {rnd.k} tokens '
             f'and its pass gave <b>{rnd.tokens_this_pass}</b>; the run averaged '
             f'{num(s.tokens_per_pass if s else 0.0)} tokens per target pass. By the chain\'s formula '
-            f'E = (1 − α<sup>K+1</sup>)/(1 − α) at this run\'s α = {num(alpha)} (accepted over tested nodes), a '
+            f'E = {e_formula(alpha)} at this run\'s α = {num(alpha)} (accepted over tested nodes), a '
             f'chain gives {num(same_depth)} tokens per pass with K = {len(rnd.tree.widths)} (as many draft passes '
             f'as this tree) and {num(chain)} with K = {rnd.k} (as many drafted tokens), but that chain pays '
             f'{rnd.k} draft steps and a verify pass over {rnd.k + 1} tokens for them: tokens per pass alone do not '

@@ -1,7 +1,7 @@
 """A round in one plain sentence: the line the presenter view shows under the cards (assets/present.css), where the
-page shows the full explanation (page_text.explanation) that no projector fits beside the cards.
+page shows the full explanation (explanation.py) that no projector fits beside the cards.
 
-Pure function of a Round (no gradio, no models); token text goes through page_text.quoted, so it is escaped.
+Pure function of a Round (no gradio, no models); token text goes through token_text.quoted, so it is escaped.
 
 >>> from specviz.record.trace import Round, TokenProb
 >>> words_line(Round(0, 0, [], 0, TokenProb(1, "a", 1.0), "bonus", None, None, [1], 0.0, 0.0))
@@ -11,7 +11,7 @@ Pure function of a Round (no gradio, no models); token text goes through page_te
 from __future__ import annotations
 
 from specviz.record.trace import BONUS, REPLACEMENT, Round
-from specviz.view.page_text import quoted
+from specviz.view.token_text import quoted
 
 LISTED = 4  # accepted tokens the line quotes; past that it counts them, so that it stays one line
 

@@ -52,3 +52,27 @@ def test_each_events_outputs_have_names_in_the_apis_order(api, event):
 
 def test_a_steps_outputs_have_names_too(api):
     assert api_outputs("show_round") == ["slider", "per_pass"] and len(api["/show_round"]["returns"]) == 2
+
+
+def test_the_page_the_cli_and_the_api_share_one_default_per_setting(api):
+    """Each default is settings/defaults.py's, read by RunSettings (the Python API), the CLI's flags, the page's
+    controls (so an API client that names no value gets it) and the warping: one value each, not two."""
+    import argparse
+
+    from specviz.algorithm.sampling import SamplingSettings
+    from specviz.cli import add_run_args
+    from specviz.settings import defaults
+
+    contract = RunSettings()
+    cli = argparse.ArgumentParser()
+    add_run_args(cli)
+    cli_defaults = vars(cli.parse_args(["--prompt", "x"]))
+    page = {p["parameter_name"]: p["parameter_default"] for p in api["/generate"]["parameters"]
+            if p["parameter_has_default"]}
+    for name in ("k", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "adaptive", "stop_rule",
+                 "drafter", "draft_layers"):
+        assert page[name] == cli_defaults[name] == getattr(contract, name), name
+    assert contract.temperature is defaults.TEMPERATURE is SamplingSettings().temperature
+    assert contract.stop_rule is defaults.STOP_RULE and contract.adaptive is defaults.ADAPTIVE
+    assert (defaults.TEMPERATURE, defaults.STOP_RULE) == (0.7, "cost")  # what docs/settings.md states
+    assert cli_defaults["no_chat"] is not contract.chat

@@ -121,7 +121,8 @@ def test_untraced_run_gives_the_same_tokens(engine):
 
 
 def test_adaptive_k_is_still_exact_in_greedy(engine):
-    trace = engine.run(PROMPT, RunSettings(k=8, temperature=0, max_new_tokens=40, adaptive=True, confidence=0.9),
+    trace = engine.run(PROMPT, RunSettings(k=8, temperature=0, max_new_tokens=40, adaptive=True, confidence=0.9,
+                                           stop_rule="threshold"),
                        baseline=True)
     assert trace.output_token_ids == trace.baseline.output_token_ids
     assert any(r.k < 8 and r.stop is None for r in trace.rounds)
@@ -189,7 +190,7 @@ def test_adaptive_k_stops_when_the_drafts_joint_confidence_falls_below_the_thres
     # At temperature 1 with no top-k/top-p, q of a drafted token IS the draft's confidence in it.
     threshold = 0.3
     trace = engine.run(PROMPT, RunSettings(k=8, temperature=1.0, seed=3, max_new_tokens=40, adaptive=True,
-                                           confidence=threshold))
+                                           confidence=threshold, stop_rule="threshold"))
     early, done = 0, 0
     for r in trace.rounds:
         qs = [d.q for d in r.drafts]

@@ -85,7 +85,8 @@ def test_the_engine_drafts_with_it_and_its_runs_are_unchanged(tiny_pair, tokeniz
     draft, target = tiny_pair
     lean, plain = Engine(draft, target, tokenizer), Engine(draft, target, tokenizer, lean_draft=False)
     for settings in (RunSettings(k=4, temperature=0, max_new_tokens=20, chat=False),
-                     RunSettings(k=3, temperature=1.0, seed=5, max_new_tokens=20, chat=False, adaptive=True)):
+                     RunSettings(k=3, temperature=1.0, seed=5, max_new_tokens=20, chat=False, adaptive=True,
+                                 stop_rule="threshold")):
         run = lean.start("def fib(n):", settings)
         assert isinstance(run.draft_cache, LeanCache) and isinstance(run.target_cache, DynamicCache)
         for _ in run:

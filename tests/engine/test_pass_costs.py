@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from specviz.engine import RunSettings
+from harness.tiny_models import noisy_copy, tiny_model
+from specviz.engine import Engine, RunSettings
 from specviz.engine.pass_costs import TOKENS, prices
 from specviz.record.cost_profile import CostProfile
 
@@ -92,3 +93,14 @@ def test_a_busier_server_drafts_less(engine):
     assert busy.pass_costs.v[3] > alone.pass_costs.v[3] == 1.0  # 16 tokens at load 4, 4 alone
     assert sum(r.k for r in busy.rounds) < sum(r.k for r in alone.rounds)
     assert busy.output_token_ids == alone.output_token_ids  # greedy: the same text either way
+
+
+def test_the_short_measurement_feeds_only_ids_and_positions_the_pair_has(tokenizer):
+    """A pair with 40 token ids and 48 positions (the packaged pair has 151936 and 32768): the measurement once fed
+    ids up to 73 (IndexError in the embedding) and read 81 positions; now a run under the cost-aware rule prices and
+    finishes, its profile's context short enough for the longest timed pass."""
+    target = tiny_model(seed=3, vocab=40, positions=48)
+    engine = Engine(noisy_copy(target, 0.2), target, tokenizer, "small-draft", "small-target")
+    trace = engine.run("abcabcab", RunSettings(temperature=0, **dict(COST, max_new_tokens=12)))
+    assert trace.rule_note is None and trace.pass_costs is not None and trace.output_token_ids
+    assert engine.pass_costs.context + TOKENS[-1] <= engine.max_positions == 48

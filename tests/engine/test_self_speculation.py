@@ -65,7 +65,7 @@ def test_greedy_self_speculation_equals_the_target_alone(target, tokenizer):
 
 
 def test_the_engine_drafts_with_the_targets_first_layers(tiny_pair, tokenizer):
-    from specviz.view import page_text
+    from specviz.view.explanation import explanation
 
     draft, target = tiny_pair  # a 2-layer target: N = 1 is the only early exit
     engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
@@ -74,7 +74,7 @@ def test_the_engine_drafts_with_the_targets_first_layers(tiny_pair, tokenizer):
     assert trace.draft_model == "tiny-target, its first 1 of 2 layers" and trace.settings["draft_layers"] == 1
     assert trace.output_token_ids == engine.baseline("def fib(n):", settings).output_token_ids
     i = next(r.index for r in trace.rounds if r.k)
-    assert "self-speculation" in page_text.explanation(trace, i) and "first 1 of 2 layers" in page_text.explanation(trace, i)
+    assert "self-speculation" in explanation(trace, i) and "first 1 of 2 layers" in explanation(trace, i)
     assert engine.draft_for(settings)[0] is engine.draft_for(settings)[0]  # one view per N, kept
     with pytest.raises(ValueError, match="draft layers must be a whole number from 1 to 1"):
         engine.run("def fib(n):", RunSettings(drafter="layers", draft_layers=2))

@@ -14,6 +14,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on
 
 from specviz.lecture import examples  # noqa: E402
 from specviz.lecture.examples import EXAMPLES, ExampleError, load_example  # noqa: E402
+from specviz.app.trace_files import trace_settings  # noqa: E402
 from harness.endpoints import named, open_example, show_round, value  # noqa: E402 (outputs of /open_example as of /open_trace)
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
@@ -116,8 +117,16 @@ def test_the_gallery_opens_each_example(client):
         assert f"Recorded example “{example.title}”" in opened["status"]
         assert "with its target-only baseline" in opened["status"]
         assert "recorded on" in opened["info"] and PACKAGED_TARGET in opened["info"]
-        n = len(load_example(list(EXAMPLES)[index]).rounds)
+        trace = load_example(list(EXAMPLES)[index])
+        n = len(trace.rounds)
         assert f"Round 1 of {n}" in opened["stage"] and opened["stage"].count('<section class="sv-round"') == n
+        # the settings box shows what made it (it once kept the page's own prompt, K = 4 and T = 0.7)
+        assert opened["prompt"] == example.prompt
+        assert {name: opened[name] for name in ("k", "temperature", "top_p", "top_k", "seed", "max_new_tokens",
+                                                "drafter", "adaptive")} == {
+            name: trace.settings[name] for name in ("k", "temperature", "top_p", "top_k", "seed", "max_new_tokens",
+                                                    "drafter", "adaptive")}
+        assert opened["stop_rule"] == trace_settings(trace).stop_rule  # adaptive, none recorded: the threshold
     assert show_round(client, 2) == 2  # stepping through it needs no model
 
 
@@ -157,3 +166,14 @@ def test_the_command_records_into_a_folder(tmp_path, tiny_pair, tokenizer, monke
     assert ("WARNING: it does not show what its description says" in out) == (not all(shows))
     with pytest.raises(SystemExit):  # argparse: an unknown example name is a usage error
         cli.main(["record-examples", "--only", "nope"])
+
+
+def test_the_adaptive_examples_words_are_its_recordings():
+    """'one or two where not' was said of rounds that drafted 8, 1, 8, 8, 8, 8 (issue 33): the description names the
+    rule the recording ran, and what it says of the rounds' sizes is checked on them (`shows`)."""
+    example, trace = EXAMPLES["adaptive"], load_example("adaptive")
+    assert examples.STOPS[trace_settings(trace).stop_rule] in example.description
+    ks = [r.k for r in trace.rounds[1:-1]]
+    assert f"all {trace.settings['k']} in some, fewer in others" in example.description
+    assert max(ks) == trace.settings["k"] and min(ks) < max(ks)
+    assert "one or two" not in example.description

@@ -50,3 +50,53 @@ def test_the_runs_alpha_stands_beside_the_published_ones(trace):
     assert f"This run: α = {trace.summary.acceptance_rate:.2f}." in html
     assert "0.53 to 0.89" in html and "0.75 for T5-small drafting for T5-XXL" in html
     assert "does not check that the text is true" in html and "share one tokenizer" in html
+
+
+def _shipped():
+    from specviz.lecture.examples import EXAMPLES, load_example
+
+    return [load_example(name) for name in EXAMPLES]
+
+
+def test_the_sizes_caption_counts_the_rounds_it_shows_and_those_it_leaves_out(trace):
+    """'of the 4 rounds that drafted K = 8 (rounds the run's end cut short left out)' was said where five drafted 8
+    and the last was not cut short (issue 33): the caption's counts are the rounds' own, on any honest trace."""
+    from specviz.record.stats import cut_short, set_k
+
+    for t in [trace, *_shipped()]:
+        html, k = acceptance_html(t), set_k(t)
+        said = re.search(r"of the (\d+) rounds? that drafted K = (\d+)(?: \((\d+) more, cut short by the run's end, "
+                         r"left out\))?,", html)
+        drafted_k = [r for r in chain_rounds(t) if r.k == k]
+        if not said:
+            assert not [r for r in drafted_k if not cut_short(r)]
+            continue
+        shown, cut = int(said.group(1)), int(said.group(3) or 0)
+        assert int(said.group(2)) == k and shown + cut == len(drafted_k)
+        for r in drafted_k:  # cut short: fewer committed than verification gave, which only the run's end does
+            assert cut_short(r) == (len(r.committed_ids) < r.n_accepted + 1)
+            assert not cut_short(r) or r.stop
+        assert f"of the {shown} round that" in html if shown == 1 else f"of the {shown} rounds that" in html
+
+
+def test_one_round_is_one_round(trace):
+    import copy
+
+    from specviz.record.stats import set_k
+
+    one = copy.deepcopy(trace)
+    k = set_k(one)
+    keep = next(i for i, r in enumerate(one.rounds) if r.k == k and len(r.committed_ids) == r.n_accepted + 1)
+    one.rounds = one.rounds[:1] + [one.rounds[keep]]
+    assert f"of the 1 round that drafted K = {k}," in acceptance_html(one)
+
+
+def test_under_adaptive_k_the_tables_say_they_are_a_selection(trace):
+    import copy
+
+    adaptive = copy.deepcopy(trace)
+    adaptive.settings["adaptive"] = True
+    assert "a selection" not in acceptance_html(trace)
+    said = acceptance_html(adaptive)
+    assert "tested only in the rounds whose rule went on drafting that far" in said
+    assert "these are the rounds whose rule drafted all K, a selection" in said

@@ -11,7 +11,7 @@ from specviz.record.cost_profile import CostProfile
 from specviz.record.load import load_trace
 from specviz.view import charts
 from specviz.view.cost_words import round_note, run_account, speculation_off
-from specviz.view.page_text import explanation
+from specviz.view.explanation import explanation
 from specviz.view.summary import summary_html
 
 SETTINGS = RunSettings(k=6, temperature=1.0, seed=3, max_new_tokens=60, adaptive=True, stop_rule="cost")
@@ -40,12 +40,16 @@ def test_a_stopped_round_gives_the_numbers_of_its_decision(dear):
     assert stopped, [r.k for r in dear.rounds]
     for r in stopped:
         note = round_note(r, dear.pass_costs)
-        said = re.search(r"draft would have survived with probability ([\d.e-]+) and cost ([\d.e-]+) \(c = ([\d.e-]+) for the draft "
+        # an estimate, not called a probability; the rate times the cost is what the cost makes, not the draft's
+        # worth; and the comparison that decided is written out (issue 33)
+        said = re.search(r"draft's estimated chance of surviving was ([\d.e-]+) \(an estimate .*?not a measured "
+                         r"probability\)\. It would have cost ([\d.e-]+) \(c = ([\d.e-]+) for the draft "
                          r"step \+ v\((\d+)\) − v\((\d+)\) = ([\d.e-]+) for the longer verify pass\) of a target step, "
-                         r"worth ([\d.]+) × ([\d.e-]+) = ([\d.e-]+) tokens", note)
+                         r"which at this run's rate makes ([\d.]+) × ([\d.e-]+) = ([\d.e-]+) tokens\. "
+                         r"([\d.e-]+) < ([\d.e-]+): ", note)
         assert said, note
-        survive, cost, c, n, n1, longer, rate, cost2, worth = (float(x) for x in said.groups())
-        assert survive <= worth  # the printed numbers make the printed decision: it stopped
+        survive, cost, c, n, n1, longer, rate, cost2, worth, left, right = (float(x) for x in said.groups())
+        assert survive < worth and (left, right) == (survive, worth)  # the printed numbers make the decision
         assert n == r.k + 1 and n1 == r.k and cost == cost2
         assert cost == pytest.approx(c + longer, abs=2e-3)  # a student adds the two parts
         assert worth == pytest.approx(rate * cost, rel=0.01)  # and multiplies by the rate
@@ -89,3 +93,34 @@ def test_a_run_that_could_not_be_priced_says_so_on_every_stopped_round(tiny_pair
     shorter = [r for r in trace.rounds[1:] if 0 < r.k < SETTINGS.k and r.stop is None
                and r.drafts[-1].token_id not in trace.eos_token_ids]
     assert shorter and all("could not price it" in explanation(trace, r.index) for r in shorter)
+
+
+@pytest.fixture(scope="module")
+def cheap(tiny_pair, tokenizer):
+    """A run where drafting is nearly free (a draft step 0.01, verifying flat): every draft pays."""
+    from specviz.engine import Engine
+
+    return priced(Engine(*tiny_pair, tokenizer, "tiny-draft", "tiny-target"), 0.01, 0.0)
+
+
+def test_a_round_whose_drafts_all_paid_says_what_ended_its_drafting(cheap):
+    """'up to the most the round allowed' was said of a round that stopped at the end-of-text token with K = 8
+    (issue 33): each such round now names what ended it, and what it names is what happened."""
+    full = [r for r in cheap.rounds if r.cost and r.cost.choices and r.cost.choices[-1].drafted]
+    assert full
+    for r in full:
+        note = round_note(r, cheap.pass_costs, cheap.eos_token_ids)
+        if r.drafts[-1].token_id in cheap.eos_token_ids:
+            assert "drafting stopped at the end-of-text token" in note
+        elif r.k == SETTINGS.k:
+            assert f"K = {r.k} is the most a round drafts" in note
+        else:
+            assert "the tokens left to generate allowed no more" in note
+            made = sum(x.tokens_this_pass for x in cheap.rounds[:r.index])
+            assert SETTINGS.max_new_tokens - made <= r.k + 1
+
+
+def test_a_round_ended_by_the_end_of_text_token_says_so(cheap):
+    r = next(r for r in cheap.rounds if r.cost and r.cost.choices and r.cost.choices[-1].drafted and r.k)
+    note = round_note(r, cheap.pass_costs, {r.drafts[-1].token_id})  # as if its last draft ended the text
+    assert "drafting stopped at the end-of-text token" in note and "the most" not in note

@@ -4,6 +4,8 @@ counts of rounds not yet revealed are never shown."""
 
 import re
 
+import pytest
+
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.lecture.examples import load_example
 from specviz.view.room import QuizFacts, RoundFacts, class_panel, mean_guess, quiz_facts
@@ -44,3 +46,25 @@ def test_the_right_answer_is_marked_in_words_and_no_bar_before_the_reveal():
     assert "sv-hist" not in class_panel(facts, 1, True, 3, 3, {})  # answered, not yet revealed: counts only
     assert "quiz off" in class_panel(facts, 1, False, 3, 0, {})
     assert mean_guess({}) is None and mean_guess({1: 2, 4: 1}) == 2.0
+
+
+@pytest.mark.parametrize("accepted", [0, 2])
+def test_the_histograms_bars_stay_together_whatever_the_right_answer(accepted):
+    """The right answer's words once sat on a line of their own inside its row, splitting the bars (under 0's bar
+    when the target accepted 0): the rows now hold only the answer, its bar and its count, ✓ beside the count."""
+    facts = QuizFacts(0.5, (RoundFacts(3, accepted, 3),))
+    html = class_panel(facts, 1, True, 3, 3, {1: {0: 1, 1: 1, 2: 1}})
+    rows = re.findall(r'<div class="sv-hist-row[^"]*">(.*?)</div>', html)
+    assert len(rows) == 4
+    for answer, row in enumerate(rows):
+        assert re.fullmatch(rf'<span class="sv-hist-x">{answer}</span><span class="sv-hist-bar" style="width:\d+%">'
+                            r'</span><span class="sv-hist-n">\d( <span class="sv-hist-right" title="what the target '
+                            r'accepted">✓</span>)?</span>', row), row
+        assert ("✓" in row) == (answer == accepted)
+    assert f"the target accepted {accepted} (✓ what the target accepted)" in html
+
+
+def test_at_alpha_one_the_expected_count_is_written_k_plus_one():
+    facts = QuizFacts(1.0, (RoundFacts(3, 3, 3),))
+    html = class_panel(facts, 1, True, 3, 3, {1: {3: 3}})
+    assert "E(α, K) − 1 = K + 1 − 1" in html and "1 − α" not in html  # not the 0/0 quotient

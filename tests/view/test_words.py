@@ -8,7 +8,9 @@ import pytest
 from specviz.engine import Engine, RunSettings
 from specviz.lecture.examples import EXAMPLES, load_example
 from specviz.record.trace import BONUS, PLAIN, REPLACEMENT
-from specviz.view import page_text
+from specviz.view import strip
+from specviz.view import token_text
+from specviz.view.explanation import explanation
 from specviz.view.stage import round_section
 
 
@@ -33,7 +35,7 @@ def test_one_draft_is_never_all_1(tiny_pair, tokenizer):
     trace = next(t for t in runs(tiny_pair, tokenizer, k=1) if any(r.k == 1 and r.n_accepted == 1
                                                                      for r in t.rounds))
     i = next(i for i, r in enumerate(trace.rounds) if r.k == 1 and r.n_accepted == 1 and r.next_kept)
-    text = page_text.explanation(trace, i) + round_section(trace, i + 1, shown=True)
+    text = explanation(trace, i) + round_section(trace, i + 1, shown=True)
     assert "so it was accepted" in text and "the one draft accepted" in text
     assert not re.search(r"\b[Aa]ll 1\b|\b1 drafts\b|first 1\b", text)
 
@@ -42,7 +44,7 @@ def test_one_accepted_and_one_discarded_read_in_the_singular(tiny_pair, tokenize
     found = ((t, i) for t in runs(tiny_pair, tokenizer, k=3) for i, r in enumerate(t.rounds)
              if r.k == 3 and r.n_accepted == 1 and r.next_kind == REPLACEMENT)
     trace, i = next(found)
-    text = page_text.explanation(trace, i)
+    text = explanation(trace, i)
     assert "The first passed the test (r below min(1, p/q)) and was accepted." in text
     assert "and the one token after it was discarded unseen." in text
     assert not re.search(r"first 1\b|the 1 token", text)
@@ -53,11 +55,11 @@ def test_adaptive_k_shows_the_product_its_stop_rule_read(tiny_pair, tokenizer):
     # and prints the factors, whose printed product falls below the threshold as the run's did
     engine = Engine(*tiny_pair, tokenizer)
     trace = engine.run("def fib(n):", RunSettings(k=8, temperature=0.7, seed=1, max_new_tokens=40, adaptive=True,
-                                                  confidence=0.5))
-    stopped = [i for i in range(len(trace.rounds)) if "With adaptive K it stopped" in page_text.explanation(trace, i)]
+                                                  confidence=0.5, stop_rule="threshold"))
+    stopped = [i for i in range(len(trace.rounds)) if "With adaptive K it stopped" in explanation(trace, i)]
     assert len(stopped) >= 2
     for i in stopped:
-        rnd, text = trace.rounds[i], page_text.explanation(trace, i)
+        rnd, text = trace.rounds[i], explanation(trace, i)
         assert all(d.confidence is not None and 0 < d.confidence <= 1 for d in rnd.drafts)
         m = re.search(r"at temperature 1 \(not the warped q on the cards\), ([\d.e× …-]+) = ([\d.e-]+), below 0.5",
                       text)
@@ -69,7 +71,7 @@ def test_adaptive_k_shows_the_product_its_stop_rule_read(tiny_pair, tokenizer):
 def test_a_sampled_tree_says_why_a_node_repeats(tiny_pair, tokenizer):
     engine = Engine(*tiny_pair, tokenizer)
     trace = engine.run("def fib(n):", RunSettings(temperature=0.7, seed=3, max_new_tokens=24, drafter="tree"))
-    notes = [page_text.explanation(trace, i) for i in range(len(trace.rounds))]
+    notes = [explanation(trace, i) for i in range(len(trace.rounds))]
     with_twins = [n for n in notes if "Some nodes repeat" in n]
     assert with_twins and all("independent draw from q" in n and "fails for certain" in n for n in with_twins)
 
@@ -94,15 +96,15 @@ def test_time_to_first_token_is_not_shown_as_a_speedup(trace):
 
 
 def test_a_comma_token_reads_as_a_token_in_a_sentence():
-    assert page_text.quoted(",") == '<code class="sv-q-tok">“,”</code>'
-    assert ",, " not in ", ".join([page_text.quoted(","), page_text.quoted(" I")])
+    assert token_text.quoted(",") == '<code class="sv-q-tok">“,”</code>'
+    assert ",, " not in ", ".join([token_text.quoted(","), token_text.quoted(" I")])
 
 
 def test_the_strip_wraps_between_words_never_inside_one(trace):
     # a break opportunity before each token that starts a word; none inside "two" made of "t" and "wo"
-    html = page_text.token_strip(trace, len(trace.rounds) - 1)
-    starts = sum(t[:1].isspace() for r in trace.rounds[:-1] for t in page_text.committed_texts(r))
-    assert html.count("<wbr>") >= starts and "<wbr>" not in page_text.token_html(" two")
+    html = strip.token_strip(trace, len(trace.rounds) - 1)
+    starts = sum(t[:1].isspace() for r in trace.rounds[:-1] for t in strip.committed_texts(r))
+    assert html.count("<wbr>") >= starts and "<wbr>" not in token_text.token_html(" two")
 
 
 def test_a_trees_chain_comparison_names_what_the_chain_pays(tiny_pair, tokenizer):
@@ -122,7 +124,7 @@ def test_exactness_is_claimed_only_for_exact_arithmetic(trace, tiny_pair, tokeni
     tree = engine.run("def fib(n):", RunSettings(temperature=0.7, seed=3, max_new_tokens=16, drafter="tree"))
     for t in (trace, tree):
         for i in range(len(t.rounds)):
-            text = page_text.explanation(t, i)
+            text = explanation(t, i)
             for m in re.finditer(r"exactly", text):
                 around = text[max(0, m.start() - 120):m.end() + 60]
                 allowed = ("exact arithmetic", "accepted exactly when", "exactly as the target alone")

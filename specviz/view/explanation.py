@@ -1,10 +1,7 @@
-"""Trace records -> HTML strings: the token strip, the verdicts, the explanation (the summary is summary.py's).
-
-Pure functions of the records in specviz/record/trace.py (no gradio, no models). Every prompt or token text goes
-through `html.escape` on its way into markup, so a prompt like `<img src=x onerror=alert(1)>` shows as text.
-
-The colour language and the writing of numbers and token text come from style.py, shared with charts.py and
-the CLI.
+"""What happened in a round, in plain language, quoting the record's numbers: who proposed what, how the target
+judged it (the greedy rule, the ratio test, a tree's walk), why adaptive K stopped where it did, and what the round
+yielded. Pure functions of a trace; token text is quoted through token_text.py (escaped), the cost-aware rule's
+reasons are cost_words.py's.
 """
 
 from __future__ import annotations
@@ -13,151 +10,19 @@ import math
 from html import escape
 
 from specviz.drafters import recorded
-from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, widths_text
+from specviz.settings.bounds import ADAPTIVE_CONFIDENCE
 from specviz.view.cost_words import round_note, speculation_off
-from specviz.view.quiz import reveal_steps, step_of_draft
-from specviz.view.style import CONTROLS, FATES, VISIBLE, num, show, verdict_numbers, verdict_text
-from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, DraftPosition, Round, Trace
+from specviz.view.style import cut_by, verdict_numbers, zero_note
+from specviz.view.token_text import quoted
+from specviz.record.trace import BONUS, Round, Trace
 
-
-# --- token text --------------------------------------------------------------------------------------------
-
-def text_html(text: str) -> str:
-    """Running text (a prompt, an output), escaped, control characters as pictures: 'a\\x1b<b>' -> 'a␛&lt;b&gt;'."""
-    return escape("".join(CONTROLS.get(ch, ch) for ch in text))
-
-
-def token_html(text: str, breaks: bool = False) -> str:
-    """Escaped token text; whitespace as a faint marker, a newline also breaks the line when `breaks`.
-
-    >>> token_html(' <b>')
-    '<span class="sv-ws">·</span>&lt;b&gt;'
-    """
-    out = []
-    for ch in text:
-        if ch in VISIBLE:
-            out.append(f'<span class="sv-ws">{VISIBLE[ch]}</span>' + ("<br>" if breaks and ch == "\n" else ""))
-        else:
-            out.append(escape(ch))
-    return "".join(out) or '<span class="sv-ws">∅</span>'
-
-
-def quoted(text: str) -> str:
-    """A token inside a sentence, quoted so that a comma token reads “,”, not as punctuation: “·fib”, escaped."""
-    return f'<code class="sv-q-tok">“{token_html(text)}”</code>'
-
-
-# --- what a round decided ----------------------------------------------------------------------------------
-
-def next_text(rnd: Round) -> str:
-    """How the round's last token was chosen (plain text)."""
-    t = rnd.next_token
-    if rnd.next_kind == REPLACEMENT:
-        return f"sampled from norm(max(0, p − q)): residual {num(t.residual)} (p = {num(t.p)}, q = {num(t.q)})"
-    if rnd.k == 0:
-        return f"nothing drafted: drawn from p (p = {num(t.p)})"
-    kept = "" if rnd.next_kept else "; not kept: the run ended before it"
-    every = "the one draft accepted" if rnd.k == 1 else f"all {rnd.k} accepted"
-    return f"{every}: drawn from p at position {rnd.k + 1} (p = {num(t.p)}){kept}"
-
-
-def committed_texts(rnd: Round) -> list[str]:
-    """Texts of the tokens a round appended: the accepted drafts, then the replacement or bonus (cut at EOS)."""
-    texts = [d.text for d in rnd.accepted_drafts] + [rnd.next_token.text]
-    return texts[:len(rnd.committed_ids)]
-
-
-# --- the token strip ---------------------------------------------------------------------------------------
-
-RECENT = 3  # rounds of earlier text the lecture screen keeps in the strip; older text folds into "…"
-
-
-def token_strip(trace: Trace, index: int) -> str:
-    """The text committed before round `index`, then that round's tokens marked by fate, with a legend. The
-    text older than RECENT rounds is marked, so the lecture screen can fold it away (style.css)."""
-    rnd = trace.rounds[index]
-    old = index - RECENT
-    past = "".join(_past_round(r, old=r.index < old) for r in trace.rounds[:index])
-    fold = '<span class="sv-fold" title="earlier text, folded in lecture mode">… </span>' if old > 0 else ""
-    return (f'<div class="sv-strip">{_round_header(trace, index)}'
-            f'<div class="sv-prompt"><span class="sv-tag">prompt</span>{text_html(trace.prompt)}</div>'
-            f'<div class="sv-text"><div>{fold}{past}<span class="sv-cut" title="round {index + 1} starts here">▏'
-            f'</span>{_round_tokens(rnd, trace.settings.get("temperature") == 0)}</div></div>{legend()}</div>')
-
-
-def _round_header(trace: Trace, index: int) -> str:
-    rnd = trace.rounds[index]
-    last = {REPLACEMENT: "1 replacement", BONUS: "1 bonus", PLAIN: "the target's token"}[rnd.last_kind] + (
-        "" if rnd.next_kept else " not kept")
-    accepted = (f"a path of {rnd.n_accepted} of {len(rnd.tree.widths)} nodes accepted" if rnd.tree and rnd.k
-                else f"{rnd.n_accepted} of {rnd.k} draft{'s' * (rnd.k != 1)} accepted" if rnd.k else "nothing drafted")
-    result = f"{accepted} + {last} = {rnd.tokens_this_pass} token{'s' * (rnd.tokens_this_pass != 1)} for 1 target pass"
-    shape = f"tree {widths_text(rnd.tree.widths)} ({rnd.k} nodes)" if rnd.tree else f"K = {rnd.k}"
-    outcome = [result] + ([{"eos": "the run ended: end of text"}.get(rnd.stop, "the run ended: max new tokens")]
-                          if rnd.stop else [])
-    return (f'<div class="sv-round-head"><b>Round {index + 1} of {len(trace.rounds)}</b> · {shape}'
-            f'<span class="sv-answer" data-step="{reveal_steps(rnd)}"> · {" · ".join(outcome)}</span></div>')
-
-
-def _past_round(rnd: Round, old: bool = False) -> str:
-    title, classes = f"round {rnd.index + 1}", "sv-past sv-old" if old else "sv-past"
-    return "".join(f'{_break_before(t)}<span class="{classes}" title="{title}">{token_html(t, breaks=True)}</span>'
-                   for t in committed_texts(rnd))
-
-
-def _break_before(text: str) -> str:
-    """Where a line may wrap in the strip: before a token that starts with whitespace (a word's start), never inside a
-    word ("t|wo"); the strip's CSS breaks inside a token only when one is wider than the line."""
-    return "<wbr>" if text[:1].isspace() else ""
-
-
-def _round_tokens(rnd: Round, greedy: bool) -> str:
-    # A round appends its accepted drafts, then its last token; any of those past len(committed_ids) was cut
-    # because the run ended (EOS or max new tokens) before it.
-    order = [i for i, d in enumerate(rnd.drafts) if d.fate == ACCEPTED] + [len(rnd.drafts)]
-    cut = set(order[len(rnd.committed_ids):])
-    shown = order[:-1] if rnd.tree else range(len(rnd.drafts))  # a tree's strip: its path (the tree is drawn)
-    chips = [_chip(rnd.drafts[i].text, rnd.drafts[i].fate, _draft_title(i, rnd.drafts[i], greedy),
-                   step_of_draft(rnd, i), i in cut) for i in shown]
-    last = f"{FATES[rnd.last_kind].label}: {next_text(rnd)}"
-    if rnd.tree:  # in the quiz, the path's length is the answer: its chips wait for the reveal (style.css)
-        chips = [f'<span class="sv-tree-path">{"".join(chips)}</span>']
-    chips.append(_chip(rnd.next_token.text, rnd.last_kind, last, reveal_steps(rnd), len(rnd.drafts) in cut,
-                       last=True))
-    return "".join(chips)
-
-
-def _chip(text: str, fate: str, title: str, step: int, cut: bool = False, last: bool = False) -> str:
-    """A token of the round on screen; `step`: the quiz step that reveals its fate (the last token's, itself)."""
-    s = FATES[fate]
-    if cut:
-        title += "\n(not committed: the run ended before it)"
-    classes = f"sv-tok sv-{fate}" + " sv-cut-off" * cut + " sv-next" * last
-    return (f'{_break_before(text)}<span class="{classes}" data-step="{step}" title="{escape(title)}">'
-            f'{token_html(text)}'
-            f'<sup class="sv-icon" aria-label="{s.label}">{s.icon}</sup></span>')
-
-
-def _draft_title(i: int, d: DraftPosition, greedy: bool) -> str:
-    return (f"draft {i + 1}: {FATES[d.fate].label} {FATES[d.fate].icon}   “{show(d.text)}” (id {d.token_id})\n"
-            f"p (target) = {num(d.p)}   q (draft) = {num(d.q)}\n{verdict_text(d, greedy)}")
-
-
-def legend() -> str:
-    items = "".join(f'<span class="sv-tok sv-{fate}" title="{s.cue}">{s.label}<sup class="sv-icon">{s.icon}</sup>'
-                    f'</span>' for fate, s in FATES.items())
-    marks = '<span class="sv-key"><span class="sv-ws">·</span> space <span class="sv-ws">⏎</span> newline</span>'
-    return f'<div class="sv-legend">{items}{marks}</div>'
-
-
-# --- verdicts, explanation, summary ------------------------------------------------------------------------
 
 def explanation(trace: Trace, index: int) -> str:
     """What happened in round `index`, in plain language, quoting the record's numbers."""
     rnd = trace.rounds[index]
     parts = [f"<b>Round {index + 1}.</b>"]
     if speculation_off(rnd):
-        parts.append(f"{escape(round_note(rnd, trace.pass_costs))} The target's pass gave {quoted(rnd.next_token.text)} "
+        parts.append(f"{escape(round_note(rnd, trace.pass_costs, trace.eos_token_ids))} The target's pass gave {quoted(rnd.next_token.text)} "
                      f"directly.")
     elif rnd.k == 0:
         parts.append(f"{_why_nothing_drafted(trace, index)}, so nothing was drafted: the target's pass gave "
@@ -212,7 +77,7 @@ def _why_nothing_drafted(trace: Trace, index: int) -> str:
 def _adaptive_note(trace: Trace, rnd: Round) -> str:
     """Why an adaptive round drafted fewer than K (its last draft is not EOS and tokens were left)."""
     if rnd.cost is not None:
-        return " " + escape(round_note(rnd, trace.pass_costs))  # plain text with the numbers; escaped as all text is
+        return " " + escape(round_note(rnd, trace.pass_costs, trace.eos_token_ids))  # plain text with the numbers; escaped as all text is
     fell_back = (f" (This run was set to the cost-aware rule, which could not price it: {escape(trace.rule_note)}.)"
                  if trace.rule_note else "")
     return fell_back + _threshold_note(trace, rnd)
@@ -260,7 +125,8 @@ def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
     if greedy:
         parts.append("At temperature 0 both distributions are one-hot, so a draft token is accepted exactly "
                      "when it is also the target's top choice; no random draw is involved.")
-    return parts + (_clean_sweep(rnd, greedy) if rnd.next_kind == BONUS else _rejection(rnd, greedy))
+    return parts + (_clean_sweep(rnd, greedy) if rnd.next_kind == BONUS else
+                    _rejection(rnd, greedy, cut_by(trace.settings)))
 
 
 def _explain_tree(trace: Trace, rnd: Round) -> str:
@@ -321,7 +187,7 @@ def _clean_sweep(rnd: Round, greedy: bool) -> list[str]:
             f"a <b>bonus</b> token {quoted(t.text)} came free from p."]
 
 
-def _rejection(rnd: Round, greedy: bool) -> list[str]:
+def _rejection(rnd: Round, greedy: bool, cut: str = "") -> list[str]:
     k, n, d = rnd.k, rnd.n_accepted, rnd.drafts[rnd.n_accepted]
     unseen = k - n - 1
     discarded = ("." if not unseen else ", and the one token after it was discarded unseen." if unseen == 1 else
@@ -336,29 +202,11 @@ def _rejection(rnd: Round, greedy: bool) -> list[str]:
         return parts
     p, q, ratio, r = verdict_numbers(d.p, d.q, d.uniform, accepted=False)
     parts.append(f"At position {n + 1} the target gave {quoted(d.text)} p = {p} against the draft's q = {q}, so it "
-                 f"could keep it with probability min(1, p/q) = {ratio}; the draw r = {r} was too high, so it was "
-                 f"<b>rejected</b>{discarded}")
+                 f"could keep it with probability min(1, p/q) = {ratio}{escape(zero_note(d.p, cut))}; the draw "
+                 f"r = {r} was too high, so it was <b>rejected</b>{discarded}")
     parts.append(f"In its place the target sampled {quoted(rnd.next_token.text)} from the residual "
                  f"norm(max(0, p − q)). Rejections happen where the draft spent more probability than the target "
                  f"(q &gt; p); the residual gives that mass back to the tokens where p exceeds q, so the output is "
-                 f"distributed as if the target had generated alone (exactly in exact arithmetic; the hardware's "
-                 f"rounding can still tip a near-tie, as the baseline's greedy check shows).")
+                 f"distributed as if the target had generated alone (exactly so in exact arithmetic; in floating "
+                 f"point, rounding can still tip a draw that lands within rounding of min(1, p/q)).")
     return parts
-
-
-def run_info(device: str, dtype: str, draft: str, target: str, recorded: bool = False, why: str = "") -> str:
-    """'cpu · bfloat16 · draft X · target Y' (prefixed 'recorded on' for an uploaded trace); `why`, the reason
-    for the dtype, follows it in brackets."""
-    dtype_text = escape(dtype) + (f' <span class="sv-muted">({escape(why)})</span>' if why else "")
-    text = " · ".join([escape(device), dtype_text, f"draft <b>{escape(draft)}</b>", f"target <b>{escape(target)}</b>"])
-    return f'<div class="sv-info">{"recorded on " if recorded else ""}{text}</div>'
-
-
-def placeholder(message: str) -> str:
-    return f'<div class="sv-placeholder">{escape(message)}</div>'
-
-
-def status(message: str, kind: str = "info") -> str:
-    """A status line: kind is info, busy, done or error (an error also gets a ⚠)."""
-    icon = {"error": "⚠ ", "done": "✓ "}.get(kind, "")
-    return f'<div class="sv-status sv-status-{kind}">{icon}{escape(message)}</div>'

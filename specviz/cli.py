@@ -128,7 +128,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 
 def run_command(a: argparse.Namespace) -> int:
     from specviz.engine import Engine, RunSettings
-    from specviz.engine.pairs import PRESETS, load_pair
+    from specviz.engine.heads import check_heads_trained
+    from specviz.engine.pairs import DEFAULT_PRESET, PRESETS, load_pair
     from specviz.algorithm.tree import parse_widths
 
     settings = RunSettings(k=a.k, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
@@ -140,6 +141,7 @@ def run_command(a: argparse.Namespace) -> int:
         raise ValueError("prompt is empty")
     if a.preset and a.preset not in PRESETS:
         raise ValueError(f"unknown preset {a.preset!r}; known: {', '.join(PRESETS)}")
+    check_heads_trained(settings, a.target or PRESETS[a.preset or DEFAULT_PRESET].target)  # before a minute of loading
     pair = load_pair(a.preset, a.draft, a.target, a.device, a.dtype, progress=_print_progress,
                      draft_weights=a.draft_weights)
     engine = Engine.from_pair(pair)

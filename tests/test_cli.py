@@ -46,6 +46,8 @@ def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
     (["--drafter", "tree", "--tree", "2-x"], "whole numbers separated by '-'"),
     (["--drafter", "lookup", "--tree", "2-1"], "tree widths are for the tree drafter only"),
     (["--drafter", "tree", "--adaptive"], "cannot be adaptive"),
+    (["--drafter", "heads"], "No Medusa heads are trained for"),  # said before the models load
+    (["--drafter", "heads-tree"], "train them once with `python -m specviz train-heads`"),
 ])
 def test_bad_input_is_one_line_and_nonzero(folders, args, word):
     base = ["run", "--prompt", "hi", "--draft", folders[0], "--target", folders[1], "--dtype", "float32"]

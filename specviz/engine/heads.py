@@ -26,9 +26,11 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-MEDUSA = "medusa"  # the kinds of drafting heads (EAGLE's layer is engine/eagle.py)
+from specviz.drafters.heads import MEDUSA, TRAIN_COMMAND, how_to_train
+from specviz.engine.pairs import PACKAGED_PREFIX, cache_root
+
 WEIGHTS, PROVENANCE = "heads.safetensors", "provenance.json"
-TRAIN_HINT = "python -m specviz train-heads"  # how heads get trained: every "none trained" sentence names it
+FOLDER = "drafting-heads"  # under the model cache: FOLDER / target name / kind
 
 
 class ResBlock(torch.nn.Module):
@@ -64,6 +66,11 @@ class MedusaHeads(torch.nn.Module):
     @property
     def n(self) -> int:
         return len(self.blocks)
+
+    @property
+    def title(self) -> str:
+        """What a trace names the drafter: '3 Medusa heads'."""
+        return f"{self.n} Medusa head{'s' * (self.n != 1)}"
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """Logits (..., n, V) from hidden states (..., H): head i's guess at the token i + 1 places past the next."""
@@ -104,7 +111,16 @@ def fingerprint(model) -> str:
 
 def heads_folder(root: Path, target_name: str, kind: str = MEDUSA) -> Path:
     """Where heads for the target named so live under the model cache `root` (pairs.cache_root())."""
-    return Path(root) / "heads" / re.sub(r"[^A-Za-z0-9._-]+", "_", target_name) / kind
+    return Path(root) / FOLDER / re.sub(r"[^A-Za-z0-9._-]+", "_", target_name) / kind
+
+
+def check_heads_trained(settings, target_id: str) -> None:
+    """ValueError saying how to train them, before any model loads, where a run would draft with heads that were never
+    trained for the target `target_id` names (a preset's "packaged:<name>", a hub id or a folder)."""
+    spec = settings.drafter_spec
+    name = target_id.removeprefix(PACKAGED_PREFIX)
+    if spec.trained and read_provenance(heads_folder(cache_root(), name, spec.trained)) is None:
+        raise ValueError(how_to_train(spec.trained, name))
 
 
 def save_heads(heads: MedusaHeads, provenance: Provenance, folder: Path) -> Path:
@@ -127,7 +143,7 @@ def read_provenance(folder: Path) -> Provenance | None:
         return Provenance(**json.loads(path.read_text()))
     except (ValueError, TypeError) as e:
         raise ValueError(f"the heads' provenance in {folder} is unreadable ({e}); train them again with "
-                         f"`{TRAIN_HINT}`") from None
+                         f"`{TRAIN_COMMAND}`") from None
 
 
 def load_heads(folder: Path, target, target_name: str, build=MedusaHeads):
@@ -141,7 +157,7 @@ def load_heads(folder: Path, target, target_name: str, build=MedusaHeads):
         raise ValueError(f"the {provenance.kind} heads in {folder} were trained for {provenance.target_name} "
                          f"(fingerprint {provenance.target_hash}), not for this target, {target_name} (fingerprint "
                          f"{mine}): heads guess from one model's hidden states only. Train heads for it with "
-                         f"`{TRAIN_HINT}`")
+                         f"`{TRAIN_COMMAND}`")
     heads = build(target, provenance.heads)
     weights = load_file(str(Path(folder) / WEIGHTS))
     heads.blocks.load_state_dict({k: v.to(heads.lm_head.weight.dtype) for k, v in weights.items()})

@@ -55,7 +55,7 @@ def test_saved_heads_load_back_with_their_provenance(target, tmp_path):
         for p in heads.blocks.parameters():
             p.normal_()
     folder = save_heads(heads, provenance(target), heads_folder(tmp_path, "tiny/target"))
-    assert folder == tmp_path / "heads" / "tiny_target" / "medusa"
+    assert folder == tmp_path / "drafting-heads" / "tiny_target" / "medusa"
     assert json.loads((folder / "provenance.json").read_text())["agreement"] == [0.5, 0.25, 0.125]
     loaded = load_heads(folder, target, "tiny")
     hidden = torch.randn(64)

@@ -74,8 +74,13 @@ class MedusaHeads(torch.nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """Logits (..., n, V) from hidden states (..., H): head i's guess at the token i + 1 places past the next."""
-        x = hidden.to(self.lm_head.weight.dtype)
-        return self.lm_head(torch.stack([block(x) for block in self.blocks], dim=-2))
+        x = hidden.to(self.blocks[0].linear.weight.dtype)
+        return self.lm_head(torch.stack([block(x) for block in self.blocks], dim=-2).to(self.lm_head.weight.dtype))
+
+    def head(self, i: int, hidden: torch.Tensor) -> torch.Tensor:
+        """Head i's logits (..., V) alone (training reads one head at a time; its blocks may be float32 there)."""
+        block = self.blocks[i]
+        return self.lm_head(block(hidden.to(block.linear.weight.dtype)).to(self.lm_head.weight.dtype))
 
 
 @dataclass

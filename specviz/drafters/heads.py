@@ -36,7 +36,11 @@ def _proposed(k: int, drafted: str, draft_name: str) -> str:
             f"had already computed: no draft model ran ({draft_name}).")
 
 
-DRAFTER = Drafter(key="heads", label="Medusa heads", source=TARGET_STATE, proposed=_proposed, trained=MEDUSA,
+def _card_said(i: int) -> str:
+    return f"Proposed by head {i + 1}, from the target's own last hidden state (no draft model)"
+
+
+DRAFTER = Drafter(key="heads", card_said=_card_said, label="Medusa heads", source=TARGET_STATE, proposed=_proposed, trained=MEDUSA,
                   chart_symbol="triangle-up", chart_dash="longdash")
 TREE = Drafter(key="heads-tree", label="Medusa heads, tree", source=TARGET_STATE, tree=True, params=(TREE_WIDTHS,),
                tree_said=("The Medusa heads proposed a tree from the target's own last hidden state, with no draft "

@@ -151,3 +151,15 @@ def test_negative_control_a_chain_of_heads_with_the_wrong_sampler_fails(monkeypa
 def test_negative_control_a_tree_of_heads_with_the_wrong_sibling_rule_fails(monkeypatch):
     _, pval = two_token_chi_square(HEADS_TREE.key, monkeypatch, (tree_run, "verify_tree", _test_against_unchanged_p))
     assert pval < 1e-6
+
+
+def test_each_draft_card_says_which_head_proposed_it(heads_engine):
+    from specviz.view.cards import position_card
+
+    trace = heads_engine.run(PROMPT, RunSettings(drafter=HEADS.key, k=3, temperature=1.0, seed=1, max_new_tokens=12))
+    rnd = next(r for r in trace.rounds if r.k == 3)
+    cards = [position_card(rnd, i, False) for i in range(3)]
+    assert all(f"Proposed by head {i + 1}, from the target&#x27;s own last hidden state" in c
+               for i, c in enumerate(cards))
+    other = heads_engine.run(PROMPT, RunSettings(k=3, temperature=1.0, seed=1, max_new_tokens=12))
+    assert "Proposed by" not in position_card(other.rounds[1], 0, False)  # the draft model's cards stay as they were

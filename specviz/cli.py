@@ -274,7 +274,8 @@ def train_command(a: argparse.Namespace) -> int:
     heads, prov = train_heads(target, tokenizer, name, plan, _print_bar)
     folder = save_heads(heads, prov, heads_folder(cache_root(), name, heads.kind))
     print(f"\n{heads.title} for {name} (fingerprint {prov.target_hash}) saved in {folder}")
-    print(f"trained on {prov.data}: {prov.train_tokens:,} tokens, {prov.heldout_tokens:,} held out")
+    print(f"data: {prov.data}\nthe target read {prov.train_tokens:,} tokens to train on and {prov.heldout_tokens:,} "
+          f"held out")
     print(f"{prov.steps} steps in {prov.seconds / 60:.1f} min; training loss (last 10 steps) {prov.loss:.3f}")
     for i, agreed in enumerate(prov.agreement, start=1):
         print(f"head {i} (the token {i} past the next): top-1 agreement with the target, held out: {agreed:.1%}")

@@ -33,10 +33,10 @@ class Windows:
     prose_tokens: int
 
     def describe(self, length: int, holdout: int) -> str:
-        return (f"offline text read from this machine: the source of {self.code_files} Python standard library modules "
-                f"({self.code_tokens:,} tokens) and the descriptions of {self.prose_packages} installed packages "
-                f"({self.prose_tokens:,} tokens), interleaved, in windows of {length} tokens; every {holdout}th "
-                f"window held out")
+        return (f"windows of {length} tokens of offline text from this machine, chosen from the source of "
+                f"{self.code_files} Python standard library modules ({self.code_tokens:,} tokens) and the descriptions "
+                f"of {self.prose_packages} installed packages ({self.prose_tokens:,} tokens), taking turns; every "
+                f"{holdout}th window held out and read first, the others read in order until the time bound")
 
 
 def code_documents(limit: int | None = None) -> list[str]:

@@ -95,6 +95,7 @@ def test_train_heads_then_draft_with_them(folders, tmp_path):
     assert train.returncode == 0, train.stderr
     assert "min left" in train.stderr and "100% heads learn" in train.stderr  # the progress bar, to its end
     assert "2 Medusa heads for" in train.stdout and "held out:" in train.stdout and "head 2 (the token 2 past" in train.stdout
+    assert "of a one-token target pass" in train.stdout  # what a draft costs, measured
     saved = list(tmp_path.glob("drafting-heads/*/medusa/provenance.json"))
     assert len(saved) == 1 and json.loads(saved[0].read_text())["heldout_tokens"] == 512
     r = subprocess.run([sys.executable, "-m", "specviz", "run", "--prompt", "def fib(n):", "--draft", folders[0],

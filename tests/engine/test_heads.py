@@ -81,3 +81,10 @@ def test_an_unreadable_provenance_is_a_sentence(target, tmp_path):
     (tmp_path / "provenance.json").write_text('{"kind": 3}')
     with pytest.raises(ValueError, match="provenance in .* is unreadable"):
         read_provenance(tmp_path)
+
+
+def test_a_drafts_cost_is_measured_beside_a_target_pass(target):
+    from specviz.engine.heads import draft_cost
+
+    draft_s, pass_s = draft_cost(MedusaHeads(target, n=3), target, repeats=3)
+    assert 0 < draft_s and 0 < pass_s

@@ -1,5 +1,6 @@
-"""Command line: `python -m specviz run ...` (one traced run), `... bench ...`, `... costs ...` and
-`... record-examples` (the recorded examples that ship in assets/examples/).
+"""Command line: `python -m specviz run ...` (one traced run), `... bench ...`, `... costs ...`,
+`... record-examples` (the recorded examples that ship in assets/examples/) and `... train-heads` (Medusa heads for
+the target, trained here: engine/heads_train.py).
 
 Errors in settings, prompts or models print one line and exit with status 2.
 """
@@ -112,7 +113,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="; ".join(f"{key} = {spec.label}" for key, spec in REGISTRY.items()))
     widths = tree.TREE_WIDTHS
     p.add_argument(widths.flag, default=None, metavar="WIDTHS",
-                   help=f"with --drafter {tree.DRAFTER.key}: {widths.help}; default "
+                   help=f"with --drafter {tree.DRAFTER.key} (or another tree drafter): {widths.help}; default "
                         f"{widths_text(tree.DEFAULT_WIDTHS)}; --k is then unused")
     p.add_argument(layers.DRAFT_LAYERS.flag, type=int, default=d.draft_layers,
                    help=f"with --drafter {layers.DRAFTER.key}: {layers.DRAFT_LAYERS.help}")
@@ -129,7 +130,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 
 def run_command(a: argparse.Namespace) -> int:
     from specviz.engine import Engine, RunSettings
-    from specviz.engine.pairs import PRESETS, load_pair
+    from specviz.engine.heads import check_heads_trained
+    from specviz.engine.pairs import DEFAULT_PRESET, PRESETS, load_pair
     from specviz.algorithm.tree import parse_widths
 
     settings = RunSettings(k=a.k, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
@@ -141,6 +143,7 @@ def run_command(a: argparse.Namespace) -> int:
         raise ValueError("prompt is empty")
     if a.preset and a.preset not in PRESETS:
         raise ValueError(f"unknown preset {a.preset!r}; known: {', '.join(PRESETS)}")
+    check_heads_trained(settings, a.target or PRESETS[a.preset or DEFAULT_PRESET].target)  # before a minute of loading
     pair = load_pair(a.preset, a.draft, a.target, a.device, a.dtype, progress=_print_progress,
                      draft_weights=a.draft_weights)
     engine = Engine.from_pair(pair)
@@ -243,6 +246,54 @@ def recorded_line(r) -> str:
             f"{rejections(r.trace)} rejections · K {sorted({x.k for x in r.trace.rounds})} · {speedup}")
 
 
+def add_train_args(p: argparse.ArgumentParser) -> None:
+    from specviz.engine.heads_train import TrainPlan
+
+    d = TrainPlan()
+    p.add_argument("--preset", default=None, help="whose target (default: the offline packaged pair's)")
+    p.add_argument("--target", default=None, help="or a target model: hub id, local folder or packaged:<name>")
+    p.add_argument("--heads", type=int, default=d.heads, help=f"Medusa heads, 1-8 (default {d.heads})")
+    p.add_argument("--tokens", type=int, default=d.tokens,
+                   help=f"tokens of offline text the target reads, a tenth held out (default {d.tokens})")
+    p.add_argument("--epochs", type=int, default=d.epochs, help=f"passes over the training text (default {d.epochs})")
+    p.add_argument("--minutes", type=float, default=d.minutes,
+                   help=f"the most the whole training may take (default {d.minutes:g}); it stops early to keep it")
+    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
+
+
+def train_command(a: argparse.Namespace) -> int:
+    """Train heads for the target (frozen), save them beside the model cache, print their provenance."""
+    from specviz.engine.heads import draft_cost, heads_folder, save_heads
+    from specviz.engine.heads_train import TrainPlan, train_heads
+    from specviz.engine.pairs import cache_root, load_target
+
+    if not (0 < a.minutes <= 600) or a.tokens < 1024 or a.epochs < 1:
+        raise ValueError(f"train-heads wants 0 < --minutes <= 600, --tokens >= 1024 and --epochs >= 1; got "
+                         f"{a.minutes:g}, {a.tokens} and {a.epochs}")
+    plan = TrainPlan(heads=a.heads, tokens=a.tokens, epochs=a.epochs, minutes=a.minutes)
+    target, tokenizer, name = load_target(a.preset, a.target, a.dtype, progress=_print_progress)
+    heads, prov = train_heads(target, tokenizer, name, plan, _print_bar)
+    folder = save_heads(heads, prov, heads_folder(cache_root(), name, heads.kind))
+    print(f"\n{heads.title} for {name} (fingerprint {prov.target_hash}) saved in {folder}")
+    print(f"data: {prov.data}\nthe target read {prov.train_tokens:,} tokens to train on and {prov.heldout_tokens:,} "
+          f"held out")
+    print(f"{prov.steps} steps in {prov.seconds / 60:.1f} min; training loss (last 10 steps) {prov.loss:.3f}")
+    for i, agreed in enumerate(prov.agreement, start=1):
+        print(f"head {i} (the token {i} past the next): top-1 agreement with the target, held out: {agreed:.1%}")
+    draft_s, pass_s = draft_cost(heads.to_target_dtype(), target)
+    print(f"a draft of all {heads.n} heads (their blocks and the shared output layer): {draft_s * 1000:.1f} ms, "
+          f"{draft_s / pass_s:.2f} of a one-token target pass ({pass_s * 1000:.1f} ms), medians of 5 here")
+    return 0
+
+
+def _print_bar(phase: str, fraction: float, left_s: float) -> None:
+    """One progress line, rewritten in place: a bar, the phase, and the time left at this phase's pace so far."""
+    done = round(30 * fraction)
+    end = "\n" if fraction >= 1 else ""
+    print(f"\r[{'#' * done}{'.' * (30 - done)}] {fraction:4.0%} {phase}, about {left_s / 60:.1f} min left   ",
+          end=end, file=sys.stderr, flush=True)
+
+
 def _print_progress(fraction: float, message: str) -> None:
     print(f"[{fraction * 100:3.0f}%] {message}", file=sys.stderr, flush=True)
 
@@ -258,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     add_bench_args(sub.add_parser("bench", help="measure speedups (see docs/benchmarks.md)"))
     add_costs_args(sub.add_parser("costs", help="time the pair's passes against tokens and batch (the Costs tab)"))
     add_record_args(sub.add_parser("record-examples", help="record the examples the page ships (assets/examples/)"))
+    add_train_args(sub.add_parser("train-heads", help="train Medusa drafting heads for the target, on this machine"))
     a = parser.parse_args(argv)
     try:
         if a.command == "run":
@@ -266,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
             return costs_command(a)
         if a.command == "record-examples":
             return record_command(a)
+        if a.command == "train-heads":
+            return train_command(a)
         from specviz.measure.bench import bench_command
         return bench_command(a)
     except ValueError as e:

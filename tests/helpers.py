@@ -104,3 +104,18 @@ def make_trace(baseline: bool = True) -> Trace:
                  dtype="float32", prompt="hi", prompt_token_ids=[1], rounds=rounds,
                  output_token_ids=[t for r in rounds for t in r.committed_ids], output_text="",
                  summary=summary, baseline=Baseline([1] * 7, "", 0.05, 1.0, 7.0) if baseline else None)
+
+
+# --- tiny drafting heads: random blocks on a tiny target, so they agree with it sometimes, not always -----------
+
+def tiny_heads(target, n: int = 3, scale: float = 0.3, seed: int = 0):
+    """Medusa heads (engine/heads.py) for `target` whose blocks are random (std `scale` / √hidden): a guess near,
+    but not at, the target's own next-token distribution."""
+    from specviz.engine.heads import MedusaHeads
+
+    heads = MedusaHeads(target, n)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in heads.blocks.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * scale / p.shape[-1] ** 0.5)
+    return heads.eval()

@@ -46,6 +46,8 @@ def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
     (["--drafter", "tree", "--tree", "2-x"], "whole numbers separated by '-'"),
     (["--drafter", "lookup", "--tree", "2-1"], "tree widths are for the tree drafter only"),
     (["--drafter", "tree", "--adaptive"], "cannot be adaptive"),
+    (["--drafter", "heads"], "No Medusa heads are trained for"),  # said before the models load
+    (["--drafter", "heads-tree"], "train them once with `python -m specviz train-heads`"),
 ])
 def test_bad_input_is_one_line_and_nonzero(folders, args, word):
     base = ["run", "--prompt", "hi", "--draft", folders[0], "--target", folders[1], "--dtype", "float32"]
@@ -83,3 +85,26 @@ def test_the_cost_aware_rule_says_why_under_each_round(folders, tmp_path):
     assert data["settings"]["stop_rule"] == "cost" and data["pass_costs"]["source"].startswith("a short measurement")
     bad = cli("run", "--prompt", "hi", "--draft", folders[0], "--target", folders[1], "--stop-rule", "guess")
     assert bad.returncode == 2 and "invalid choice: 'guess'" in bad.stderr
+
+
+def test_train_heads_then_draft_with_them(folders, tmp_path):
+    env = {**__import__("os").environ, "SPECVIZ_CACHE": str(tmp_path)}
+    train = subprocess.run([sys.executable, "-m", "specviz", "train-heads", "--target", folders[1], "--heads", "2",
+                            "--tokens", "5120", "--minutes", "2", "--dtype", "float32"],
+                           capture_output=True, text=True, timeout=300, env=env)
+    assert train.returncode == 0, train.stderr
+    assert "min left" in train.stderr and "100% heads learn" in train.stderr  # the progress bar, to its end
+    assert "2 Medusa heads for" in train.stdout and "held out:" in train.stdout and "head 2 (the token 2 past" in train.stdout
+    assert "of a one-token target pass" in train.stdout  # what a draft costs, measured
+    saved = list(tmp_path.glob("drafting-heads/*/medusa/provenance.json"))
+    assert len(saved) == 1 and json.loads(saved[0].read_text())["heldout_tokens"] == 512
+    r = subprocess.run([sys.executable, "-m", "specviz", "run", "--prompt", "def fib(n):", "--draft", folders[0],
+                        "--target", folders[1], "--drafter", "heads", "--max-new-tokens", "20", "--dtype", "float32",
+                        "--baseline"], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "greedy output identical to target-only: yes" in r.stdout and "K=2" in r.stdout
+
+
+def test_train_heads_refuses_bad_numbers(folders):
+    r = cli("train-heads", "--target", folders[1], "--minutes", "0")
+    assert r.returncode == 2 and "train-heads wants 0 < --minutes <= 600" in r.stderr

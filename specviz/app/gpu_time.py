@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.drafters import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, drafter
+from specviz.drafters import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARGET_STATE, drafter
 from specviz.engine import RunSettings
 from specviz.settings.bounds import TARGET_ONLY
 
@@ -60,10 +60,12 @@ def measured_speed(preset: str, device: str) -> PairSpeed | None:
 
 def _draft_step(drafter_key: str, speed: PairSpeed) -> float:
     """One draft step in target steps: the draft model's measured c; the target's own first layers, at most a whole
-    target step; copied text, or no drafter (the target alone), nothing."""
+    target step; drafting heads (a block and the target's output layer a head), at most a whole target step too;
+    copied text, or no drafter (the target alone), nothing."""
     if drafter_key == TARGET_ONLY:
         return 0.0
-    return {DRAFT_MODEL: speed.draft_step_ratio, TARGET_LAYERS: 1.0, EARLIER_TEXT: 0.0}[drafter(drafter_key).source]
+    return {DRAFT_MODEL: speed.draft_step_ratio, TARGET_LAYERS: 1.0, TARGET_STATE: 1.0,
+            EARLIER_TEXT: 0.0}[drafter(drafter_key).source]
 
 
 def seconds_per_token(speed: PairSpeed | None, drafter_key: str = TARGET_ONLY, drafts: int = 0) -> float:

@@ -196,14 +196,15 @@ def compare_handler(get_engine: EngineLoader | None):
             engine = get_engine(preset, lambda fraction, text: progress(fraction, desc=text))
             engine.encode(prompt, replace(settings, k=ks[-1]))  # too long for the context: say so before any run
             layers = compare.layer_counts(engine, [float(f) for f in fractions or ()]) or (0,)
+            drafters, notes = compare.runnable(engine)  # heads not trained yet: left out, and the page says how
         except Exception as e:  # a bad value, or a pair that failed to load
             yield warning_html(message_of(e)), gr.skip(), gr.skip()
             return
         rows, started = [], time.perf_counter()
         try:
-            for row in stream_comparison(engine_ref(get_engine, preset), prompt, settings, ks, layers):
+            for row in stream_comparison(engine_ref(get_engine, preset), prompt, settings, ks, layers, drafters):
                 rows.append(row)
-                yield (comparison_status(rows, ks, time.perf_counter() - started, layers),
+                yield (comparison_status(rows, ks, time.perf_counter() - started, layers, drafters, tuple(notes)),
                        [compare.cells(r) for r in rows], lab_charts.compare_figure(rows))
         except Exception as e:  # a model failure mid-run, or ZeroGPU's refusal: the rows so far stay on the page
             done = f"{len(rows)} run{'s' * (len(rows) != 1)}"

@@ -95,16 +95,16 @@ def move_room(hub: RoomHub, trace: Trace | None, lead_json) -> tuple:
         lead = {}
     lead = lead if isinstance(lead, dict) else {}
     if trace is None or not trace.rounds:
-        return gr.skip(), page_text.status("Open a trace first (an example, a file or a run): a room shows one.",
+        return gr.skip(), notices.status("Open a trace first (an example, a file or a run): a room shows one.",
                                            "error")
     if not isinstance(lead.get("room"), str) or not isinstance(lead.get("key"), str):
-        return gr.skip(), page_text.status("This page leads no room: open one first.", "error")
+        return gr.skip(), notices.status("This page leads no room: open one first.", "error")
     try:
         hub.retrace(lead["room"], lead["key"], trace.to_json(), quiz_facts(trace))
         view, code = hub.store.lead(lead["room"], lead["key"])
     except RoomError as e:
-        return gr.skip(), page_text.status(str(e), "error")
-    return room_box(_base(lead.get("base")), lead["room"], code, lead["key"], view.part), page_text.status(
+        return gr.skip(), notices.status(str(e), "error")
+    return room_box(_base(lead.get("base")), lead["room"], code, lead["key"], view.part), notices.status(
         f"Room {code} now shows this trace: the class's pages reload with it, at round 1 (answers start afresh).",
         "done")
 

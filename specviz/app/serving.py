@@ -150,8 +150,9 @@ def _baseline_duration(ref, prompt, settings) -> int:
     return gpu_time.baseline_seconds(settings, _speed(ref))
 
 
-def _compare_duration(ref, prompt, settings, ks, layers=(0,)) -> int:
-    return gpu_time.comparison_seconds(settings, compare.plan(tuple(ks), layers=tuple(layers)), _speed(ref))
+def _compare_duration(ref, prompt, settings, ks, layers=(0,), drafters=None) -> int:
+    planned = compare.plan(tuple(ks), *(() if drafters is None else (tuple(drafters),)), layers=tuple(layers))
+    return gpu_time.comparison_seconds(settings, planned, _speed(ref))
 
 
 @gpu(duration=_generate_duration)
@@ -172,10 +173,10 @@ def run_baseline(ref: EngineRef, prompt: str, settings: RunSettings):
 
 @gpu(duration=_compare_duration)
 def stream_comparison(ref: EngineRef, prompt: str, settings: RunSettings, ks: tuple[int, ...],
-                      layers: tuple[int, ...] = (0,)):
+                      layers: tuple[int, ...] = (0,), drafters: tuple[str, ...] | None = None):
     """The model-bound part of the Lab's comparison: one CompareRow per finished run (plain data); `layers`:
-    self-speculation's N values."""
-    yield from compare.compare_drafters(ref.engine(), prompt, settings, ks, layers=layers)
+    self-speculation's N values; `drafters`: None for every chain drafter the engine can run."""
+    yield from compare.compare_drafters(ref.engine(), prompt, settings, ks, drafters, layers=layers)
 
 
 class CostCache:

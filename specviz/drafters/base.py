@@ -14,6 +14,8 @@ from typing import Callable
 DRAFT_MODEL = "draft model"  # the pair's smaller model steps once per draft, with its own KV cache
 TARGET_LAYERS = "target layers"  # the target's first N layers, its final norm and LM head step once per draft
 EARLIER_TEXT = "earlier text"  # no model: `Drafter.propose` copies tokens; q is a point mass on each
+TARGET_STATE = "target state"  # trained heads read the hidden state the target's last verify pass computed: no
+#                                model pass to draft, no draft cache (engine/heads.py)
 
 
 @dataclass(frozen=True)
@@ -33,22 +35,27 @@ class Drafter:
 
     key: str
     label: str  # what people read: the page's choice, the Lab's table, the CLI's help
-    source: str  # DRAFT_MODEL, TARGET_LAYERS or EARLIER_TEXT
+    source: str  # DRAFT_MODEL, TARGET_LAYERS, EARLIER_TEXT or TARGET_STATE
     proposed: Callable[[int, str, str], str] | None = None  # a chain round's sentence in the round view: (k, the
     #                                                         drafts as quoted HTML, the draft's escaped name) -> HTML
     tree: bool = False  # drafts a tree of continuations (engine/tree_run.py) instead of a chain; the tree view
     #                     draws and explains its rounds
+    tree_said: str = "The draft model proposed a tree, one draft pass per depth"  # a tree round's opening words
     distinct: bool = False  # a tree drafter whose siblings are drawn without replacement (verified accordingly)
     params: tuple[Param, ...] = ()
     propose: Callable[[list[int], int], list[int]] | None = None  # EARLIER_TEXT: (ids so far, k) -> up to k drafts
     nothing_found: str = ""  # why a round drafted nothing while tokens were left (a copy with no match)
+    trained: str = ""  # TARGET_STATE: the kind of trained heads it drafts with (drafters/heads.py's MEDUSA)
+    default_widths: tuple[int, ...] | None = None  # a tree drafter's shape when none is set (None: drafters/tree.py's)
+    card_said: Callable[[int], str] | None = None  # a chain drafter's line on draft position i's card (0-based): who
+    #                                                proposed it, where that says more than "the draft"
     chart_symbol: str = "circle"  # its marker and line in the Lab's comparison chart (a second cue beside colour)
     chart_dash: str = "solid"
 
     @property
     def has_draft_cache(self) -> bool:
-        """Whether a draft KV cache exists to draw: every drafter that runs a model keeps one."""
-        return self.source != EARLIER_TEXT
+        """Whether a draft KV cache exists to draw: every drafter that runs a model keeps one (heads run none)."""
+        return self.source in (DRAFT_MODEL, TARGET_LAYERS)
 
     @property
     def chain(self) -> bool:

@@ -16,6 +16,7 @@ import torch
 from specviz.algorithm.sampling import sample, verify, warp
 from specviz.algorithm.cost_rule import CostRule
 from specviz.engine.decoding import TOP_N, DecodingRun, RunContext, forward, rollback, synchronize
+from specviz.engine.heads_draft import heads_chain
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, CacheLengths, DraftPosition, \
     PassCosts, Round, TokenProb
 
@@ -60,10 +61,11 @@ class ChainRun(DecodingRun):
 
         # 2. Target: ONE pass over the tokens its cache lacks plus all drafts; p has a row per draft + bonus.
         feed = self.ids[self.target_cache.get_seq_length():] + drafts
-        p = warp(forward(ctx.target, feed, self.target_cache, len(drafts) + 1)[:, :ctx.vocab], s.sampling)
+        p = warp(self._target_pass(feed, len(drafts) + 1)[:, :ctx.vocab], s.sampling)
 
         # 3. Verify: accept a prefix, then a replacement from the residual or a bonus from p[k].
         verdict = verify(p, q, torch.tensor(drafts, dtype=torch.long), self.gen)
+        self._keep_state(verdict.n_accepted)  # heads draft next round from the row that gave the next token
         synchronize(ctx.device)
         t2 = time.perf_counter()
         verified = self._cache_lengths()
@@ -83,6 +85,8 @@ class ChainRun(DecodingRun):
         draft, the factors of the product its stop rule reads; else [])."""
         if self.s.drafter_spec.propose:
             return *self._copied_draft(k), []
+        if self.reads_state:
+            return self._heads_draft(k)
         drafts, qs, sure, alive = [], [], [], 1.0
         if self.rule:  # round 1 drafts nothing (k = 0): the rule first weighs round 2
             self.rule.start_round()
@@ -107,6 +111,23 @@ class ChainRun(DecodingRun):
                 break
         q = torch.stack(qs) if qs else torch.zeros(0, self.ctx.vocab)
         return drafts, q, sure
+
+    def _heads_draft(self, k: int) -> tuple[list[int], torch.Tensor, list[float]]:
+        """Drafts from the heads, all at once from the target's last hidden state (heads_draft.py), cut as the draft
+        model's loop cuts: after EOS, and with adaptive K once the product of their own probabilities falls below
+        the confidence."""
+        if k == 0:
+            return [], torch.zeros(0, self.ctx.vocab), []
+        drafts, q, logits = heads_chain(self.ctx.drafter, self.hidden, k, self.s.sampling, self.ctx.vocab, self.gen)
+        sure, alive, n = [], 1.0, len(drafts)
+        for i, x in enumerate(drafts):
+            if self.s.adaptive:
+                sure.append(_confidence(logits[i], x))
+                alive *= sure[-1]
+            if x in self.ctx.eos_ids or (self.s.adaptive and alive < self.s.confidence):
+                n = i + 1
+                break
+        return drafts[:n], q[:n], sure[:n]
 
     def _copied_draft(self, k: int) -> tuple[list[int], torch.Tensor]:
         """Tokens a drafter without a model proposes (copied from earlier text); q is a point mass on each, so

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 import torch
 from transformers import DynamicCache
 
+from specviz.drafters import TARGET_STATE
 from specviz.engine.lean import LeanCache
 from specviz.record.stats import summarize
 from specviz.record.trace import DraftMemory, Round, TokenProb, Trace
@@ -31,6 +32,15 @@ def forward(model, tokens: list[int], cache: DynamicCache | LeanCache, keep: int
     device = next(model.parameters()).device
     out = model(input_ids=torch.tensor([tokens], device=device), cache=cache, use_cache=True, logits_to_keep=keep)
     return out.logits[0].float().cpu()
+
+
+def forward_states(model, keep: int, **inputs) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same pass as `model(**inputs, logits_to_keep=keep)`, also giving what its LM head read: (logits (keep, V)
+    float32 on CPU, hidden states (keep, H) as computed). The model's decoder stack, then its LM head on the last
+    `keep` rows, is what a causal LM's forward does, so the logits are the same numbers (tests/engine/test_heads_run.py).
+    Drafting heads read these states (engine/heads_draft.py): no extra pass."""
+    states = model.model(**inputs, use_cache=True).last_hidden_state[0, -keep:]
+    return model.lm_head(states).float().cpu(), states
 
 
 def synchronize(device: str | torch.device) -> None:
@@ -84,6 +94,11 @@ class DecodingRun:
         self.draft_cache, self.target_cache = self._new_draft_cache(), DynamicCache()
         self.elapsed = 0.0  # wall time of the rounds, excluding time the consumer spends between rounds
         self.stop: str | None = None
+        # Drafting heads (engine/heads_draft.py) read the target's own state: the verify pass keeps its hidden
+        # states, and the row whose LM head gave the newest committed token is what the next round drafts from
+        self.reads_state = settings.drafter_spec.source == TARGET_STATE
+        self.hidden: torch.Tensor | None = None
+        self._states: torch.Tensor | None = None
 
     @property
     def n_new(self) -> int:
@@ -102,6 +117,19 @@ class DecodingRun:
 
     def _round(self) -> Round:
         raise NotImplementedError
+
+    def _target_pass(self, feed: list[int], keep: int) -> torch.Tensor:
+        """The target's pass over `feed` with its cache: logits (keep, V); a run of heads keeps the hidden states."""
+        if not self.reads_state:
+            return forward(self.ctx.target, feed, self.target_cache, keep)
+        ids = torch.tensor([feed], device=next(self.ctx.target.parameters()).device)
+        logits, self._states = forward_states(self.ctx.target, keep, input_ids=ids, cache=self.target_cache)
+        return logits
+
+    def _keep_state(self, row: int) -> None:
+        """After a verify pass: the hidden state of its kept row `row` (the one that gave the newest token)."""
+        if self._states is not None:
+            self.hidden, self._states = self._states[row], None
 
     def _new_draft_cache(self):
         """The drafter's cache: a LeanCache where the engine drafts with the lean pass (lean.py), else transformers'."""

@@ -26,10 +26,13 @@ import torch
 from transformers import DynamicCache
 
 from specviz.algorithm.sampling import sample, warp
-from specviz.drafters import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS
+from specviz.drafters import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARGET_STATE
+from specviz.drafters.heads import KIND_NAMES, how_to_train
 from specviz.algorithm.cost_rule import CostRule
 from specviz.engine import pass_costs, self_speculation
 from specviz.engine.chain import ChainRun
+from specviz.engine.heads import heads_folder, load_heads
+from specviz.engine.pairs import cache_root
 from specviz.engine.decoding import DecodingRun, RunContext, forward, synchronize
 from specviz.engine.lean import LeanCache, LeanDecoder
 from specviz.engine.memory import draft_memory
@@ -61,6 +64,7 @@ class Engine:
         self.lean_draft = lean_draft  # draft with lean.py's pass where the draft's architecture allows (same logits)
         self._lean: dict[object, LeanDecoder | None] = {}
         self._memory: dict[object, object] = {}  # drafter model -> its DraftMemory
+        self._heads: dict[str, object] = {}  # trained heads by kind (engine/heads.py), loaded when first chosen
         # What passes cost here, for the cost-aware rule: measured at load (EngineCache) or on first use, replaced by
         # the Costs tab's measurement; and the step of each drafter model but the draft (self-speculation's), timed once
         self.pass_costs: CostProfile | None = None
@@ -74,11 +78,44 @@ class Engine:
             return None, spec.label
         if spec.source == DRAFT_MODEL:
             return self.draft, self.draft_name
+        if spec.source == TARGET_STATE:
+            heads = self.heads_for(spec)
+            if spec.tree and len(settings.widths) > heads.n:
+                raise ValueError(f"a tree of {KIND_NAMES[spec.trained]} is at most {heads.n} deep (one depth per head), got "
+                                 f"widths {'-'.join(map(str, settings.widths))}")
+            return heads, f"{heads.title} on {self.target_name}'s own hidden state"
         n = self.layers_for(settings)
         if n not in self._early:
             self._early[n] = self_speculation.early_exit(self.target, n)
         return self._early[n], (f"{self.target_name}, its first {n} of {self_speculation.layer_count(self.target)} "
                                 f"layers")
+
+    def heads_for(self, spec):
+        """The trained heads a TARGET_STATE drafter reads: set with `use_heads`, or loaded once from beside the model
+        cache (engine/heads.py); ValueError saying how to train them where none are, or where they were trained for
+        another target."""
+        if spec.trained not in self._heads:
+            folder = heads_folder(cache_root(), self.target_name, spec.trained)
+            heads = load_heads(folder, self.target, self.target_name)
+            if heads is None:
+                raise ValueError(how_to_train(spec.trained, self.target_name))
+            self._heads[spec.trained] = heads
+        return self._heads[spec.trained]
+
+    def unavailable(self, spec) -> str | None:
+        """Why this engine cannot draft with `spec` now (its heads are not trained yet, or were trained for another
+        target), or None: what the Lab's comparison says instead of running it."""
+        if spec.source != TARGET_STATE:
+            return None
+        try:
+            self.heads_for(spec)
+        except ValueError as e:
+            return str(e)
+        return None
+
+    def use_heads(self, heads) -> None:
+        """Draft with these heads (of heads.kind) from now on: what train-heads and the tests hand the engine."""
+        self._heads[heads.kind] = heads
 
     def memory_of(self, drafter):
         """The drafter model's memory (engine/memory.py), measured once per model."""
@@ -174,6 +211,8 @@ class Engine:
             settings = replace(settings, tree_widths=settings.widths)  # the trace records the widths used
             return TreeRun(self._context(prompt, settings, prompt_ids), prompt, settings, details)
         settings = replace(settings, draft_layers=self.layers_for(settings))  # and self-speculation's N
+        if settings.drafter_spec.source == TARGET_STATE:  # a head a draft: K is at most the number of heads
+            settings = replace(settings, k=min(settings.k, self.heads_for(settings.drafter_spec).n))
         ctx = self._context(prompt, settings, prompt_ids)
         rule = prices = note = None
         if settings.adaptive and settings.stop_rule == COST_RULE and settings.drafter_spec.has_draft_cache:

@@ -394,6 +394,20 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
                      weights_name(_short(draft), weights), _short(target), device, dtype, why)
 
 
+def load_target(preset: str | None = None, target: str | None = None, dtype: str | None = None,
+                progress: Progress | None = None) -> tuple[torch.nn.Module, object, str]:
+    """(the target alone on CPU, its tokenizer, its name as a pair names it): what training heads for it reads."""
+    if not target:
+        name = preset or DEFAULT_PRESET
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+        target = PRESETS[name].target
+    path = resolve_model(target, progress)
+    if progress:
+        progress(0.9, "loading the target's weights")
+    return load_model(path, "cpu", pick_dtype(dtype, "cpu")), load_tokenizer(path), _short(target)
+
+
 def _short(model_id: str) -> str:
     return model_id[len(PACKAGED_PREFIX):] if model_id.startswith(PACKAGED_PREFIX) else model_id
 

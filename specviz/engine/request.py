@@ -67,7 +67,7 @@ class RunSettings:
     @property
     def widths(self) -> tuple[int, ...]:
         """The tree's widths a run of a tree drafter uses."""
-        return self.tree_widths or DEFAULT_WIDTHS
+        return self.tree_widths or self.drafter_spec.default_widths or DEFAULT_WIDTHS
 
     @property
     def sampling(self) -> SamplingSettings:

@@ -25,6 +25,7 @@ from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
 from specviz.algorithm.sampling import SamplingSettings, sample, warp
 from specviz.algorithm.tree import TreeShape, sample_distinct
+from specviz.engine.decoding import forward_states
 
 TREE_ATTENTION = ("eager", "sdpa")  # attention implementations that take a custom 4D additive mask
 
@@ -69,23 +70,26 @@ def tree_inputs(tree: TreeShape, tree_start: int, past: int, n_fed: int, dtype: 
 
 
 def tree_forward(model, tokens: Sequence[int], cache: DynamicCache, tree: TreeShape, tree_start: int,
-                 keep: int) -> torch.Tensor:
+                 keep: int, states: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Feed tokens (cache slots cache_length .. + len(tokens) - 1) with the tree's mask; logits (keep, V) of the
-    last `keep` fed tokens, float32 on CPU."""
+    last `keep` fed tokens, float32 on CPU; with `states`, (logits, the hidden states their LM head read)."""
     check_tree_attention(model)
     past = cache.get_seq_length()
     if not tokens or not 0 <= tree_start < past + len(tokens):  # the root is in the cache or fed now
         raise ValueError(f"the root's slot {tree_start} is neither cached ({past}) nor fed ({len(tokens)} tokens)")
     embed = model.get_input_embeddings().weight  # the hidden states' dtype (an int8 draft keeps float embeddings)
     mask, positions = tree_inputs(tree, tree_start, past, len(tokens), embed.dtype, embed.device)
-    out = model(input_ids=torch.tensor([list(tokens)], device=embed.device), attention_mask=mask,
-                position_ids=positions, cache=cache, use_cache=True, logits_to_keep=keep)
-    return out.logits[0].float().cpu()
+    inputs = dict(input_ids=torch.tensor([list(tokens)], device=embed.device), attention_mask=mask,
+                  position_ids=positions, cache=cache)
+    if states:
+        return forward_states(model, keep, **inputs)
+    return model(**inputs, use_cache=True, logits_to_keep=keep).logits[0].float().cpu()
 
 
 def score_tree(model, cache: DynamicCache, pending: Sequence[int], tree: TreeShape,
-               tokens: Sequence[int]) -> torch.Tensor:
-    """The target's ONE pass over a drafted tree: logits (n_nodes, V), row i after node i's path (row 0: the root).
+               tokens: Sequence[int], states: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """The target's ONE pass over a drafted tree: logits (n_nodes, V), row i after node i's path (row 0: the root);
+    with `states`, (logits, each node's hidden state), which drafting heads read next round.
 
     pending: the committed tokens the cache lacks, ending with the root (tokens[0]); tokens: every node's token.
     Afterwards the cache holds the prefix and every node; keep_path(cache, tree_start, ...) trims it, with
@@ -93,7 +97,7 @@ def score_tree(model, cache: DynamicCache, pending: Sequence[int], tree: TreeSha
     if not pending or pending[-1] != tokens[0]:
         raise ValueError("pending must end with the root, the tree's node 0")
     tree_start = cache.get_seq_length() + len(pending) - 1
-    return tree_forward(model, list(pending[:-1]) + list(tokens), cache, tree, tree_start, tree.n_nodes)
+    return tree_forward(model, list(pending[:-1]) + list(tokens), cache, tree, tree_start, tree.n_nodes, states)
 
 
 def draft_tree(model, cache: DynamicCache, pending: Sequence[int], tree: TreeShape, sampling: SamplingSettings,
@@ -117,16 +121,24 @@ def draft_tree(model, cache: DynamicCache, pending: Sequence[int], tree: TreeSha
         logits = tree_forward(model, fed, cache, tree, tree_start, len(level))[:, :vocab]  # (nodes at d, vocab)
         q = warp(logits, sampling)
         qs.append(q)
-        if sampling.greedy:
-            kids = torch.topk(logits, w, dim=-1).indices  # distinct, best first
-        elif distinct:
-            kids = sample_distinct(q, w, generator)  # w distinct draws per node
-        else:
-            kids = sample(q.repeat_interleave(w, dim=0), generator)  # w i.i.d. draws per node
-        fed = kids.flatten().tolist()  # breadth-first: node by node, w children each
+        fed = children(logits, q, w, sampling, generator, distinct)
         tokens.extend(fed)
     qs.append(torch.zeros(len(tree.level(tree.max_depth)), vocab))  # leaves: no children drafted
     return tokens, torch.cat(qs)
+
+
+def children(logits: torch.Tensor, q: torch.Tensor, w: int, sampling: SamplingSettings,
+             generator: torch.Generator | None, distinct: bool) -> list[int]:
+    """w children for each row of q (rows: the nodes of one depth), breadth-first: node by node, w each. Greedy: the
+    top-w distinct tokens of the row's logits (q is the one-hot of the argmax); sampled: w i.i.d. draws from q, or
+    w distinct ones (`distinct`)."""
+    if sampling.greedy:
+        kids = torch.topk(logits, w, dim=-1).indices  # distinct, best first
+    elif distinct:
+        kids = sample_distinct(q, w, generator)  # w distinct draws per node
+    else:
+        kids = sample(q.repeat_interleave(w, dim=0), generator)  # w i.i.d. draws per node
+    return kids.flatten().tolist()
 
 
 def keep_path(cache: DynamicCache, tree_start: int, nodes: Sequence[int]) -> int:

@@ -22,10 +22,11 @@ import time
 import torch
 from transformers import DynamicCache
 
-from specviz.engine.decoding import DecodingRun, RunContext, forward, synchronize
+from specviz.engine.decoding import DecodingRun, RunContext, synchronize
 from specviz.algorithm.sampling import sample, warp
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, CacheLengths, DraftPosition, Round, TokenProb, TreeRecord
 from specviz.algorithm.tree import TreeShape, TreeVerdict, verify_tree
+from specviz.engine.heads_draft import heads_tree
 from specviz.engine.tree_pass import draft_tree, keep_path, score_tree
 
 
@@ -62,14 +63,20 @@ class TreeRun(DecodingRun):
         before = self._cache_lengths()
         t0 = time.perf_counter()
         distinct = s.drafter_spec.distinct
-        tokens, q = draft_tree(self.ctx.drafter, self.draft_cache, self.ids[self.draft_cache.get_seq_length():], tree,
-                               s.sampling, ctx.vocab, self.gen, distinct)
+        if self.reads_state:  # heads: each depth's children from one head, no draft pass (heads_draft.py)
+            tokens, q = heads_tree(ctx.drafter, self.hidden, self.ids[-1], tree, s.sampling, ctx.vocab, self.gen,
+                                   distinct)
+        else:
+            tokens, q = draft_tree(ctx.drafter, self.draft_cache, self.ids[self.draft_cache.get_seq_length():], tree,
+                                   s.sampling, ctx.vocab, self.gen, distinct)
         synchronize(ctx.device)
         t1 = time.perf_counter()
         drafted = self._cache_lengths()
 
         # 2. Target: ONE pass over the tokens its cache lacks and every node; p has a row per node.
-        logits = score_tree(ctx.target, self.target_cache, self.ids[self.target_cache.get_seq_length():], tree, tokens)
+        scored = score_tree(ctx.target, self.target_cache, self.ids[self.target_cache.get_seq_length():], tree, tokens,
+                            self.reads_state)
+        logits, self._states = scored if self.reads_state else (scored, None)
         p = warp(logits[:, :ctx.vocab], s.sampling)
 
         # 3. Verify: the surviving path, then a replacement from the last residual or a bonus at a leaf.
@@ -80,9 +87,11 @@ class TreeRun(DecodingRun):
 
         # 4. Commit (cut at EOS or max_new_tokens); both caches keep the root and the committed path nodes only.
         committed = self._commit([tokens[i] for i in verdict.path] + [verdict.next_token])
+        self._keep_state(verdict.path[-1] if verdict.path else 0)  # the node whose row gave the next token
         kept = [0] + verdict.path[:len(committed) - 1]  # the last committed token is fed next round
         keep_path(self.target_cache, root_slot, kept)
-        keep_path(self.draft_cache, root_slot, kept)
+        if s.drafter_spec.has_draft_cache:  # heads keep none
+            keep_path(self.draft_cache, root_slot, kept)
         lengths = [before, drafted, verified, self._cache_lengths()]  # (draft, target) at each moment
         cache = CacheLengths(draft=[d for d, _ in lengths], target=[t for _, t in lengths])
         return self._record(tree, tokens, p, q, verdict, committed, t1 - t0, t2 - t1, cache)
@@ -93,7 +102,8 @@ class TreeRun(DecodingRun):
         ctx = self.ctx
         before = self._cache_lengths()
         t0 = time.perf_counter()
-        logits = forward(ctx.target, self.ids[self.target_cache.get_seq_length():], self.target_cache, 1)
+        logits = self._target_pass(self.ids[self.target_cache.get_seq_length():], 1)
+        self._keep_state(0)
         p = warp(logits[:, :ctx.vocab], self.s.sampling)[0]
         x = int(sample(p[None], self.gen)[0])
         synchronize(ctx.device)

@@ -95,14 +95,26 @@ def trace_row(trace: Trace, baseline: Baseline) -> CompareRow:
                       s.tokens_per_s, speedup, s.n_new_tokens, s.total_time_s, n)
 
 
+def runnable(engine: Engine) -> tuple[tuple[str, ...], list[str]]:
+    """(the chain drafters this engine can run now, a sentence for each it cannot: heads not trained yet)."""
+    keys, notes = [], []
+    for key, spec in CHAINS.items():
+        problem = engine.unavailable(spec)
+        if problem:
+            notes.append(problem)
+        else:
+            keys.append(key)
+    return tuple(keys), notes
+
+
 def compare_drafters(engine: Engine, prompt: str, settings: RunSettings, ks: Iterable = DEFAULT_KS,
-                     drafters: Iterable[str] = tuple(CHAINS), layers: tuple[int, ...] = (0,)) -> Iterator[CompareRow]:
+                     drafters: Iterable[str] | None = None, layers: tuple[int, ...] = (0,)) -> Iterator[CompareRow]:
     """Yield the target-only row, then one row per K and drafter (in `plan` order; self-speculation once per N in
-    `layers`) as each run finishes.
+    `layers`) as each run finishes. `drafters`: None for every chain drafter the engine can run (`runnable`).
 
     `settings` gives everything but K and the drafter (temperature, seed, max new tokens ...). Raises ValueError
     before any model runs for an empty or too long prompt, no K, an unknown drafter or an N the target lacks."""
-    ks, drafters = check_ks(ks), tuple(drafters)
+    ks, drafters = check_ks(ks), runnable(engine)[0] if drafters is None else tuple(drafters)
     if not drafters or any(d not in CHAINS for d in drafters):
         raise ValueError(f"drafters must be some of {', '.join(CHAINS)}, got {list(drafters)!r}")
     for n in layers if LAYERS.key in drafters else ():

@@ -214,6 +214,34 @@ def sample_swapped_ratio(p, q, n, generator):
     return first_tokens(accept_table(q, p), drafts, uniforms, replacements)  # the bug: q and p swapped
 
 
+# Medusa's typical acceptance (Cai et al. 2024), shown as a contrast, never offered as a verify rule: keep a draft x
+# when p(x) > min(ε, δ·exp(−H(p))), H the entropy of p in nats, with Medusa's defaults ε = posterior_threshold = 0.09
+# and δ = posterior_alpha = 0.3; else take the target's own token, drawn from p. It trades exactness for acceptance:
+# what it keeps follows q wherever q proposes a plausible token, so the output is no longer p. At temperature 0 (p
+# one-hot, H = 0) it is the exact rule: keep the draft iff it is the target's argmax.
+TYPICAL_EPSILON, TYPICAL_DELTA = 0.09, 0.3
+
+
+def typical_threshold(p: torch.Tensor, epsilon: float = TYPICAL_EPSILON, delta: float = TYPICAL_DELTA) -> float:
+    """min(ε, δ·exp(−H(p))): the probability under p a draft must exceed to be kept by typical acceptance.
+    p = (0.6, 0.15, 0.1, 0.1, 0.05): H = 1.2 nats, δ·e^−H = 0.0905, so the threshold is ε = 0.09."""
+    p = p.double()
+    entropy = float(-(p[p > 0] * p[p > 0].log()).sum())
+    return min(epsilon, delta * math.exp(-entropy))
+
+
+def typical_accept(p: torch.Tensor) -> torch.Tensor:
+    """(V,) 1 where typical acceptance keeps a draft of that token, 0 elsewhere."""
+    return (p.double() > typical_threshold(p)).double()
+
+
+def sample_typical(p, q, n, generator):
+    """NOT EXACT (Medusa's typical acceptance): keep x ~ q when p(x) clears the threshold, else draw from p."""
+    drafts, uniforms, _ = _draws(p, q, n, generator)
+    from_p = torch.multinomial(p, n, replacement=True, generator=generator)
+    return first_tokens(typical_accept(p), drafts, uniforms, from_p)
+
+
 def sample_with_verify(p, q, n, generator):
     """The correct sampler through the project's own `verify`, one call per round (K = 1): slow (a Python call a
     round), and the same histogram as `sample_speculative`."""
@@ -231,6 +259,8 @@ _SAMPLERS = {  # key -> (what the page calls it, the function)
     "resample_from_p": ("wrong: resample from p", sample_resample_from_p),
     "always_accept": ("wrong: always accept", sample_always_accept),
     "swapped_ratio": ("wrong: ratio min(1, q/p)", sample_swapped_ratio),
+    "typical": ("Medusa's typical acceptance (not exact): keep x if p(x) > min(0.09, 0.3·e^−H(p)), else draw from p",
+                sample_typical),
 }
 SAMPLER_LABELS = {key: label for key, (label, _) in _SAMPLERS.items()}  # the one-position samplers, as offered
 
@@ -241,9 +271,10 @@ def output_distribution(sampler: str, pair: ToyPair) -> list[float]:
     p, q = _tensors(pair)
     if sampler == "always_accept":
         return q.tolist()
-    accept = accept_table(q, p) if sampler == "swapped_ratio" else accept_table(p, q)
+    accept = (accept_table(q, p) if sampler == "swapped_ratio" else typical_accept(p) if sampler == "typical"
+              else accept_table(p, q))
     kept = q * accept
-    fallback = p if sampler == "resample_from_p" else residual_distribution(p, q)
+    fallback = p if sampler in ("resample_from_p", "typical") else residual_distribution(p, q)
     return (kept + (1 - kept.sum()) * fallback).tolist()
 
 

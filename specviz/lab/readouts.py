@@ -248,10 +248,18 @@ def warning_html(text: str = "") -> str:
 
 
 def comparison_status(rows: list[compare.CompareRow], ks: tuple[int, ...], seconds: float,
-                      layers: tuple[int, ...] = (0,)) -> str:
+                      layers: tuple[int, ...] = (0,), drafters: tuple[str, ...] | None = None,
+                      notes: tuple[str, ...] = ()) -> str:
     """Progress while running ("3 of 9 runs done in T s, about R s to go at that pace; next: prompt lookup at
-    K = 2"), a verdict once done. What is left is estimated from this comparison's own runs so far."""
-    planned, done = compare.plan(ks, layers=layers), len(rows)
+    K = 2"), a verdict once done. What is left is estimated from this comparison's own runs so far. `notes`: why a
+    drafter is left out (its heads are not trained yet), said after it."""
+    return _run_status(rows, ks, seconds, layers, drafters) + "".join(
+        f'<div style="{TEXT}">Not compared: {html.escape(note)}</div>' for note in notes)
+
+
+def _run_status(rows, ks, seconds, layers, drafters) -> str:
+    planned = compare.plan(ks, *(() if drafters is None else (drafters,)), layers=layers)
+    done = len(rows)
     total = len(planned)
     if done < total:
         drafter, k, n = planned[done]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from html import escape
 
+from specviz.drafters import REGISTRY
 from specviz.view.quiz import reveal_steps, step_of_draft
 from specviz.view.strip import next_text
 from specviz.view.token_text import quoted, token_html
@@ -69,8 +70,15 @@ def position_card(rnd: Round, i: int, greedy: bool, cut: str = "") -> str:
             f'<div class="sv-pos-head"><span class="sv-pos-n">{i + 1}</span>{quoted(d.text)}'
             f'<span class="sv-verdict" data-step="{step}"><span class="sv-dec-icon">{s.icon}</span> '
             f'<span class="sv-dec-fate">{s.label}</span></span></div>'
-            f'{_rows(tokens, d.token_id, "▶", ("q", "p"))}'
+            f'{_proposer(rnd, i)}{_rows(tokens, d.token_id, "▶", ("q", "p"))}'
             f'<div class="sv-dec-why sv-verdict" data-step="{step}">{escape(_why(d, greedy, cut))}</div></div>')
+
+
+def _proposer(rnd: Round, i: int) -> str:
+    """Who proposed draft i, for a drafter that says it (Medusa heads: which head); else nothing."""
+    spec = REGISTRY.get(rnd.drafter)
+    said = spec.card_said(i) if spec and spec.card_said else ""
+    return f'<div class="sv-pos-from sv-muted">{escape(said)}</div>' if said else ""
 
 
 def _why(d: DraftPosition, greedy: bool, cut: str) -> str:

@@ -142,7 +142,7 @@ def _explain_tree(trace: Trace, rnd: Round) -> str:
     how = ("its top tokens" if greedy else "drawn without replacement, so siblings are distinct" if distinct
            else "independent draws, so some repeat")
     widths = ", ".join(map(str, t.widths))
-    return (f"The draft model proposed a tree, one draft pass per depth: {widths} "
+    return (f"{recorded(trace.settings).tree_said}: {widths} "
             f"{'children' if greedy else 'samples from q'} per node at depths 1 to {len(t.widths)} "
             f"({how}), {rnd.k} nodes in all. The "
             f"target scored every node in <b>one</b> forward pass: a tree attention mask lets each node see only the "

@@ -313,3 +313,11 @@ def test_markup_in_every_text_field_of_a_trace_stays_text(client, trace, tmp_pat
     assert_no_raw_markup(outputs)
     for number in range(1, len(trace.rounds) + 1):
         assert_no_raw_markup(client.predict(number, False, api_name="/show_round"))
+
+
+@pytest.mark.parametrize("drafter", ["heads", "heads-tree"])
+def test_drafting_heads_never_trained_say_how_to_train_them(client, drafter):
+    out = generate(client, drafter=drafter)
+    assert "No Medusa heads are trained for" in text(out["status"])
+    assert "python -m specviz train-heads" in text(out["status"])
+    assert_serving(client)

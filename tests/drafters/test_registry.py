@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from specviz.drafters import CHAINS, DEFAULT, REGISTRY, drafter, recorded
-from specviz.drafters.base import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS
+from specviz.drafters.base import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARGET_STATE
 from specviz.drafters.lookup import prompt_lookup
 from tests.helpers import ROOT
 
@@ -15,18 +15,21 @@ PACKAGE = ROOT / "specviz"
 
 
 def test_each_drafter_is_declared_once_with_its_own_key_and_label():
-    assert list(REGISTRY) == ["model", "lookup", "layers", "tree", "distinct"]  # what traces and API clients use
+    # what traces and API clients use (issue 35 added the Medusa heads, as a chain and as a tree)
+    assert list(REGISTRY) == ["model", "lookup", "layers", "tree", "distinct", "heads", "heads-tree"]
     assert len({d.label for d in REGISTRY.values()}) == len(REGISTRY)
     assert all(key == d.key for key, d in REGISTRY.items())
-    assert {d.source for d in REGISTRY.values()} == {DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS}
-    assert DEFAULT is REGISTRY["model"] and list(CHAINS) == ["model", "lookup", "layers"]
+    assert {d.source for d in REGISTRY.values()} == {DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARGET_STATE}
+    assert DEFAULT is REGISTRY["model"] and list(CHAINS) == ["model", "lookup", "layers", "heads"]
     assert all(d.proposed for d in CHAINS.values())  # every chain drafter says what it proposed
     assert REGISTRY["lookup"].propose is prompt_lookup and not REGISTRY["lookup"].has_draft_cache
-    assert [key for key, d in REGISTRY.items() if d.tree] == ["tree", "distinct"] and REGISTRY["distinct"].distinct
+    assert [key for key, d in REGISTRY.items() if d.tree] == ["tree", "distinct", "heads-tree"]
+    assert REGISTRY["distinct"].distinct and not REGISTRY["heads"].has_draft_cache
+    assert {d.trained for d in REGISTRY.values() if d.source == TARGET_STATE} == {"medusa"}
 
 
 def test_an_unknown_drafter_is_refused_by_name():
-    with pytest.raises(ValueError, match="drafter must be one of model, lookup, layers, tree, distinct, got 'medusa'"):
+    with pytest.raises(ValueError, match="drafter must be one of model, lookup, layers, tree, distinct, heads, heads-tree, got 'medusa'"):
         drafter("medusa")
     assert recorded({}) is DEFAULT and recorded({"drafter": "lookup"}) is REGISTRY["lookup"]
 
@@ -34,6 +37,9 @@ def test_an_unknown_drafter_is_refused_by_name():
 def test_the_round_view_sentences_count_in_words():
     assert REGISTRY["model"].proposed(1, "“·a”", "d") == "The draft model proposed 1 token, one at a time: “·a”."
     assert "copied 3 tokens" in REGISTRY["lookup"].proposed(3, "x", "d")
+    said = REGISTRY["heads"].proposed(3, "x", "3 Medusa heads")
+    assert "Medusa heads 1 to 3 proposed 3 tokens at once" in said and "no draft model ran" in said
+    assert "Medusa head 1 proposed 1 token" in REGISTRY["heads"].proposed(1, "x", "1 Medusa head")
     assert "self-speculation: t, its first 7 of 28 layers" in REGISTRY["layers"].proposed(2, "x",
                                                                                       "t, its first 7 of 28 layers")
 

@@ -144,8 +144,26 @@ def test_each_wrong_sampler_drifts_away_from_p(sampler):
 
 def test_wrong_samplers_are_wrong_only_when_p_differs_from_q():
     same = lab.TOY_PAIRS["draft = target"]
-    for sampler in lab.SAMPLER_LABELS:
+    for sampler in set(lab.SAMPLER_LABELS) - {"typical"}:  # typical acceptance: below, wrong even then
         assert lab.total_variation(lab.output_distribution(sampler, same), same.p) < 1e-9
+
+
+def test_typical_acceptance_changes_the_output_even_with_a_perfect_draft():
+    """Medusa's typical acceptance (issue 35's contrast): threshold min(0.09, 0.3·e^−H(p)); on the seed pair
+    (H = 1.2 nats, 0.3·e^−1.2 = 0.0905) it is 0.09, so every token but " Madrid" (0.05) is kept when drafted, and the
+    output follows q there: 0.906 on " Paris" where p says 0.6. With q = p it still moves mass from " Madrid" (0.05 ->
+    0.05 × 0.05 = 0.0025), since a drafted " Madrid" is never kept and a fresh draw from p rarely gives it."""
+    p = torch.tensor(SEED.p)
+    assert lab.typical_threshold(p) == pytest.approx(0.09) and lab.typical_accept(p).tolist() == [1, 1, 1, 1, 0]
+    out = lab.output_distribution("typical", SEED)
+    assert out[0] == pytest.approx(0.9 + 0.01 * 0.6) and lab.total_variation(out, SEED.p) == pytest.approx(0.306)
+    mc = lab.monte_carlo(SEED, 50_000, "typical", seed=0)
+    assert not mc.faithful and mc.tv == pytest.approx(mc.exact_tv, abs=0.01) and mc.tv > 20 * mc.noise
+    same = lab.TOY_PAIRS["draft = target"]
+    assert lab.output_distribution("typical", same)[4] == pytest.approx(0.05 * 0.05)
+    assert lab.total_variation(lab.output_distribution("correct", same), same.p) < 1e-9  # the exact rule: p
+    greedy = torch.tensor([1.0, 0, 0, 0, 0])  # temperature 0: only the argmax clears the threshold
+    assert lab.typical_accept(greedy).tolist() == [1, 0, 0, 0, 0]
 
 
 def test_verify_itself_gives_the_same_histogram():

@@ -1,0 +1,48 @@
+"""Medusa heads: small blocks on the target's own last hidden state guess the next tokens, head i the token i + 1
+places past the next one (Cai et al. 2024). The hidden state is the one the last verify pass already computed, so
+drafting runs no model pass: each head is one block and the target's shared output layer (engine/heads.py).
+A chain takes each head's top choice (sampled: a draw from each head's q), so K is at most the number of heads; a
+tree takes each head's top candidates at its depth and the existing tree pass verifies them.
+
+Heads are trained on this machine for one target (`python -m specviz train-heads`); until they are, choosing this
+drafter says how to train them."""
+
+from specviz.drafters.base import TARGET_STATE, Drafter, plural
+from specviz.drafters.tree import TREE_WIDTHS
+
+MEDUSA = "medusa"  # the kinds of trained heads a drafter reads (Drafter.trained; engine/heads.py saves them by kind)
+TRAIN_COMMAND = "python -m specviz train-heads"  # how heads get trained: every "none trained yet" sentence names it
+TRAIN_MINUTES = 15  # the most its defaults take on this project's 2-core CPU (engine/heads_train.py)
+
+
+KIND_NAMES = {MEDUSA: "Medusa heads"}  # each kind as a sentence names it
+
+
+def how_to_train(kind: str, target_name: str) -> str:
+    """The sentence a run gets when no heads of `kind` are trained for the target yet: what to run, and how long."""
+    flag = "" if kind == MEDUSA else f" --kind {kind}"
+    return (f"No {KIND_NAMES[kind]} are trained for {target_name} on this machine yet: train them once with "
+            f"`{TRAIN_COMMAND}{flag}` (at most {TRAIN_MINUTES} minutes on 2 CPU cores, saved beside the model "
+            f"cache), then choose this drafter again.")
+
+DEFAULT_HEAD_WIDTHS = (3, 2, 1)  # a heads tree's shape when none is set: one depth per head (Medusa's default
+#                                   choices start "top-1, then top-7, top-6"; this is that idea at 3 heads, 15 nodes)
+
+
+def _proposed(k: int, drafted: str, draft_name: str) -> str:
+    heads = "head 1" if k == 1 else f"heads 1 to {k}"
+    return (f"The Medusa {heads} proposed {plural(k, 'token')} at once, head i the token i places past the one "
+            f"the target just chose: {drafted}. They read the target's own last hidden state, which its verify pass "
+            f"had already computed: no draft model ran ({draft_name}).")
+
+
+def _card_said(i: int) -> str:
+    return f"Proposed by head {i + 1}, from the target's own last hidden state (no draft model)"
+
+
+DRAFTER = Drafter(key="heads", card_said=_card_said, label="Medusa heads", source=TARGET_STATE, proposed=_proposed, trained=MEDUSA,
+                  chart_symbol="triangle-up", chart_dash="longdash")
+TREE = Drafter(key="heads-tree", label="Medusa heads, tree", source=TARGET_STATE, tree=True, params=(TREE_WIDTHS,),
+               tree_said=("The Medusa heads proposed a tree from the target's own last hidden state, with no draft "
+                          "pass (head d gave the candidates at depth d, the same under every node of that depth)"),
+               trained=MEDUSA, default_widths=DEFAULT_HEAD_WIDTHS, chart_symbol="triangle-down", chart_dash="longdashdot")

@@ -1,0 +1,165 @@
+"""Drafting with Medusa heads through the engine (engine/heads_draft.py), on tiny models with tiny random heads: the
+verify pass's hidden states come with its logits unchanged, greedy output equals the target alone's in float32 (chain
+and tree), sampled output follows the target (chi-squared, with negative controls that fail), K and the tree's depth
+are bounded by the number of heads, and a run without trained heads says how to train them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+from transformers import DynamicCache
+
+from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
+from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
+from specviz.drafters import HEADS, HEADS_TREE
+from specviz.engine import Engine, RunSettings, chain, tree_run
+from specviz.engine.decoding import forward, forward_states
+from tests.helpers import _test_against_unchanged_p, tiny_heads
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models run on one thread
+
+PROMPT = "def fib(n):"
+
+
+@pytest.fixture(scope="module")
+def heads_engine(tiny_pair, tokenizer):
+    draft, target = tiny_pair
+    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
+    engine.use_heads(tiny_heads(target, n=3, scale=0.3))
+    return engine
+
+
+def test_the_verify_pass_gives_its_hidden_states_and_the_same_logits(tiny_pair):
+    _, target = tiny_pair
+    ids = [5, 9, 14, 3, 22]
+    with torch.inference_mode():
+        want = forward(target, ids, DynamicCache(), 3)
+        got, states = forward_states(target, 3, input_ids=torch.tensor([ids]), cache=DynamicCache())
+        reference = target(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states[-1][0, -3:]
+        assert torch.equal(got, want) and states.shape == (3, target.config.hidden_size)
+        assert torch.allclose(target.lm_head(reference), want, atol=1e-5)  # what the LM head reads: after the norm
+
+
+@pytest.mark.parametrize("settings", [dict(k=3), dict(k=2), dict(k=1), dict(k=3, adaptive=True),
+                                      dict(drafter=HEADS_TREE.key), dict(drafter=HEADS_TREE.key, tree_widths=(2, 2)),
+                                      dict(drafter=HEADS_TREE.key, tree_widths=(4, 1, 1))])
+def test_greedy_heads_equal_the_target_alone_in_float32(heads_engine, settings):
+    run = RunSettings(**{"drafter": HEADS.key, "temperature": 0, "max_new_tokens": 40, **settings})
+    trace = heads_engine.run(PROMPT, run, baseline=True)
+    assert trace.dtype == "float32" and trace.output_token_ids == trace.baseline.output_token_ids
+    assert trace.summary.n_accepted > 0  # the heads' guesses were used
+    assert trace.draft_model == "3 Medusa heads on tiny-target's own hidden state"
+
+
+def test_a_chain_of_heads_drafts_at_most_one_token_a_head(heads_engine):
+    trace = heads_engine.run(PROMPT, RunSettings(drafter=HEADS.key, k=6, temperature=1.0, seed=2, max_new_tokens=30))
+    assert trace.settings["k"] == 3 and max(r.k for r in trace.rounds) == 3  # K as used: the number of heads
+    assert trace.draft_memory.kv_bytes_per_token == 0 and trace.draft_memory.shared_bytes > 0  # the LM head, shared
+
+
+def test_the_heads_draft_from_the_state_the_verify_pass_left(heads_engine):
+    """Each round's drafts are the heads' top tokens at the hidden state of the row that gave the newest token:
+    recomputed here from scratch with the target alone."""
+    target, heads = heads_engine.target, heads_engine.heads_for(HEADS)
+    run = heads_engine.start(PROMPT, RunSettings(drafter=HEADS.key, k=3, temperature=0, max_new_tokens=30))
+    ids = list(run.prompt_ids)
+    for rnd in run:
+        if rnd.k:
+            with torch.inference_mode():
+                hidden = target.model(input_ids=torch.tensor([ids[:-1]])).last_hidden_state[0, -1]
+                want = heads(hidden)[:rnd.k].argmax(-1).tolist()
+            assert [d.token_id for d in rnd.drafts] == want
+        ids += rnd.committed_ids
+
+
+def test_a_tree_deeper_than_the_heads_is_refused_before_any_pass(heads_engine):
+    with pytest.raises(ValueError, match="a tree of Medusa heads is at most 3 deep .* got widths 1-1-1-1"):
+        heads_engine.start(PROMPT, RunSettings(drafter=HEADS_TREE.key, tree_widths=(1, 1, 1, 1)))
+
+
+def test_without_trained_heads_a_run_says_how_to_train_them(tiny_pair, tokenizer, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    engine = Engine(*tiny_pair, tokenizer, target_name="tiny-target")
+    for spec in (HEADS, HEADS_TREE):
+        with pytest.raises(ValueError, match=r"No Medusa heads are trained for tiny-target on this machine yet: "
+                                             r"train them once with `python -m specviz train-heads`"):
+            engine.start(PROMPT, RunSettings(drafter=spec.key))
+
+
+# --- sampled: tokens 2 and 3 follow the target alone ------------------------------------------------------------
+
+N_RUNS = 1500
+
+
+def _wrong_verify(p, q, drafts, generator=None):
+    """Resample from p instead of the residual after a rejection (a bug shipped elsewhere)."""
+    v = verify(p, q, drafts, generator)
+    if v.rejected:
+        v.next_token = int(sample(p[v.n_accepted][None], generator)[0])
+    return v
+
+
+def two_token_chi_square(drafter, monkeypatch=None, patch=None) -> tuple[int, float]:
+    """Tiny target over an 8-token vocabulary with random heads: tokens 2 and 3 of N_RUNS seeded runs (round 1, the
+    prefill, makes token 1; round 2's drafts decide tokens 2 and 3) against the target alone's
+    p(y2, y3) = sum_x p(x) p(y2 | x) p(y3 | x, y2), chi-squared over the 64 cells (expected < 5 pooled). `patch`:
+    (module, name, wrong rule) for a negative control."""
+    target = tiny_model(seed=3, layers=2, vocab=8)
+    with torch.no_grad():
+        target.lm_head.weight.mul_(0.1)
+    engine = Engine(noisy_copy(target, 1.0, seed=1), target, char_tokenizer())
+    engine.use_heads(tiny_heads(target, n=2, scale=3.0, seed=1))
+    engine.eos_ids = set()  # every run makes exactly its tokens
+    settings = RunSettings(drafter=drafter, k=2, temperature=1.0, max_new_tokens=4, chat=False,
+                           tree_widths=(2, 2) if drafter == HEADS_TREE.key else None)
+    ids = engine.encode("abc", settings)  # ids 2, 3, 4: inside the 8-token vocabulary
+    with torch.inference_mode():
+        rows = lambda contexts: warp(target(torch.tensor(contexts)).logits[:, -1],  # noqa: E731
+                                     SamplingSettings(temperature=1.0))
+        p1, p2 = rows([ids])[0], rows([ids + [x] for x in range(8)])
+        p3 = rows([ids + [x, y] for x in range(8) for y in range(8)]).reshape(8, 8, 8)
+    exact = (p1[:, None, None] * p2[:, :, None] * p3).sum(0).flatten().double().numpy()
+    if patch is not None:
+        monkeypatch.setattr(*patch)
+    counts = np.zeros(64)
+    for seed in range(N_RUNS):
+        out = engine.run("abc", replace(settings, seed=seed), details=False).output_token_ids
+        counts[out[1] * 8 + out[2]] += 1
+    expected = exact / exact.sum() * N_RUNS
+    small = expected < 5
+    stat, pval = stats.chisquare(np.append(counts[~small], counts[small].sum()),
+                                 np.append(expected[~small], expected[small].sum()))
+    print(f"engine, {drafter}, tokens 2-3: chi2 = {stat:.1f}, dof = {int((~small).sum())}, p = {pval:.3g}")
+    return int((~small).sum()), float(pval)
+
+
+@pytest.mark.parametrize("drafter", [HEADS.key, HEADS_TREE.key])
+def test_sampled_heads_follow_the_target(drafter):
+    dof, pval = two_token_chi_square(drafter)
+    assert dof >= 30 and pval > 1e-3
+
+
+def test_negative_control_a_chain_of_heads_with_the_wrong_sampler_fails(monkeypatch):
+    _, pval = two_token_chi_square(HEADS.key, monkeypatch, (chain, "verify", _wrong_verify))
+    assert pval < 1e-6
+
+
+def test_negative_control_a_tree_of_heads_with_the_wrong_sibling_rule_fails(monkeypatch):
+    _, pval = two_token_chi_square(HEADS_TREE.key, monkeypatch, (tree_run, "verify_tree", _test_against_unchanged_p))
+    assert pval < 1e-6
+
+
+def test_each_draft_card_says_which_head_proposed_it(heads_engine):
+    from specviz.view.cards import position_card
+
+    trace = heads_engine.run(PROMPT, RunSettings(drafter=HEADS.key, k=3, temperature=1.0, seed=1, max_new_tokens=12))
+    rnd = next(r for r in trace.rounds if r.k == 3)
+    cards = [position_card(rnd, i, False) for i in range(3)]
+    assert all(f"Proposed by head {i + 1}, from the target&#x27;s own last hidden state" in c
+               for i, c in enumerate(cards))
+    other = heads_engine.run(PROMPT, RunSettings(k=3, temperature=1.0, seed=1, max_new_tokens=12))
+    assert "Proposed by" not in position_card(other.rounds[1], 0, False)  # the draft model's cards stay as they were

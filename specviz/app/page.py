@@ -19,6 +19,7 @@ import gradio as gr
 from specviz.view import page_text
 from specviz.app.actions import ModelActions, RunOutputs, lecture_pack
 from specviz.app.inputs import PAGE_STOP_RULE, limits
+from specviz.app.controls import Needy, state, wire_needs
 from specviz.app.costs_tab import build_costs
 from specviz.lecture.examples import EXAMPLES
 from specviz.app.lab_tab import build_lab
@@ -36,6 +37,20 @@ from specviz.app.round_view import PLAY_JS, SHOW_JS, STEP_JS, Player, RoundView,
 # ("how many of the K drafts survive?") and the recorded examples teach it; ticked, it stops by PAGE_STOP_RULE
 PAGE_ADAPTIVE = False
 PAGE_TEMPERATURE = 0.7  # the page opens sampled (the contract's default is greedy) so that draws reject drafts
+# The info line of each control whose setting only applies with another, while it applies (app/controls.py says what
+# it needs while it does not)
+INFO = {"k": "", "top_p": "", "top_k": "", "seed": "",
+        "adaptive": "each round chooses how many to draft, by the rule beside",
+        "stop_rule": f"cost-aware: each further draft must pay for what it costs on this machine; confidence "
+                     f"threshold: the product of the draft's own probabilities of its drafts falls below "
+                     f"{RunSettings().confidence}",
+        "draft_layers": f"with the drafter “{layers.DRAFTER.label}”: {layers.DRAFT_LAYERS.help}",
+        "tree_widths": f"with the drafter “{tree.DRAFTER.label}”: {tree.TREE_WIDTHS.help}"}
+
+
+def _opening(setting: str) -> dict:
+    """A needy control's interactive flag and info line as the page opens (controls.state)."""
+    return state(setting, INFO[setting], DEFAULT.key, PAGE_ADAPTIVE, PAGE_TEMPERATURE)
 
 
 @dataclass
@@ -88,6 +103,12 @@ class Page:
     @property
     def outputs(self) -> RunOutputs:
         return RunOutputs(self.trace, self.status, self.info, self.download, self.panels, self.quiz)
+
+    def needy(self) -> list[Needy]:
+        """The controls whose setting only applies with another (settings/needs.py), each with its INFO line."""
+        named = {"adaptive": self.adaptive, "stop_rule": self.stop_rule, "draft_layers": self.draft_layers,
+                 "tree_widths": self.tree_widths, **{f.name: getattr(self.settings, f.name) for f in fields(Settings)}}
+        return [Needy(setting, named[setting], info) for setting, info in INFO.items()]
 
     def inputs_of(self, handler) -> list:
         """The components a handler reads, found by its parameter names: Generate's are the request contract's
@@ -149,32 +170,29 @@ def _settings_row(presets: dict[str, str], default_preset: str):
     with gr.Row():
         settings = Settings(
             k=gr.Slider(**limits("k"), value=d.k, step=1, label="K (draft tokens per round)", elem_id="k",
-                        min_width=160),
+                        min_width=160, **_opening("k")),
             temperature=gr.Slider(**limits("temperature"), value=PAGE_TEMPERATURE, step=0.05,
                                   label="Temperature (0 = greedy)",
                                   elem_id="temperature", min_width=170),
-            top_p=gr.Slider(**limits("top_p"), value=d.top_p, step=0.05, label="top-p", elem_id="top-p", min_width=120),
+            top_p=gr.Slider(**limits("top_p"), value=d.top_p, step=0.05, label="top-p", elem_id="top-p", min_width=120,
+                            **_opening("top_p")),
             top_k=gr.Number(d.top_k, **limits("top_k"), precision=0, label="top-k (0 = off)", elem_id="top-k",
-                            min_width=120),
-            seed=gr.Number(d.seed, **limits("seed"), precision=0, label="Seed", elem_id="seed", min_width=100),
+                            min_width=120, **_opening("top_k")),
+            seed=gr.Number(d.seed, **limits("seed"), precision=0, label="Seed", elem_id="seed", min_width=100,
+                           **_opening("seed")),
             max_new_tokens=gr.Slider(**limits("max_new_tokens"), value=d.max_new_tokens, step=1, label="Max new tokens",
                                      elem_id="max-new-tokens", min_width=160))
     with gr.Row(equal_height=True):
         adaptive = gr.Checkbox(PAGE_ADAPTIVE, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
-                               info="each round chooses how many to draft, by the rule beside", scale=1,
-                               min_width=180)
+                               scale=1, min_width=180, **_opening("adaptive"))
         stop_rule = gr.Radio([(name, key) for key, name in STOP_RULES.items()], value=PAGE_STOP_RULE,
                              label="Adaptive K stops by", elem_id="stop-rule", scale=2, min_width=260,
-                             info=f"cost-aware: each further draft must pay for what it costs on this machine; "
-                                  f"confidence threshold: the product of the draft's own probabilities of its drafts "
-                                  f"falls below {d.confidence}")
+                             **_opening("stop_rule"))
         draft_layers = gr.Number(d.draft_layers, **limits("draft_layers"), precision=0,
                                  label=f"Draft layers N ({layers.DRAFTER.label})",
-                                 info=f"with the drafter “{layers.DRAFTER.label}”: {layers.DRAFT_LAYERS.help}",
-                                 elem_id="draft-layers", scale=1, min_width=220)
+                                 elem_id="draft-layers", scale=1, min_width=220, **_opening("draft_layers"))
         tree_widths = gr.Textbox(widths_text(tree.DEFAULT_WIDTHS), label=f"Tree widths ({tree.DRAFTER.label})",
-                                 info=f"with the drafter “{tree.DRAFTER.label}”: {tree.TREE_WIDTHS.help}",
-                                 elem_id="tree-widths", scale=1, min_width=220)
+                                 elem_id="tree-widths", scale=1, min_width=220, **_opening("tree_widths"))
     return preset, settings, drafter, adaptive, stop_rule, draft_layers, tree_widths
 
 
@@ -297,5 +315,6 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     p.lecture.change(lecture_mode(p.controls, p.panels), [p.lecture, p.trace, p.panels.slider],
                      [p.controls, p.panels.per_pass, p.panels.timeline], **private, **quick)
     p.quiz.change(None, [p.quiz], None, js="(on) => { window.svQuiz(on); }")
+    wire_needs(p.needy(), p.drafter, p.adaptive, p.settings.temperature)
     p.pack.click(lecture_pack, [p.trace, p.quiz_state], [p.pack_file, p.status], api_name="lecture_pack",
                  js="(trace, state) => [trace, window.svQuizState()]", **quick)

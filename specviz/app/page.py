@@ -36,6 +36,16 @@ from specviz.app.round_view import PLAY_JS, SHOW_JS, STEP_JS, Player, RoundView,
 # The page opens with adaptive K off: each round drafts the slider's K, the algorithm as the explanation, the quiz
 # ("how many of the K drafts survive?") and the recorded examples teach it; ticked, it stops by PAGE_STOP_RULE
 PAGE_ADAPTIVE = False
+# On a phone (the width assets/style.css calls one) the settings fold away as the page opens and after an example or
+# a trace is opened, so that the round is on the first screen (issue 36); the lecture-mode switch folds them anywhere
+FOLD_JS = """() => {
+  if (!window.matchMedia('(max-width: 640px)').matches) return;
+  const fold = (frames) => {  // as the page opens, the accordion may not be drawn yet: try again next frame
+    const label = document.querySelector('#controls > .label-wrap');
+    if (label) { if (label.classList.contains('open')) label.click(); } else if (frames) requestAnimationFrame(() => fold(frames - 1));
+  };
+  fold(600);
+}"""
 PAGE_TEMPERATURE = 0.7  # the page opens sampled (the contract's default is greedy) so that draws reject drafts
 # The info line of each control whose setting only applies with another, while it applies (app/controls.py says what
 # it needs while it does not)
@@ -315,6 +325,14 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     p.lecture.change(lecture_mode(p.controls, p.panels), [p.lecture, p.trace, p.panels.slider],
                      [p.controls, p.panels.per_pass, p.panels.timeline], **private, **quick)
     p.quiz.change(None, [p.quiz], None, js="(on) => { window.svQuiz(on); }")
-    wire_needs(p.needy(), p.drafter, p.adaptive, p.settings.temperature)
     p.pack.click(lecture_pack, [p.trace, p.quiz_state], [p.pack_file, p.status], api_name="lecture_pack",
                  js="(trace, state) => [trace, window.svQuizState()]", **quick)
+    _wire_layout(demo, p)
+
+
+def _wire_layout(demo: gr.Blocks, p: Page) -> None:
+    """Where the page's own state changes the page: the settings folded on a phone, and the controls whose setting
+    only applies with another enabled or not (app/controls.py)."""
+    for opened in (demo.load, p.examples.click, p.upload.upload):
+        opened(None, None, None, js=FOLD_JS, api_visibility="private")
+    wire_needs(p.needy(), p.drafter, p.adaptive, p.settings.temperature)

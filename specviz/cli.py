@@ -188,7 +188,8 @@ def run_settings(a: argparse.Namespace):
     for name, value in typed.items():  # a value out of bounds is said first: it would be wrong with any flags
         if name in RUN_BOUNDS:
             RUN_BOUNDS[name].check(value, name)
-    refuse_unneeded({**typed, "draft_weights": a.draft_weights}, {"draft_weights": DRAFT_WEIGHTS[0]}, flag)
+    weights = {} if a.draft_weights is None else {"draft_weights": a.draft_weights}  # a load option, not a field
+    refuse_unneeded({**typed, **weights}, {"draft_weights": DRAFT_WEIGHTS[0]}, flag)
     return RunSettings(**typed, chat=not a.no_chat)
 
 

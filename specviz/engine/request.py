@@ -48,17 +48,11 @@ class RunSettings:
                 raise ValueError(f"{said} must be true or false, got {short_repr(getattr(self, name))}")
         if self.stop_rule not in STOP_RULES:
             raise ValueError(f"stop rule must be one of {', '.join(STOP_RULES)}, got {short_repr(self.stop_rule)}")
-        spec = self.drafter_spec  # ValueError for a key the registry lacks
+        self.drafter_spec  # ValueError for a key the registry lacks
         if self.tree_widths is not None:
             object.__setattr__(self, "tree_widths", check_widths(self.tree_widths))  # [2, 1] -> (2, 1)
-            if not spec.tree:
-                trees = ", ".join(repr(d.key) for d in REGISTRY.values() if d.tree)
-                raise ValueError(f"tree widths are for the tree drafter only; {spec.label} drafts a chain (choose "
-                                 f"drafter {trees} to draft a tree)")
-        if spec.tree and self.adaptive:
-            raise ValueError("adaptive K sets a chain's length; a draft tree has a fixed shape (set its widths "
-                             "instead), so the tree drafter cannot be adaptive")
-        # A setting besides its default that does nothing beside the others (settings/needs.py): say what it needs
+        # A setting besides its default that does nothing beside the others (settings/needs.py: tree widths with a
+        # chain drafter, adaptive K with a tree or prompt lookup, ...): say what it needs
         refuse_unneeded({f.name: getattr(self, f.name) for f in fields(self)}, contract_only=True)
 
     @classmethod

@@ -71,8 +71,9 @@ def _sampled(asked: Asked) -> bool:
 NEEDS = {need.setting: need for need in (
     Need("k", "with a chain drafter (a tree's widths set its size)", "drafter", "", _drafter(lambda d: not d.tree),
          drafters=lambda d: not d.tree, contract=False),
-    Need("adaptive", "with a drafter that runs a model and drafts a chain (adaptive K stops by the model's own "
-                     "probabilities)", "drafter", "", _drafter(_chain_model), drafters=_chain_model),
+    Need("adaptive", "with a chain drafter that runs a model (adaptive K sets a chain's length by the model's own "
+                     "probabilities; a tree has a fixed shape)", "drafter", "", _drafter(_chain_model),
+         drafters=_chain_model),
     Need("stop_rule", "with adaptive K", "adaptive", "", lambda a: a.adaptive),
     Need("confidence", "with adaptive K stopping by the confidence threshold", "stop_rule", f"to {THRESHOLD}",
          lambda a: a.adaptive and a.stop_rule == THRESHOLD),

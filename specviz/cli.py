@@ -113,7 +113,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                                                                        STOP_RULES.items()) + " (each further draft "
                         f"must pay for itself at this machine's measured costs, docs/engine.md); default {d.stop_rule}")
     p.add_argument("--drafter", choices=list(REGISTRY),
-                   help="; ".join(f"{key} = {spec.label}" for key, spec in REGISTRY.items()) + f" (default {d.drafter})")
+                   help="; ".join(f"{key} = {spec.label}" for key, spec in REGISTRY.items())
+                        + f" (default {d.drafter})")
     widths = tree.TREE_WIDTHS
     p.add_argument(widths.flag, default=None, metavar="WIDTHS",
                    help=f"with --drafter {tree.DRAFTER.key}: {widths.help}; default "

@@ -42,7 +42,8 @@ FOLD_JS = """() => {
   if (!window.matchMedia('(max-width: 640px)').matches) return;
   const fold = (frames) => {  // as the page opens, the accordion may not be drawn yet: try again next frame
     const label = document.querySelector('#controls > .label-wrap');
-    if (label) { if (label.classList.contains('open')) label.click(); } else if (frames) requestAnimationFrame(() => fold(frames - 1));
+    if (label) { if (label.classList.contains('open')) label.click(); }
+    else if (frames) requestAnimationFrame(() => fold(frames - 1));
   };
   fold(600);
 }"""

@@ -57,5 +57,6 @@ def test_the_pages_control_is_disabled_and_says_why_exactly_while_its_need_is_un
                                                                                      words):
     off = state(setting, "its info", **{**DECIDING, **without})
     on = state(setting, "its info", **{**DECIDING, **with_})
-    assert off == {"interactive": False, "info": why_off(NEEDS[setting])} and off["info"].startswith(f"Applies only {words}")
+    assert off == {"interactive": False, "info": why_off(NEEDS[setting])}
+    assert off["info"].startswith(f"Applies only {words}")
     assert on == {"interactive": True, "info": "its info"}

@@ -14,7 +14,9 @@ import sys
 from specviz.app.errors import message_of
 from specviz.drafters import REGISTRY, layers, tree
 from specviz.settings import defaults
-from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, STOP_RULES, THRESHOLD_RULE, widths_text
+from specviz.settings.bounds import (DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, RUN_BOUNDS, STOP_RULES, THRESHOLD_RULE,
+                                     widths_text)
+from specviz.settings.needs import NEEDS
 from specviz.view.cost_words import round_note, run_account
 from specviz.view.style import FATES, show
 from specviz.algorithm.theory import round_size_probs
@@ -91,66 +93,65 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default=None, help="a preset name (default: the offline packaged pair)")
     p.add_argument("--draft", default=None, help="draft model: hub id, local folder or packaged:<name>")
     p.add_argument("--target", default=None, help="target model: hub id, local folder or packaged:<name>")
-    from specviz.engine.request import RunSettings
+    from specviz.engine.request import DRAFTER_FACTS, RunSettings
 
-    d = RunSettings()  # every default is the request contract's
-    p.add_argument("--k", type=int, default=d.k, help=f"draft tokens per round, 1..{MAX_K}")
-    p.add_argument("--temperature", type=float, default=d.temperature, help=f"0 = greedy (default {d.temperature})")
-    p.add_argument("--top-k", type=int, default=d.top_k)
-    p.add_argument("--top-p", type=float, default=d.top_p)
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
-    p.add_argument("--adaptive", action="store_true",
-                   help="K per round, stopped by --stop-rule; --k is then the most per round")
-    p.add_argument("--confidence", type=float, default=d.confidence,
-                   help=f"with --stop-rule {THRESHOLD_RULE}: stop drafting once the product of the draft's "
-                        f"probabilities of its drafts falls below this (default {d.confidence})")
-    p.add_argument("--stop-rule", choices=list(STOP_RULES), default=d.stop_rule,
+    # Every default is the request contract's, read there: a flag left out is None here (so a run asks only what was
+    # typed), and a flag that applies only with another is refused unless it is at its default (settings/needs.py)
+    d = RunSettings()
+    p.add_argument("--k", type=int, help=f"draft tokens per round, 1..{MAX_K} (default {d.k}); a chain drafter's")
+    p.add_argument("--temperature", type=float, help=f"0 = greedy (default {d.temperature:g})")
+    p.add_argument("--top-k", type=int, help=f"when sampling (default {d.top_k}: off)")
+    p.add_argument("--top-p", type=float, help=f"when sampling (default {d.top_p:g}: off)")
+    p.add_argument("--seed", type=int, help=f"when sampling (default {d.seed})")
+    p.add_argument("--max-new-tokens", type=int, help=f"default {d.max_new_tokens}")
+    p.add_argument("--adaptive", action="store_true", default=None,
+                   help="K per round, stopped by --stop-rule; --k is then the most per round (a chain drafter "
+                        "that runs a model: " + ", ".join(f.key for f in DRAFTER_FACTS if NEEDS["adaptive"].drafters(f)) + ")")
+    p.add_argument("--confidence", type=float, help=f"threshold of --adaptive with --stop-rule {THRESHOLD_RULE} "
+                                                    f"(default {d.confidence})")
+    p.add_argument("--stop-rule", choices=list(STOP_RULES),
                    help="how --adaptive stops drafting: " + "; ".join(f"{key} = {name}" for key, name in
-                                                                       STOP_RULES.items()) + f" (default {d.stop_rule}:"
-                        " each further draft must pay for itself at this machine's measured costs, docs/engine.md)")
-    p.add_argument("--drafter", choices=list(REGISTRY), default=d.drafter,
-                   help="; ".join(f"{key} = {spec.label}" for key, spec in REGISTRY.items()))
+                                                                       STOP_RULES.items()) + " (each further draft "
+                        f"must pay for itself at this machine's measured costs, docs/engine.md); default {d.stop_rule}")
+    p.add_argument("--drafter", choices=list(REGISTRY),
+                   help="; ".join(f"{key} = {spec.label}" for key, spec in REGISTRY.items())
+                        + f" (default {d.drafter})")
     widths = tree.TREE_WIDTHS
     p.add_argument(widths.flag, default=None, metavar="WIDTHS",
                    help=f"with --drafter {tree.DRAFTER.key} (or another tree drafter): {widths.help}; default "
                         f"{widths_text(tree.DEFAULT_WIDTHS)}; --k is then unused")
-    p.add_argument(layers.DRAFT_LAYERS.flag, type=int, default=d.draft_layers,
+    p.add_argument(layers.DRAFT_LAYERS.flag, type=int,
                    help=f"with --drafter {layers.DRAFTER.key}: {layers.DRAFT_LAYERS.help}")
     p.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
     p.add_argument("--device", default="auto")
-    p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS,
+    p.add_argument("--draft-weights", choices=DRAFT_WEIGHTS,
                    help="int4 / int8: a lighter draft with 4- or 8-bit weights (still exact); full: as loaded; "
-                        "auto (default): on CPU whichever of the three this CPU runs fastest")
+                        "auto (default): on CPU whichever of the three this CPU runs fastest; with a drafter "
+                        "that runs the draft model")
     p.add_argument("--baseline", action="store_true", help="also run target-only and report the speedup")
     p.add_argument("--json", default=None, metavar="FILE", help="write the trace JSON here")
     p.add_argument("--quiet", action="store_true", help="no per-round table")
 
 
 def run_command(a: argparse.Namespace) -> int:
-    from specviz.engine import Engine, RunSettings
+    from specviz.engine import Engine
     from specviz.engine.heads import check_heads_trained
     from specviz.engine.pairs import DEFAULT_PRESET, PRESETS, load_pair
-    from specviz.algorithm.tree import parse_widths
 
-    settings = RunSettings(k=a.k, temperature=a.temperature, top_k=a.top_k, top_p=a.top_p, seed=a.seed,
-                           max_new_tokens=a.max_new_tokens, adaptive=a.adaptive, confidence=a.confidence,
-                           stop_rule=a.stop_rule,
-                           chat=not a.no_chat, drafter=a.drafter, draft_layers=a.draft_layers,
-                           tree_widths=parse_widths(a.tree) if a.tree is not None else None)
+    settings = run_settings(a)
     if not a.prompt.strip():
         raise ValueError("prompt is empty")
     if a.preset and a.preset not in PRESETS:
         raise ValueError(f"unknown preset {a.preset!r}; known: {', '.join(PRESETS)}")
     check_heads_trained(settings, a.target or PRESETS[a.preset or DEFAULT_PRESET].target)  # before a minute of loading
     pair = load_pair(a.preset, a.draft, a.target, a.device, a.dtype, progress=_print_progress,
-                     draft_weights=a.draft_weights)
+                     draft_weights=a.draft_weights or DRAFT_WEIGHTS[0])
     engine = Engine.from_pair(pair)
     engine.warm_up()
-    shape = f"tree {widths_text(settings.widths)}" if settings.drafter_spec.tree else f"K={a.k}"
+    shape = f"tree {widths_text(settings.widths)}" if settings.drafter_spec.tree else f"K={settings.k}"
     print(f"{pair.draft_name} → {pair.target_name} · {pair.device} · {pair.dtype} · {shape} · "
-          f"T={a.temperature} · seed={a.seed}", flush=True)
+          f"T={settings.temperature} · seed={settings.seed}", flush=True)
     run = engine.start(a.prompt, settings)
     if not a.quiet:
         print("round  acc  tok  draft ms  verify ms  drafts (✓ accepted ✗ rejected ░ discarded) → ◆ replacement / ★ bonus"
@@ -172,6 +173,34 @@ def run_command(a: argparse.Namespace) -> int:
             f.write(trace.to_json(indent=1))
         print(f"trace written to {a.json}")
     return 0
+
+
+RUN_FLAGS = ("k", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "adaptive", "confidence", "stop_rule",
+             "drafter", "draft_layers")  # the `run` flags that are RunSettings fields of the same name
+
+
+def run_settings(a: argparse.Namespace):
+    """The RunSettings the flags typed ask for (the rest at the contract's defaults), or ValueError: for a flag that
+    would do nothing beside the others, a sentence naming the flag and what it needs (settings/needs.py)."""
+    from specviz.engine import RunSettings
+    from specviz.engine.request import refuse_unneeded
+    from specviz.algorithm.tree import parse_widths
+
+    typed = {name: getattr(a, name) for name in RUN_FLAGS if getattr(a, name) is not None}
+    if a.tree is not None:
+        typed["tree_widths"] = parse_widths(a.tree)
+    for name, value in typed.items():  # a value out of bounds is said first: it would be wrong with any flags
+        if name in RUN_BOUNDS:
+            RUN_BOUNDS[name].check(value, name)
+    weights = {} if a.draft_weights is None else {"draft_weights": a.draft_weights}  # a load option, not a field
+    refuse_unneeded({**typed, **weights}, {"draft_weights": DRAFT_WEIGHTS[0]}, flag)
+    return RunSettings(**typed, chat=not a.no_chat)
+
+
+def flag(setting: str) -> str:
+    """A setting's flag on the command line: 'top_k' -> '--top-k', 'tree_widths' -> '--tree'."""
+    params = {p.name: p.flag for d in REGISTRY.values() for p in d.params}
+    return params.get(setting, "--" + setting.replace("_", "-"))
 
 
 def add_costs_args(p: argparse.ArgumentParser) -> None:

@@ -119,3 +119,26 @@ def tiny_heads(target, n: int = 3, scale: float = 0.3, seed: int = 0):
         for p in heads.blocks.parameters():
             p.copy_(torch.randn(p.shape, generator=gen) * scale / p.shape[-1] ** 0.5)
     return heads.eval()
+
+
+# Each setting that only applies with another (settings/needs.py), as a pair the tests of every place that takes
+# settings share (the CLI, RunSettings, /generate, the page): (setting, a value besides its default, the others that
+# leave it doing nothing, the others with which it applies, words of its refusal). Values are RunSettings' (tree
+# widths as a tuple); a stop rule besides the default is whichever the contract does not start with.
+def need_cases() -> list[tuple[str, object, dict, dict, str]]:
+    from specviz.engine import RunSettings
+    from specviz.settings.bounds import STOP_RULES, THRESHOLD_RULE
+
+    other_rule = next(rule for rule in STOP_RULES if rule != RunSettings().stop_rule)
+    sampled, greedy = {"temperature": 0.7}, {"temperature": 0.0}
+    return [
+        ("k", 8, {"drafter": "tree"}, {"drafter": "model"}, "with a chain drafter"),
+        ("adaptive", True, {"drafter": "lookup"}, {"drafter": "model"}, "with a chain drafter that runs a model"),
+        ("stop_rule", other_rule, {"adaptive": False}, {"adaptive": True}, "with adaptive K"),
+        ("confidence", 0.5, {"adaptive": True, "stop_rule": "cost"},
+         {"adaptive": True, "stop_rule": THRESHOLD_RULE}, "with adaptive K stopping by the confidence threshold"),
+        ("draft_layers", 1, {"drafter": "model"}, {"drafter": "layers"}, "with self-speculation"),
+        ("tree_widths", (2, 1), {"drafter": "model"}, {"drafter": "tree"}, "with a tree drafter"),
+        *((name, value, greedy, sampled, "when sampling") for name, value in (("top_k", 5), ("top_p", 0.5),
+                                                                               ("seed", 3))),
+    ]

@@ -44,8 +44,8 @@ def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
     (["--drafter", "tree", "--tree", "5-1"], "width at depth 1 must be a whole number from 1 to 4"),
     (["--drafter", "tree", "--tree", "2-2-2-2-2"], "at most 32"),
     (["--drafter", "tree", "--tree", "2-x"], "whole numbers separated by '-'"),
-    (["--drafter", "lookup", "--tree", "2-1"], "tree widths are for the tree drafter only"),
-    (["--drafter", "tree", "--adaptive"], "cannot be adaptive"),
+    (["--drafter", "lookup", "--tree", "2-1"], "--tree applies only with a tree drafter: set --drafter to tree or"),
+    (["--drafter", "tree", "--adaptive"], "--adaptive applies only with a chain drafter that runs a model"),
     (["--drafter", "heads"], "No Medusa heads are trained for"),  # said before the models load
     (["--drafter", "heads-tree"], "train them once with `python -m specviz train-heads`"),
 ])

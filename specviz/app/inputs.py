@@ -8,10 +8,12 @@ run's. Navigation and Generate skip Gradio's preprocessing, so their values arri
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import NamedTuple
 
+from specviz.drafters.tree import DEFAULT_WIDTHS
 from specviz.engine import RunSettings
+from specviz.engine.request import CONTRACT_DEFAULTS, asked_of, refuse_unneeded
+from specviz.settings.needs import unmet
 from specviz.settings.bounds import MAX_K, Bound, short_repr
 from specviz.algorithm.tree import parse_widths
 
@@ -38,6 +40,9 @@ LIMITS = {
     "max_new_tokens": Limit("max new tokens", 1, 512, True),  # a long run is a slow run for everyone sharing
     "draft_layers": Limit("draft layers", 0, 1024, True),  # the engine checks N against the target's layers
 }
+# What the page's controls hold until changed, and where it puts a control that does nothing in the current state
+# (app/controls.py): the contract's defaults (settings/defaults.py), the tree's default widths shown
+PAGE_DEFAULTS = {**CONTRACT_DEFAULTS, "tree_widths": DEFAULT_WIDTHS}
 MAX_PROMPT_CHARS = 10_000  # about 2,500 tokens: a long prompt is a slow prompt for everyone sharing the server
 
 
@@ -54,18 +59,23 @@ def setting(value, field: str) -> int | float:
 
 def settings_from(*, k, temperature, top_p, top_k, seed, max_new_tokens, drafter, adaptive, draft_layers,
                   tree_widths, stop_rule=RunSettings.stop_rule) -> RunSettings:
-    """RunSettings from the page's fields (numbers arrive as floats); ValueError names the first bad one. The tree
-    widths' text is read only with the tree drafter (the box keeps its value while another drafter is chosen)."""
+    """RunSettings from the page's fields (numbers arrive as floats); ValueError names the first bad one. A field
+    that would do nothing beside the others (settings/needs.py) must be at the page's default, where the page puts
+    a control it disables; an API client that sets one gets a sentence naming what it needs."""
     if not isinstance(tree_widths, (str, type(None))):
         raise ValueError(f"tree widths must be text like 2-2-1-1, got {short_repr(tree_widths)}")
-    settings = RunSettings(k=setting(k, "k"), temperature=setting(temperature, "temperature"),
-                           top_p=setting(top_p, "top_p"), top_k=setting(top_k, "top_k"), seed=setting(seed, "seed"),
-                           max_new_tokens=setting(max_new_tokens, "max_new_tokens"),
-                           drafter=drafter or RunSettings.drafter,
-                           adaptive=False if adaptive is None else adaptive,  # RunSettings refuses 1, "yes" or []
-                           draft_layers=setting(draft_layers, "draft_layers"), stop_rule=stop_rule or RunSettings.stop_rule)
-    if settings.drafter_spec.tree and (tree_widths or "").strip():
-        settings = replace(settings, tree_widths=parse_widths(tree_widths))
+    values = dict(k=setting(k, "k"), temperature=setting(temperature, "temperature"), top_p=setting(top_p, "top_p"),
+                  top_k=setting(top_k, "top_k"), seed=setting(seed, "seed"),
+                  max_new_tokens=setting(max_new_tokens, "max_new_tokens"), drafter=drafter or RunSettings.drafter,
+                  adaptive=False if adaptive is None else adaptive,  # RunSettings refuses 1, "yes" or []
+                  draft_layers=setting(draft_layers, "draft_layers"), stop_rule=stop_rule or RunSettings.stop_rule)
+    if (tree_widths or "").strip():
+        values["tree_widths"] = parse_widths(tree_widths)
+    # what the page sends for a control that does nothing now: left out, so that the run asks the contract's default
+    idle = {need.setting for need in unmet(values, asked_of(values))}
+    settings = RunSettings(**{key: value for key, value in values.items()
+                              if key not in idle or value != PAGE_DEFAULTS[key]})
+    refuse_unneeded(values, PAGE_DEFAULTS)  # what an API client set beside the others: refused, named as sent
     return settings
 
 

@@ -20,6 +20,7 @@ from specviz.view import notices
 from specviz.app.actions import ModelActions, RunOutputs, lecture_pack
 from specviz.app.trace_files import CONTROLS
 from specviz.app.inputs import limits
+from specviz.app.controls import Needy, state, wire_needs
 from specviz.app.costs_tab import build_costs
 from specviz.lecture.examples import EXAMPLES
 from specviz.app.lab_tab import build_lab
@@ -32,6 +33,33 @@ from specviz.settings.prompts import EXAMPLE_PROMPTS
 from specviz.app.serving import (DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, default_engine_loader,
                       limit_model_runs, preset_labels)
 from specviz.app.round_view import PLAY_JS, SHOW_JS, STEP_JS, Player, RoundView, empty_view, lecture_mode, show_round
+
+# On a phone (the width assets/style.css calls one) the settings fold away as the page opens and after an example or
+# a trace is opened, so that the round is on the first screen (issue 36); the lecture-mode switch folds them anywhere
+FOLD_JS = """() => {
+  if (!window.matchMedia('(max-width: 640px)').matches) return;
+  const fold = (frames) => {  // as the page opens, the accordion may not be drawn yet: try again next frame
+    const label = document.querySelector('#controls > .label-wrap');
+    if (label) { if (label.classList.contains('open')) label.click(); }
+    else if (frames) requestAnimationFrame(() => fold(frames - 1));
+  };
+  fold(600);
+}"""
+# The info line of each control whose setting only applies with another, while it applies (app/controls.py says what
+# it needs while it does not)
+INFO = {"k": "", "top_p": "", "top_k": "", "seed": "",
+        "adaptive": "each round chooses how many to draft, by the rule beside",
+        "stop_rule": f"cost-aware: each further draft must pay for what it costs on this machine; confidence "
+                     f"threshold: the product of the draft's own probabilities of its drafts falls below "
+                     f"{RunSettings().confidence}",
+        "draft_layers": f"with the drafter “{layers.DRAFTER.label}”: {layers.DRAFT_LAYERS.help}",
+        "tree_widths": f"with the drafter “{tree.DRAFTER.label}”: {tree.TREE_WIDTHS.help}"}
+
+
+def _opening(setting: str) -> dict:
+    """A needy control's interactive flag and info line as the page opens (controls.state)."""
+    d = RunSettings()  # the request contract's defaults (settings/defaults.py)
+    return state(setting, INFO[setting], d.drafter, d.adaptive, d.temperature)
 
 
 @dataclass
@@ -92,6 +120,12 @@ class Page:
         return ({f.name: getattr(self, f.name) for f in fields(self)}
                 | {f.name: getattr(self.settings, f.name) for f in fields(self.settings)})
 
+    def needy(self) -> list[Needy]:
+        """The controls whose setting only applies with another (settings/needs.py), each with its INFO line."""
+        named = {"adaptive": self.adaptive, "stop_rule": self.stop_rule, "draft_layers": self.draft_layers,
+                 "tree_widths": self.tree_widths, **{f.name: getattr(self.settings, f.name) for f in fields(Settings)}}
+        return [Needy(setting, named[setting], info) for setting, info in INFO.items()]
+
     def inputs_of(self, handler) -> list:
         """The components a handler reads, found by its parameter names: Generate's are the request contract's
         fields (RunSettings' names) beside the prompt, the pair and lecture mode, so its inputs on the page and
@@ -151,32 +185,29 @@ def _settings_row(presets: dict[str, str], default_preset: str):
     with gr.Row():
         settings = Settings(
             k=gr.Slider(**limits("k"), value=d.k, step=1, label="K (draft tokens per round)", elem_id="k",
-                        min_width=160),
+                        min_width=160, **_opening("k")),
             temperature=gr.Slider(**limits("temperature"), value=d.temperature, step=0.05,
                                   label="Temperature (0 = greedy)",
                                   elem_id="temperature", min_width=170),
-            top_p=gr.Slider(**limits("top_p"), value=d.top_p, step=0.05, label="top-p", elem_id="top-p", min_width=120),
+            top_p=gr.Slider(**limits("top_p"), value=d.top_p, step=0.05, label="top-p", elem_id="top-p", min_width=120,
+                            **_opening("top_p")),
             top_k=gr.Number(d.top_k, **limits("top_k"), precision=0, label="top-k (0 = off)", elem_id="top-k",
-                            min_width=120),
-            seed=gr.Number(d.seed, **limits("seed"), precision=0, label="Seed", elem_id="seed", min_width=100),
+                            min_width=120, **_opening("top_k")),
+            seed=gr.Number(d.seed, **limits("seed"), precision=0, label="Seed", elem_id="seed", min_width=100,
+                           **_opening("seed")),
             max_new_tokens=gr.Slider(**limits("max_new_tokens"), value=d.max_new_tokens, step=1, label="Max new tokens",
                                      elem_id="max-new-tokens", min_width=160))
     with gr.Row(equal_height=True):
         adaptive = gr.Checkbox(d.adaptive, label="Adaptive K (K is then the most per round)", elem_id="adaptive",
-                               info="each round chooses how many to draft, by the rule beside", scale=1,
-                               min_width=180)
+                               scale=1, min_width=180, **_opening("adaptive"))
         stop_rule = gr.Radio([(name, key) for key, name in STOP_RULES.items()], value=d.stop_rule,
                              label="Adaptive K stops by", elem_id="stop-rule", scale=2, min_width=260,
-                             info=f"cost-aware: each further draft must pay for what it costs on this machine; "
-                                  f"confidence threshold: the product of the draft's own probabilities of its drafts "
-                                  f"falls below {d.confidence}")
+                             **_opening("stop_rule"))
         draft_layers = gr.Number(d.draft_layers, **limits("draft_layers"), precision=0,
                                  label=f"Draft layers N ({layers.DRAFTER.label})",
-                                 info=f"with the drafter “{layers.DRAFTER.label}”: {layers.DRAFT_LAYERS.help}",
-                                 elem_id="draft-layers", scale=1, min_width=220)
+                                 elem_id="draft-layers", scale=1, min_width=220, **_opening("draft_layers"))
         tree_widths = gr.Textbox(widths_text(tree.DEFAULT_WIDTHS), label=f"Tree widths ({tree.DRAFTER.label})",
-                                 info=f"with the drafter “{tree.DRAFTER.label}”: {tree.TREE_WIDTHS.help}",
-                                 elem_id="tree-widths", scale=1, min_width=220)
+                                 elem_id="tree-widths", scale=1, min_width=220, **_opening("tree_widths"))
     return preset, settings, drafter, adaptive, stop_rule, draft_layers, tree_widths
 
 
@@ -301,3 +332,12 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     p.quiz.change(None, [p.quiz], None, js="(on) => { window.svQuiz(on); }")
     p.pack.click(lecture_pack, [p.trace, p.quiz_state], [p.pack_file, p.status], api_name="lecture_pack",
                  js="(trace, state) => [trace, window.svQuizState()]", **quick)
+    _wire_layout(demo, p)
+
+
+def _wire_layout(demo: gr.Blocks, p: Page) -> None:
+    """Where the page's own state changes the page: the settings folded on a phone, and the controls whose setting
+    only applies with another enabled or not (app/controls.py)."""
+    for opened in (demo.load, p.examples.click, p.upload.upload):
+        opened(None, None, None, js=FOLD_JS, api_visibility="private")
+    wire_needs(p.needy(), p.drafter, p.adaptive, p.settings.temperature)

@@ -7,7 +7,6 @@ loaded target must also carry that target's tokenizer's ids and texts (`check_to
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import tempfile
 import threading
@@ -83,9 +82,9 @@ def controls_of(trace: Trace) -> dict:
 
 
 def trace_settings(trace: Trace) -> RunSettings:
-    """The RunSettings a trace was recorded with (a trace may carry extra keys: ignore them)."""
-    names = {f.name for f in dataclasses.fields(RunSettings)}
-    return RunSettings(**{k: v for k, v in trace.settings.items() if k in names})
+    """The RunSettings a trace was recorded with (RunSettings.recorded: extra keys and settings that did nothing
+    there are ignored)."""
+    return RunSettings.recorded(trace.settings)
 
 
 def read_lecture(path: str) -> tuple[Trace, QuizState | None]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from specviz.settings.needs import DrafterFacts
+
 # Where a drafter's drafts come from (Drafter.source): what the engine runs to get them.
 DRAFT_MODEL = "draft model"  # the pair's smaller model steps once per draft, with its own KV cache
 TARGET_LAYERS = "target layers"  # the target's first N layers, its final norm and LM head step once per draft
@@ -61,6 +63,12 @@ class Drafter:
     def chain(self) -> bool:
         """A chain drafter (one row of K drafts): what the Lab's comparison and the cost model E(α, K) describe."""
         return not self.tree
+
+    @property
+    def facts(self) -> DrafterFacts:
+        """What settings/needs.py reads of this drafter: which settings apply with it."""
+        return DrafterFacts(self.key, self.tree, self.source == DRAFT_MODEL, self.source != EARLIER_TEXT,
+                            frozenset(p.name for p in self.params))
 
     def reads(self, param: str) -> bool:
         """Whether this drafter reads the RunSettings field `param`."""

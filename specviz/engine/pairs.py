@@ -372,6 +372,9 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     if draft or target:
         if not (draft and target):
             raise ValueError("give both draft and target, or a preset")
+        if preset:  # it would do nothing: the two models name the pair
+            raise ValueError(f"give a preset or a draft and a target, not both (preset {preset!r} names a pair "
+                             f"too)")
     else:
         name = preset or DEFAULT_PRESET
         if name not in PRESETS:

@@ -10,7 +10,8 @@ server, app/inputs.py); which drafters exist, and which of these fields each rea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Callable, Mapping
 
 from specviz.algorithm.sampling import SamplingSettings
 from specviz.algorithm.tree import check_widths
@@ -18,6 +19,7 @@ from specviz.drafters import DEFAULT, REGISTRY, Drafter, drafter
 from specviz.drafters.tree import DEFAULT_WIDTHS
 from specviz.settings import defaults
 from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, RUN_BOUNDS, STOP_RULES, short_repr
+from specviz.settings.needs import NEEDS, Asked, refusal, unmet
 
 
 @dataclass(frozen=True)
@@ -48,16 +50,20 @@ class RunSettings:
                 raise ValueError(f"{said} must be true or false, got {short_repr(getattr(self, name))}")
         if self.stop_rule not in STOP_RULES:
             raise ValueError(f"stop rule must be one of {', '.join(STOP_RULES)}, got {short_repr(self.stop_rule)}")
-        spec = self.drafter_spec  # ValueError for a key the registry lacks
+        self.drafter_spec  # ValueError for a key the registry lacks
         if self.tree_widths is not None:
             object.__setattr__(self, "tree_widths", check_widths(self.tree_widths))  # [2, 1] -> (2, 1)
-            if not spec.tree:
-                trees = ", ".join(repr(d.key) for d in REGISTRY.values() if d.tree)
-                raise ValueError(f"tree widths are for the tree drafter only; {spec.label} drafts a chain (choose "
-                                 f"drafter {trees} to draft a tree)")
-        if spec.tree and self.adaptive:
-            raise ValueError("adaptive K sets a chain's length; a draft tree has a fixed shape (set its widths "
-                             "instead), so the tree drafter cannot be adaptive")
+        # A setting besides its default that does nothing beside the others (settings/needs.py: tree widths with a
+        # chain drafter, adaptive K with a tree or prompt lookup, ...): say what it needs
+        refuse_unneeded({f.name: getattr(self, f.name) for f in fields(self)}, contract_only=True)
+
+    @classmethod
+    def recorded(cls, settings: Mapping) -> "RunSettings":
+        """The RunSettings a trace's settings make again: its extra keys ignored, and so are settings that did
+        nothing in its run (a page run records the stop rule with adaptive K off), which a new one would refuse."""
+        values = {f.name: settings[f.name] for f in fields(cls) if f.name in settings}
+        dropped = {need.setting for need in unmet(values, asked_of(values), contract_only=True)}
+        return cls(**{name: value for name, value in values.items() if name not in dropped})
 
     @property
     def drafter_spec(self) -> Drafter:
@@ -72,3 +78,24 @@ class RunSettings:
     @property
     def sampling(self) -> SamplingSettings:
         return SamplingSettings(self.temperature, self.top_k, self.top_p)
+
+
+def asked_of(values: Mapping) -> Asked:
+    """What settings/needs.py reads of a run asking `values` (field -> value; the rest at the contract's defaults)."""
+    v = {**CONTRACT_DEFAULTS, **values}
+    return Asked(v["adaptive"], v["stop_rule"], v["temperature"], drafter(v["drafter"]).facts)
+
+
+def refuse_unneeded(values: Mapping, base: Mapping | None = None, name: Callable[[str], str] = str,
+                    contract_only: bool = False) -> None:
+    """ValueError for the first of `values` (field or load option -> value) that differs from its default (in
+    `base`, else the contract's) while what it needs is not set, in the words `name` gives each setting (the
+    CLI's flags, the API's parameters); settings/needs.py says which setting needs which."""
+    base = {**CONTRACT_DEFAULTS, **(base or {})}
+    given = [key for key, value in values.items() if key in NEEDS and value != base.get(key)]
+    for need in unmet(given, asked_of(values), contract_only):
+        raise ValueError(refusal(need, name, DRAFTER_FACTS))
+
+
+CONTRACT_DEFAULTS = {f.name: f.default for f in fields(RunSettings)}  # what a run asks when nothing is said
+DRAFTER_FACTS = tuple(d.facts for d in REGISTRY.values())  # what a refusal lists: the drafters meeting a need

@@ -122,6 +122,8 @@ def test_each_setting_at_below_and_above_its_bounds(client, field, value, ok):
     outputs = generate(client, **{field: value})
     if field == "max_new_tokens" and value == inputs.LIMITS[field].high:  # the page allows 512; the tiny models don't
         assert CONTEXT in text(outputs["status"])
+    elif field == "draft_layers" and ok and value:  # within the page's bound, but the draft model reads no N
+        assert "draft_layers applies only with self-speculation" in text(outputs["status"])  # (settings/needs.py)
     elif ok:
         assert text(outputs["status"]).startswith("✓ Done"), outputs["status"]
     else:

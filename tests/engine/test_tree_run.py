@@ -115,9 +115,9 @@ def test_eos_ends_the_run_where_the_target_alone_would(tiny_pair, tokenizer):
     (dict(tree_widths=(1,) * 7), "depth .* must be a whole number from 1 to 6"),
     (dict(tree_widths=(2, 2, 2, 2, 2)), "drafts 62 nodes; at most 32"),
     (dict(tree_widths="2-2"), "sequence of whole numbers"),
-    (dict(tree_widths=(2, 1), drafter="lookup"), "tree widths are for the tree drafter only; prompt lookup"),
-    (dict(tree_widths=(2, 1), drafter="model"), "tree widths are for the tree drafter only"),
-    (dict(adaptive=True), "cannot be adaptive"),
+    (dict(tree_widths=(2, 1), drafter="lookup"), "tree_widths applies only with a tree drafter: set drafter to tree"),
+    (dict(tree_widths=(2, 1), drafter="model"), "tree_widths applies only with a tree drafter"),
+    (dict(adaptive=True), "adaptive applies only with a chain drafter that runs a model"),
 ])
 def test_bad_tree_settings_say_what_is_wrong(settings, message):
     with pytest.raises(ValueError, match=message):

@@ -88,7 +88,9 @@ def page_fields(drafter: str, tree_widths) -> dict:
 def test_the_pages_fields_make_tree_settings():
     s = settings_from(**page_fields("tree", "3-2-1"))
     assert s.drafter == "tree" and s.tree_widths == (3, 2, 1)
-    assert settings_from(**page_fields("model", "9-9")).tree_widths is None  # only read for trees
+    assert settings_from(**page_fields("model", "2-2-1-1")).tree_widths is None  # the page's default: left alone
+    with pytest.raises(ValueError, match="tree_widths applies only with a tree drafter"):  # set: it would do nothing
+        settings_from(**page_fields("model", "3-1"))
     assert settings_from(**page_fields("tree", " ")).widths == (2, 2, 1, 1)  # blank: the default
     for bad, message in (("5-1", "width at depth 1"), ("2-x", "whole numbers separated by '-'"),
                          ([2, 1], "tree widths must be text")):

@@ -1,0 +1,129 @@
+"""Which setting only applies with another, written once: `NEEDS`. A setting whose need is unmet would do nothing, so
+wherever a person gives it, it is refused with a sentence naming what it needs (`refusal`), and the page disables its
+control and says why (`why_off`).
+
+Each place tells "given" from "left at its default" in its own way, then asks `unmet(given, asked)`:
+- the CLI: a flag on the command line (argparse's default is None, so a flag given at its default value counts as
+  given and is checked too);
+- the page and its HTTP API (/generate): a value other than the page's own default (a disabled control goes back to
+  it, and an API client that leaves a parameter out sends that default);
+- the Python API, `RunSettings`: a value other than the contract's default, for the needs marked `contract` (the
+  others are carried by sweeps and records: a seed sweep at temperature 0, a recorded tree run's K).
+
+Imports nothing of specviz: the drafter's facts arrive as `DrafterFacts`, made from the registry by its reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+THRESHOLD = "threshold"  # bounds.THRESHOLD_RULE's value (bounds.py stays the one place that names the rules)
+
+
+@dataclass(frozen=True)
+class DrafterFacts:
+    """What the needs read of a drafter (drafters/base.py's Drafter says the same in its own terms)."""
+
+    key: str
+    tree: bool  # drafts a tree, whose widths set its size (no K, no adaptive K)
+    runs_draft_model: bool  # steps the pair's draft model (its weights: --draft-weights)
+    runs_a_model: bool  # steps a model at all (a copying drafter has no probabilities to stop by)
+    reads: frozenset[str]  # the RunSettings fields only it reads (draft_layers, tree_widths)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a run asks, as far as the needs read it."""
+
+    adaptive: bool
+    stop_rule: str
+    temperature: float
+    drafter: DrafterFacts
+
+
+@dataclass(frozen=True)
+class Need:
+    """`setting` does something only when `met(asked)`; else it needs what `when` says, set by changing `other`."""
+
+    setting: str  # a RunSettings field, or a load option (draft_weights)
+    when: str  # how a sentence ends after 'applies only': 'with adaptive K'
+    other: str  # the setting to change so that it applies
+    to: str  # what to set `other` to, in words with its preposition ('to threshold'); '' for a switch (turn it
+    #          on) and for a drafter need, whose sentence lists the drafters that meet it
+    met: Callable[[Asked], bool]
+    drafters: Callable[[DrafterFacts], bool] | None = None  # a need on the drafter: which drafters meet it
+    contract: bool = True  # RunSettings refuses it too (see the module's docstring)
+
+
+def _drafter(test: Callable[[DrafterFacts], bool]) -> Callable[[Asked], bool]:
+    return lambda asked: test(asked.drafter)
+
+
+def _chain_model(d: DrafterFacts) -> bool:
+    return d.runs_a_model and not d.tree
+
+
+def _sampled(asked: Asked) -> bool:
+    return asked.temperature > 0
+
+
+NEEDS = {need.setting: need for need in (
+    Need("k", "with a chain drafter (a tree's widths set its size)", "drafter", "", _drafter(lambda d: not d.tree),
+         drafters=lambda d: not d.tree, contract=False),
+    Need("adaptive", "with a chain drafter that runs a model (adaptive K sets a chain's length by the model's own "
+                     "probabilities; a tree has a fixed shape)", "drafter", "", _drafter(_chain_model),
+         drafters=_chain_model),
+    Need("stop_rule", "with adaptive K", "adaptive", "", lambda a: a.adaptive),
+    Need("confidence", "with adaptive K stopping by the confidence threshold", "stop_rule", f"to {THRESHOLD}",
+         lambda a: a.adaptive and a.stop_rule == THRESHOLD),
+    Need("draft_layers", "with self-speculation", "drafter", "", _drafter(lambda d: "draft_layers" in d.reads),
+         drafters=lambda d: "draft_layers" in d.reads),
+    Need("tree_widths", "with a tree drafter", "drafter", "", _drafter(lambda d: "tree_widths" in d.reads),
+         drafters=lambda d: "tree_widths" in d.reads),
+    Need("draft_weights", "with a drafter that runs the draft model", "drafter", "",
+         _drafter(lambda d: d.runs_draft_model), drafters=lambda d: d.runs_draft_model, contract=False),
+    *(Need(name, "when sampling (at temperature 0 the most likely token is taken)", "temperature", "above 0",
+           _sampled, contract=False) for name in ("top_k", "top_p", "seed")),
+)}
+
+
+def unmet(given: Iterable[str], asked: Asked, contract_only: bool = False) -> list[Need]:
+    """The needs of the settings `given` that `asked` does not meet, in NEEDS' order.
+
+    >>> model = DrafterFacts("model", False, True, True, frozenset())
+    >>> [n.setting for n in unmet({"stop_rule", "k"}, Asked(False, "cost", 0.0, model))]
+    ['stop_rule']
+    """
+    given = set(given)
+    return [need for name, need in NEEDS.items() if name in given and (need.contract or not contract_only)
+            and not need.met(asked)]
+
+
+def refusal(need: Need, name: Callable[[str], str], drafters: Iterable[DrafterFacts] = ()) -> str:
+    """The sentence that refuses a setting whose need is unmet, in the words of the place that asks: `name` turns a
+    setting into what the user typed there ('stop_rule' -> '--stop-rule' on the command line).
+
+    >>> refusal(NEEDS["stop_rule"], lambda s: "--" + s.replace("_", "-"))
+    '--stop-rule applies only with adaptive K: turn on --adaptive, or leave --stop-rule out (it would do nothing)'
+    """
+    return f"{name(need.setting)} applies only {need.when}: {_fix(need, name, drafters)}"
+
+
+def _fix(need: Need, name: Callable[[str], str], drafters: Iterable[DrafterFacts]) -> str:
+    other = name(need.other)
+    if need.drafters is not None:
+        change = f"set {other} to {_either([d.key for d in drafters if need.drafters(d)])}"
+    else:
+        change = f"set {other} {need.to}" if need.to else f"turn on {other}"
+    return f"{change}, or leave {name(need.setting)} out (it would do nothing)"
+
+
+def _either(keys: list[str]) -> str:
+    """['a', 'b', 'c'] -> 'a, b or c'."""
+    return " or ".join([", ".join(keys[:-1]), keys[-1]] if len(keys) > 1 else keys)
+
+
+def why_off(need: Need) -> str:
+    """What a disabled control of the page says: 'Applies only with adaptive K'."""
+    return f"Applies only {need.when}"

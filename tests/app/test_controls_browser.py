@@ -1,0 +1,52 @@
+"""The page's controls whose setting only applies with another (app/controls.py, settings/needs.py), in a real
+browser: each is disabled, back at the page's default and saying why while its need is unmet, and enabled again
+once it is met, as the drafter, adaptive K and the temperature change."""
+
+import os
+
+import pytest
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
+
+from harness.browser import CHROMIUM, AppPage  # noqa: E402
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
+]
+FIELD = {"k": "#k input[type=number]", "adaptive": "#adaptive input", "stop-rule": "#stop-rule input",
+         "draft-layers": "#draft-layers input", "tree-widths": "#tree-widths textarea", "seed": "#seed input",
+         "top-k": "#top-k input", "top-p": "#top-p input[type=number]"}
+
+
+def wait_enabled(page: AppPage, name: str, enabled: bool, says: str = "") -> None:
+    """Wait until the control's field is enabled (or disabled) and its block's text holds `says`."""
+    page.wait_js("([s, id, on, says]) => { const e = document.querySelector(s);"
+                 " return e && e.disabled === !on && document.getElementById(id).textContent.includes(says); }",
+                 [FIELD[name], name, enabled, says])
+
+
+def test_controls_follow_what_their_setting_needs(browser, url):
+    page = AppPage(browser, url, info="tiny")
+    for name in ("stop-rule", "draft-layers", "tree-widths"):  # as the page opens: the draft model, adaptive K off
+        wait_enabled(page, name, False, "Applies only with")
+    for name in ("k", "adaptive", "seed", "top-k", "top-p"):
+        wait_enabled(page, name, True)
+    page.page.locator("#drafter").get_by_label("self-speculation", exact=True).check()
+    wait_enabled(page, "draft-layers", True)
+    page.set_number("draft-layers", 1)
+    page.page.locator("#drafter").get_by_label("draft tree", exact=True).check()
+    wait_enabled(page, "tree-widths", True)
+    wait_enabled(page, "k", False, "Applies only with a chain drafter")
+    wait_enabled(page, "adaptive", False, "Applies only with a chain drafter that runs a model")
+    wait_enabled(page, "draft-layers", False, "Applies only with self-speculation")
+    assert page.page.input_value(FIELD["draft-layers"]) == "0"  # back at the page's default: Generate sends it
+    page.page.locator("#drafter").get_by_label("draft model", exact=True).check()
+    wait_enabled(page, "adaptive", True)
+    page.page.click(FIELD["adaptive"])
+    wait_enabled(page, "stop-rule", True)
+    page.set_number("temperature", 0)
+    for name in ("seed", "top-k", "top-p"):
+        wait_enabled(page, name, False, "Applies only when sampling")
+    page.close()

@@ -1,0 +1,103 @@
+"""The main page on a phone (issue 36), in a real browser at 390x844: after opening each shipped example, the settings
+are folded, the round's head and strip lie within the first screen, and no card of any round runs past the stage,
+in normal and in lecture mode. One tab for all of it; every round is measured at once (all sections shown for one
+read, then hidden again as they were).
+
+Headless Debian Chromium against the app served in this process (the examples need no model).
+"""
+
+import os
+
+import pytest
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
+
+from harness.browser import CHROMIUM, Page  # noqa: E402
+from specviz.lecture.examples import EXAMPLES, FIRST  # noqa: E402
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
+]
+PHONE = (390, 844)
+SHOWN = "#stage .sv-round:not([hidden])"
+
+# Where the shown round's head and strip lie on the page (top and bottom from the page's top), whether the settings
+# are folded, and every element of every round (all shown for this one read) that reaches past the stage's edges.
+MEASURE = """() => {
+  const box = (e) => { const b = e.getBoundingClientRect(); return {top: b.top + scrollY, bottom: b.bottom + scrollY,
+                                                                    left: b.left, right: b.right, width: b.width}; };
+  const shown = document.querySelector('#stage .sv-round:not([hidden])');
+  const head = box(shown.querySelector('.sv-round-head')), strip = box(shown.querySelector('.sv-strip'));
+  const stage = box(document.querySelector('#stage'));
+  const sections = [...document.querySelectorAll('#stage .sv-round')];
+  const hidden = sections.map(s => s.hidden);
+  sections.forEach(s => { s.hidden = false; });
+  const past = [];
+  for (const s of sections) {
+    for (const e of s.querySelectorAll('*')) {
+      const b = box(e);
+      if (b.width && (b.left < stage.left - 0.5 || b.right > stage.right + 0.5) && past.length < 5)
+        past.push(`round ${s.dataset.round}: ${e.tagName.toLowerCase()}.${e.className} ${Math.round(b.left)}..` +
+                  `${Math.round(b.right)} (stage ${Math.round(stage.left)}..${Math.round(stage.right)})`);
+    }
+  }
+  sections.forEach((s, i) => { s.hidden = hidden[i]; });
+  const squeezed = [...document.querySelectorAll('#sv-nav button, #sv-header label')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.id || e.textContent.trim());
+  return {head, strip, stage, past, squeezed, rounds: sections.length,
+          folded: !document.querySelector('#controls > .label-wrap.open'),
+          pageWidth: document.documentElement.scrollWidth};
+}"""
+
+
+def open_example(page: Page, index: int, title: str) -> None:
+    """As a person does: unfold the settings, pick the example, and wait until its round 1 is on the stage and the
+    settings have folded again."""
+    page.page.evaluate("() => { document.querySelector('#stage .sv-stage').dataset.old = '1'; }")
+    if page.page.locator("#controls > .label-wrap.open").count() == 0:
+        page.page.click("#controls > .label-wrap")
+    page.page.locator("#recorded-examples button").nth(index).click()
+    page.wait_js("() => { const s = document.querySelector('#stage .sv-stage'); return s && !s.dataset.old; }")
+    page.wait_text("#status", title)
+    page.wait_js("() => !document.querySelector('#controls > .label-wrap.open')")
+    page.wait_text(f"{SHOWN} .sv-round-head", "Round 1 of")
+    page.page.evaluate("() => window.scrollTo(0, 0)")
+
+
+@pytest.fixture(scope="module")
+def measured(browser, url) -> dict:
+    """(mode, example) -> MEASURE's reading, every shipped example in normal then in lecture mode, in one tab."""
+    page = Page(browser, url, viewport=PHONE)
+    page.wait_text("#status", "Recorded example")
+    page.wait_js("() => !document.querySelector('#controls > .label-wrap.open')")  # folded as the page opened
+    out = {("normal", FIRST): page.page.evaluate(MEASURE)}
+    for mode in ("normal", "lecture"):
+        if mode == "lecture":
+            page.page.click("#lecture-mode input[type=checkbox]")
+            page.wait_js("() => document.body.classList.contains('sv-lecture')")
+        for index, (name, example) in enumerate(EXAMPLES.items()):
+            if (mode, name) not in out:
+                open_example(page, index, example.title)
+                out[mode, name] = page.page.evaluate(MEASURE)
+    page.close()
+    return out
+
+
+CASES = [(mode, name) for mode in ("normal", "lecture") for name in EXAMPLES]
+
+
+@pytest.mark.parametrize("mode, name", CASES)
+def test_the_round_is_on_the_first_screen(measured, mode, name):
+    m = measured[mode, name]
+    assert m["folded"], "the settings should fold away on a phone"
+    assert 0 <= m["head"]["top"] and m["strip"]["bottom"] <= PHONE[1], (m["head"], m["strip"])
+
+
+@pytest.mark.parametrize("mode, name", CASES)
+def test_no_card_runs_past_the_screen(measured, mode, name):
+    m = measured[mode, name]
+    assert m["rounds"] >= 2 and m["past"] == [], m["past"]
+    assert m["stage"]["right"] <= PHONE[0] and m["pageWidth"] <= PHONE[0]
+    assert m["squeezed"] == []  # the buttons and switches above the round show their whole text

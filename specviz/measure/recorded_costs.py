@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from pathlib import Path
 
@@ -26,7 +27,9 @@ def record_costs(engine, path: Path = RECORDED, progress=None) -> CostProfile:
     """Measure the loaded pair as the Costs tab does, mark it recorded (today's date, the machine) and write it."""
     profile = pass_timing.measure_costs(engine, progress=progress)
     when = time.strftime("%Y-%m-%d", time.gmtime())
-    profile = dataclasses.replace(profile, recorded=f"{when} on {machine(engine.device)}",
+    busy = f", load average {os.getloadavg()[0]:.0f} (other work on the machine slows every pass)" \
+        if hasattr(os, "getloadavg") else ""  # a shared machine's times are several times an idle one's: said
+    profile = dataclasses.replace(profile, recorded=f"{when} on {machine(engine.device)}{busy}",
                                   source=f"the recording of {when}")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(dataclasses.asdict(profile), indent=1, allow_nan=False), encoding="utf-8")

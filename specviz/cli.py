@@ -18,10 +18,11 @@ from specviz.settings.bounds import (DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, RUN_BO
                                      widths_text)
 from specviz.settings.needs import NEEDS
 from specviz.view.cost_words import round_note, run_account
+from specviz.view.summary import free_drafter, spread_text
 from specviz.view.style import FATES, show
 from specviz.algorithm.theory import round_size_probs
-from specviz.record.stats import per_position, round_sizes, set_k
-from specviz.record.trace import ACCEPTED, DISCARDED, REJECTED, Round, Trace
+from specviz.record.stats import per_position, round_sizes, set_k, speedups
+from specviz.record.trace import ACCEPTED, DISCARDED, MAX_TURNS, PUBLISHED_TURNS, REJECTED, Round, Trace
 
 
 def mark(fate: str, text: str) -> str:
@@ -62,13 +63,29 @@ def summary_lines(trace: Trace) -> list[str]:
         lines.append(f"{account[0]}: {account[1]} ({account[2]})")
     b = trace.baseline
     if b is not None:
-        lines.append(f"target-only {b.tokens_per_s:.2f} tokens/s ({b.total_time_s:.2f} s) → speedup "
-                     f"{s.tokens_per_s / b.tokens_per_s:.2f}x" if b.tokens_per_s else "target-only: no tokens")
+        lines += speedup_lines(trace) if b.tokens_per_s else ["target-only: no tokens"]
         if trace.settings.get("temperature") == 0:
             same = b.output_token_ids == trace.output_token_ids
             lines.append("greedy output identical to target-only: yes" if same else
                          f"greedy output identical to target-only: NO ({trace.dtype} numerics: a multi-token "
                          "verify pass rounds differently from one-token steps; use --dtype float32 to compare exactly)")
+    return lines
+
+
+def speedup_lines(trace: Trace) -> list[str]:
+    """The speedups as the page prints them: median and range over the turns, the machine; none above its ceiling."""
+    b, both = trace.baseline, speedups(trace)
+    lines = [f"target-only {b.tokens_per_s:.2f} tokens/s ({b.total_time_s:.2f} s)"]
+    for sp, what in zip(both, ("speedup", "decode-speed speedup")):
+        if sp is None:
+            continue
+        lines.append(f"{what} {spread_text(sp)}".replace("×", "x") + (
+            f": NOT A RESULT, above the {sp.ceiling:.2f} tokens per target pass of the same rounds, which "
+            + ("a drafter that costs nothing cannot beat" if free_drafter(trace) else "no drafter should beat")
+            + ": timing noise; time it again" if sp.beyond else ""))
+    if b.repeats:
+        lines.append(f"timed on {b.repeats.machine}: {len(b.repeats.speculative)} turns (run, target alone), "
+                     f"after {b.repeats.warm_up} warm-up run(s) of each")
     return lines
 
 
@@ -129,7 +146,12 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="int4 / int8: a lighter draft with 4- or 8-bit weights (still exact); full: as loaded; "
                         "auto (default): on CPU whichever of the three this CPU runs fastest; with a drafter "
                         "that runs the draft model")
-    p.add_argument("--baseline", action="store_true", help="also run target-only and report the speedup")
+    p.add_argument("--baseline", action="store_true",
+                   help="also time the target alone and report the speedup: the run and the target alone timed in "
+                        "turns, after one warm-up run of each, the median and range of the turns' ratios")
+    p.add_argument("--repeats", type=int, default=PUBLISHED_TURNS, metavar="N",
+                   help=f"with --baseline: turns of the run and the target alone (default {PUBLISHED_TURNS}, as a "
+                        f"paper publishes a speedup: at least 5 each)")
     p.add_argument("--json", default=None, metavar="FILE", help="write the trace JSON here")
     p.add_argument("--quiet", action="store_true", help="no per-round table")
 
@@ -138,10 +160,13 @@ def run_command(a: argparse.Namespace) -> int:
     from specviz.engine import Engine
     from specviz.engine.heads import check_heads_trained
     from specviz.engine.pairs import DEFAULT_PRESET, PRESETS, load_pair
+    from specviz.engine.repeats import WARM_UP, timed_baseline
 
     settings = run_settings(a)
     if not a.prompt.strip():
         raise ValueError("prompt is empty")
+    if not 1 <= a.repeats <= MAX_TURNS:
+        raise ValueError(f"--repeats should be a whole number from 1 to {MAX_TURNS}, got {a.repeats}")
     if a.preset and a.preset not in PRESETS:
         raise ValueError(f"unknown preset {a.preset!r}; known: {', '.join(PRESETS)}")
     check_heads_trained(settings, a.target or PRESETS[a.preset or DEFAULT_PRESET].target)  # before a minute of loading
@@ -165,7 +190,8 @@ def run_command(a: argparse.Namespace) -> int:
         print(f"cost-aware K: {run.rule_note}")
     trace = run.trace()
     if a.baseline:
-        trace.baseline = engine.baseline(a.prompt, settings)
+        trace.baseline = timed_baseline(engine, a.prompt, settings, a.repeats, WARM_UP,
+                                        lambda line: print(line, file=sys.stderr, flush=True))
     print("\n" + trace.output_text + "\n")
     print("\n".join(summary_lines(trace)))
     if a.json:
@@ -240,6 +266,12 @@ def add_record_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--only", nargs="+", choices=list(EXAMPLES), default=None, metavar="NAME",
                    help=f"record only these (default: all of {', '.join(EXAMPLES)})")
     p.add_argument("--folder", default=None, help="write the files here (default: assets/examples/)")
+    p.add_argument("--repeats", type=int, default=PUBLISHED_TURNS, metavar="N",
+                   help=f"turns of each example's run and its target alone, after a warm-up run of each (default "
+                        f"{PUBLISHED_TURNS}; fewer than {PUBLISHED_TURNS} records a speedup the page does not publish)")
+    p.add_argument("--costs", action="store_true",
+                   help="also measure the pair's pass costs and write the recording the Costs tab draws first "
+                        "(assets/costs/packaged.json), in the same process")
 
 
 def record_command(a: argparse.Namespace) -> int:
@@ -251,16 +283,26 @@ def record_command(a: argparse.Namespace) -> int:
     from specviz.engine import Engine
     from specviz.engine.pairs import load_pair
 
+    if not 1 <= a.repeats <= MAX_TURNS:
+        raise ValueError(f"--repeats should be a whole number from 1 to {MAX_TURNS}, got {a.repeats}")
     engine = Engine.from_pair(load_pair(progress=_print_progress))
     engine.warm_up()
     print(f"{engine.draft_name} → {engine.target_name} · {engine.device} · {engine.dtype}", flush=True)
-    recorded = examples.record_examples(engine, a.only, Path(a.folder) if a.folder else None, _print_progress)
+    recorded = examples.record_examples(engine, a.only, Path(a.folder) if a.folder else None, _print_progress,
+                                        a.repeats)
     for r in recorded:
         print(recorded_line(r))
         if r.size > examples.MAX_EXAMPLE_BYTES:
             print(f"  WARNING: over {examples.MAX_EXAMPLE_BYTES // 1024} KiB; lower its max_new_tokens")
-        if not r.shows:
+        if not r.example.shows(r.trace):
             print(f"  WARNING: it does not show what its description says: {r.example.description}")
+        if not examples.speedup_is_a_result(r.trace):
+            print(f"  WARNING: its speedup is no result (fewer than {PUBLISHED_TURNS} turns, or above its tokens per "
+                  f"target pass: timing noise); record it again")
+    if a.costs:
+        from specviz.measure.recorded_costs import record_costs
+        profile = record_costs(engine, progress=_print_progress)
+        print(f"costs recorded {profile.recorded}: t(1) = {profile.target_s[0] * 1000:.0f} ms, c = {profile.c:.2f}")
     return 0 if all(r.shows for r in recorded) else 1
 
 
@@ -268,8 +310,8 @@ def recorded_line(r) -> str:
     """One recorded example in numbers: where, how big, what its rounds did."""
     from specviz.lecture.examples import rejections, shown
 
-    s, b = r.trace.summary, r.trace.baseline
-    speedup = f"speedup {s.tokens_per_s / b.tokens_per_s:.2f}x" if b.tokens_per_s else "baseline: no tokens"
+    s, both = r.trace.summary, speedups(r.trace)
+    speedup = f"speedup {spread_text(both[0])}".replace("×", "x") if both else "baseline: no tokens"
     return (f"{r.example.name:<9} {shown(r.path)}: {r.size / 1024:.0f} KiB · {s.n_rounds} rounds · {s.n_new_tokens} "
             f"tokens · acceptance {s.acceptance_rate:.2f} · {s.tokens_per_pass:.2f} tokens/pass · "
             f"{rejections(r.trace)} rejections · K {sorted({x.k for x in r.trace.rounds})} · {speedup}")

@@ -31,7 +31,10 @@ def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "acceptance rate" in r.stdout and "tokens per target pass" in r.stdout and "speedup" in r.stdout
     assert "greedy output identical to target-only: yes" in r.stdout
+    assert "runs each, interleaved)" in r.stdout and "timed on" in r.stdout  # the default: 5 turns, the machine named
+    assert "5 runs each, interleaved" in r.stdout or "NOT A RESULT" in r.stdout
     data = json.loads(path.read_text())
+    assert len(data["baseline"]["repeats"]["speculative"]) == 5 and data["baseline"]["repeats"]["warm_up"] == 1
     for key in ("settings", "rounds", "prompt_token_ids", "output_token_ids", "output_text"):
         assert key in data
     assert data["settings"]["k"] == 3 and len(data["output_token_ids"]) == 20
@@ -48,6 +51,7 @@ def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
     (["--drafter", "tree", "--adaptive"], "--adaptive applies only with a chain drafter that runs a model"),
     (["--drafter", "heads"], "No Medusa heads are trained for"),  # said before the models load
     (["--drafter", "heads-tree"], "train them once with `python -m specviz train-heads`"),
+    (["--baseline", "--repeats", "0"], "--repeats should be a whole number from 1 to 100, got 0"),
 ])
 def test_bad_input_is_one_line_and_nonzero(folders, args, word):
     base = ["run", "--prompt", "hi", "--draft", folders[0], "--target", folders[1], "--dtype", "float32"]
@@ -64,7 +68,10 @@ def test_tree_drafter_prints_its_rounds_and_records_its_trees(folders, tmp_path)
     assert r.returncode == 0, r.stderr
     assert "tree 3-2-1 ·" in r.stdout and "tree 3-2-1: " in r.stdout and "not examined)" in r.stdout
     assert "greedy output identical to target-only: yes" in r.stdout
+    assert "runs each, interleaved)" in r.stdout and "timed on" in r.stdout  # the default: 5 turns, the machine named
+    assert "5 runs each, interleaved" in r.stdout or "NOT A RESULT" in r.stdout
     data = json.loads(path.read_text())
+    assert len(data["baseline"]["repeats"]["speculative"]) == 5 and data["baseline"]["repeats"]["warm_up"] == 1
     assert data["settings"]["tree_widths"] == [3, 2, 1] and data["rounds"][1]["tree"]["widths"] == [3, 2, 1]
 
 

@@ -5,9 +5,12 @@ model-run group with Generate (one limit for all), is cached per pair for the pr
 
 from __future__ import annotations
 
+import html
+
 import gradio as gr
 
 from specviz.measure import cost_charts
+from specviz.measure.recorded_costs import recorded_costs
 from specviz.app.errors import message_of
 from specviz.lab.readouts import heading_html, warning_html
 from specviz.settings.bounds import MAX_K, Bound
@@ -22,8 +25,8 @@ EXPLAIN = (
     "full steps. A data-centre GPU has far more arithmetic per byte of memory bandwidth than a small CPU, so its "
     "curve typically stays flat to many more tokens: the numbers below are measured on the device that runs this "
     "page, and say which.")
-NO_GPU = ("No GPU projection has been run for this project yet (docs/benchmarks.md, “GPU projection”): the curves "
-          "here are this device's only.")
+NO_GPU = "No GPU projection has been run for this project yet: the curves here are of a CPU only."
+LIVE_TAKES = "A live measurement takes tens of seconds on a 2-core CPU."
 
 
 def measure_handler(get_engine: EngineLoader | None, cache: CostCache):
@@ -59,6 +62,18 @@ def _measure(get_engine: EngineLoader, preset: str, progress):
     raise RuntimeError("the measurement ended without a result")
 
 
+def first_status(recorded) -> str:
+    """What the tab says before a live measurement: the recording it draws (date, machine, dtype), or that none is
+    shipped."""
+    if recorded is None:
+        said = "No recorded measurement could be read: press “Measure the loaded pair”."
+    else:
+        said = (f"Drawn from a recorded measurement of {html.escape(recorded.target)} ({html.escape(recorded.dtype)}), "
+                f"made {html.escape(recorded.recorded)}: not this server's pair. “Measure the loaded pair” measures it "
+                f"live and replaces it.")
+    return f'<div style="font-size:18px">{said} {NO_GPU} {LIVE_TAKES}</div>'
+
+
 def show_costs(profile, alpha, k):
     """-> readout, ratio chart, batch chart for the measured profile at this α and K."""
     if profile is None:
@@ -88,14 +103,14 @@ def build_costs(preset, get_engine: EngineLoader | None, trace_state: gr.State |
         with gr.Column(min_width=260):
             measure = gr.Button("Measure the loaded pair", variant="primary", elem_id="cost-measure")
             again = gr.Checkbox(False, label="measure again", elem_id="cost-again")
-    # before a measurement the page can only say where the dated times are; after one, the status gives its own
-    status = gr.HTML(f'<div style="font-size:18px">{NO_GPU} A measurement takes tens of seconds on a 2-core CPU '
-                     '(dated times: docs/benchmarks.md, “Why it pays”).</div>',
-                     label="Measurement status", elem_id="cost-status")
-    readout = gr.HTML(label="Measured figures", elem_id="cost-readout-box")
-    ratio_plot = gr.Plot(None, label="Pass time against tokens per pass", show_label=False, elem_id="cost-ratio")
-    batch_plot = gr.Plot(None, label="Speedup against batch size", show_label=False, elem_id="cost-batch")
-    profile = gr.State(None)
+    # before a live measurement the tab draws the shipped recording, marked as one; after one, the status gives its own
+    recorded = recorded_costs()
+    first = show_costs(recorded, alpha.value, k.value)
+    status = gr.HTML(first_status(recorded), label="Measurement status", elem_id="cost-status")
+    readout = gr.HTML(first[0], label="Measured figures", elem_id="cost-readout-box")
+    ratio_plot = gr.Plot(first[1], label="Pass time against tokens per pass", show_label=False, elem_id="cost-ratio")
+    batch_plot = gr.Plot(first[2], label="Speedup against batch size", show_label=False, elem_id="cost-batch")
+    profile = gr.State(recorded)
 
     measure.click(measure_handler(get_engine, cache or CostCache()), [preset, again], [profile, status],
                   api_name="measure_costs", show_progress_on=[status], concurrency_id=MODEL_RUNS, concurrency_limit=1)

@@ -91,9 +91,11 @@ def generate_seconds(settings: RunSettings, speed: PairSpeed | None = None) -> i
     return ask(settings.max_new_tokens * per_token)
 
 
-def baseline_seconds(settings: RunSettings, speed: PairSpeed | None = None) -> int:
-    """Baseline's ask: the target alone, one step a token."""
-    return ask(settings.max_new_tokens * seconds_per_token(speed))
+def baseline_seconds(settings: RunSettings, speed: PairSpeed | None = None, turns: int = 1) -> int:
+    """Baseline's ask: `turns` turns of the target alone, one step a token, and of the run (engine/repeats.py)."""
+    alone = settings.max_new_tokens * seconds_per_token(speed)
+    run = settings.max_new_tokens * seconds_per_token(speed, settings.drafter, drafts_per_round(settings))
+    return ask(alone if turns == 1 else turns * (alone + run))
 
 
 def comparison_seconds(settings: RunSettings, runs: list[tuple[str, int | None, int]],

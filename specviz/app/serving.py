@@ -26,6 +26,7 @@ from specviz.app.room_routes import ROOMS, RoomHub, room_routes
 from specviz.lab import compare
 from specviz.measure import pass_timing
 from specviz.engine import Engine, RunSettings
+from specviz.engine.repeats import PAGE_TURNS, timed_baseline
 from specviz.settings.bounds import Progress
 from specviz.view.style import palette_css
 from specviz.record.trace import MAX_TRACE_BYTES
@@ -147,7 +148,7 @@ def _generate_duration(ref, prompt, settings, load=1, prompt_ids=None) -> int:
 
 
 def _baseline_duration(ref, prompt, settings) -> int:
-    return gpu_time.baseline_seconds(settings, _speed(ref))
+    return gpu_time.baseline_seconds(settings, _speed(ref), PAGE_TURNS)
 
 
 def _compare_duration(ref, prompt, settings, ks, layers=(0,), drafters=None) -> int:
@@ -168,7 +169,8 @@ def stream_traces(ref: EngineRef, prompt: str, settings: RunSettings, load: int 
 
 @gpu(duration=_baseline_duration)
 def run_baseline(ref: EngineRef, prompt: str, settings: RunSettings):
-    return ref.engine().baseline(prompt, settings)
+    """The target alone, timed in PAGE_TURNS turns with reruns of the run (engine/repeats.py)."""
+    return timed_baseline(ref.engine(), prompt, settings, PAGE_TURNS)
 
 
 @gpu(duration=_compare_duration)

@@ -7,6 +7,7 @@ loaded target must also carry that target's tokenizer's ids and texts (`check_to
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import tempfile
 import threading

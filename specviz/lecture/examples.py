@@ -4,8 +4,10 @@ once, while the first start still prepares the pair).
 
 `EXAMPLES` is the catalogue: what each one records (prompt and settings) and what it shows, in one sentence that
 `Example.shows` checks against the recorded trace, so a re-recording that no longer shows it is caught.
-`record_examples` records them (`python -m specviz record-examples`); `load_example` reads one back and raises
-`ExampleError`, naming the file and what is wrong, for a missing or corrupt file.
+`record_examples` records them (`python -m specviz record-examples`): each as the run and the target alone timed in
+turns (engine/repeats.py), the median turn kept with every turn's times, and none whose speedup is above its tokens
+per target pass (timing noise) passes as shown; `load_example` reads one back and raises `ExampleError`, naming the
+file and what is wrong, for a missing or corrupt file.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from typing import Callable
 
 from specviz.drafters import LOOKUP
 from specviz.engine import Engine, RunSettings
+from specviz.engine.repeats import timed_run
 from specviz.settings.bounds import COST_RULE, THRESHOLD_RULE, Progress
-from specviz.settings.prompts import CODE_ONLY_PROMPT, CODE_PROMPT, PARIS_MORE_PROMPT, REWRITE_PROMPT, STORY_PROMPT
-from specviz.record.trace import ACCEPTED, REJECTED, Trace
+from specviz.settings.prompts import (CODE_ONLY_PROMPT, CODE_PROMPT, PARIS_MORE_PROMPT, POOR_DRAFT_PROMPT,
+                                      REWRITE_PROMPT, STORY_PROMPT)
+from specviz.record.stats import speedups
+from specviz.record.trace import ACCEPTED, PUBLISHED_TURNS, REJECTED, Trace
 from specviz.record.load import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +86,12 @@ def _shows_rewrite(trace: Trace) -> bool:
     return clean_sweeps(trace) >= 5 and any(r.k == 0 for r in trace.rounds)
 
 
+def _cost_rounds(trace: Trace) -> list:
+    """The rounds the rule chose K for freely: after the first (the target's own prefill, which drafts nothing), and
+    not cut short by the run's end (whose K the tokens left bound)."""
+    return [r for r in trace.rounds[1:] if not r.stop]
+
+
 def _shows_adaptive(trace: Trace) -> bool:
     # Round 1 is the target's own prefill (it drafts nothing); the last round may be cut short by max_new_tokens.
     ks = [r.k for r in trace.rounds[1:-1]]
@@ -94,6 +105,23 @@ STOPS = {THRESHOLD_RULE: f"the draft stops once the product of its own probabili
                          f"falls below {ADAPTIVE.confidence:g}",
          COST_RULE: "the cost-aware rule drafts one more token only while its estimated chance of surviving pays for "
                     "what it costs on this machine"}
+
+
+def _shows_plain_rounds(trace: Trace) -> bool:
+    # most rounds after the first drafted nothing because the rule found no draft worth its cost (not a probe), and
+    # some drafted: the rule chose, round by round
+    later = _cost_rounds(trace)
+    plain = [r for r in later if r.k == 0 and r.cost is not None and r.cost.choices and not r.cost.choices[0].drafted]
+    return (trace.settings.get("stop_rule") == COST_RULE and len(plain) > len(later) / 2
+            and any(r.k for r in later))
+
+
+def speedup_is_a_result(trace: Trace) -> bool:
+    """Whether the recording's speedups are results: a baseline timed in at least PUBLISHED_TURNS turns, and no
+    median above the tokens per target pass of its rounds (that would be timing noise)."""
+    both = speedups(trace)
+    return (both is not None and trace.baseline.repeats is not None
+            and len(trace.baseline.repeats.speculative) >= PUBLISHED_TURNS and not any(sp and sp.beyond for sp in both))
 
 
 EXAMPLES = {e.name: e for e in [
@@ -121,6 +149,13 @@ EXAMPLES = {e.name: e for e in [
             f"Adaptive K (at most {ADAPTIVE.k}) on code: {STOPS[ADAPTIVE.stop_rule]}, so rounds draft different "
             f"numbers of tokens: all {ADAPTIVE.k} in some, fewer in others; each round's explanation says why.",
             CODE_ONLY_PROMPT, ADAPTIVE, _shows_adaptive),
+    Example("spices", "Drafts poorly, K = 0",
+            "Made-up spice names sampled at temperature 1 with adaptive K and the cost-aware rule: the small draft "
+            "guesses the target's invented words poorly, so in most rounds the rule finds that no draft would pay "
+            "for its cost and chooses K = 0, a plain target step (after 16 such rounds in a row it drafts one "
+            "anyway, to measure again); each round's weighing is on the page.",
+            POOR_DRAFT_PROMPT, RunSettings(k=8, temperature=1.0, seed=3, max_new_tokens=24, adaptive=True,
+                                           stop_rule=COST_RULE), _shows_plain_rounds),
 ]}
 FIRST = "code"  # the one the page opens while the models prepare
 
@@ -196,12 +231,15 @@ class Recorded:
 
     @property
     def shows(self) -> bool:
-        return self.example.shows(self.trace)
+        """What its description says, with speedups that are results (record_command says which failed)."""
+        return self.example.shows(self.trace) and speedup_is_a_result(self.trace)
 
 
-def record_example(engine: Engine, example: Example, folder: Path | None = None) -> Recorded:
-    """Run one example and its target-only baseline; write the trace as compact JSON (the files ship)."""
-    trace = engine.run(example.prompt, example.settings, baseline=True)
+def record_example(engine: Engine, example: Example, folder: Path | None = None, turns: int = PUBLISHED_TURNS,
+                   say=lambda line: None) -> Recorded:
+    """Run one example and the target alone in `turns` turns (after a warm-up run of each); write the median turn's
+    trace, its baseline and every turn's times as compact JSON (the files ship)."""
+    trace = timed_run(engine, example.prompt, example.settings, turns, say=say)
     text = trace.to_json()
     folder = folder or EXAMPLES_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -211,7 +249,7 @@ def record_example(engine: Engine, example: Example, folder: Path | None = None)
 
 
 def record_examples(engine: Engine, names: list[str] | None = None, folder: Path | None = None,
-                    progress: Progress | None = None) -> list[Recorded]:
+                    progress: Progress | None = None, turns: int = PUBLISHED_TURNS) -> list[Recorded]:
     """Record the named examples (all by default), in catalogue order."""
     unknown = [n for n in names or [] if n not in EXAMPLES]
     if unknown:
@@ -221,5 +259,7 @@ def record_examples(engine: Engine, names: list[str] | None = None, folder: Path
     for i, example in enumerate(chosen):
         if progress:
             progress(i / len(chosen), f"recording {example.name}")
-        done.append(record_example(engine, example, folder))
+        done.append(record_example(engine, example, folder, turns,
+                                   say=(lambda line: progress((i + 0.5) / len(chosen), line)) if progress else
+                                   (lambda line: None)))
     return done

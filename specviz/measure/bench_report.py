@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from specviz.engine.machine import cpu_flags
 from specviz.settings.bounds import MAX_K
 
 SAME_DRAFT_PEER = "transformers exactly K=4, specviz's draft"  # the like-for-like peer: same draft object, same K
@@ -89,16 +90,6 @@ def markdown_report(rows: list[Row], extra: dict, env: dict) -> str:
                   f"{t['untraced_tokens_per_s']:.2f} tok/s ({t['untraced_spread'][0]:.2f}–{t['untraced_spread'][1]:.2f})"
                   f" → {t['overhead'] * 100:.1f} %", ""]
     return "\n".join(lines)
-
-
-def cpu_flags() -> str:
-    """The CPU's flags that decide its speed here (each figure is named with them): AVX2, AVX-512 bf16, AMX."""
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return "unknown"
-    return ", ".join(f for f in ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
-                     if f in flags) or "none of avx2, avx512, amx"
 
 
 def rules_table(rows: list[Row]) -> list[str]:

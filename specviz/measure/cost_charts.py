@@ -44,7 +44,7 @@ def ratio_figure(p: CostProfile, font_size: int = FONT_SIZE) -> go.Figure:
     layout = dict(xaxis=dict(title=dict(text="tokens in one pass (n, or b sequences × 1)"), range=[0, most * 1.03],
                              gridcolor=GRID, zeroline=False), yaxis=dict(title=dict(text="pass time ÷ t(1)"), range=[0, top],
                                                          gridcolor=GRID, zeroline=False))
-    title = f"What a target pass costs, measured on {escape(p.device)} · {escape(p.dtype)} ({p.context}-token cache)"
+    title = f"What a target pass costs, {_measured(p)} · {escape(p.dtype)} ({p.context}-token cache)"
     return _figure(data, layout, title, font_size)
 
 
@@ -73,8 +73,14 @@ def batch_figure(p: CostProfile, alpha: float, k: int, font_size: int = FONT_SIZ
                              zeroline=False),
                   shapes=[dict(type="line", xref="paper", x0=0, x1=1, y0=1, y1=1,
                                line=dict(color=INK, width=1.5, dash="dash"))])
-    return _figure(data, layout, f"Predicted speedup against batch size ({escape(p.device)}, measured costs)",
-                   font_size)
+    return _figure(data, layout, f"Predicted speedup against batch size (costs {_measured(p)})", font_size)
+
+
+def _measured(p: CostProfile) -> str:
+    """'measured on cpu', or for a shipped recording 'recorded 2026-12-02 (cpu)': a recording is never passed off as
+    a measurement of the loaded pair."""
+    return f"recorded {escape(p.recorded.split(' ')[0])} ({escape(p.device)})" if p.recorded else \
+        f"measured on {escape(p.device)}"
 
 
 def _batches(p: CostProfile, alpha: float, k: int) -> str:
@@ -103,7 +109,10 @@ def readout(p: CostProfile, alpha: float, k: int) -> str:
     else:
         where = f"speculation stops paying at batch <b>{_batches(p, alpha, k)}</b> (predicted speedup below 1)"
     where += _how_sure(p)
-    return (f'<div id="cost-readout" style="font-size:20px;line-height:1.5">Measured on <b>{escape(p.device)}</b> '
+    where_measured = (f"A recording made {escape(p.recorded)} (shipped with the page, not a measurement of this "
+                      f"server's pair: “Measure the loaded pair” replaces it), on <b>{escape(p.device)}</b>"
+                      if p.recorded else f"Measured on <b>{escape(p.device)}</b>")
+    return (f'<div id="cost-readout" style="font-size:20px;line-height:1.5">{where_measured} '
             f"({escape(p.dtype)}, {escape(p.target)}, a {p.context}-token cache, in {p.seconds:.1f} s): one target "
             f"step t(1) = {p.target_s[0] * 1000:.0f} ms; verifying K = {k} drafts costs v = t({k + 1}) / t(1) = "
             f"<b>{p.v(k):.2f}</b> one-token steps; a draft step costs c = {p.c:.2f} of one. At batch 1 the "

@@ -31,6 +31,7 @@ class CostProfile:
     repeats: int = 1  # timings of each point; the medians above, their least and most in `spread`
     spread: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # "target_s", "target_batch_s",
     #                                   "draft_batch_s" -> (least, most) per point; empty: each point timed once
+    recorded: str = ""  # a shipped recording's date and machine, in words (measure/recorded_costs.py); empty: live
 
     def extreme(self, speculation_favoured: bool) -> "CostProfile":
         """This profile at the ends of its spread: every time at the end that favours speculation (the target's

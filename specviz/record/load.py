@@ -9,8 +9,8 @@ import math
 from collections import Counter
 
 from specviz.drafters import REGISTRY
-from specviz.record.trace import (ACCEPTED, BONUS, DISCARDED, FORMAT, MAX_ROUNDS, MAX_TOKEN_ID, MAX_TRACE_BYTES,
-                                  READABLE_VERSIONS, REJECTED, REPLACEMENT, Round, Trace)
+from specviz.record.trace import (ACCEPTED, BONUS, DISCARDED, FORMAT, MAX_TURNS, MAX_ROUNDS, MAX_TOKEN_ID,
+                                  MAX_TRACE_BYTES, READABLE_VERSIONS, REJECTED, REPLACEMENT, Round, Trace)
 from specviz.settings.bounds import DEPTH_BOUND, MAX_K, MAX_TREE_NODES, RUN_BOUNDS, STOP_RULES, THRESHOLD_RULE, \
     WIDTH_BOUND, short_repr
 
@@ -54,6 +54,7 @@ def check_trace(trace: Trace) -> None:
         raise ValueError(f"malformed trace: {len(trace.rounds)} rounds; the limit is {MAX_ROUNDS}")
     _check_settings(trace.settings)
     _check_pass_costs(trace)
+    _check_repeats(trace)
     for i, rnd in enumerate(trace.rounds):
         _check_round(rnd, i)
     token_texts(trace)  # raises on an id with two texts or out of range
@@ -98,6 +99,19 @@ def _check_pass_costs(trace: Trace) -> None:
                 0 <= c.survive <= 1 and c.cost >= 0 for c in d.choices) and len(d.choices) <= MAX_K):
             raise ValueError(f"malformed trace: rounds[{i}].cost should hold chances in 0..1, costs >= 0, a rate of "
                              f"at least 1, and come with the trace's pass_costs")
+
+
+def _check_repeats(trace: Trace) -> None:
+    """Turns of the run and the target alone: as many of each (a turn times both), each a run that made tokens in a
+    time above zero, its first token no later than its end."""
+    r = trace.baseline.repeats if trace.baseline else None
+    if r is None:
+        return
+    runs = [*r.speculative, *r.target]
+    if not (1 <= len(r.speculative) == len(r.target) <= MAX_TURNS and 0 <= r.warm_up <= MAX_TURNS and all(
+            t.tokens >= 1 and 0 < t.first_s <= t.total_s for t in runs) and r.machine.strip()):
+        raise ValueError(f"malformed trace: baseline.repeats should hold 1 to {MAX_TURNS} turns, as many runs of "
+                         f"each side, each with tokens and 0 < first_s <= total_s, and name its machine")
 
 
 def _check_round(rnd: Round, i: int) -> None:

@@ -4,6 +4,9 @@ one home of the numbers the engine saves in the summary and the page, the CLI, t
 - The run: `summarize` (the Summary a trace saves), `acceptance_rate`, tokens/s after round 1 beside the target
   alone's (`decode_speed`, `baseline_decode_speed`, `decode_speedup`), the target alone's step (`target_step_time`),
   the whole run's `speedup_over_baseline`.
+- Speedups as a paper publishes them (`speedups`): with the baseline's repeats, the median of the turns' ratios with
+  their range (`Spread`), each beside the most it could be, the tokens per target pass of the same rounds (a speedup
+  above it is timing noise or a fault, never a result).
 - The rounds after the first, whose target pass also encodes the prompt (`later_rounds`): `step_times` and
   `mean_drafts`, from which measure/measured.py reads the cost model's c and v.
 - Round sizes: `set_k`, the K a run was set to; `round_shares` of all rounds (the Lab's measured point), and
@@ -27,7 +30,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from specviz.record.trace import ACCEPTED, DISCARDED, Baseline, Round, Summary, Trace
+from specviz.record.trace import ACCEPTED, DISCARDED, Baseline, Repeats, Round, Summary, TimedRun, Trace
 
 
 # --- the run -----------------------------------------------------------------------------------------------------
@@ -87,19 +90,84 @@ def target_step_time(b: Baseline) -> float | None:
 
 
 def speedup_over_baseline(trace: Trace) -> float | None:
-    """The run's tokens/s over the target alone's (its baseline's), whole runs; None without a baseline, a summary or
-    tokens on either side."""
-    s, b = trace.summary, trace.baseline
-    return s.tokens_per_s / b.tokens_per_s if s and b and s.tokens_per_s > 0 and b.tokens_per_s > 0 else None
+    """The run's tokens/s over the target alone's (its baseline's), whole runs: the median over the baseline's
+    repeats where it has them, else this one run's; None without a baseline, a summary or tokens on either side."""
+    both = speedups(trace)
+    return both[0].value.median if both else None
 
 
 def decode_speedup(trace: Trace) -> float | None:
-    """Tokens/s after the first round over the baseline's after its first step; None without a baseline or a
-    summary, or where either side has no tokens after its first."""
-    if not (trace.baseline and trace.summary and trace.rounds):
+    """Tokens/s after the first round over the baseline's after its first step (the median over the repeats where
+    there are some); None without a baseline or a summary, or where either side has no tokens after its first."""
+    both = speedups(trace)
+    return both[1].value.median if both and both[1] else None
+
+
+# --- speedups as a paper publishes them ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Spread:
+    """Repeated measurements of one figure: their median, least and most. [1.2, 0.9, 1.1] -> 1.1 (0.9-1.2), 3 runs."""
+
+    median: float
+    low: float
+    high: float
+    runs: int
+
+
+def spread(values: list[float]) -> Spread:
+    return Spread(statistics.median(values), min(values), max(values), len(values))
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """A measured speedup beside the most it could be: the tokens per target pass of the same rounds. Each round
+    costs at least one target pass, and a pass over K + 1 tokens no less than a one-token step, so no run can beat
+    its tokens per pass; above it, the timing is noise (or a fault), never a result."""
+
+    value: Spread  # one value and runs = 1 where there are no repeats
+    ceiling: float  # tokens per target pass of the rounds the speedup times
+
+    @property
+    def beyond(self) -> bool:
+        return self.value.median > self.ceiling
+
+
+def run_speed(t: TimedRun) -> float:
+    return t.tokens / t.total_s
+
+
+def run_decode_speed(t: TimedRun) -> float | None:
+    """Tokens/s after the first token (round 1, the target's prefill, commits one since format version 3)."""
+    return (t.tokens - 1) / (t.total_s - t.first_s) if t.tokens > 1 and t.total_s > t.first_s else None
+
+
+def turn_speedups(r: Repeats) -> list[float]:
+    """Each turn's run over its target alone, whole runs: [2.0, 2.2, 1.9] for three turns."""
+    return [run_speed(s) / run_speed(t) for s, t in zip(r.speculative, r.target)]
+
+
+def turn_decode_speedups(r: Repeats) -> list[float]:
+    """Each turn's decode speed over its target alone's (turns where either side has one token only left out)."""
+    pairs = [(run_decode_speed(s), run_decode_speed(t)) for s, t in zip(r.speculative, r.target)]
+    return [s / t for s, t in pairs if s and t]
+
+
+def speedups(trace: Trace) -> tuple[Speedup, Speedup | None] | None:
+    """(the whole run's speedup, the decode speed's or None) with their ceilings: the median and range over the
+    baseline's repeats, or this one run's ratio where it has none; None without a baseline or a summary."""
+    s, b = trace.summary, trace.baseline
+    if not (s and b and trace.rounds and s.tokens_per_s > 0 and b.tokens_per_s > 0):
         return None
-    decode, b_decode = decode_speed(trace), baseline_decode_speed(trace.baseline)
-    return decode / b_decode if decode and b_decode else None
+    later = later_rounds(trace.rounds)
+    decode_ceiling = sum(r.tokens_this_pass for r in later) / len(later)
+    if b.repeats is not None:
+        whole, decode = turn_speedups(b.repeats), turn_decode_speedups(b.repeats)
+    else:
+        one = decode_speed(trace), baseline_decode_speed(b)
+        whole, decode = [s.tokens_per_s / b.tokens_per_s], [one[0] / one[1]] if all(one) else []
+    return (Speedup(spread(whole), s.tokens_per_pass),
+            Speedup(spread(decode), decode_ceiling) if decode and len(trace.rounds) > 1 else None)
 
 
 # --- the rounds after the first ----------------------------------------------------------------------------------

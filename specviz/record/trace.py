@@ -15,12 +15,13 @@ from specviz.record.strict_json import build
 from specviz.settings.defaults import as_recorded
 
 FORMAT = "specviz-trace"
-FORMAT_VERSION = 6  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
+FORMAT_VERSION = 7  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
 #                    (no drafts), and the draft reads the prompt in round 2 (before, round 1 drafted too);
 #                    4 added Round.drafter and Round.tree (the tree drafter's rounds), settings.tree_widths;
 #                    5 added DraftPosition.confidence (adaptive K's factors) and Trace.draft_memory;
-#                    6 added the cost-aware rule's record: Round.cost, Trace.pass_costs, Trace.rule_note
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)  # a version-1 file opens; what it did not record shows as "not recorded"
+#                    6 added the cost-aware rule's record: Round.cost, Trace.pass_costs, Trace.rule_note;
+#                    7 added Baseline.repeats (the run and the target alone timed in turns)
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)  # a version-1 file opens; what it did not record shows as "not recorded"
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
 MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); a step through that many is slow already
@@ -193,6 +194,32 @@ class Baseline:
     tokens_per_s: float
     step_times_s: list[float] = field(default_factory=list)  # each step's seconds (the first encodes the prompt);
     #                                                         empty: not recorded (format version 1)
+    repeats: Repeats | None = None  # the run and the target alone timed in turns; None: this one run of each only
+
+
+MAX_TURNS = 100  # turns a trace's repeats may hold: far above any page or CLI run (each turn reruns both sides)
+PUBLISHED_TURNS = 5  # the recorded examples' and the CLI's turns: at least five runs of each, as a paper publishes
+
+
+@dataclass
+class TimedRun:
+    """One whole run's wall clock, as the repeats record it (no rounds: only what a speedup is made of)."""
+
+    tokens: int  # new tokens
+    total_s: float
+    first_s: float  # to the first token: round 1, or the target alone's first step (each also encodes the prompt)
+
+
+@dataclass
+class Repeats:
+    """The speculative run and the target alone timed in turns (run, target, run, target, …) after untimed warm-up
+    runs of each, as a paper publishes a speedup: a slow minute on a shared machine slows both sides of a turn alike,
+    so each turn's ratio holds, and their median and range say how sure the speedup is (record/stats.py)."""
+
+    speculative: list[TimedRun]  # one per turn
+    target: list[TimedRun]  # one per turn, the same count
+    warm_up: int  # untimed runs of each before the first turn (the first passes pay for kernel selection, caches)
+    machine: str  # what ran them: the CPU's model, cores and flags, or the GPU, in words
 
 
 @dataclass

@@ -22,6 +22,8 @@ def count_vowels(text, include_y):
             count += 1
     return count
 """  # scalar arguments: the hinted signature is short, and the answer soon copies the body line by line
+POOR_DRAFT_PROMPT = "Invent eight names for imaginary spices, each with a one-line note on its taste."  # the cost-aware
+#                    example's: sampled made-up words, where the small draft guesses the large target's choices poorly
 EXAMPLE_PROMPTS = {"code": CODE_PROMPT, "fact": FACT_PROMPT, "story": STORY_PROMPT}  # the Rounds page's examples
 COMPARE_PROMPTS = {  # the Lab's: the answer to the first copies most of its prompt, to the second nothing
     "rewrite: the answer copies the prompt": REWRITE_PROMPT,

@@ -166,9 +166,18 @@ def timeline(trace: Trace, font_size: int = 15) -> go.Figure:
     data.append(dict(type="scatter", x=marks[0], y=[LANES[0]] * len(marks[0]), mode="markers", name="tokens committed",
                      marker=dict(symbol="line-ns", size=22, line=dict(width=2, color=INK)), text=marks[2],
                      hovertemplate="%{text} tokens at %{x:.2f} s<extra></extra>"))
-    note, alone_s = _baseline_lane(trace, data)
+    note, alone_s, alone_n = _baseline_lane(trace, data)
+    made = trace.summary.n_new_tokens
+    title = f"Where the time goes: {made} tokens in {starts:.2f} s of rounds ({made / starts:.1f} tok/s)" + note
     end = max(starts, alone_s)
-    title = (f"Where the time goes: {trace.summary.n_new_tokens} tokens in {starts:.2f} s of rounds" + note)
+    if alone_n and alone_n != made:  # two samples of different lengths: equal bars would hide the speedup
+        lane, n, seconds = (0, made, starts) if made < alone_n else (1, alone_n, alone_s)
+        more = max(made, alone_n) - n
+        data.append(_segments(([more * seconds / n], [seconds], [f"{more} more tokens at its rate: not measured"]),
+                              LANES[lane], "drawn on at its own rate (not measured)", "#d9d9d9", "."))
+        end = max(made, alone_n) * max(starts / made, alone_s / alone_n)
+        title += (f"<br>{LANES[lane]} drawn on to {n + more} tokens at its own rate ({more} × {seconds / n:.3f} s, "
+                  f"dotted): both lanes then make the same tokens, so their lengths compare as the speeds do")
     layout = dict(_frame(2 * 70, 2 * font_size + 40, font_size, 12), title=_title(title, font_size), barmode="overlay",
                   xaxis=dict(title=dict(text="seconds"), range=[0, end * 1.02], gridcolor=GRID, zeroline=False),
                   yaxis=dict(categoryorder="array", categoryarray=list(LANES), gridcolor=GRID))
@@ -183,11 +192,12 @@ def _segments(columns, lane: str, name: str, color: str, pattern: str) -> dict:
                 hovertemplate="%{text}<extra></extra>")
 
 
-def _baseline_lane(trace: Trace, data: list) -> tuple[str, float]:
-    """Append the target alone's lane (one segment per step) to data. -> the title's note on it, its seconds"""
+def _baseline_lane(trace: Trace, data: list) -> tuple[str, float, int]:
+    """Append the target alone's lane (one segment per step) to data. -> the title's note on it, its seconds, its
+    tokens"""
     b = trace.baseline
     if b is None:
-        return " · press Baseline to time the target alone beside it", 0.0
+        return " · press Baseline to time the target alone beside it", 0.0, 0
     steps, note = list(b.step_times_s), ""
     if not steps:  # a version-1 trace: its first step and total only
         n = len(b.output_token_ids)
@@ -196,4 +206,6 @@ def _baseline_lane(trace: Trace, data: list) -> tuple[str, float]:
     bases = [sum(steps[:i]) for i in range(len(steps))]
     data.append(_segments((steps, bases, [f"token {i + 1}: {s * 1000:.0f} ms" for i, s in enumerate(steps)]),
                           LANES[1], "target step", INK, ""))
-    return f" · the target alone: {len(steps)} tokens in {sum(steps):.2f} s{note}", sum(steps)
+    alone = sum(steps)
+    return (f" · the target alone: {len(steps)} tokens in {alone:.2f} s ({len(steps) / alone:.1f} tok/s){note}", alone,
+            len(steps))

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from html import escape
 
-from specviz.record.stats import baseline_decode_speed, decode_speed
+from specviz.drafters import EARLIER_TEXT, REGISTRY
+from specviz.record.stats import Speedup, baseline_decode_speed, decode_speed, run_speed, speedups, turn_speedups
 from specviz.record.trace import Trace
 from specviz.view.acceptance import acceptance_html
 from specviz.view.cost_words import run_account
@@ -26,14 +27,86 @@ def summary_html(trace: Trace) -> str:
               f"{s.n_new_tokens - s.n_rounds} target passes saved (new tokens − passes)"),
              ("speed", f"{s.tokens_per_s:.1f} tok/s", f"{s.n_new_tokens} tokens in {s.total_time_s:.2f} s")]
     items += _latency_items(trace) + _memory_items(trace) + [item for item in [run_account(trace)] if item]
-    b = trace.baseline
-    if b is not None and b.tokens_per_s > 0:
-        items.append(("vs target alone", f"{s.tokens_per_s / b.tokens_per_s:.2f}×",
+    both = speedups(trace)
+    if both is not None:
+        b = trace.baseline
+        items.append(("vs target alone", speedup_text(both[0]),
                       f"target-only decoding: {b.tokens_per_s:.1f} tok/s, {len(b.output_token_ids)} tokens "
                       f"in {b.total_time_s:.2f} s"))
     cells = "".join(f'<span class="sv-stat" title="{escape(why)}"><span class="sv-stat-name">{name}</span> '
                     f'<span class="sv-stat-value">{value}</span></span>' for name, value, why in items)
-    return f'<div class="sv-summary">{cells}</div>{acceptance_html(trace)}{baseline_report(trace)}'
+    return (f'<div class="sv-summary">{cells}</div>{speedup_notes(trace)}{acceptance_html(trace)}'
+            f'{baseline_report(trace)}')
+
+
+# --- speedups as a paper publishes them: median, range, runs, machine; none above the tokens per pass -----------
+
+def spread_text(sp: Speedup) -> str:
+    """'2.14× (1.98–2.30, 5 runs each, interleaved)'; one run: '2.14× (one run each)'."""
+    v = sp.value
+    if v.runs == 1:
+        return f"{v.median:.2f}× (one run each)"
+    return f"{v.median:.2f}× ({v.low:.2f}–{v.high:.2f}, {v.runs} runs each, interleaved)"
+
+
+NO_RESULT = "no result: above its ceiling, see below"
+
+
+def speedup_text(sp: Speedup) -> str:
+    """The speedup as a result, or, above its ceiling, no result (speedup_notes says why)."""
+    return NO_RESULT if sp.beyond else spread_text(sp)
+
+
+def free_drafter(trace: Trace) -> bool:
+    """Whether the run's drafter costs nothing to draft (it copies earlier text: prompt lookup)."""
+    spec = REGISTRY.get(trace.settings.get("drafter"))
+    return spec is not None and spec.source == EARLIER_TEXT
+
+
+def speedup_notes(trace: Trace) -> str:
+    """Said in the page, not in a tooltip: a speedup above the tokens per target pass of its rounds, and where the
+    timings come from (the machine, the turns, the one run shown)."""
+    both = speedups(trace)
+    if both is None:
+        return ""
+    notes = [_beyond_note(sp, what, trace) for sp, what in zip(both, ("whole run", "decode speed")) if sp and sp.beyond]
+    notes.append(_timing_note(trace))
+    return "".join(f'<div class="sv-baseline sv-muted">{note}</div>' for note in notes)
+
+
+def _beyond_note(sp: Speedup, what: str, trace: Trace) -> str:
+    why = ("impossible for a drafter that costs nothing, as this one (it copies earlier text): each round still costs "
+           "at least one target pass, and the target alone makes one token a pass" if free_drafter(trace) else
+           "suspicious for any drafter: each round costs at least one target pass, and the target alone makes one "
+           "token a pass")
+    return (f"⚠ The {what}'s measured ratio, {spread_text(sp)}, is above the {sp.ceiling:.2f} tokens per target pass "
+            f"of the same rounds: {why}. So it is timing noise (the machine was slower while one side ran), not a "
+            f"speedup, and is not shown as one; press <b>Baseline</b> to time it again.")
+
+
+def _timing_note(trace: Trace) -> str:
+    b = trace.baseline
+    r = b.repeats
+    if r is None:
+        return ("Timed once each, not in turns: one run's ratio, with no spread to say how much of it is noise; "
+                "press <b>Baseline</b> to time the run and the target alone in turns.")
+    turns = ", ".join(f"{x:.2f}" for x in turn_speedups(r))
+    shown = b.tokens_per_s
+    warm = f"after {r.warm_up} untimed run{'s' * (r.warm_up != 1)} of each" if r.warm_up else "with no warm-up run"
+    return (f"Timed on {escape(r.machine)}: {len(r.speculative)} turns of this prompt and settings (the speculative "
+            f"run, then the target alone), {warm}; each turn's ratio of tokens/s: {turns}. The median and range "
+            f"above are of these ratios; on a shared machine the range is wide, and that is the honest figure. The "
+            f"target alone shown is the median turn's ({shown:.1f} tok/s; "
+            f"{', '.join(f'{run_speed(t):.1f}' for t in r.target)} in the turns), {_run_shown(trace)}.")
+
+
+def _run_shown(trace: Trace) -> str:
+    """Whether the rounds on view are a turn's (a recording's median turn) or a run timed apart (Baseline after a
+    Generate)."""
+    s, r = trace.summary, trace.baseline.repeats
+    if any(t.total_s == s.total_time_s and t.tokens == s.n_new_tokens for t in r.speculative):
+        return "and so is the run shown"
+    return f"while the run shown was timed apart, before the turns ({s.tokens_per_s:.1f} tok/s)"
 
 
 def _latency_items(trace: Trace) -> list[tuple[str, str, str]]:
@@ -55,10 +128,20 @@ def _latency_items(trace: Trace) -> list[tuple[str, str, str]]:
         elif s.first_token_time_s > 0:
             ttft += f" vs {_duration(b.first_token_time_s)} ({b.first_token_time_s / s.first_token_time_s:.2f}×)"
         if decode and b_decode:
-            speed += f" vs {b_decode:.1f} ({decode / b_decode:.2f}×)"
+            speed += f" vs {b_decode:.1f} ({_decode_ratio(trace, decode / b_decode)})"
     return [("time to first token", ttft, why),
             ("decode speed", speed, "tokens/s after the first round (after the first token for the target alone): "
              "throughput, apart from the prompt's encoding")]
+
+
+def _decode_ratio(trace: Trace, shown: float) -> str:
+    """This run's decode-speed ratio (no result above its ceiling), and with repeats the turns' median and range."""
+    sp = speedups(trace)[1]
+    if sp is None:
+        return f"{shown:.2f}×"
+    if sp.beyond:
+        return NO_RESULT
+    return f"{shown:.2f}×" if sp.value.runs == 1 else f"{shown:.2f}× here; over the turns {spread_text(sp)}"
 
 
 def _memory_items(trace: Trace) -> list[tuple[str, str, str]]:

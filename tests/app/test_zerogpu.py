@@ -39,6 +39,7 @@ from spaces.zero import client as real_client
 
 from specviz.app import gpu_time
 from specviz.engine import Engine, RunSettings
+from specviz.engine.repeats import PAGE_TURNS
 from specviz.lab import compare
 from specviz.measure import pass_timing
 from specviz.app import errors
@@ -302,7 +303,10 @@ def test_streaming_generate_and_baseline_cross_as_plain_data(zero, loader):
     assert timed[out.trace].baseline.output_token_ids == trace.output_token_ids  # greedy: the same tokens
     assert [name for name, _ in zero.spaces.calls] == ["stream_traces", "run_baseline"]
     asked = gpu_time.generate_seconds(RunSettings(max_new_tokens=12))
-    assert [seconds for _, seconds in zero.spaces.calls] == [asked, asked]  # unmeasured: the baseline asks as much
+    turns = gpu_time.baseline_seconds(RunSettings(max_new_tokens=12), None, PAGE_TURNS)
+    assert turns == round(20 + PAGE_TURNS * 2 * 12 * 0.12)  # unmeasured: each turn reruns the run and the target alone
+    assert [seconds for _, seconds in zero.spaces.calls] == [asked, turns]
+    assert len(timed[out.trace].baseline.repeats.target) == PAGE_TURNS
 
 
 def test_the_labs_comparison_crosses_as_plain_data(zero, loader):

@@ -37,12 +37,49 @@ def test_each_example_loads_and_shows_what_it_says(name):
     assert len(trace.rounds) >= 2 and example.shows(trace), example.description
 
 
+# Recorded before issue 33's interleaved turns, and not yet again (the shared machine was too busy to record all six
+# by the session's end): `python -m specviz record-examples --only <these> --costs` re-records them, after which
+# each of these tests passes unexpectedly and fails (strict), so the name leaves this set.
+AWAITING_TURNS = {"code", "paris", "story", "rewrite", "adaptive"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(
+    name in AWAITING_TURNS, reason="recorded before interleaved turns", strict=True)) for name in EXAMPLES])
+def test_each_examples_speedup_is_published_as_a_paper_would(name):
+    """At least 5 interleaved turns of the run and the target alone, the machine named, and no median above the tokens
+    per target pass of its rounds (the rewrite example once printed 2.70x beside 2.56 tokens per pass)."""
+    trace = load_example(name)
+    assert examples.speedup_is_a_result(trace) and "cores" in trace.baseline.repeats.machine
+
+
 def test_the_claims_can_fail():
     """Each example's check is not true of every trace: the greedy code run does not show the story's rejections,
-    nor the adaptive run's changing K, and the story does not accept " Paris"."""
+    nor the adaptive run's changing K, nor the cost-aware rule's plain rounds, and the story does not accept
+    " Paris"; the adaptive run does not choose K = 0 in most rounds."""
     code, story = load_example("code"), load_example("story")
     assert not EXAMPLES["story"].shows(code) and not EXAMPLES["adaptive"].shows(code)
     assert not EXAMPLES["paris"].shows(story) and not EXAMPLES["code"].shows(story)
+    assert not EXAMPLES["spices"].shows(code) and not EXAMPLES["spices"].shows(load_example("adaptive"))
+
+
+def test_a_speedup_above_its_ceiling_or_from_few_turns_is_no_result():
+    import dataclasses
+
+    from specviz.record.trace import Repeats, TimedRun
+
+    trace = load_example("code")
+    tokens = trace.summary.n_new_tokens
+
+    def turns(n, ratio):  # n turns whose run is `ratio` times as fast as the target alone
+        return Repeats([TimedRun(tokens, 1.0, 0.1)] * n, [TimedRun(tokens, ratio, 0.1)] * n, 1, "a test CPU, 2 cores")
+
+    def with_turns(repeats):
+        return dataclasses.replace(trace, baseline=dataclasses.replace(trace.baseline, repeats=repeats))
+
+    assert examples.speedup_is_a_result(with_turns(turns(5, 1.5)))
+    assert not examples.speedup_is_a_result(with_turns(turns(4, 1.5)))  # fewer than 5 turns
+    assert not examples.speedup_is_a_result(with_turns(turns(5, trace.summary.tokens_per_pass + 0.5)))
+    assert not examples.speedup_is_a_result(with_turns(None))  # one run each
 
 
 
@@ -161,9 +198,13 @@ def test_the_command_records_into_a_folder(tmp_path, tiny_pair, tokenizer, monke
     out = capsys.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["code.json", "paris.json"]
     assert "KiB" in out and "rounds" in out and "speedup" in out
-    shows = [EXAMPLES[name].shows(load_example(name, tmp_path)) for name in ("code", "paris")]
-    assert status == (0 if all(shows) else 1)  # random weights rarely show what the real pair does
+    traces = [load_example(name, tmp_path) for name in ("code", "paris")]
+    shows = [EXAMPLES[name].shows(t) for name, t in zip(("code", "paris"), traces)]
+    results = [examples.speedup_is_a_result(t) for t in traces]
+    assert all(len(t.baseline.repeats.target) == 5 for t in traces)  # the default: 5 interleaved turns
+    assert status == (0 if all(shows) and all(results) else 1)  # random weights rarely show what the real pair does
     assert ("WARNING: it does not show what its description says" in out) == (not all(shows))
+    assert ("WARNING: its speedup is no result" in out) == (not all(results))
     with pytest.raises(SystemExit):  # argparse: an unknown example name is a usage error
         cli.main(["record-examples", "--only", "nope"])
 

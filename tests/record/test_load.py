@@ -14,8 +14,8 @@ import pytest
 from specviz.drafters import REGISTRY
 from specviz.record.load import load_trace, token_texts
 from specviz.record.trace import (ACCEPTED, BONUS, DISCARDED, FORMAT_VERSION, MAX_TRACE_BYTES, READABLE_VERSIONS,
-                                  REJECTED, CostDecision, DraftChoice, DraftPosition, PassCosts, Round, TokenProb,
-                                  Trace, TreeRecord)
+                                  REJECTED, CostDecision, DraftChoice, DraftPosition, PassCosts, Repeats, Round,
+                                  TimedRun, TokenProb, Trace, TreeRecord)
 from tests.helpers import FIXTURE, ROOT, make_trace
 
 EXAMPLES = sorted((ROOT / "assets" / "examples").glob("*.json"))
@@ -48,6 +48,13 @@ def cost_trace() -> Trace:
     trace.pass_costs = PassCosts(c=0.1, v=[1.0, 1.05], load=1, source="hand-made")
     trace.rounds[1].cost = CostDecision(rate=1.5, choices=[DraftChoice(0.8, 0.15, True)], expected_tokens=1.8,
                                         expected_cost=1.15)
+    return trace
+
+
+def repeats_trace() -> Trace:
+    """The hand-made trace with its baseline timed in three turns against reruns of the run."""
+    trace = make_trace()
+    trace.baseline.repeats = Repeats([TimedRun(7, 0.5, 0.3)] * 3, [TimedRun(7, 1.0, 0.05)] * 3, 1, "a test CPU")
     return trace
 
 
@@ -226,6 +233,28 @@ COSTS = {
     "a-negative-cost": (spoil("rounds.1.cost.choices.0.cost", -0.1, cost_trace()), WEIGHING),
 }
 
+def no_turns() -> dict:
+    obj = data(repeats_trace())
+    obj["baseline"]["repeats"]["speculative"] = obj["baseline"]["repeats"]["target"] = []
+    return obj
+
+
+# The repeats: as many turns of each side, each a run with tokens and times, and the machine named.
+TURNS = "baseline.repeats should hold 1 to 100 turns, as many runs of each side, each with tokens and 0 < first_s <= " \
+        "total_s, and name its machine"
+REPEATS = {
+    "a-turn-missing": (spoil("baseline.repeats.target", [{"tokens": 7, "total_s": 1.0, "first_s": 0.05}] * 2,
+                             repeats_trace()), TURNS),
+    "no-turns": (no_turns(), TURNS),
+    "no-tokens": (spoil("baseline.repeats.speculative.0.tokens", 0, repeats_trace()), TURNS),
+    "zero-time": (spoil("baseline.repeats.target.1.first_s", 0, repeats_trace()), TURNS),
+    "first-after-the-end": (spoil("baseline.repeats.target.1.first_s", 2.0, repeats_trace()), TURNS),
+    "no-machine": (spoil("baseline.repeats.machine", " ", repeats_trace()), TURNS),
+    "negative-warm-up": (spoil("baseline.repeats.warm_up", -1, repeats_trace()), TURNS),
+    "tokens-as-fraction": (spoil("baseline.repeats.target.0.tokens", 7.5, repeats_trace()),
+                           "trace.baseline.repeats.target[0].tokens should be int, got float"),
+}
+
 # A tree round: the shape its widths give, fates along one path from the root.
 FOLLOW = ("the nodes' fates (and test_p) should follow the path: each node on it accepted, its tested siblings "
           "rejected, the rest discarded (untested: test_p null)")
@@ -263,11 +292,11 @@ TREE = {
 
 
 # Each row above: the type or value a run could not have written, by its path, after "malformed trace: ".
-MALFORMED = {**WRONG_TYPES, **IMPOSSIBLE, **COSTS, **TREE}
+MALFORMED = {**WRONG_TYPES, **IMPOSSIBLE, **COSTS, **REPEATS, **TREE}
 
 
 def test_every_malformed_row_has_a_name_of_its_own():
-    assert len(MALFORMED) == len(WRONG_TYPES) + len(IMPOSSIBLE) + len(COSTS) + len(TREE)
+    assert len(MALFORMED) == len(WRONG_TYPES) + len(IMPOSSIBLE) + len(COSTS) + len(REPEATS) + len(TREE)
 
 
 @pytest.mark.parametrize("name", list(MALFORMED))
@@ -278,7 +307,7 @@ def test_a_malformed_trace_is_refused_naming_its_first_problem(name):
 
 # --- files it must open ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("make", [make_trace, tree_trace, cost_trace])
+@pytest.mark.parametrize("make", [make_trace, tree_trace, cost_trace, repeats_trace])
 def test_the_traces_the_rows_above_spoil_open_as_they_were_written(make):
     """The control for every bad row: unspoiled, each opens, from bytes, text or its JSON object alike."""
     trace = make()
@@ -291,7 +320,7 @@ def test_a_probability_a_float32_sum_pushed_just_past_1_opens():
 
 
 def test_the_examples_are_all_here():
-    assert [path.stem for path in EXAMPLES] == ["adaptive", "code", "paris", "rewrite", "story"]
+    assert [path.stem for path in EXAMPLES] == ["adaptive", "code", "paris", "rewrite", "spices", "story"]
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda path: path.stem)

@@ -1,0 +1,64 @@
+"""measure/recorded_costs.py and the Costs tab before a live measurement: the shipped recording of the packaged
+pair is drawn, marked as recorded (its date, machine and dtype), and the tab's text names no repository path."""
+
+import dataclasses
+import json
+import re
+
+import pytest
+
+from specviz.measure import cost_charts, pass_timing, recorded_costs
+
+PATHS = re.compile(r"docs/|assets/|specviz/|tests/|tools/|\.md\b|\.json\b|\.py\b")  # what a repository path looks like
+
+
+@pytest.fixture
+def small_grid(monkeypatch):
+    real = pass_timing.measure_costs  # the tiny pair on a small grid: seconds
+    monkeypatch.setattr(pass_timing, "measure_costs", lambda engine, progress=None: real(
+        engine, context=16, tokens=(1, 2, 3, 5, 8), batches=(1, 2), repeats=2, progress=progress))
+
+
+def test_a_recording_is_written_marked_and_read_back(engine, small_grid, tmp_path):
+    path = tmp_path / "costs" / "packaged.json"
+    written = recorded_costs.record_costs(engine, path)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d on .+ cores .+", written.recorded) and "the recording of" in written.source
+    back = recorded_costs.recorded_costs(path)
+    assert back is not None and json.loads(json.dumps(dataclasses.asdict(back))) == json.loads(path.read_text())
+    assert back.target_s == written.target_s and back.extreme(True).target_s  # its spread reads as a live one's
+    said = cost_charts.readout(back, 0.8, 4)
+    assert f"A recording made {written.recorded}" in said and "Measured on" not in said
+    assert f"recorded {written.recorded.split(' ')[0]} (cpu)" in cost_charts.ratio_figure(back).layout.title.text
+
+
+@pytest.mark.parametrize("spoil", [
+    lambda obj: obj.update(target_s="fast"),  # a wrong type
+    lambda obj: obj.update(recorded=""),  # a live measurement is not a recording
+    lambda obj: obj.update(target_s=[0.0] * len(obj["target_s"])),  # a time of zero
+    lambda obj: obj.pop("tokens"),  # a field missing
+])
+def test_a_spoilt_recording_is_not_drawn(engine, small_grid, tmp_path, spoil):
+    path = tmp_path / "packaged.json"
+    recorded_costs.record_costs(engine, path)
+    obj = json.loads(path.read_text())
+    spoil(obj)
+    path.write_text(json.dumps(obj))
+    assert recorded_costs.recorded_costs(path) is None
+    assert recorded_costs.recorded_costs(tmp_path / "missing.json") is None
+    path.write_text("{" * 10)
+    assert recorded_costs.recorded_costs(path) is None
+
+
+def test_the_shipped_recording_is_the_packaged_pairs_and_is_drawn_first():
+    pytest.importorskip("gradio")
+    from specviz.app import costs_tab
+
+    shipped = recorded_costs.recorded_costs()
+    assert shipped is not None and shipped.target == "Qwen2.5-Coder-1.5B-Instruct" and shipped.repeats >= 3
+    assert recorded_costs.RECORDED.stat().st_size <= recorded_costs.MAX_BYTES
+    status = costs_tab.first_status(shipped)
+    assert f"made {shipped.recorded}" in status and shipped.dtype in status and "avx" in shipped.recorded
+    readout, ratio, batch = costs_tab.show_costs(shipped, 0.8, 4)
+    assert "A recording made" in readout and ratio.data and batch.data
+    for text in (status, costs_tab.EXPLAIN, costs_tab.NO_GPU, costs_tab.first_status(None), readout):
+        assert not PATHS.search(text), text

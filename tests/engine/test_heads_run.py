@@ -18,6 +18,7 @@ from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
 from specviz.drafters import HEADS, HEADS_TREE
 from specviz.engine import Engine, RunSettings, chain, tree_run
 from specviz.engine.decoding import forward, forward_states
+from specviz.settings.bounds import COST_RULE, THRESHOLD_RULE
 from tests.helpers import _test_against_unchanged_p, tiny_heads
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models run on one thread
@@ -44,7 +45,8 @@ def test_the_verify_pass_gives_its_hidden_states_and_the_same_logits(tiny_pair):
         assert torch.allclose(target.lm_head(reference), want, atol=1e-5)  # what the LM head reads: after the norm
 
 
-@pytest.mark.parametrize("settings", [dict(k=3), dict(k=2), dict(k=1), dict(k=3, adaptive=True),
+@pytest.mark.parametrize("settings", [dict(k=3), dict(k=2), dict(k=1),
+                                      dict(k=3, adaptive=True, stop_rule=THRESHOLD_RULE),
                                       dict(drafter=HEADS_TREE.key), dict(drafter=HEADS_TREE.key, tree_widths=(2, 2)),
                                       dict(drafter=HEADS_TREE.key, tree_widths=(4, 1, 1))])
 def test_greedy_heads_equal_the_target_alone_in_float32(heads_engine, settings):
@@ -53,6 +55,12 @@ def test_greedy_heads_equal_the_target_alone_in_float32(heads_engine, settings):
     assert trace.dtype == "float32" and trace.output_token_ids == trace.baseline.output_token_ids
     assert trace.summary.n_accepted > 0  # the heads' guesses were used
     assert trace.draft_model == "3 Medusa heads on tiny-target's own hidden state"
+
+
+def test_the_cost_aware_rule_is_refused_beside_heads_which_run_no_draft_pass():
+    with pytest.raises(ValueError, match="Medusa heads run none: with adaptive K they stop by the confidence"):
+        RunSettings(drafter=HEADS.key, adaptive=True, stop_rule=COST_RULE)
+    assert RunSettings(drafter=HEADS.key, adaptive=True, stop_rule=THRESHOLD_RULE).adaptive
 
 
 def test_a_chain_of_heads_drafts_at_most_one_token_a_head(heads_engine):

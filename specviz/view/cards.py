@@ -4,7 +4,7 @@ bonus after a clean sweep).
 
 HTML, not plotly: a card is a few hundred bytes that the browser lays out at once, so the page keeps every round
 rendered and steps between them without a server call (see stage.py), and the cards reflow to fit a projector.
-Each element that tells what verification decided carries `data-step`, the quiz step that reveals it (quiz.py).
+Each element that tells what verification decided carries `data-step`, the quiz step that reveals it (reveal.py).
 Pure functions of a Round (no gradio, no models); token text is escaped by page_text.token_html.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from html import escape
 
-from specviz.view.quiz import reveal_steps, step_of_draft
+from specviz.view.reveal import reveal_steps, step_of_draft
 from specviz.view.page_text import next_text, quoted, token_html
 from specviz.view.style import FATES, num, verdict_text
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, TokenProb

@@ -15,7 +15,7 @@ from html import escape
 from specviz.drafters import recorded
 from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, widths_text
 from specviz.view.cost_words import round_note, speculation_off
-from specviz.view.quiz import reveal_steps, step_of_draft
+from specviz.view.reveal import reveal_steps, step_of_draft
 from specviz.view.style import CONTROLS, FATES, VISIBLE, num, show, verdict_numbers, verdict_text
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, DraftPosition, Round, Trace
 

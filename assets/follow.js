@@ -1,4 +1,4 @@
-// A follower's page in a room (specviz/app/room_routes.py serves it after keys.js, whose svShow / svRefresh draw
+// A follower's page in a room (specviz/app/room_routes.py serves it after the stage's js, whose svShow / svRefresh draw
 // the stage). The room's state arrives as server-sent events: the round on the lecturer's screen, its reveal
 // steps, quiz mode, and the class's panel. While following, the stage shows what the lecturer shows; ← → step on
 // one's own, F (or Follow) follows again. An answer goes to the server, which keeps one per follower per round;
@@ -44,7 +44,7 @@
     for (const sec of document.querySelectorAll("#stage .sv-round")) {
       const open = state.quiz && sec.dataset.round === String(state.round) && state.step === 0 &&
         answers[sec.dataset.round] === undefined;
-      for (const b of sec.querySelectorAll(".sv-guess")) b.disabled = !open;  // after keys.js's rule (svRefresh)
+      for (const b of sec.querySelectorAll(".sv-guess")) b.disabled = !open;  // after quiz.js's rule (svRefresh)
     }
     const shown = Number(document.querySelector("#stage .sv-stage")?.dataset.current || 1);
     const where = following ? `Following: round ${state.round} of ${state.rounds}` :

@@ -1,8 +1,8 @@
 // The lecturer's side of a room, on the main page (specviz/app/room_panel.py). Once "Open a room" (or a lecturer
-// link) puts a hidden .sv-lead element on the page, this page leads the room: every change keys.js reports
+// link) puts a hidden .sv-lead element on the page, this page leads the room: every change stepping.js reports
 // (round, reveal, quiz mode) is sent to /room/<id>/drive with the lecturer's key, and the room's stream draws the
 // class's panel under the QR code. Opening another trace on the page stops leading (the room keeps its own).
-() => {
+(() => {
   let lead = null;  // { room, key, base, events, print }
 
   const stageText = () => {
@@ -76,4 +76,4 @@
       window.prompt("Your lecturer link (keep it private):", link);  // no clipboard (a plain-http address)
     }
   });
-};
+})();

@@ -1,7 +1,7 @@
 """Rooms on the web: a follower's page, its stream of the room's state, its answers, and the lecturer's steering, as
 a few routes on Gradio's own FastAPI app (`launch(app_kwargs={"routes": room_routes(hub)})`, in serving.py).
 
-    GET  /room/{room}          a follower's page: the trace's stage, sent once, with keys.js and follow.js
+    GET  /room/{room}          a follower's page: the trace's stage, sent once, with the stage's scripts and follow.js
     GET  /room?code=ABC234     a short code typed in: to its room's page (guessing is rate-limited)
     POST /room/{room}/join     {"follower": the id this browser had, or null} -> {"follower", "answers"}
     GET  /room/{room}/events   server-sent events: the room's state on every change, the class's panel included
@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from specviz.app.assets import script, text
+from specviz.app.assets import FOLLOWER_SCRIPTS, scripts, text
 from specviz.lecture.rooms import RoomError, RoomStore
 from specviz.record.load import load_trace
 from specviz.view.room import class_panel
@@ -125,7 +125,7 @@ ROOMS = RoomHub()  # the server's rooms: the page (build_demo) and the routes (s
 @lru_cache(maxsize=1)
 def _page_assets() -> tuple[str, str]:
     css = palette_css() + text("style.css") + text("room.css")
-    js = f"({script('keys.js')})();\n{text('follow.js')}"
+    js = scripts(FOLLOWER_SCRIPTS)
     return css, js
 
 

@@ -1,6 +1,6 @@
 """The quiz's state: each round's answer and reveal steps, checked against the trace, and read from a lecture pack.
 
-The page keeps the state in the browser (assets/stage/quiz.js); a lecture pack (record/lecture_pack.py) carries it
+The page keeps the state in the browser (assets/quiz.js); a lecture pack (record/lecture_pack.py) carries it
 beside the trace in one file. How a round is revealed, step by step, is view/reveal.py. Pure functions: no gradio,
 no models.
 """

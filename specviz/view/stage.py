@@ -3,8 +3,8 @@
 Each round is a `<section class="sv-round">` holding what a student must see for it: the token strip, a card per
 draft position (q and p bars, the verdict), the last token's card (residual or bonus), the KV caches, and the
 explanation (with its one-line form, words.py, which only the presenter view shows). The browser steps between
-sections itself (assets/keys.js), so ← → redraw a round without a server call, and the quiz (reveal.py, quiz.py) hides and
-reveals the elements marked with `data-step` inside a section.
+sections itself (assets/stepping.js), so ← → redraw a round without a server call, and the quiz (reveal.py,
+quiz.py; assets/quiz.js) hides and reveals the elements marked with `data-step` inside a section.
 
 Pure functions of a trace (no gradio, no models).
 """

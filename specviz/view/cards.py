@@ -14,7 +14,7 @@ from html import escape
 
 from specviz.view.reveal import reveal_steps, step_of_draft
 from specviz.view.page_text import next_text, quoted, token_html
-from specviz.view.style import FATES, num, verdict_text
+from specviz.view.style import FATES, num, verdict_parts
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, TokenProb
 
 TOP_TOKENS = 4  # candidate tokens per card: the drafted one and its strongest rivals
@@ -68,11 +68,15 @@ def position_card(rnd: Round, i: int, greedy: bool) -> str:
             f'<span class="sv-verdict" data-step="{step}"><span class="sv-dec-icon">{s.icon}</span> '
             f'<span class="sv-dec-fate">{s.label}</span></span></div>'
             f'{_rows(tokens, d.token_id, "▶", ("q", "p"))}'
-            f'<div class="sv-dec-why sv-verdict" data-step="{step}">{escape(_why(d, greedy))}</div></div>')
+            f'<div class="sv-dec-why sv-verdict" data-step="{step}">{_why(d, greedy)}</div></div>')
 
 
 def _why(d: DraftPosition, greedy: bool) -> str:
-    return verdict_text(d, greedy) if d.fate != DISCARDED else "not examined: an earlier draft was rejected"
+    """The verdict written out, its working in spans that a narrow card hides (style.verdict_parts)."""
+    parts = (verdict_parts(d, greedy) if d.fate != DISCARDED else
+             [("", "not examined"), ("more", ": an earlier draft was rejected")])
+    return "".join(f'<span class="sv-why-{role}">{escape(text)}</span>' if role else escape(text)
+                   for role, text in parts)
 
 
 def last_token_card(rnd: Round) -> str:

@@ -1,4 +1,4 @@
-// A follower's page in a room (specviz/app/room_routes.py serves it after keys.js, whose svShow / svRefresh draw
+// A follower's page in a room (specviz/app/room_routes.py serves it after the stage's js, whose svShow / svRefresh draw
 // the stage). The room's state arrives as server-sent events: the round on the lecturer's screen, its reveal
 // steps, quiz mode, and the class's panel. While following, the stage shows what the lecturer shows; ← → step on
 // one's own, F (or Follow) follows again. An answer goes to the server, which keeps the latest per follower per
@@ -31,7 +31,7 @@
   }
 
   // Each round's reveal steps as the lecturer left them, and this follower's own answers. Only the rounds whose
-  // steps, answer or quiz mode changed are redrawn (keys.js's showSteps walks every step of a round): the one on
+  // steps, answer or quiz mode changed are redrawn (quiz.js's svRefresh walks every step of a round): the one on
   // screen at once, the others after the next frame, so quiz mode reaches the screen as fast as a step does.
   const drawn = new Map();  // round -> what it was last drawn with
   let later = null;
@@ -50,13 +50,13 @@
   }
 
   // A round's answer buttons: open only for the lecturer's round in quiz mode before its first reveal (after
-  // keys.js's own rule, which knows only the reveal).
+  // quiz.js's own rule, which knows only the reveal).
   function guesses(sec) {
     const open = state.quiz && sec.dataset.round === String(state.round) && state.step === 0;
     for (const b of sec.querySelectorAll(".sv-guess")) b.disabled = !open;
   }
 
-  // keys.js redraws every round when the stage's markup changes (its own observer, registered before this one):
+  // The stage's scripts redraw every round when the stage's markup changes (its own observer, registered before this one):
   // the answer buttons' rule again after it.
   new MutationObserver((records) => {
     if (state && records.some((r) => r.target.closest?.("#stage"))) {
@@ -94,7 +94,7 @@
     drawMine();
   }
 
-  // This follower's own answers, and their score over the rounds revealed to the end (as keys.js counts it).
+  // This follower's own answers, and their score over the rounds revealed to the end (as quiz.js counts it).
   function drawMine() {
     const rows = [];
     let right = 0, scored = 0;

@@ -1,9 +1,9 @@
 // The presenter view (issue 32): the stage alone, composed for a 16:9 projector (assets/present.css), driven from
 // the keyboard or a clicker. body.sv-present turns it on: the Present button, the P key, or `present=1` in the page's
-// link (`/?example=paris&round=3&step=1&present=1`). keys.js keeps stepping, revealing and answering (→ PageDown
-// Space, ← PageUp, digits); this script adds the presenter's own keys: Esc (or P) leaves, F full screen (the
+// link (`/?example=paris&round=3&step=1&present=1`). stepping.js keeps stepping, revealing and answering (→
+// PageDown Space, ← PageUp, digits); this script adds the presenter's own keys: Esc (or P) leaves, F full screen (the
 // browser's Fullscreen API: a key press is the user gesture it needs), R the room rail, ? the list of keys.
-() => {
+(() => {
   const body = document.body;
   const presenting = () => body.classList.contains("sv-present");
   const KEYS = [
@@ -98,7 +98,7 @@
       Boolean(element?.isContentEditable);
   }
 
-  // In the capture phase: before keys.js, which would otherwise read these keys as its own.
+  // In the capture phase: before stepping.js, which would otherwise read these keys as its own.
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.altKey || event.metaKey || typing(document.activeElement)) return;
     const stageShown = document.getElementById("next-round")?.offsetParent != null;  // the Rounds tab in front
@@ -123,4 +123,4 @@
   });
 
   if (new URLSearchParams(location.search).get("present") === "1") window.svPresent(true);
-};
+})();

@@ -1,11 +1,11 @@
 // The lecturer's side of a room, on the main page (specviz/app/room_panel.py). Once "Open a room" (or a lecturer
-// link) puts a hidden .sv-lead element on the page, this page leads the room: every change keys.js reports
+// link) puts a hidden .sv-lead element on the page, this page leads the room: every change stepping.js reports
 // (round, reveal, quiz mode) is sent to /room/<id>/drive with the lecturer's key, and the room's stream draws the
 // class's panel under the QR code. The stream also carries what another page leading the same room did (the
 // lecturer link opened on a second machine): this page follows it, so the two stay in step. Opening another trace
 // on the page asks: move the room to the trace on screen, or stop leading; until then the room waits where it was
 // and its followers are told.
-() => {
+(() => {
   let lead = null;  // { el, part, room, key, base, events, print, state, inflight, sent, asked, stopped }
   let applying = false;  // while this page follows the room's state: no drive back
 
@@ -169,4 +169,4 @@
       window.prompt("Your lecturer link (keep it private):", link);  // no clipboard (a plain-http address)
     }
   });
-};
+})();

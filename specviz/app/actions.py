@@ -281,7 +281,7 @@ class ModelActions:
 
 
 def lecture_pack(trace, quiz_json):
-    """The trace and the quiz state the browser sent (keys.js: svQuizState) as one file. -> pack file, status"""
+    """The trace and the quiz state the browser sent (assets/quiz.js: svQuizState) as one file. -> pack file, status"""
     if trace is None or not trace.rounds:
         return gr.skip(), notices.status("Generate (or open a trace) first: a lecture pack holds a trace.", "error")
     try:

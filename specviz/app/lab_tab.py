@@ -289,7 +289,7 @@ def _two_positions_section(pair: gr.State, n: gr.Radio, seed: gr.Number) -> None
 
 def _card_section() -> gr.State:
     """The "test yourself" card, one step per press. Its buttons are real buttons, so Tab reaches them and Enter or
-    space presses them; a clicker's → / PageDown need the page's keys.js. -> revealed (every step shown)"""
+    space presses them; a clicker's → / PageDown need the page's stepping.js. -> revealed (every step shown)"""
     card = gr.HTML(card_html(explorer.QUESTION, 0), elem_id="lab-card-box")
     with gr.Row():
         reveal = gr.Button(REVEAL, variant="primary", scale=0, min_width=240, elem_id="lab-card-reveal")

@@ -80,7 +80,7 @@ class Page:
 
     trace: gr.State
     lecture: gr.Checkbox
-    quiz: gr.Checkbox  # predict, then reveal: the stage hides verdicts until revealed (keys.js)
+    quiz: gr.Checkbox  # predict, then reveal: the stage hides verdicts until revealed (assets/quiz.js)
     controls: gr.Accordion
     prompt: gr.Textbox
     preset: gr.Dropdown
@@ -312,7 +312,7 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
                     api_name="open_trace", show_progress="minimal")
     p.examples.click(models.open_example, [p.examples, p.lecture], p.outputs.of("open_example"),
                      api_name="open_example", **quick)
-    # Stepping: the browser shows the round at once (each event's js, keys.js), then tells the server, which
+    # Stepping: the browser shows the round at once (each event's js, assets/stepping.js), then tells the server, which
     # moves the slider and the chart's mark. Only /show_round is public: the buttons' number is the new round.
     # "multiple": every press steps (Gradio's default drops a press while the one before awaits the server).
     p.previous.click(show_round, nav, step_view, js=STEP_JS[-1], api_name="previous_round", trigger_mode="multiple",

@@ -28,7 +28,8 @@ from specviz.record.load import load_trace
 from specviz.record.trace import Trace
 from specviz.settings.bounds import short_repr, whole_number
 from specviz.view import notices
-from specviz.view.quiz import QuizState, RoundQuiz, reveal_steps
+from specviz.view.quiz import QuizState, RoundQuiz
+from specviz.view.reveal import reveal_steps
 from specviz.view.room import quiz_facts
 
 BASE_JS = "location.origin + location.pathname"  # the page's own address, as the browser sees it (a proxy's too)

@@ -1,8 +1,8 @@
 """Rooms on the web: a follower's page, its stream of the room's state, its answers, and the lecturer's steering, as
 a few routes on Gradio's own FastAPI app (`launch(app_kwargs={"routes": room_routes(hub)})`, in serving.py).
 
-    GET  /room/{room}          a follower's page (assets/follower.html): the trace's stage, sent once, with keys.js
-                               and follow.js
+    GET  /room/{room}          a follower's page (assets/follower.html): the trace's stage, sent once, with the
+                               stage's scripts and follow.js
     GET  /room?code=ABC2345    a short code typed in: to its room's page (guessing is rate-limited)
     POST /room/{room}/join     {"follower": the id this browser had, or null} -> {"follower", "answers"}
     GET  /room/{room}/events   ?follower=… (its seat is held while the stream is open) or ?key=… (a lecturer's
@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from specviz.app.assets import script, text
+from specviz.app.assets import FOLLOWER_SCRIPTS, scripts, text
 from specviz.lecture.results import results_csv, results_json
 from specviz.lecture.rooms import GRACE_S, RoomError, RoomStore
 from specviz.record.load import load_trace
@@ -139,7 +139,7 @@ ROOMS = RoomHub()  # the server's rooms: the page (build_demo) and the routes (s
 @lru_cache(maxsize=1)
 def _page_assets() -> tuple[str, str]:
     css = palette_css() + text("style.css") + text("room.css")
-    js = f"({script('keys.js')})();\n{text('follow.js')}"
+    js = scripts(FOLLOWER_SCRIPTS)
     return css, js
 
 

@@ -3,7 +3,7 @@
 `RoundView` holds either the panels' components (app/page.py's layout builds one) or their values (`round_view`
 returns one), so the order of outputs is written in one place, the dataclass, and a handler returns updates by
 component: `round_view(trace, 3).updates(panels)`. Everything here is a pure function of a trace and calls no
-model. The stage (stage.py) holds every round of the trace; stepping happens in the browser (assets/keys.js),
+model. The stage (stage.py) holds every round of the trace; stepping happens in the browser (assets/stepping.js),
 and the server only moves the slider and the tokens-per-pass chart's mark after it.
 """
 
@@ -82,7 +82,7 @@ def _slider(n: int, i: int) -> gr.Slider:
 
 def show_round(trace, number, lecture) -> list:
     """A handler for stepping: the slider and the tokens-per-pass mark at round `number`, which the browser
-    has already put on the stage (keys.js computes it and sends it here). Calls no model."""
+    has already put on the stage (stepping.js computes it and sends it here). Calls no model."""
     if trace is None or not trace.rounds:
         return [gr.skip(), gr.skip()]
     i = _index(trace, number)
@@ -94,7 +94,7 @@ def _index(trace: Trace, number) -> int:
     return min(max(round_number(number), 1), len(trace.rounds)) - 1
 
 
-# The browser side of stepping (assets/keys.js defines window.sv*): each returns the round now on the stage,
+# The browser side of stepping (assets/stepping.js defines window.sv*): each returns the round now on the stage,
 # which the server's handler then receives as the slider's value.
 STEP_JS = {delta: f"(trace, number, lecture) => [trace, window.svStep({delta}), lecture]" for delta in (-1, 1)}
 SHOW_JS = "(trace, number, lecture) => [trace, window.svShow(number), lecture]"

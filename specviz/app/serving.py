@@ -21,7 +21,7 @@ from typing import Any, Callable
 import gradio as gr
 
 from specviz.app import gpu_time
-from specviz.app.assets import ASSETS, script, text
+from specviz.app.assets import ASSETS, PAGE_SCRIPTS, scripts, text
 from specviz.app.room_routes import ROOMS, RoomHub, room_routes
 from specviz.lab import compare
 from specviz.measure import pass_timing
@@ -285,7 +285,6 @@ def limit_model_runs(demo: gr.Blocks, concurrency: int) -> None:
 def launch_kwargs(hub: RoomHub = ROOMS) -> dict:
     """Theme, CSS and JS for `demo.launch(...)` (Gradio 6 takes them there, not in Blocks), the rooms' routes on
     Gradio's own app (app/room_routes.py), and the server's bounds: upload size, sessions kept."""
-    scripts = " ".join(f"({script(name)})();" for name in ("keys.js", "room.js", "present.js"))
     # Gradio's own greys and primary blue darkened to WCAG AA (the defaults gave 2.56:1 hints, a 3.67:1 Generate)
     theme = gr.themes.Default(primary_hue="blue", neutral_hue="slate", text_size="lg").set(
         body_text_color_subdued="*neutral_600", button_primary_background_fill="*primary_700",
@@ -295,7 +294,7 @@ def launch_kwargs(hub: RoomHub = ROOMS) -> dict:
                 # the presenter view's sheet as it is: Gradio rewrites css_paths rule by rule and drops the
                 # @container rules its narrow cards need (only style and @media rules survive, Gradio 6.31)
                 head=f"<style>{text('present.css')}</style>",
-                js=f"() => {{ {scripts} }}",
+                js=f"() => {{\n{scripts(PAGE_SCRIPTS)}\n}}",
                 app_kwargs={"routes": room_routes(hub)},
                 max_file_size=MAX_TRACE_BYTES,  # an upload larger than any trace is refused before it lands
                 state_session_capacity=SESSIONS_KEPT)

@@ -18,7 +18,8 @@ from pathlib import Path
 from specviz.engine import Engine, RunSettings
 from specviz.app.inputs import LIMITS
 from specviz.settings.bounds import short_repr, widths_text
-from specviz.view.quiz import QuizState, load_lecture, pack_json
+from specviz.record.lecture_pack import pack_json
+from specviz.view.quiz import QuizState, load_lecture, quiz_to_dict
 from specviz.record.trace import MAX_TRACE_BYTES, Trace
 from specviz.record.load import token_texts
 
@@ -37,7 +38,7 @@ def trace_file(trace: Trace) -> str:
 
 def pack_file(trace: Trace, state: QuizState) -> str:
     """Write a lecture pack (the trace and the quiz state) for download."""
-    return _download_file(pack_json(trace, state), "specviz-lecture-pack.json")
+    return _download_file(pack_json(trace, quiz_to_dict(state)), "specviz-lecture-pack.json")
 
 
 def _download_file(text: str, name: str) -> str:

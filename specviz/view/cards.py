@@ -4,7 +4,7 @@ bonus after a clean sweep).
 
 HTML, not plotly: a card is a few hundred bytes that the browser lays out at once, so the page keeps every round
 rendered and steps between them without a server call (see stage.py), and the cards reflow to fit a projector.
-Each element that tells what verification decided carries `data-step`, the quiz step that reveals it (quiz.py).
+Each element that tells what verification decided carries `data-step`, the quiz step that reveals it (reveal.py).
 Pure functions of a Round (no gradio, no models); token text is escaped by token_text.token_html.
 """
 
@@ -13,10 +13,10 @@ from __future__ import annotations
 from html import escape
 
 from specviz.drafters import REGISTRY
-from specviz.view.quiz import reveal_steps, step_of_draft
+from specviz.view.reveal import reveal_steps, step_of_draft
 from specviz.view.strip import next_text
 from specviz.view.token_text import quoted, token_html
-from specviz.view.style import FATES, num, verdict_text
+from specviz.view.style import FATES, num, verdict_parts
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, TokenProb
 
 TOP_TOKENS = 4  # candidate tokens per card: the drafted one and its strongest rivals
@@ -71,7 +71,7 @@ def position_card(rnd: Round, i: int, greedy: bool, cut: str = "") -> str:
             f'<span class="sv-verdict" data-step="{step}"><span class="sv-dec-icon">{s.icon}</span> '
             f'<span class="sv-dec-fate">{s.label}</span></span></div>'
             f'{_proposer(rnd, i)}{_rows(tokens, d.token_id, "▶", ("q", "p"))}'
-            f'<div class="sv-dec-why sv-verdict" data-step="{step}">{escape(_why(d, greedy, cut))}</div></div>')
+            f'<div class="sv-dec-why sv-verdict" data-step="{step}">{_why(d, greedy, cut)}</div></div>')
 
 
 def _proposer(rnd: Round, i: int) -> str:
@@ -82,7 +82,11 @@ def _proposer(rnd: Round, i: int) -> str:
 
 
 def _why(d: DraftPosition, greedy: bool, cut: str) -> str:
-    return verdict_text(d, greedy, cut) if d.fate != DISCARDED else "not examined: an earlier draft was rejected"
+    """The verdict written out, its working in spans that a narrow card hides (style.verdict_parts)."""
+    parts = (verdict_parts(d, greedy, cut) if d.fate != DISCARDED else
+             [("", "not examined"), ("more", ": an earlier draft was rejected")])
+    return "".join(f'<span class="sv-why-{role}">{escape(text)}</span>' if role else escape(text)
+                   for role, text in parts)
 
 
 def last_token_card(rnd: Round) -> str:

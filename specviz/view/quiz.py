@@ -1,55 +1,18 @@
-"""Predict, then reveal: the quiz's steps for a round, its state, and the lecture pack that carries both.
+"""The quiz's state: each round's answer and reveal steps, checked against the trace, and read from a lecture pack.
 
-In quiz mode the page shows a round's drafts with their p and q bars but hides what verification decided. The
-class answers "how many of the K drafts will the target accept?", then each Reveal uncovers one step:
-
-    step 1 … E   the draft positions the target examined, one at a time (its draw and verdict);
-                 E = the accepted ones plus the first rejected one, or all K after a clean sweep
-    step E + 1   the round's last token (replacement or bonus), the positions never examined, and the result
-
-So a round with K = 4 whose third draft is rejected has 3 + 1 = 4 steps. The page keeps the state in the browser
-(assets/keys.js); a lecture pack is the trace plus that state as one JSON file, so a lecture runs from one file
-on a machine with no model. Pure functions: no gradio, no models.
+The page keeps the state in the browser (assets/quiz.js); a lecture pack (record/lecture_pack.py) carries it
+beside the trace in one file. How a round is revealed, step by step, is view/reveal.py. Pure functions: no gradio,
+no models.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 
+from specviz.record.lecture_pack import read_pack
+from specviz.record.trace import Trace
 from specviz.settings.bounds import short_repr, whole_number
-from specviz.record.trace import Round, Trace
-from specviz.record.load import load_trace, read_json
-
-PACK_FORMAT = "specviz-lecture-pack"
-PACK_VERSION = 1
-
-
-def most_accepted(rnd: Round) -> int:
-    """The most drafts a round could have accepted, the largest answer its quiz offers: its K, or for a tree round
-    the tree's depth (the longest path)."""
-    return len(rnd.tree.widths) if rnd.tree else rnd.k
-
-
-def examined(rnd: Round) -> int:
-    """How many draft positions verification examined: up to and including the first rejection. A tree round
-    (view/tree.py) is revealed in one step: its verdicts are read along the drawn tree, not position by position."""
-    return 0 if rnd.tree else min(rnd.n_accepted + 1, rnd.k)
-
-
-def reveal_steps(rnd: Round) -> int:
-    """The number of Reveal presses a round takes: one per examined position, then one for the last token.
-
-    >>> from specviz.record.trace import Round, TokenProb
-    >>> reveal_steps(Round(0, 0, [], 0, TokenProb(1, "a", 1.0), "bonus", None, None, [1], 0.0, 0.0))
-    1
-    """
-    return examined(rnd) + 1
-
-
-def step_of_draft(rnd: Round, position: int) -> int:
-    """The step that reveals draft `position` (0-based): its own step if examined, else the last step."""
-    return position + 1 if position < examined(rnd) else reveal_steps(rnd)
+from specviz.view.reveal import reveal_steps
 
 
 @dataclass
@@ -121,27 +84,12 @@ def quiz_to_dict(state: QuizState) -> dict:
             "rounds": {str(n): asdict(q) for n, q in sorted(state.rounds.items())}}
 
 
-# --- the lecture pack: one file, the trace and the quiz ------------------------------------------------------
-
-def pack_json(trace: Trace, state: QuizState) -> str:
-    trace_data = json.loads(trace.to_json())
-    return json.dumps({"format": PACK_FORMAT, "format_version": PACK_VERSION, "trace": trace_data,
-                       "quiz": quiz_to_dict(state)}, ensure_ascii=False, indent=1)
-
-
 def load_lecture(raw: bytes | str) -> tuple[Trace, QuizState | None]:
     """A trace file or a lecture pack -> (trace, the pack's quiz state, or None for a plain trace). ValueError
     says what is wrong: not JSON, a pack from a newer specviz, a quiz state that does not fit the trace."""
-    data = read_json(raw, "trace or lecture pack")
-    if not isinstance(data, dict) or data.get("format") != PACK_FORMAT:
-        return load_trace(data), None
-    version = data.get("format_version")
-    if version != PACK_VERSION:
-        newer = isinstance(version, int) and not isinstance(version, bool) and version > PACK_VERSION
-        raise ValueError(f"lecture pack version {short_repr(version)} " + (
-            f"comes from a newer specviz; this one reads version {PACK_VERSION}: update specviz, or open the "
-            f"pack's trace alone" if newer else f"is not one this specviz reads (version {PACK_VERSION})"))
-    trace = load_trace(data.get("trace"))
-    state = quiz_from_dict(data.get("quiz"))
+    trace, data = read_pack(raw)
+    if data is None:
+        return trace, None
+    state = quiz_from_dict(data)
     check_quiz(state, trace)
     return trace, state

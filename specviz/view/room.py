@@ -12,7 +12,7 @@ from html import escape
 
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import Trace
-from specviz.view.quiz import most_accepted, reveal_steps
+from specviz.view.reveal import most_accepted, reveal_steps
 from specviz.view.style import e_formula
 
 
@@ -22,7 +22,7 @@ class RoundFacts:
 
     most: int  # the largest answer its quiz offers: K, or a tree's depth
     accepted: int  # how many drafts the target accepted (the right answer)
-    steps: int  # reveal steps (view/quiz.py): the round is revealed once the lecturer reaches the last
+    steps: int  # reveal steps (view/reveal.py): the round is revealed once the lecturer reaches the last
     tree: bool = False
 
 

@@ -3,8 +3,8 @@
 Each round is a `<section class="sv-round">` holding what a student must see for it: the token strip, a card per
 draft position (q and p bars, the verdict), the last token's card (residual or bonus), the KV caches, and the
 explanation (with its one-line form, words.py, which only the presenter view shows). The browser steps between
-sections itself (assets/keys.js), so ← → redraw a round without a server call, and the quiz (quiz.py) hides and
-reveals the elements marked with `data-step` inside a section.
+sections itself (assets/stepping.js), so ← → redraw a round without a server call, and the quiz (reveal.py,
+quiz.py; assets/quiz.js) hides and reveals the elements marked with `data-step` inside a section.
 
 Pure functions of a trace (no gradio, no models).
 """
@@ -14,7 +14,8 @@ from __future__ import annotations
 from specviz.view.cards import last_token_card, position_card
 from specviz.view.style import cut_by
 from specviz.view.cache_cells import cache_rows
-from specviz.view.quiz import QuizState, most_accepted, reveal_steps
+from specviz.view.quiz import QuizState
+from specviz.view.reveal import most_accepted, reveal_steps
 from specviz.view.explanation import explanation
 from specviz.view.notices import placeholder
 from specviz.view.strip import token_strip

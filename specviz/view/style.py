@@ -175,14 +175,25 @@ def verdict_text(d: DraftPosition, greedy: bool = False, cut: str = "") -> str:
     An accepted draft reads 'r = 0.41 < min(1, 0.60/0.90) = 0.67 → accept'. At temperature 0 the draw plays no
     part (p and q are one-hot): 'same top token as the target → accept'.
     """
+    return "".join(text for _, text in verdict_parts(d, greedy, cut))
+
+
+def verdict_parts(d: DraftPosition, greedy: bool = False, cut: str = "") -> list[tuple[str, str]]:
+    """verdict_text in parts, each (its role, its text), so that a narrow card can keep the test's outcome and drop
+    its working (present.css): "" the outcome, "min" how the threshold is computed, "more" the rest of a sentence.
+
+    >>> verdict_parts(DraftPosition(1, "x", q=0.9, p=0.6, fate=ACCEPTED, uniform=0.41))
+    [('', 'r = 0.41 < '), ('min', 'min(1, 0.60/0.90) = '), ('', '0.67'), ('more', ' → accept')]
+    """
     if d.fate == DISCARDED:
-        return "not examined: an earlier draft token was rejected"
+        return [("", "not examined"), ("more", ": an earlier draft token was rejected")]
     ok = d.fate == ACCEPTED
     if greedy:
-        return "same top token as the target → accept" if ok else "the target's top token differs → reject"
+        return ([("more", "same top token as the target "), ("", "→ accept")] if ok else
+                [("more", "the target's top token differs "), ("", "→ reject")])
     p, q, ratio, r = verdict_numbers(d.p, d.q, d.uniform, ok)
-    return (f"r = {r} {'<' if ok else '≥'} min(1, {p}/{q}) = {ratio} → {'accept' if ok else 'reject'}"
-            f"{zero_note(d.p, cut)}")
+    return [("", f"r = {r} {'<' if ok else '≥'} "), ("min", f"min(1, {p}/{q}) = "), ("", ratio),
+            ("more", f" → {'accept' if ok else 'reject'}{zero_note(d.p, cut)}")]
 
 
 def e_formula(alpha: float, k: str = "K", html: bool = True) -> str:

@@ -4,7 +4,7 @@ caches kept, and the tokens this pass gave against a chain drafting as many toke
 
 Pure functions of a Round with a TreeRecord (trace.py; no gradio, no models). Token text goes through
 token_text.token_html, so it is escaped. In quiz mode everything that tells the verdict carries the round's one reveal
-step (quiz.py: a tree round is revealed at once).
+step (reveal.py: a tree round is revealed at once).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from html import escape
 
 from specviz.drafters import recorded
 from specviz.settings.bounds import widths_text
-from specviz.view.quiz import reveal_steps
+from specviz.view.reveal import reveal_steps
 from specviz.view.token_text import quoted, token_html
 from specviz.view.style import FATES, e_formula, num, verdict_numbers
 from specviz.algorithm.theory import expected_tokens_per_pass

@@ -59,7 +59,7 @@ def test_the_page_passes_axe_in_normal_lecture_and_quiz_mode(browser, url):
     page.close()
 
 
-# Every chart in a tab named with a data table of its own (keys.js); -> their names, once all are
+# Every chart in a tab named with a data table of its own (chart_tables.js); -> their names, once all are
 DESCRIBED = """(tab) => { const charts = [...document.querySelectorAll(`${tab} .js-plotly-plot[role=figure]`)];
   const done = (gd) => gd.getAttribute('aria-label').endsWith('its data follow as a table') &&
     gd.parentElement.querySelectorAll(':scope > table.sv-plot-data td').length > 0;
@@ -75,7 +75,7 @@ def test_the_lab_and_costs_tabs_pass_axe(browser, url, monkeypatch):
         engine, context=32, tokens=(1, 2, 3, 5, 9, 17, 32), batches=(1, 2, 4, 8, 16), repeats=1, progress=progress))
     page = AppPage(browser, url, viewport=(1280, 720))
     page.page.click("#lab-tab-button")
-    drawn = "#lab-tab .js-plotly-plot[role=figure]:has(.main-svg)"  # drawn and named (keys.js)
+    drawn = "#lab-tab .js-plotly-plot[role=figure]:has(.main-svg)"  # drawn and named (chart_tables.js)
     page.wait_count(drawn, 5)  # playground, histogram, the two covered explorer charts, the comparison's note
     assert violations(page.page) == []  # as it opens
     covered = page.wait_js("() => document.querySelector('#lab-explorer-curves [role=figure]')?.ariaLabel")

@@ -18,7 +18,6 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: n
 os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on the hub
 
 import httpx  # noqa: E402
-from gradio_client import handle_file  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 from specviz.app import inputs

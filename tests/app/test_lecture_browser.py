@@ -29,7 +29,7 @@ pytestmark = [
 ]
 sync_api = pytest.importorskip("playwright.sync_api")
 
-# In the page: a keydown listener (capture phase, so before keys.js) notes the time and the round on screen; a
+# In the page: a keydown listener (capture phase, so before stepping.js) notes the time and the round on screen; a
 # MutationObserver sees another section un-hidden, and the next animation frame (the one that paints it) records
 # the step: {key, round, ms}.
 STEP_TIMER = """() => {
@@ -109,7 +109,7 @@ def wait_revealed(page: AppPage, number: int, revealed: int) -> dict:
 
 
 def focus_stage(page: AppPage) -> None:
-    """Click the round's header (no field focused): the keys now go to keys.js."""
+    """Click the round's header (no field focused): the keys now go to stepping.js."""
     page.page.click(f"{SHOWN} .sv-round-head")
     page.wait_js("() => document.activeElement === document.body || !document.activeElement")
 

@@ -4,7 +4,6 @@ and sampled output follows the target (chi-squared on the first two tokens)."""
 
 from __future__ import annotations
 
-import copy
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ import torch
 from scipy import stats
 from transformers import DynamicCache
 
-from specviz.algorithm.sampling import SamplingSettings, sample, warp
+from specviz.algorithm.sampling import SamplingSettings, warp
 from specviz.algorithm.tree import TreeShape, verify_tree
 from specviz.engine.tree_pass import check_tree_attention, draft_tree, keep_path, score_tree, tree_inputs
 from harness.tiny_models import noisy_copy, tiny_model

@@ -100,7 +100,7 @@ def _shows_adaptive(trace: Trace) -> bool:
 
 
 # The adaptive example's run, and how its description says the rule stops (the recording named no rule: the threshold)
-ADAPTIVE = RunSettings(k=8, temperature=0.7, seed=1, max_new_tokens=48, adaptive=True, stop_rule=THRESHOLD_RULE)
+ADAPTIVE = RunSettings(k=8, temperature=0.7, seed=1, max_new_tokens=48, adaptive=True, stop_rule=COST_RULE)
 STOPS = {THRESHOLD_RULE: f"the draft stops once the product of its own probabilities of its drafts (at temperature 1) "
                          f"falls below {ADAPTIVE.confidence:g}",
          COST_RULE: "the cost-aware rule drafts one more token only while its estimated chance of surviving pays for "

@@ -37,14 +37,18 @@ def test_each_example_loads_and_shows_what_it_says(name):
     assert len(trace.rounds) >= 2 and example.shows(trace), example.description
 
 
-# Recorded before issue 33's interleaved turns, and not yet again (the shared machine was too busy to record all six
-# by the session's end): `python -m specviz record-examples --only <these> --costs` re-records them, after which
-# each of these tests passes unexpectedly and fails (strict), so the name leaves this set.
-AWAITING_TURNS = {"code", "paris", "story", "rewrite", "adaptive"}
+# Re-recorded with 5 interleaved turns each on 2026-12-02 (quiet machine). The rewrite example's decode-speed ratio,
+# 2.73x (2.17-3.15), still lies above its rounds' tokens per target pass, 2.63, so the page prints no result for it.
+# The mechanism, found but not yet modelled: in bfloat16 on this CPU a target pass over one new token (0.204 s) costs
+# more than one over two or three (0.179 s, 0.199 s; assets/costs/packaged.json), so a verify pass can be cheaper than the
+# baseline's one-token step and tokens per pass is not the ceiling there. Until the ceiling reads the measured pass
+# costs, this test fails for it (strict: it must start passing when that is fixed).
+CEILING_NOT_MODELLED = {"rewrite"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(
-    name in AWAITING_TURNS, reason="recorded before interleaved turns", strict=True)) for name in EXAMPLES])
+    name in CEILING_NOT_MODELLED, reason="a one-token pass costs more than a short verify pass here", strict=True))
+    for name in EXAMPLES])
 def test_each_examples_speedup_is_published_as_a_paper_would(name):
     """At least 5 interleaved turns of the run and the target alone, the machine named, and no median above the tokens
     per target pass of its rounds (the rewrite example once printed 2.70x beside 2.56 tokens per pass)."""

@@ -47,7 +47,7 @@ def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
     (["--drafter", "tree", "--tree", "5-1"], "width at depth 1 must be a whole number from 1 to 4"),
     (["--drafter", "tree", "--tree", "2-2-2-2-2"], "at most 32"),
     (["--drafter", "tree", "--tree", "2-x"], "whole numbers separated by '-'"),
-    (["--drafter", "lookup", "--tree", "2-1"], "--tree applies only with a tree drafter: set --drafter to tree or"),
+    (["--drafter", "lookup", "--tree", "2-1"], "--tree applies only with a tree drafter: set --drafter to tree, distinct or heads-tree"),
     (["--drafter", "tree", "--adaptive"], "--adaptive applies only with a chain drafter that runs a model"),
     (["--drafter", "heads"], "No Medusa heads are trained for"),  # said before the models load
     (["--drafter", "heads-tree"], "train them once with `python -m specviz train-heads`"),
@@ -107,7 +107,7 @@ def test_train_heads_then_draft_with_them(folders, tmp_path):
     assert len(saved) == 1 and json.loads(saved[0].read_text())["heldout_tokens"] == 512
     r = subprocess.run([sys.executable, "-m", "specviz", "run", "--prompt", "def fib(n):", "--draft", folders[0],
                         "--target", folders[1], "--drafter", "heads", "--max-new-tokens", "20", "--dtype", "float32",
-                        "--baseline"], capture_output=True, text=True, timeout=300, env=env)
+                        "--temperature", "0", "--baseline"], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
     assert "greedy output identical to target-only: yes" in r.stdout and "K=2" in r.stdout
 

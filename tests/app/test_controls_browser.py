@@ -31,7 +31,13 @@ def test_controls_follow_what_their_setting_needs(browser, url):
     page = AppPage(browser, url, info="tiny")
     for name in ("stop-rule", "draft-layers", "tree-widths"):  # as the page opens: the draft model, adaptive K off
         wait_enabled(page, name, False, "Applies only with")
-    for name in ("k", "adaptive", "seed", "top-k", "top-p"):
+    for name in ("k", "adaptive"):
+        wait_enabled(page, name, True)
+    # the page opens on the first example, greedy, and the settings box shows its settings: nothing is sampled
+    for name in ("seed", "top-k", "top-p"):
+        wait_enabled(page, name, False, "Applies only when sampling")
+    page.set_number("temperature", 0.7)
+    for name in ("seed", "top-k", "top-p"):
         wait_enabled(page, name, True)
     page.page.locator("#drafter").get_by_label("self-speculation", exact=True).check()
     wait_enabled(page, "draft-layers", True)

@@ -60,13 +60,14 @@ def test_the_page_the_cli_and_the_api_share_one_default_per_setting(api):
     import argparse
 
     from specviz.algorithm.sampling import SamplingSettings
-    from specviz.cli import add_run_args
+    from specviz.cli import add_run_args, run_settings
     from specviz.settings import defaults
 
     contract = RunSettings()
     cli = argparse.ArgumentParser()
     add_run_args(cli)
-    cli_defaults = vars(cli.parse_args(["--prompt", "x"]))
+    cli_args = cli.parse_args(["--prompt", "x"])  # flags left out are None: the run asks the contract's defaults
+    cli_defaults = vars(run_settings(cli_args))
     page = {p["parameter_name"]: p["parameter_default"] for p in api["/generate"]["parameters"]
             if p["parameter_has_default"]}
     for name in ("k", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "adaptive", "stop_rule",
@@ -75,4 +76,4 @@ def test_the_page_the_cli_and_the_api_share_one_default_per_setting(api):
     assert contract.temperature is defaults.TEMPERATURE is SamplingSettings().temperature
     assert contract.stop_rule is defaults.STOP_RULE and contract.adaptive is defaults.ADAPTIVE
     assert (defaults.TEMPERATURE, defaults.STOP_RULE) == (0.7, "cost")  # what docs/settings.md states
-    assert cli_defaults["no_chat"] is not contract.chat
+    assert cli_args.no_chat is not contract.chat

@@ -275,7 +275,8 @@ def test_every_model_call_is_decorated_with_a_duration(zero, loader):
     settings = RunSettings(max_new_tokens=512)  # the most the page allows
     assert s._generate_duration(ref, "", settings) == gpu_time.generate_seconds(settings) == 81 <= gpu_time.MAX_CALL_S
     assert gpu_time.generate_seconds(RunSettings(max_new_tokens=64)) == 28  # the docstring's worked example
-    default_compare = s._compare_duration(ref, "", RunSettings(max_new_tokens=32), (1, 2, 4, 8))
+    runnable = compare.runnable(ref.engine())[0]  # what the Lab passes: untrained heads left out
+    default_compare = s._compare_duration(ref, "", RunSettings(max_new_tokens=32), (1, 2, 4, 8), drafters=runnable)
     assert default_compare == 70  # the Lab's defaults: 1 + 3 drafters x 4 K = 13 runs of 32 tokens, 20 + 49.9 s
 
 
@@ -313,7 +314,7 @@ def test_the_labs_comparison_crosses_as_plain_data(zero, loader):
     zero.spaces.calls.clear()
     frames = list(zero.lab_ui.compare_handler(loader)("def f(x):", [1, 2], 6, 0, "tiny-a", progress=_quiet))
     assert [len(table) for _, table, _ in frames] == [1, 2, 3, 4, 5, 6, 7]  # the baseline, then 3 drafters × 2 Ks
-    plan = compare.plan((1, 2))
+    plan = compare.plan((1, 2), compare.runnable(zero.serving.engine_ref(loader, "tiny-a").engine())[0])  # untrained heads left out, as the Lab does
     asked = gpu_time.comparison_seconds(RunSettings(max_new_tokens=6), plan)
     assert zero.spaces.calls == [("stream_comparison", asked)]
 

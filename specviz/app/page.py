@@ -288,12 +288,13 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     # The first load opens what the page's link asks for (app/room_panel.py: an example at a round, a room for its
     # lecturer), else a recorded example, at once and outside the queue (the model's load may take minutes on a
     # first start), so the page is never empty; the model's load then leaves the status line to it.
-    demo.load(partial(open_linked, models, hub, p.room), [p.lecture, p.room.link_text],
-              [*p.outputs.of_open(), p.room.box, p.room.accordion], js=f"(lecture, t) => [lecture, {HREF_JS}]",
-              queue=False,
-              **private, **quick)
+    opened = demo.load(partial(open_linked, models, hub, p.room), [p.lecture, p.room.link_text],
+                       [*p.outputs.of_open(), p.room.box, p.room.accordion],
+                       js=f"(lecture, t) => [lecture, {HREF_JS}]", queue=False, **private, **quick)
     wire_room_panel(p.room, p.trace, p.status, hub)
-    demo.load(models.show_model_pair_first, [p.preset], [p.info, p.status], **private, **loads)
+    # After the opening, never beside it: both write the info line, and on a busy machine a cached model's info
+    # could land first and be overwritten by the recorded example's
+    opened.then(models.show_model_pair_first, [p.preset], [p.info, p.status], **private, **loads)
     p.preset.change(models.show_model_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)
     # Generate pressed during a run: the first listener stops the running one after its round; the second
     # queues the new run, which starts when the model is free. ("multiple": the page sends every press at once.

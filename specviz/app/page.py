@@ -297,10 +297,11 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     opened.then(models.show_model_pair_first, [p.preset], [p.info, p.status], **private, **loads)
     p.preset.change(models.show_model_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)
     # Generate pressed during a run: the first listener stops the running one after its round; the second
-    # queues the new run, which starts when the model is free. ("multiple": the page sends every press at once.
-    # "always_last" would hold the press back until the old run ended, then send both listeners, and the stop
-    # could then hit the new run.)
-    p.generate.click(models.stop, None, None, api_name="stop", **quick)
+    # queues the new run, which starts when the model is free. ("multiple" on both: the page sends every press at
+    # once. With the default, "once", a press made while the first press's stop was still on its way (a busy
+    # machine) was dropped, and the running run went on. "always_last" would hold the press back until the old run
+    # ended, then send both listeners, and the stop could then hit the new run.)
+    p.generate.click(models.stop, None, None, api_name="stop", trigger_mode="multiple", **quick)
     # The round first: Generate scrolls the status line to the top, so it and the newest round are in view at
     # 1280×720 while the run streams (folding the settings away would hide Baseline and the downloads too)
     p.generate.click(None, None, None, js="() => { document.getElementById('status')?.scrollIntoView({block: "

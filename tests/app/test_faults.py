@@ -9,6 +9,7 @@ Generate, whose stop depends on how the page sends the second click.
 import copy
 import os
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -37,11 +38,14 @@ RECORD_STATUS = """() => {  // every text the status line shows, however briefly
 
 
 class Fault:
-    """A forward pre-hook: slows every call of a model by `delay` s, and once armed raises an error on its
-    n-th call (once, so the next run works)."""
+    """A forward pre-hook: slows every call of a model by `delay` s (and holds it while `gate` is clear), and once
+    armed raises an error on its n-th call (once, so the next run works)."""
 
     def __init__(self, model: torch.nn.Module, delay: float = 0.0):
         self.calls, self.delay, self.error, self.on = 0, delay, None, 0
+        self.gate = threading.Event()  # while clear, every call waits for it (at most a minute)
+        self.gate.set()
+        self.close_at = None  # the call that clears the gate: a run held mid-way, whatever the machine's speed
         self.handle = model.register_forward_pre_hook(self)
 
     def arm(self, error: BaseException, on: int) -> None:
@@ -49,6 +53,9 @@ class Fault:
 
     def __call__(self, module, args):
         self.calls += 1
+        if self.calls == self.close_at:
+            self.gate.clear()
+        self.gate.wait(60)
         time.sleep(self.delay)
         if self.error is not None and self.calls == self.on:
             error, self.error = self.error, None
@@ -169,24 +176,48 @@ def test_generate_pressed_again_stops_the_run_after_its_round(app, client):
 
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")
-def test_generate_pressed_twice_in_the_page_stops_the_first_run_and_starts_the_second(app):
+def test_generate_pressed_twice_in_the_page_stops_the_first_run_and_starts_the_second(app, monkeypatch):
     sync_api = pytest.importorskip("playwright.sync_api")
     from harness.browser import launch_browser
+    from specviz.app.serving import Runs
 
+    # The first run is held mid-way (its target waits at the gate) until the server has stopped it: on a busy
+    # machine the page may send the second press seconds late, and a run that had ended by then stops nothing.
+    stopped, stop = threading.Event(), Runs.stop
+
+    def stop_and_tell(self, session):
+        with self._lock:
+            running = session in self._stops
+        stop(self, session)
+        if running:
+            stopped.set()
+
+    monkeypatch.setattr(Runs, "stop", stop_and_tell)
+    slow = app["slow"]
     with sync_api.sync_playwright() as pw:
         browser = launch_browser(pw)
         page = browser.new_page()
         page.goto(app["url"])
-        page.locator("#generate").wait_for()
+        # ready as a person sees it: Generate enabled and the opening example shown (its load event has run, so
+        # its status cannot land after the run's and hide it)
+        page.wait_for_selector("#generate:not([disabled])", timeout=120_000)
+        page.wait_for_function("document.querySelector('#status')?.textContent.includes('Recorded example')",
+                               polling=50, timeout=120_000)
         page.evaluate(RECORD_STATUS)
         # Clicks from script: playwright's own click waits for the page to settle, which it never does mid-run.
-        app["slow"].delay = 0.3  # a run of ~10 s: the page, busy drawing, may take seconds to send the next click
-        page.evaluate("document.querySelector('#generate').click()")
-        page.wait_for_function("window.statuses.some(s => s.includes('Generating'))", polling=50, timeout=30_000)
-        page.evaluate("document.querySelector('#generate').click()")
-        app["slow"].delay = 0.1
-        page.wait_for_function("window.statuses.some(s => s.includes('Done:'))", polling=50, timeout=60_000)
+        slow.delay, slow.close_at = 0.05, slow.calls + 3  # the first run holds in its third round
+        try:
+            page.evaluate("document.querySelector('#generate').click()")
+            page.wait_for_function("window.statuses.some(s => s.includes('Generating'))", polling=50,
+                                   timeout=120_000)
+            stopped.clear()  # the first press's stop found nothing running (its run had not started)
+            page.evaluate("document.querySelector('#generate').click()")
+            assert stopped.wait(120), "the second press's stop never reached the running run"
+        finally:
+            slow.close_at = None
+            slow.gate.set()
+        page.wait_for_function("window.statuses.some(s => s.includes('Done:'))", polling=50, timeout=180_000)
         statuses = page.evaluate("window.statuses")
         browser.close()
-    stopped = [i for i, s in enumerate(statuses) if "Generate was pressed again" in s]
-    assert stopped and "Generating… round 1," in " ".join(statuses[stopped[0]:]), "\n".join(statuses)
+    said = [i for i, s in enumerate(statuses) if "Generate was pressed again" in s]
+    assert said and "Generating… round 1," in " ".join(statuses[said[0]:]), "\n".join(statuses)

@@ -18,7 +18,7 @@ from specviz.settings.bounds import (DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, RUN_BO
                                      widths_text)
 from specviz.settings.needs import NEEDS
 from specviz.view.cost_words import round_note, run_account
-from specviz.view.summary import free_drafter, spread_text
+from specviz.view.summary import ceiling_text, spread_text
 from specviz.view.style import FATES, show
 from specviz.algorithm.theory import round_size_probs
 from specviz.record.stats import per_position, round_sizes, set_k, speedups
@@ -79,10 +79,10 @@ def speedup_lines(trace: Trace) -> list[str]:
     for sp, what in zip(both, ("speedup", "decode-speed speedup")):
         if sp is None:
             continue
-        lines.append(f"{what} {spread_text(sp)}".replace("×", "x") + (
-            f": NOT A RESULT, above the {sp.ceiling:.2f} tokens per target pass of the same rounds, which "
-            + ("a drafter that costs nothing cannot beat" if free_drafter(trace) else "no drafter should beat")
-            + ": timing noise; time it again" if sp.beyond else ""))
+        lines.append((f"{what} {spread_text(sp)}" + (
+            f": NOT A RESULT, above its ceiling {sp.ceiling.value:.2f}x (what the run's own target passes allow with "
+            "drafting free): timing noise; time it again" if sp.beyond else "")
+            + (f" (ceiling: {ceiling_text(sp.ceiling)})" if sp.ceiling else "")).replace("×", "x"))
     if b.repeats:
         lines.append(f"timed on {b.repeats.machine}: {len(b.repeats.speculative)} turns (run, target alone), "
                      f"after {b.repeats.warm_up} warm-up run(s) of each")
@@ -297,8 +297,8 @@ def record_command(a: argparse.Namespace) -> int:
         if not r.example.shows(r.trace):
             print(f"  WARNING: it does not show what its description says: {r.example.description}")
         if not examples.speedup_is_a_result(r.trace):
-            print(f"  WARNING: its speedup is no result (fewer than {PUBLISHED_TURNS} turns, or above its tokens per "
-                  f"target pass: timing noise); record it again")
+            print(f"  WARNING: its speedup is no result (fewer than {PUBLISHED_TURNS} turns, or above its ceiling, "
+                  f"what its own target passes allow with drafting free: timing noise); record it again")
     if a.costs:
         from specviz.measure.recorded_costs import record_costs
         profile = record_costs(engine, progress=_print_progress)

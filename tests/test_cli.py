@@ -115,3 +115,22 @@ def test_train_heads_then_draft_with_them(folders, tmp_path):
 def test_train_heads_refuses_bad_numbers(folders):
     r = cli("train-heads", "--target", folders[1], "--minutes", "0")
     assert r.returncode == 2 and "train-heads wants 0 < --minutes <= 600" in r.stderr
+
+
+def test_the_speedup_lines_give_the_ceiling_and_refuse_a_speedup_above_it():
+    """The hand-made trace: ceiling 5.00x (7 tokens in 0.200 s of passes over the target alone's 7 tok/s); turns at
+    5.20x are NOT A RESULT, at 2.00x a result."""
+    from specviz.cli import speedup_lines
+    from specviz.record.trace import Repeats, TimedRun
+    from tests.helpers import make_trace
+
+    def lines(alone_s):
+        trace = make_trace()
+        trace.baseline.repeats = Repeats([TimedRun(7, 0.5, 0.05)] * 5, [TimedRun(7, alone_s, alone_s / 10)] * 5, 1,
+                                         "a test CPU")
+        return "\n".join(speedup_lines(trace))
+
+    fine, above = lines(1.0), lines(2.6)
+    assert ("speedup 2.00x (2.00–2.00, 5 runs each, interleaved) (ceiling: 7 tokens in 0.200 s of passes = 35.00 tok/s "
+            "÷ 7.000 tok/s alone = 5.00x)") in fine and "NOT A RESULT" not in fine
+    assert "speedup 5.20x (5.20–5.20, 5 runs each, interleaved): NOT A RESULT, above its ceiling 5.00x" in above

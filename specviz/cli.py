@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Callable
 
 from specviz.app.errors import message_of
 from specviz.drafters import REGISTRY, layers, tree
 from specviz.settings import defaults
 from specviz.settings.bounds import (DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, RUN_BOUNDS, STOP_RULES, THRESHOLD_RULE,
                                      widths_text)
-from specviz.settings.needs import NEEDS
+from specviz.settings.needs import BENCH_NEEDS, NEEDS, refusal, unmet
 from specviz.view.cost_words import round_note, run_account
 from specviz.view.summary import ceiling_text, spread_text
 from specviz.view.style import FATES, show
@@ -123,7 +124,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-new-tokens", type=int, help=f"default {d.max_new_tokens}")
     p.add_argument("--adaptive", action="store_true", default=None,
                    help="K per round, stopped by --stop-rule; --k is then the most per round (a chain drafter "
-                        "that runs a model: " + ", ".join(f.key for f in DRAFTER_FACTS if NEEDS["adaptive"].drafters(f)) + ")")
+                        "that runs a model: " + ", ".join(f.key for f in DRAFTER_FACTS if NEEDS["adaptive"].drafters(f))
+                        + f"; Medusa heads only with --stop-rule {THRESHOLD_RULE})")
     p.add_argument("--confidence", type=float, help=f"threshold of --adaptive with --stop-rule {THRESHOLD_RULE} "
                                                     f"(default {d.confidence})")
     p.add_argument("--stop-rule", choices=list(STOP_RULES),
@@ -227,6 +229,23 @@ def flag(setting: str) -> str:
     """A setting's flag on the command line: 'top_k' -> '--top-k', 'tree_widths' -> '--tree'."""
     params = {p.name: p.flag for d in REGISTRY.values() for p in d.params}
     return params.get(setting, "--" + setting.replace("_", "-"))
+
+
+def changed_flags(add_args: Callable[[argparse.ArgumentParser], None], a: argparse.Namespace) -> set[str]:
+    """The options of a command (their dests) whose values differ from its defaults: as for `run`, a value equal to
+    its default is never refused, typed or not (docs/cli-and-python-api.md, settings that need another)."""
+    p = argparse.ArgumentParser(add_help=False)
+    add_args(p)
+    defaults = vars(p.parse_args([]))
+    return {name for name, value in vars(a).items() if name in defaults and value != defaults[name]}
+
+
+def refuse_unneeded_bench_flags(a: argparse.Namespace, typed: set[str]) -> None:
+    """ValueError for the first bench flag set (besides its default) that would do nothing beside the others (settings/needs.py's
+    BENCH_NEEDS: --layers-k without --draft-layers, --alpha-from without --gpu-projection, --temperature without the
+    sampled mode, a flag --quick, --rules, --tiny or --gpu-projection overrides), naming what it needs."""
+    for need in unmet(typed, vars(a), table=BENCH_NEEDS):
+        raise ValueError(refusal(need, flag))
 
 
 def add_costs_args(p: argparse.ArgumentParser) -> None:
@@ -392,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.command == "train-heads":
             return train_command(a)
         from specviz.measure.bench import bench_command
+        refuse_unneeded_bench_flags(a, changed_flags(add_bench_args, a))
         return bench_command(a)
     except ValueError as e:
         print(f"error: {message_of(e)}", file=sys.stderr)

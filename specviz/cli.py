@@ -10,15 +10,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Callable
 
 from specviz.app.errors import message_of
 from specviz.drafters import REGISTRY, layers, tree
 from specviz.settings import defaults
 from specviz.settings.bounds import (DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, RUN_BOUNDS, STOP_RULES, THRESHOLD_RULE,
                                      widths_text)
-from specviz.settings.needs import NEEDS
+from specviz.settings.needs import BENCH_NEEDS, NEEDS, refusal, unmet
 from specviz.view.cost_words import round_note, run_account
-from specviz.view.summary import free_drafter, spread_text
+from specviz.view.summary import ceiling_text, spread_text
 from specviz.view.style import FATES, show
 from specviz.algorithm.theory import round_size_probs
 from specviz.record.stats import per_position, round_sizes, set_k, speedups
@@ -79,10 +80,10 @@ def speedup_lines(trace: Trace) -> list[str]:
     for sp, what in zip(both, ("speedup", "decode-speed speedup")):
         if sp is None:
             continue
-        lines.append(f"{what} {spread_text(sp)}".replace("×", "x") + (
-            f": NOT A RESULT, above the {sp.ceiling:.2f} tokens per target pass of the same rounds, which "
-            + ("a drafter that costs nothing cannot beat" if free_drafter(trace) else "no drafter should beat")
-            + ": timing noise; time it again" if sp.beyond else ""))
+        lines.append((f"{what} {spread_text(sp)}" + (
+            f": NOT A RESULT, above its ceiling {sp.ceiling.value:.2f}x (what the run's own target passes allow with "
+            "drafting free): timing noise; time it again" if sp.beyond else "")
+            + (f" (ceiling: {ceiling_text(sp.ceiling)})" if sp.ceiling else "")).replace("×", "x"))
     if b.repeats:
         lines.append(f"timed on {b.repeats.machine}: {len(b.repeats.speculative)} turns (run, target alone), "
                      f"after {b.repeats.warm_up} warm-up run(s) of each")
@@ -123,7 +124,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-new-tokens", type=int, help=f"default {d.max_new_tokens}")
     p.add_argument("--adaptive", action="store_true", default=None,
                    help="K per round, stopped by --stop-rule; --k is then the most per round (a chain drafter "
-                        "that runs a model: " + ", ".join(f.key for f in DRAFTER_FACTS if NEEDS["adaptive"].drafters(f)) + ")")
+                        "that runs a model: " + ", ".join(f.key for f in DRAFTER_FACTS if NEEDS["adaptive"].drafters(f))
+                        + f"; Medusa heads only with --stop-rule {THRESHOLD_RULE})")
     p.add_argument("--confidence", type=float, help=f"threshold of --adaptive with --stop-rule {THRESHOLD_RULE} "
                                                     f"(default {d.confidence})")
     p.add_argument("--stop-rule", choices=list(STOP_RULES),
@@ -229,6 +231,23 @@ def flag(setting: str) -> str:
     return params.get(setting, "--" + setting.replace("_", "-"))
 
 
+def changed_flags(add_args: Callable[[argparse.ArgumentParser], None], a: argparse.Namespace) -> set[str]:
+    """The options of a command (their dests) whose values differ from its defaults: as for `run`, a value equal to
+    its default is never refused, typed or not (docs/cli-and-python-api.md, settings that need another)."""
+    p = argparse.ArgumentParser(add_help=False)
+    add_args(p)
+    defaults = vars(p.parse_args([]))
+    return {name for name, value in vars(a).items() if name in defaults and value != defaults[name]}
+
+
+def refuse_unneeded_bench_flags(a: argparse.Namespace, typed: set[str]) -> None:
+    """ValueError for the first bench flag set (besides its default) that would do nothing beside the others (settings/needs.py's
+    BENCH_NEEDS: --layers-k without --draft-layers, --alpha-from without --gpu-projection, --temperature without the
+    sampled mode, a flag --quick, --rules, --tiny or --gpu-projection overrides), naming what it needs."""
+    for need in unmet(typed, vars(a), table=BENCH_NEEDS):
+        raise ValueError(refusal(need, flag))
+
+
 def add_costs_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default=None, help="a preset name (default: the offline packaged pair)")
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
@@ -297,8 +316,8 @@ def record_command(a: argparse.Namespace) -> int:
         if not r.example.shows(r.trace):
             print(f"  WARNING: it does not show what its description says: {r.example.description}")
         if not examples.speedup_is_a_result(r.trace):
-            print(f"  WARNING: its speedup is no result (fewer than {PUBLISHED_TURNS} turns, or above its tokens per "
-                  f"target pass: timing noise); record it again")
+            print(f"  WARNING: its speedup is no result (fewer than {PUBLISHED_TURNS} turns, or above its ceiling, "
+                  f"what its own target passes allow with drafting free: timing noise); record it again")
     if a.costs:
         from specviz.measure.recorded_costs import record_costs
         profile = record_costs(engine, progress=_print_progress)
@@ -392,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.command == "train-heads":
             return train_command(a)
         from specviz.measure.bench import bench_command
+        refuse_unneeded_bench_flags(a, changed_flags(add_bench_args, a))
         return bench_command(a)
     except ValueError as e:
         print(f"error: {message_of(e)}", file=sys.stderr)

@@ -115,3 +115,98 @@ def test_train_heads_then_draft_with_them(folders, tmp_path):
 def test_train_heads_refuses_bad_numbers(folders):
     r = cli("train-heads", "--target", folders[1], "--minutes", "0")
     assert r.returncode == 2 and "train-heads wants 0 < --minutes <= 600" in r.stderr
+
+
+def test_the_speedup_lines_give_the_ceiling_and_refuse_a_speedup_above_it():
+    """The hand-made trace: ceiling 5.00x (7 tokens in 0.200 s of passes over the target alone's 7 tok/s); turns at
+    5.20x are NOT A RESULT, at 2.00x a result."""
+    from specviz.cli import speedup_lines
+    from specviz.record.trace import Repeats, TimedRun
+    from tests.helpers import make_trace
+
+    def lines(alone_s):
+        trace = make_trace()
+        trace.baseline.repeats = Repeats([TimedRun(7, 0.5, 0.05)] * 5, [TimedRun(7, alone_s, alone_s / 10)] * 5, 1,
+                                         "a test CPU")
+        return "\n".join(speedup_lines(trace))
+
+    fine, above = lines(1.0), lines(2.6)
+    assert ("speedup 2.00x (2.00–2.00, 5 runs each, interleaved) (ceiling: 7 tokens in 0.200 s of passes = 35.00 "
+            "tok/s ÷ 7.000 tok/s alone = 5.00x)") in fine and "NOT A RESULT" not in fine
+    assert "speedup 5.20x (5.20–5.20, 5 runs each, interleaved): NOT A RESULT, above its ceiling 5.00x" in above
+
+
+# --- flags that apply only with another: refused with what they need (settings/needs.py) -------------------------
+
+BENCH_VALUES = {"preset": ["--preset", "qwen-0.5b-1.5b"], "dtype": ["--dtype", "float32"],
+                "draft_weights": ["--draft-weights", "int8"], "ks": ["--ks", "1,2"],
+                "adaptive_k": ["--adaptive-k", "6"], "lookup_ks": ["--lookup-ks", "2"], "tree": ["--tree", "2-1"],
+                "draft_layers": ["--draft-layers", "14"], "layers_k": ["--layers-k", "3"],
+                "modes": ["--modes", "greedy"], "temperature": ["--temperature", "0.5"], "types": ["--types", "code"],
+                "prompts_per_type": ["--prompts-per-type", "2"], "repeats": ["--repeats", "3"],
+                "max_new_tokens": ["--max-new-tokens", "16"], "no_peer": ["--no-peer"], "rules": ["--rules"],
+                "verify_cost": ["--verify-cost", "3"], "quick": ["--quick"],
+                "alpha_from": ["--alpha-from", "results.json"]}
+# what each need's `other` is set to: (without what the setting needs, with it)
+BENCH_OTHER = {"gpu_projection": (["--gpu-projection"], []), "quick": (["--quick"], []), "rules": (["--rules"], []),
+               "tiny": (["--tiny"], []), "draft_layers": ([], ["--draft-layers", "14"]),
+               "modes": (["--modes", "greedy"], ["--modes", "sampled"])}
+
+
+def bench_check(*args):
+    """The bench's flag check alone, as main runs it before the bench (no model loads)."""
+    import argparse
+
+    from specviz.cli import changed_flags, refuse_unneeded_bench_flags
+    from specviz.measure.bench import add_bench_args
+    p = argparse.ArgumentParser()
+    add_bench_args(p)
+    a = p.parse_args(list(args))
+    refuse_unneeded_bench_flags(a, changed_flags(add_bench_args, a))
+
+
+def bench_pairs():
+    from specviz.settings.needs import BENCH_NEEDS
+    for need in BENCH_NEEDS:
+        if need.other == "gpu_projection" and need.setting == "alpha_from":
+            without, with_ = [], ["--gpu-projection"]
+        else:
+            without, with_ = BENCH_OTHER[need.other]
+        if need.setting == "layers_k" and need.other != "draft_layers":  # its own need besides: rows to apply to
+            with_ = [*with_, "--draft-layers", "14"]
+        yield pytest.param(need, BENCH_VALUES[need.setting], without, with_, id=f"{need.setting}-{need.other}")
+
+
+@pytest.mark.parametrize("need, typed, without, with_", list(bench_pairs()))
+def test_a_bench_flag_that_would_do_nothing_is_refused_and_with_what_it_needs_passes(need, typed, without, with_):
+    from specviz.cli import flag
+    with pytest.raises(ValueError) as e:
+        bench_check(*typed, *without)
+    assert str(e.value).startswith(f"{flag(need.setting)} applies only {need.when}: ")
+    assert flag(need.other) in str(e.value) and str(e.value).endswith("(it would do nothing)")
+    bench_check(*typed, *with_)  # no refusal at all
+
+
+def test_a_bench_flag_at_its_default_is_never_refused_as_for_run():
+    bench_check("--layers-k", "4", "--modes", "greedy", "--temperature", "0.7")  # at their defaults: passed
+    bench_check("--quick", "--layers-k", "2")  # the smoke run drafts with 1 layer: it takes effect
+
+
+def test_the_bench_refuses_before_loading_anything():
+    r = cli("bench", "--alpha-from", "results.json", "--out", "unused")
+    assert r.returncode == 2 and "error: --alpha-from applies only with --gpu-projection" in r.stderr
+
+
+def test_the_run_command_refuses_adaptive_k_with_heads_and_the_cost_rule():
+    import argparse
+
+    from specviz.cli import add_run_args, run_settings
+    p = argparse.ArgumentParser()
+    add_run_args(p)
+    with pytest.raises(ValueError, match=r"^--adaptive applies only .*Medusa heads only by the confidence threshold.*: "
+                                         r"set --drafter to model or layers, or set --stop-rule to threshold, or leave "
+                                         r"--adaptive out"):
+        run_settings(p.parse_args(["--prompt", "x", "--drafter", "heads", "--adaptive"]))
+    settings = run_settings(p.parse_args(["--prompt", "x", "--drafter", "heads", "--adaptive", "--stop-rule",
+                                          "threshold"]))
+    assert settings.adaptive and settings.stop_rule == "threshold"

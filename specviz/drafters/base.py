@@ -68,7 +68,7 @@ class Drafter:
     def facts(self) -> DrafterFacts:
         """What settings/needs.py reads of this drafter: which settings apply with it."""
         return DrafterFacts(self.key, self.tree, self.source == DRAFT_MODEL, self.source != EARLIER_TEXT,
-                            frozenset(p.name for p in self.params))
+                            frozenset(p.name for p in self.params), own_passes=self.has_draft_cache)
 
     def reads(self, param: str) -> bool:
         """Whether this drafter reads the RunSettings field `param`."""

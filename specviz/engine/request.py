@@ -16,10 +16,9 @@ from typing import Callable, Mapping
 from specviz.algorithm.sampling import SamplingSettings
 from specviz.algorithm.tree import check_widths
 from specviz.drafters import DEFAULT, REGISTRY, Drafter, drafter
-from specviz.drafters.base import TARGET_STATE
 from specviz.drafters.tree import DEFAULT_WIDTHS
 from specviz.settings import defaults
-from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, COST_RULE, RUN_BOUNDS, STOP_RULES, THRESHOLD_RULE, short_repr
+from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, RUN_BOUNDS, STOP_RULES, short_repr
 from specviz.settings.needs import NEEDS, Asked, refusal, unmet
 
 
@@ -55,14 +54,9 @@ class RunSettings:
         if self.tree_widths is not None:
             object.__setattr__(self, "tree_widths", check_widths(self.tree_widths))  # [2, 1] -> (2, 1)
         # A setting besides its default that does nothing beside the others (settings/needs.py: tree widths with a
-        # chain drafter, adaptive K with a tree or prompt lookup, ...): say what it needs
+        # chain drafter, adaptive K with a tree or prompt lookup, or with Medusa heads and the cost-aware rule, ...):
+        # say what it needs
         refuse_unneeded({f.name: getattr(self, f.name) for f in fields(self)}, contract_only=True)
-        # The cost-aware rule weighs each further draft pass against its measured price; heads draft all at once with
-        # no pass of their own, so with them it would do nothing (their adaptive K stops by the threshold): refused
-        if self.adaptive and self.stop_rule == COST_RULE and self.drafter_spec.source == TARGET_STATE:
-            raise ValueError(f"the cost-aware stop rule prices a draft model's passes, and {self.drafter_spec.label} "
-                             f"run none: with adaptive K they stop by the confidence threshold (stop rule "
-                             f"{THRESHOLD_RULE!r})")
 
     @classmethod
     def recorded(cls, settings: Mapping) -> "RunSettings":
@@ -100,8 +94,9 @@ def refuse_unneeded(values: Mapping, base: Mapping | None = None, name: Callable
     CLI's flags, the API's parameters); settings/needs.py says which setting needs which."""
     base = {**CONTRACT_DEFAULTS, **(base or {})}
     given = [key for key, value in values.items() if key in NEEDS and value != base.get(key)]
-    for need in unmet(given, asked_of(values), contract_only):
-        raise ValueError(refusal(need, name, DRAFTER_FACTS))
+    asked = asked_of(values)
+    for need in unmet(given, asked, contract_only):
+        raise ValueError(refusal(need, name, DRAFTER_FACTS, asked))
 
 
 CONTRACT_DEFAULTS = {f.name: f.default for f in fields(RunSettings)}  # what a run asks when nothing is said

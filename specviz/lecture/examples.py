@@ -5,8 +5,8 @@ once, while the first start still prepares the pair).
 `EXAMPLES` is the catalogue: what each one records (prompt and settings) and what it shows, in one sentence that
 `Example.shows` checks against the recorded trace, so a re-recording that no longer shows it is caught.
 `record_examples` records them (`python -m specviz record-examples`): each as the run and the target alone timed in
-turns (engine/repeats.py), the median turn kept with every turn's times, and none whose speedup is above its tokens
-per target pass (timing noise) passes as shown; `load_example` reads one back and raises `ExampleError`, naming the
+turns (engine/repeats.py), the median turn kept with every turn's times, and none whose speedup is above its
+ceiling (what its own target passes allow with drafting free: record/stats.py's Ceiling) passes as shown; `load_example` reads one back and raises `ExampleError`, naming the
 file and what is wrong, for a missing or corrupt file.
 """
 
@@ -118,7 +118,8 @@ def _shows_plain_rounds(trace: Trace) -> bool:
 
 def speedup_is_a_result(trace: Trace) -> bool:
     """Whether the recording's speedups are results: a baseline timed in at least PUBLISHED_TURNS turns, and no
-    median above the tokens per target pass of its rounds (that would be timing noise)."""
+    median above its ceiling, what the run's own target passes allow with drafting free (that would be timing
+    noise)."""
     both = speedups(trace)
     return (both is not None and trace.baseline.repeats is not None
             and len(trace.baseline.repeats.speculative) >= PUBLISHED_TURNS and not any(sp and sp.beyond for sp in both))

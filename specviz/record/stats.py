@@ -5,8 +5,9 @@ one home of the numbers the engine saves in the summary and the page, the CLI, t
   alone's (`decode_speed`, `baseline_decode_speed`, `decode_speedup`), the target alone's step (`target_step_time`),
   the whole run's `speedup_over_baseline`.
 - Speedups as a paper publishes them (`speedups`): with the baseline's repeats, the median of the turns' ratios with
-  their range (`Spread`), each beside the most it could be, the tokens per target pass of the same rounds (a speedup
-  above it is timing noise or a fault, never a result).
+  their range (`Spread`), each beside the most it could be if drafting were free (`Ceiling`: the run's tokens over
+  the seconds of its own target passes, over the target alone's tokens/s; a speedup above it is timing noise or a
+  fault, never a result).
 - The rounds after the first, whose target pass also encodes the prompt (`later_rounds`): `step_times` and
   `mean_drafts`, from which measure/measured.py reads the cost model's c and v.
 - Round sizes: `set_k`, the K a run was set to; `round_shares` of all rounds (the Lab's measured point), and
@@ -120,17 +121,57 @@ def spread(values: list[float]) -> Spread:
 
 
 @dataclass(frozen=True)
+class Ceiling:
+    """The most a run could gain over the target alone if drafting were free: its rounds would then take only their
+    target passes, so ceiling = (tokens ÷ seconds of the rounds' target passes) ÷ the target alone's tokens/s.
+    55 tokens in 19.2 s of passes (2.86 tok/s) against the target alone's 1.00 tok/s: 2.86×.
+
+    Priced from the trace's own measurements: the rounds' verify times (each a pass over its round's K + 1 tokens,
+    at the run's own context lengths and on the machine as it was then) and the target alone's own timing. Not
+    from the pair's recorded pass costs (assets/costs), measured another day at another context: on the rewrite
+    example their t(5)/t(1) is 1.01 while the run's own 5-token passes took 0.93 of its baseline's median step.
+    Not the tokens per target pass either, which assumes no pass costs less than a one-token step: in bfloat16 on
+    this project's CPU a pass over two or three tokens measured cheaper than over one. The target alone's side is
+    its tokens/s (its mean step, not the median), the very figure the speedup divides by, so the run the rounds are
+    from never passes its own ceiling (its passes are part of its wall clock); only the turns, other runs of the
+    same settings timed at other moments, can."""
+
+    tokens: int  # tokens the priced rounds committed
+    passes: int  # their target passes: one a round
+    pass_s: float  # seconds of those passes: the rounds' verify times
+    alone: float  # the target alone's tokens/s over the same stretch (its whole run, or after its first token)
+
+    @property
+    def value(self) -> float:
+        return self.tokens / self.pass_s / self.alone
+
+    @property
+    def above_tokens_per_pass(self) -> bool:
+        """Whether the target alone took longer a token than a round's pass took on average (so the ceiling is
+        above the tokens per target pass, which assumes no pass costs less than a one-token step)."""
+        return 1 / self.alone > self.pass_s / self.passes
+
+
+def ceiling(rounds: list[Round], alone: float | None) -> Ceiling | None:
+    """The ceiling of a speedup over these rounds against the target alone's tokens/s; None where a side has no
+    time to price (rounds with no recorded pass times, as a hand-made trace may hold)."""
+    pass_s = sum(r.verify_time_s for r in rounds)
+    if not (rounds and pass_s > 0 and alone):
+        return None
+    return Ceiling(sum(r.tokens_this_pass for r in rounds), len(rounds), pass_s, alone)
+
+
+@dataclass(frozen=True)
 class Speedup:
-    """A measured speedup beside the most it could be: the tokens per target pass of the same rounds. Each round
-    costs at least one target pass, and a pass over K + 1 tokens no less than a one-token step, so no run can beat
-    its tokens per pass; above it, the timing is noise (or a fault), never a result."""
+    """A measured speedup beside the most it could be if drafting were free (its `Ceiling`, priced from the run's own
+    passes); above it, the timing is noise (or a fault), never a result."""
 
     value: Spread  # one value and runs = 1 where there are no repeats
-    ceiling: float  # tokens per target pass of the rounds the speedup times
+    ceiling: Ceiling | None  # None: the rounds recorded no pass times, so no ceiling is known
 
     @property
     def beyond(self) -> bool:
-        return self.value.median > self.ceiling
+        return self.ceiling is not None and self.value.median > self.ceiling.value
 
 
 def run_speed(t: TimedRun) -> float:
@@ -160,14 +201,14 @@ def speedups(trace: Trace) -> tuple[Speedup, Speedup | None] | None:
     if not (s and b and trace.rounds and s.tokens_per_s > 0 and b.tokens_per_s > 0):
         return None
     later = later_rounds(trace.rounds)
-    decode_ceiling = sum(r.tokens_this_pass for r in later) / len(later)
     if b.repeats is not None:
         whole, decode = turn_speedups(b.repeats), turn_decode_speedups(b.repeats)
     else:
         one = decode_speed(trace), baseline_decode_speed(b)
         whole, decode = [s.tokens_per_s / b.tokens_per_s], [one[0] / one[1]] if all(one) else []
-    return (Speedup(spread(whole), s.tokens_per_pass),
-            Speedup(spread(decode), decode_ceiling) if decode and len(trace.rounds) > 1 else None)
+    return (Speedup(spread(whole), ceiling(trace.rounds, b.tokens_per_s)),
+            Speedup(spread(decode), ceiling(later, baseline_decode_speed(b))) if decode and len(trace.rounds) > 1
+            else None)
 
 
 # --- the rounds after the first ----------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from html import escape
 
-from specviz.drafters import EARLIER_TEXT, REGISTRY
-from specviz.record.stats import Speedup, baseline_decode_speed, decode_speed, run_speed, speedups, turn_speedups
+from specviz.record.stats import (Ceiling, Speedup, baseline_decode_speed, decode_speed, run_speed, speedups,
+                                  turn_speedups)
 from specviz.record.trace import Trace
 from specviz.view.acceptance import acceptance_html
 from specviz.view.cost_words import run_account
@@ -39,7 +39,7 @@ def summary_html(trace: Trace) -> str:
             f'{baseline_report(trace)}')
 
 
-# --- speedups as a paper publishes them: median, range, runs, machine; none above the tokens per pass -----------
+# --- speedups as a paper publishes them: median, range, runs, machine; none above its ceiling --------------------
 
 def spread_text(sp: Speedup) -> str:
     """'2.14× (1.98–2.30, 5 runs each, interleaved)'; one run: '2.14× (one run each)'."""
@@ -57,31 +57,59 @@ def speedup_text(sp: Speedup) -> str:
     return NO_RESULT if sp.beyond else spread_text(sp)
 
 
-def free_drafter(trace: Trace) -> bool:
-    """Whether the run's drafter costs nothing to draft (it copies earlier text: prompt lookup)."""
-    spec = REGISTRY.get(trace.settings.get("drafter"))
-    return spec is not None and spec.source == EARLIER_TEXT
-
-
 def speedup_notes(trace: Trace) -> str:
-    """Said in the page, not in a tooltip: a speedup above the tokens per target pass of its rounds, and where the
-    timings come from (the machine, the turns, the one run shown)."""
+    """Said in the page, not in a tooltip: a speedup above its ceiling, the ceiling worked out from its numbers, and
+    where the timings come from (the machine, the turns, the one run shown)."""
     both = speedups(trace)
     if both is None:
         return ""
-    notes = [_beyond_note(sp, what, trace) for sp, what in zip(both, ("whole run", "decode speed")) if sp and sp.beyond]
-    notes.append(_timing_note(trace))
-    return "".join(f'<div class="sv-baseline sv-muted">{note}</div>' for note in notes)
+    named = [(sp, what) for sp, what in zip(both, ("whole run", "decode speed")) if sp]
+    notes = [_beyond_note(sp, what, trace) for sp, what in named if sp.beyond]
+    notes += [_ceiling_note(trace, named), _timing_note(trace)]
+    return "".join(f'<div class="sv-baseline sv-muted">{note}</div>' for note in notes if note)
 
 
 def _beyond_note(sp: Speedup, what: str, trace: Trace) -> str:
-    why = ("impossible for a drafter that costs nothing, as this one (it copies earlier text): each round still costs "
-           "at least one target pass, and the target alone makes one token a pass" if free_drafter(trace) else
-           "suspicious for any drafter: each round costs at least one target pass, and the target alone makes one "
-           "token a pass")
-    return (f"⚠ The {what}'s measured ratio, {spread_text(sp)}, is above the {sp.ceiling:.2f} tokens per target pass "
-            f"of the same rounds: {why}. So it is timing noise (the machine was slower while one side ran), not a "
-            f"speedup, and is not shown as one; press <b>Baseline</b> to time it again.")
+    if trace.baseline.repeats is None:  # one run each: its ratio and its ceiling come from the same timings
+        why = ("its rounds' target passes add up to more than its own wall clock, which no run can do, so the "
+               "file's times are not one run's")
+    else:
+        why = ("more than the target passes of the run shown allow even with drafting free; the ratio is the "
+               "turns' median, and the turns are other runs of the same settings, so the machine ran at another "
+               "speed while some were timed")
+    return (f"⚠ The {what}'s measured ratio, {spread_text(sp)}, is above its ceiling, {sp.ceiling.value:.2f}× "
+            f"(worked out below): {why}. So it is timing noise (or a fault), not a speedup, and is not shown as "
+            f"one; press <b>Baseline</b> to time it again.")
+
+
+def _ceiling_note(trace: Trace, named: list[tuple[Speedup, str]]) -> str:
+    """The ceiling's formula and its numbers, so a student can redo it; and why it is not the tokens per target
+    pass where it lies above it."""
+    priced = [(sp.ceiling, what) for sp, what in named if sp.ceiling]
+    if not priced:
+        return "No ceiling: the rounds hold no target pass times to price the run with."
+    parts = [f"{'whole run' if what == 'whole run' else 'decode speed (after round 1)'}: {ceiling_text(c)}"
+             for c, what in priced]
+    above = [(c, what) for c, what in priced if c.above_tokens_per_pass]
+    why = "".join(f" The {what}'s ceiling is above its {c.tokens / c.passes:.2f} tokens per target pass: a pass of "
+                  f"these rounds took {c.pass_s / c.passes:.3f} s on average, the target alone "
+                  f"{1 / c.alone:.3f} s a token, so on average a round's pass cost less than the target alone's step."
+                  for c, what in above)
+    return ("Ceiling, the most the run could gain if drafting were free (its rounds would then take only their "
+            "target passes): (tokens ÷ seconds of the run's target passes) ÷ the target alone's tokens/s. "
+            + _first_upper("; ".join(parts)) + "." + why)
+
+
+def ceiling_text(c: Ceiling) -> str:
+    """'63 tokens in 7.231 s of passes = 8.713 tok/s ÷ 3.163 tok/s alone = 2.75×': the ceiling, redone from its
+    numbers (seconds to three decimals, speeds to four figures: the quotient of the printed figures gives the
+    printed ceiling to within a unit of its last digit)."""
+    return (f"{c.tokens} tokens in {c.pass_s:.3f} s of passes = {c.tokens / c.pass_s:#.4g} tok/s ÷ {c.alone:#.4g} "
+            f"tok/s alone = {c.value:.2f}×")
+
+
+def _first_upper(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _timing_note(trace: Trace) -> str:

@@ -60,3 +60,12 @@ def test_the_pages_control_is_disabled_and_says_why_exactly_while_its_need_is_un
     assert off == {"interactive": False, "info": why_off(NEEDS[setting])}
     assert off["info"].startswith(f"Applies only {words}")
     assert on == {"interactive": True, "info": "its info"}
+
+
+def test_the_pages_adaptive_k_is_disabled_for_heads_and_says_why():
+    """The page's stop rule is the cost-aware one, which heads cannot run: adaptive K is off for them, with the
+    reason settings/needs.py gives; for the draft model it is on."""
+    off = state("adaptive", "its info", **{**DECIDING, "drafter": "heads"})
+    assert off == {"interactive": False, "info": why_off(NEEDS["adaptive"])}
+    assert "with Medusa heads only by the confidence threshold" in off["info"]
+    assert state("adaptive", "its info", **DECIDING)["interactive"]

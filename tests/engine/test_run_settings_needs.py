@@ -43,3 +43,14 @@ def test_a_traces_settings_come_back_without_what_did_nothing():
     settings = RunSettings.recorded(recorded)
     assert settings == RunSettings(k=6, temperature=0.0, seed=9)  # the seed at temperature 0 is carried, as recorded
     assert RunSettings.recorded({**recorded, "adaptive": True, "stop_rule": "threshold"}).confidence == 0.4
+
+
+def test_medusa_heads_with_adaptive_k_stop_only_by_the_threshold():
+    """settings/needs.py's rule, once a special case of RunSettings: the cost-aware rule prices draft passes and
+    heads run none."""
+    with pytest.raises(ValueError, match=r"^adaptive applies only .*Medusa heads only by the confidence threshold.*"
+                                         r"set drafter to model or layers, or set stop_rule to threshold"):
+        RunSettings(drafter="heads", adaptive=True, stop_rule="cost")
+    assert RunSettings(drafter="heads", adaptive=True, stop_rule="threshold").adaptive
+    recorded = RunSettings.recorded({"drafter": "heads", "adaptive": True, "stop_rule": "cost"})
+    assert not recorded.adaptive  # a record of it: adaptive K did nothing there, so it comes back without it

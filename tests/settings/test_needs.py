@@ -13,6 +13,7 @@ MODEL = DrafterFacts("model", False, True, True, frozenset())
 LOOKUP = DrafterFacts("lookup", False, False, False, frozenset())
 LAYERS = DrafterFacts("layers", False, False, True, frozenset({"draft_layers"}))
 TREE = DrafterFacts("tree", True, True, True, frozenset({"tree_widths"}))
+HEADS = DrafterFacts("heads", False, False, True, frozenset(), own_passes=False)  # drafts from the verify pass
 DRAFTERS = (MODEL, LOOKUP, LAYERS, TREE)
 
 
@@ -29,6 +30,7 @@ PAIRS = [
     ("k", asked(drafter=TREE), asked()),
     ("adaptive", asked(drafter=LOOKUP), asked(drafter=LAYERS)),
     ("adaptive", asked(drafter=TREE), asked()),
+    ("adaptive", asked(stop_rule="cost", drafter=HEADS), asked(stop_rule="threshold", drafter=HEADS)),
     ("stop_rule", asked(), asked(adaptive=True)),
     ("confidence", asked(), asked(adaptive=True)),
     ("confidence", asked(adaptive=True, stop_rule="cost"), asked(adaptive=True)),
@@ -83,3 +85,29 @@ def test_the_other_settings_words():
     assert "set --stop-rule to threshold," in refusal(NEEDS["confidence"], flag)
     assert "set --temperature above 0," in refusal(NEEDS["seed"], flag)
     assert refusal(NEEDS["seed"], str).startswith("seed applies only when sampling")  # the API's words: field names
+
+
+def test_adaptive_k_with_medusa_heads_stops_only_by_the_threshold():
+    """The cost-aware rule prices draft passes and heads run none (the rule RunSettings once held apart): a refusal
+    that knows the rest of the request offers exactly the changes that meet the need there."""
+    heads_cost = asked(adaptive=True, stop_rule="cost", drafter=HEADS)
+    need = unmet({"adaptive"}, heads_cost)[0]
+    said = refusal(need, flag, (*DRAFTERS, HEADS), heads_cost)
+    assert "with Medusa heads only by the confidence threshold" in said
+    assert said.endswith("set --drafter to model or layers, or set --stop-rule to threshold, or leave --adaptive out "
+                         "(it would do nothing)")
+    tree_threshold = asked(adaptive=True, drafter=TREE)  # a tree: heads would do, the stop rule would not
+    said = refusal(unmet({"adaptive"}, tree_threshold)[0], flag, (*DRAFTERS, HEADS), tree_threshold)
+    assert "set --drafter to model, layers or heads, or leave" in said and "--stop-rule to" not in said
+
+
+# --- the bench's own flags -------------------------------------------------------------------------------------------
+
+def test_each_bench_need_names_the_benchs_own_flags():
+    import argparse
+
+    from specviz.measure.bench import add_bench_args
+    p = argparse.ArgumentParser()
+    add_bench_args(p)
+    dests = {a.dest for a in p._actions}
+    assert all(n.setting in dests and n.other in dests for n in needs.BENCH_NEEDS)

@@ -62,6 +62,7 @@ def eagle_layer_times(target, context: int, repeats: int) -> list[float]:
     if getattr(config, "layer_types", None):
         config.layer_types = config.layer_types[:1]
     config.vocab_size = 16  # the layer reads features (inputs_embeds), never token ids: a token table it never uses
+    config.pad_token_id = None  # (the target's padding id lies past those 16)
     weight = target.lm_head.weight
     layer = AutoModel.from_config(config).to(device=weight.device, dtype=weight.dtype).eval()
     hidden = config.hidden_size

@@ -118,3 +118,14 @@ def test_recording_the_parts_of_another_pair_is_refused(engine, profile, tmp_pat
                                          "loaded tiny-draft → tiny-target"):
         recorded_costs.record_parts(engine, path)
 
+
+
+def test_the_eagle_style_layer_is_timed_for_a_target_whose_padding_id_lies_past_a_small_token_table(tiny_pair):
+    import copy
+
+    from specviz.measure.draft_parts import eagle_layer_times
+
+    target = copy.deepcopy(tiny_pair[1])
+    target.config.pad_token_id = target.config.vocab_size - 1  # as Qwen2.5's 151643 lies past the layer's 16 rows
+    times = eagle_layer_times(target, context=8, repeats=2)
+    assert len(times) == 2 and all(t > 0 for t in times)

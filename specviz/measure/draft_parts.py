@@ -23,6 +23,7 @@ import torch
 
 from specviz.engine.heads import MedusaHeads
 from specviz.engine.machine import machine
+from specviz.engine.pairs import auto_dtype
 from specviz.engine.pass_costs import time_passes
 from specviz.engine.decoding import synchronize
 from specviz.record.cost_profile import DraftParts
@@ -91,6 +92,11 @@ def _times(call, device, repeats: int) -> list[float]:
 
 
 def _words(engine) -> str:
-    """'2026-12-02 on AMD EPYC, 2 cores …, bfloat16, load average 2': when, where and how, as a figure is named."""
+    """'2026-12-02 on AMD EPYC, 2 cores …, bfloat16, load average 2': when, where and how, as a figure is named; a
+    dtype this machine does not compute natively says so (emulated bfloat16 on an AVX2-only CPU is many times slower
+    than on the machine it was chosen for)."""
     busy = f", load average {os.getloadavg()[0]:.0f}" if hasattr(os, "getloadavg") else ""
-    return f"{time.strftime('%Y-%m-%d', time.gmtime())} on {machine(engine.device)}, {engine.dtype}{busy}"
+    native = auto_dtype(engine.device)[0]
+    dtype = engine.dtype if native == engine.dtype or engine.dtype == "float32" else \
+        f"{engine.dtype} emulated in software (this machine's own choice is {native})"
+    return f"{time.strftime('%Y-%m-%d', time.gmtime())} on {machine(engine.device)}, {dtype}{busy}"

@@ -143,7 +143,8 @@ def parts_readout(p: CostProfile) -> str:
     head = float(_fig(f["head_block_s"] + f["output_layer_s"]))  # as printed: each ratio below starts from it
     eagle = float(_fig(f["eagle_layer_s"] + f["output_layer_s"]))
     here = ("" if d.target_step_s == p.target_s[0] else
-            "; a run of its own, so its one-token pass differs from the t(1) above")
+            "; a run of its own, not the one above: its machine, load and one-token pass may differ, so compare "
+            "the parts with its own t(1)")
     return (f'<div id="cost-parts" style="font-size:20px;line-height:1.5;margin-top:0.6em"><b>What a draft from the '
             f"target's own state costs.</b> Measured {escape(d.measured)} (a {d.context}-token cache, medians of "
             f"{d.repeats}{here}), beside a one-token target pass of t(1) = {ms(d.target_step_s)} ms timed in the "
@@ -152,7 +153,7 @@ def parts_readout(p: CostProfile) -> str:
             f"{ms(d.output_layer_s)} ms for the output layer = {_fig(head)} ms, <b>{head / t1:.2f}</b> of t(1); the "
             f"output layer is {100 * f['output_layer_s'] / head:.0f} % of it. All {d.heads} heads from one hidden "
             f"state in one call: {ms(d.heads_s)} ms, {f['heads_s'] / t1:.2f} of t(1) and {f['heads_s'] / head:.2f} "
-            f"× one head's (one call reads the output layer's weights once for every head). A draft-model step: {ms(d.draft_step_s)} ms "
+            f"× one head's (one call: {d.heads} blocks, then the output layer over {d.heads} rows). A draft-model step: {ms(d.draft_step_s)} ms "
             f"({f['draft_step_s'] / t1:.2f} of t(1)). An {EAGLE_NAME} (one decoder layer of the target's shape on "
             f"one new position, random weights): {ms(d.eagle_layer_s)} ms + the output layer "
             f"{ms(d.output_layer_s)} ms = {_fig(eagle)} ms a draft step ({eagle / t1:.2f} of t(1)). Untrained "

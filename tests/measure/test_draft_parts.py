@@ -78,7 +78,7 @@ def test_every_printed_sum_and_ratio_reproduces_from_the_figures_beside_it(profi
     check_arithmetic(text)
     assert "a run of its own" not in text  # its target pass is the profile's t(1)
     alone = dataclasses.replace(profile, target_s=[2 * t for t in profile.target_s], parts=d)
-    assert "a run of its own, so its one-token pass differs" in cost_charts.parts_readout(alone)
+    assert "a run of its own, not the one above" in cost_charts.parts_readout(alone)
 
 
 def test_the_readout_says_nothing_of_parts_it_has_not(profile):
@@ -129,3 +129,11 @@ def test_the_eagle_style_layer_is_timed_for_a_target_whose_padding_id_lies_past_
     target.config.pad_token_id = target.config.vocab_size - 1  # as Qwen2.5's 151643 lies past the layer's 16 rows
     times = eagle_layer_times(target, context=8, repeats=2)
     assert len(times) == 2 and all(t > 0 for t in times)
+
+
+def test_the_shipped_recording_prices_a_draft_from_the_targets_own_state():
+    shipped = recorded_costs.recorded_costs()
+    assert shipped is not None and shipped.parts is not None and shipped.parts.problem() is None
+    d = shipped.parts
+    assert (d.hidden, d.vocab, d.context) == (1536, 151936, shipped.context) and "avx" in d.measured
+    check_arithmetic(cost_charts.readout(shipped, 0.8, 4))

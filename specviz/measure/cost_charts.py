@@ -4,10 +4,12 @@ once, and the predicted speedup against batch size. Pure functions (no gradio, n
 
 from __future__ import annotations
 
+import math
 from html import escape
 
 import plotly.graph_objects as go
 
+from specviz.measure.draft_parts import EAGLE_NAME
 from specviz.measure.pass_timing import crossover_batch, crossover_range, speedup_at_batch
 from specviz.record.cost_profile import CostProfile
 from specviz.view.charts import FONT_SIZE, base_layout
@@ -118,4 +120,49 @@ def readout(p: CostProfile, alpha: float, k: int) -> str:
             f"<b>{p.v(k):.2f}</b> one-token steps; a draft step costs c = {p.c:.2f} of one. At batch 1 the "
             f"predicted speedup is E / (K·c + v) = <b>{speedup_at_batch(p, alpha, k, 1):.2f}×</b> for α = "
             f"{alpha:.2f}. With b sequences at once the verify pass reads b·(K + 1) tokens (its time estimated "
-            f"from the one-sequence curve at that many tokens): {where}.</div>")
+            f"from the one-sequence curve at that many tokens): {where}.</div>{parts_readout(p)}")
+
+
+def ms(seconds: float) -> str:
+    """Milliseconds to 3 significant digits, never in powers of ten: 0.000512 -> '0.512', 0.0302 -> '30.2', 0.204 ->
+    '204', 1.234 -> '1234'. Sums and ratios are worked from these printed figures, so each one a student redoes by hand
+    comes out as printed."""
+    return _fig(seconds * 1000)
+
+
+def parts_readout(p: CostProfile) -> str:
+    """What a draft from the target's own state costs (Medusa heads, an EAGLE-style layer) beside a one-token target
+    pass and a draft-model step timed in the same run, each sum and ratio worked from the printed figures; '' where
+    the profile has no such measurement."""
+    d = p.parts
+    if d is None or d.problem():
+        return ""
+    f = {name: float(ms(getattr(d, name))) for name in ("head_block_s", "output_layer_s", "heads_s", "eagle_layer_s",
+                                                         "target_step_s", "draft_step_s")}
+    t1 = f["target_step_s"]
+    head = float(_fig(f["head_block_s"] + f["output_layer_s"]))  # as printed: each ratio below starts from it
+    eagle = float(_fig(f["eagle_layer_s"] + f["output_layer_s"]))
+    here = ("" if d.target_step_s == p.target_s[0] else
+            "; a run of its own, not the one above: its machine, load and one-token pass may differ, so compare "
+            "the parts with its own t(1)")
+    return (f'<div id="cost-parts" style="font-size:20px;line-height:1.5;margin-top:0.6em"><b>What a draft from the '
+            f"target's own state costs.</b> Measured {escape(d.measured)} (a {d.context}-token cache, medians of "
+            f"{d.repeats}{here}), beside a one-token target pass of t(1) = {ms(d.target_step_s)} ms timed in the "
+            f"same run. A Medusa head is a block of {d.hidden} × {d.hidden} weights read out through the target's "
+            f"own output layer of {d.vocab} × {d.hidden}: one head costs {ms(d.head_block_s)} ms for the block + "
+            f"{ms(d.output_layer_s)} ms for the output layer = {_fig(head)} ms, <b>{head / t1:.2f}</b> of t(1); the "
+            f"output layer is {100 * f['output_layer_s'] / head:.0f} % of it. All {d.heads} heads from one hidden "
+            f"state in one call: {ms(d.heads_s)} ms, {f['heads_s'] / t1:.2f} of t(1) and {f['heads_s'] / head:.2f} "
+            f"× one head's (one call: {d.heads} blocks, then the output layer over {d.heads} rows). A draft-model step: {ms(d.draft_step_s)} ms "
+            f"({f['draft_step_s'] / t1:.2f} of t(1)). An {EAGLE_NAME} (one decoder layer of the target's shape on "
+            f"one new position, random weights): {ms(d.eagle_layer_s)} ms + the output layer "
+            f"{ms(d.output_layer_s)} ms = {_fig(eagle)} ms a draft step ({eagle / t1:.2f} of t(1)). Untrained "
+            f"heads and a random layer are timed: a part costs the same whatever its weights.</div>")
+
+
+def _fig(value: float) -> str:
+    """A figure to 3 significant digits (all of its whole part), in plain decimals: 30.712 -> '30.7', 0.0000654 ->
+    '0.0000654', 1234.5 -> '1234'."""
+    if not value > 0:
+        return f"{value:.3g}"
+    return f"{value:.{max(0, 2 - math.floor(math.log10(value)))}f}"

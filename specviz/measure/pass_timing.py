@@ -22,6 +22,7 @@ from copy import deepcopy
 import torch
 
 from specviz.engine.pass_costs import time_passes
+from specviz.measure.draft_parts import measure_parts
 from specviz.settings.bounds import Progress
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.cost_profile import CostProfile
@@ -30,6 +31,7 @@ NEW_TOKENS = (*range(1, 10), 12, 17)  # n: tokens fed in one target pass (K + 1 
 BATCHES = (1, 2, 4, 8, 16)  # sequences decoded at once, one new token each
 WIDE = (32, 64)  # more tokens per pass: a batch's verify pass reads b·(K + 1) of them (beyond: extended)
 CONTEXT = 192  # cached tokens under every pass: a prompt and an answer's worth
+REPEATS = 3  # timings of each point: the median kept, the least and most as its spread
 
 
 def speedup_at_batch(profile: CostProfile, alpha: float, k: int, batch: int) -> float:
@@ -110,14 +112,15 @@ def pass_times(model, cache, n_new: int, repeats: int = 1, warm_up: int = 0) -> 
 
 
 def measure_costs(engine, context: int = CONTEXT, tokens: tuple[int, ...] = NEW_TOKENS + WIDE,
-                  batches: tuple[int, ...] = BATCHES, repeats: int = 3,
+                  batches: tuple[int, ...] = BATCHES, repeats: int = REPEATS,
                   progress: Progress | None = None) -> CostProfile:
     """Time the loaded pair: the target over each count of new tokens in `tokens` (by default NEW_TOKENS, 1 to 17,
     then WIDE, 32 and 64), both models at each batch size, each point `repeats` times (its median kept, and its least
-    and most in the profile's spread, so the readout can say how sure a crossover is). Tens of seconds on 2 CPU
+    and most in the profile's spread, so the readout can say how sure a crossover is), and a draft from the target's
+    own state part by part beside the one-token passes just timed (measure/draft_parts.py). Tens of seconds on 2 CPU
     cores (docs/benchmarks.md, "Why it pays", dates each run)."""
     say = progress or (lambda fraction, message: None)
-    started, steps = time.perf_counter(), len(tokens) + 2 * len(batches)
+    started, steps = time.perf_counter(), len(tokens) + 2 * len(batches) + 1
     say(0.0, f"encoding a {context}-token context in both models")
     target, draft = prefill(engine.target, context), prefill(engine.draft, context)
     for model, cache in ((engine.target, target), (engine.draft, draft)):
@@ -132,9 +135,12 @@ def measure_costs(engine, context: int = CONTEXT, tokens: tuple[int, ...] = NEW_
                                       pass_times(engine.target, batched(target, b), 1, repeats))
         say((len(tokens) + 2 * j + 1) / steps, f"draft step at batch {b}")
         runs["draft_batch_s"].append(pass_times(engine.draft, batched(draft, b), 1, repeats))
+    say((len(tokens) + 2 * len(batches)) / steps, "a draft from the target's own state, part by part")
+    parts = measure_parts(engine, context, runs["target_s"][0], runs["draft_batch_s"][0], repeats)
     say(1.0, "measured")
     medians = {name: [statistics.median(times) for times in points] for name, points in runs.items()}
     spread = {name: [(min(times), max(times)) for times in points] for name, points in runs.items()}
     return CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, context, list(tokens),
                        medians["target_s"], list(batches), medians["target_batch_s"], medians["draft_batch_s"],
-                       time.perf_counter() - started, repeats=repeats, spread=spread if repeats > 1 else {})
+                       time.perf_counter() - started, repeats=repeats, spread=spread if repeats > 1 else {},
+                       parts=parts)

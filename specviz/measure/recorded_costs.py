@@ -2,7 +2,8 @@
 measurement before any live one runs: marked as recorded (its date, machine and dtype) until the tab measures the
 loaded pair. `record_costs` writes it (`python -m specviz record-examples --costs`, beside the recorded examples,
 in the process that loaded the pair once); `recorded_costs` reads it back, strictly, or None where it is missing or
-unreadable (the tab then says so and waits for a live measurement).
+unreadable (the tab then says so and waits for a live measurement). `record_parts` adds what a draft from the target's
+own state costs to the recording alone (`python -m tools.record_draft_parts`), leaving its other figures as they were.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 
 from specviz.engine.machine import machine
 from specviz.measure import pass_timing
-from specviz.record.cost_profile import CostProfile
+from specviz.measure.draft_parts import measure_parts
+from specviz.record.cost_profile import CostProfile, DraftParts
 from specviz.record.strict_json import build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,3 +50,22 @@ def recorded_costs(path: Path = RECORDED) -> CostProfile | None:
     if not profile.recorded or profile.problem(profile.device, profile.dtype, profile.target):
         return None
     return profile
+
+
+def record_parts(engine, path: Path = RECORDED) -> DraftParts:
+    """Time a draft from the target's own state part by part on the loaded pair, beside a one-token target pass and a
+    draft step timed in the same run at the recording's context, and write them into the recording at `path` as its
+    "parts", leaving its other figures as they were recorded; the parts. Refused for another pair, draft weights or
+    dtype than the recording's (its figures and these would not describe the same models)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    want = (data.get("draft"), data.get("target"), data.get("dtype"))
+    if want != (engine.draft_name, engine.target_name, engine.dtype):
+        raise ValueError(f"the recording at {path} is of {want[0]} → {want[1]} in {want[2]}, not of the loaded "
+                         f"{engine.draft_name} → {engine.target_name} in {engine.dtype}: load that pair")
+    context, repeats = data["context"], pass_timing.REPEATS
+    steps = [pass_timing.pass_times(model, pass_timing.prefill(model, context), 1, repeats, warm_up=1)
+             for model in (engine.target, engine.draft)]
+    parts = measure_parts(engine, context, *steps, repeats=repeats)
+    data["parts"] = dataclasses.asdict(parts)
+    Path(path).write_text(json.dumps(data, indent=1, allow_nan=False), encoding="utf-8")
+    return parts

@@ -1,5 +1,6 @@
 """A measured cost profile of one pair on one device: the target's pass time against the tokens it reads at once and
-the batch it decodes, the draft's step. measure/pass_timing.py measures the full profile (the Costs tab),
+the batch it decodes, the draft's step, and what a draft from the target's own state costs part by part (DraftParts:
+a Medusa head's block, the shared output layer, an EAGLE-style layer). measure/pass_timing.py measures the full profile (the Costs tab),
 engine/pass_costs.py a short one at load; the speedup predictions (measure/pass_timing.py), the Costs tab and the
 cost-aware drafting rule (algorithm/cost_rule.py) read it. Plain numbers: it crosses the GPU boundary and is kept per pair.
 """
@@ -9,6 +10,36 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+
+
+@dataclass
+class DraftParts:
+    """What a draft read from the target's own hidden state costs, part by part, beside a one-token target pass and a
+    draft-model step timed in the same run (seconds, medians; measure/draft_parts.py). A part's time does not depend on
+    its weights: untrained heads and a random layer of the target's shapes are timed."""
+
+    hidden: int  # the target's hidden size
+    vocab: int  # rows of its output layer (its LM head: vocab × hidden)
+    head_block_s: float  # one Medusa head's block, x + SiLU(W x + b), on one position (hidden × hidden)
+    output_layer_s: float  # the shared output layer on one position (vocab × hidden): what each head reads out through
+    heads: int  # how many heads the whole draft below ran (MedusaHeads' default)
+    heads_s: float  # all `heads` heads from one hidden state in one call: their blocks, the output layer over `heads` rows
+    eagle_layer_s: float  # an EAGLE-style layer: the 2·hidden → hidden map, then one decoder layer of the target's
+    #                       shape over one new position with `context` positions cached (its output layer not included)
+    target_step_s: float  # the target's one-token pass in the same run, with `context` positions cached
+    draft_step_s: float  # the draft model's one-token step in the same run
+    context: int
+    repeats: int = 1  # timings of each part; the medians above, their least and most in `spread`
+    spread: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # a field's name -> [(least, most)]
+    measured: str = ""  # when, on what machine, in what dtype, in words
+
+    def problem(self) -> str | None:
+        """Why these figures cannot be shown (a time missing, not a number, zero or negative); None when they can."""
+        times = [self.head_block_s, self.output_layer_s, self.heads_s, self.eagle_layer_s, self.target_step_s,
+                 self.draft_step_s]
+        if not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):
+            return "the draft parts' measurement holds a time that is missing, not a number, zero or negative"
+        return None
 
 
 @dataclass
@@ -32,6 +63,7 @@ class CostProfile:
     spread: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # "target_s", "target_batch_s",
     #                                   "draft_batch_s" -> (least, most) per point; empty: each point timed once
     recorded: str = ""  # a shipped recording's date and machine, in words (measure/recorded_costs.py); empty: live
+    parts: DraftParts | None = None  # a draft from the target's own state, part by part; None: not measured
 
     def extreme(self, speculation_favoured: bool) -> "CostProfile":
         """This profile at the ends of its spread: every time at the end that favours speculation (the target's

@@ -10,8 +10,9 @@ step (reveal.py: a tree round is revealed at once).
 from __future__ import annotations
 
 from html import escape
+from typing import Callable
 
-from specviz.drafters import recorded
+from specviz.drafters import REGISTRY, Drafter, recorded
 from specviz.settings.bounds import widths_text
 from specviz.view.reveal import reveal_steps
 from specviz.view.token_text import quoted, token_html
@@ -25,32 +26,55 @@ def _kids(rnd: Round) -> list[list[int]]:
     return [[c for c in range(1, len(parents)) if parents[c] == u] for u in range(len(parents))]
 
 
+def proposer(spec: Drafter) -> Callable[[int], str] | None:
+    """Who proposed a tree's node at depth d + 1, as the drafter says it (Medusa heads: head d + 1, from the target's
+    own state); None for a drafter that says nothing (a draft model's tree: the draft proposed every node). A tree
+    drafter that declares no `card_said` of its own says what the chain drafter reading the same trained heads says
+    at position d + 1: a heads tree's depth d is that chain's position d, the same head."""
+    if spec.card_said or not spec.trained:
+        return spec.card_said
+    return next((d.card_said for d in REGISTRY.values() if d.chain and d.trained == spec.trained), None)
+
+
 def tree_card(trace: Trace, index: int) -> str:
-    """The round's tree, root first, with a caption that says how to read it."""
+    """The round's tree, root first, with a caption that says how to read it (and, where the drafter says who
+    proposed each depth, who did: on each node and in the caption)."""
     rnd = trace.rounds[index]
     t, kids, step = rnd.tree, _kids(rnd), reveal_steps(rnd)
+    said = proposer(recorded(trace.settings))
     root = (f'<span class="sv-tree-node sv-tree-root" title="the root: the last committed token">'
             f'{token_html(t.root_text)}</span>')
     shape = widths_text(t.widths)
     return (f'<div class="sv-tree" data-step="{step}"><div class="sv-panel-title">The draft tree {shape}: '
             f'{rnd.k} nodes, {len(t.widths)} deep, scored in one target pass</div>'
-            f'<ul class="sv-tree-list"><li>{root}{_subtree(rnd, 0, kids, step)}</li></ul>'
+            f'<ul class="sv-tree-list"><li>{root}{_subtree(rnd, 0, kids, step, said)}</li></ul>'
             f'<div class="sv-muted sv-tree-key">Each node: its token, then p (target) and q (draft) of it, both '
             f'read where it was drafted. {FATES[ACCEPTED].icon} on the accepted path · {FATES[REJECTED].icon} tested '
-            f'and rejected · greyed: never tested.</div></div>')
+            f'and rejected · greyed: never tested.{_depths(t.widths, said)}</div></div>')
 
 
-def _subtree(rnd: Round, node: int, kids: list[list[int]], step: int) -> str:
+def _depths(widths: list[int], said) -> str:
+    """' Depth 1: Proposed by head 1, from …' for each depth, where the drafter says who proposed it; else ''."""
+    if said is None:
+        return ""
+    return "".join(f'<span class="sv-tree-depth"> Depth {d + 1}: {escape(said(d))}.</span>'
+                   for d in range(len(widths)))
+
+
+def _subtree(rnd: Round, node: int, kids: list[list[int]], step: int, said) -> str:
     if not kids[node]:
         return ""
-    items = "".join(f'<li>{_node(rnd, c, step)}{_subtree(rnd, c, kids, step)}</li>' for c in kids[node])
+    items = "".join(f'<li>{_node(rnd, c, step, said)}{_subtree(rnd, c, kids, step, said)}</li>' for c in kids[node])
     return f'<ul>{items}</ul>'
 
 
-def _node(rnd: Round, i: int, step: int) -> str:
+def _node(rnd: Round, i: int, step: int, said=None) -> str:
+    """Node i: its token, fate icon and p, q; its title says all that and, where the drafter says it, who proposed it
+    (a heads tree: the head of its depth). That line tells nothing of the verdict, so a quiz may show it before."""
     d = rnd.drafts[i - 1]
     s = FATES[d.fate]
-    title = f"node {i}: {s.label} {s.icon}\np (target) = {num(d.p)}   q (draft) = {num(d.q)}"
+    who = f"\n{said(rnd.tree.depth[i] - 1)}" if said else ""
+    title = f"node {i}: {s.label} {s.icon}\np (target) = {num(d.p)}   q (draft) = {num(d.q)}{who}"
     return (f'<span class="sv-tree-node sv-tree-{d.fate}" data-step="{step}" title="{escape(title)}">'
             f'{token_html(d.text)}<sup class="sv-icon sv-verdict" data-step="{step}">{s.icon}</sup>'
             f'<small class="sv-tree-pq">p {num(d.p)} · q {num(d.q)}</small></span>')
@@ -60,9 +84,10 @@ def path_verdicts(trace: Trace, index: int) -> str:
     """Each tested node in the order the walk tested it: its test, then the round's last token."""
     rnd = trace.rounds[index]
     greedy = trace.settings.get("temperature") == 0
-    distinct = recorded(trace.settings).distinct
-    rows = [f'<li>{quoted(rnd.drafts[i - 1].text)} {escape(_test_text(rnd, i, greedy, distinct))}</li>'
-            for i in _tested_order(rnd)]
+    spec = recorded(trace.settings)
+    said = proposer(spec)
+    rows = [f'<li>{quoted(rnd.drafts[i - 1].text)}{_who(rnd, i, said)} '
+            f'{escape(_test_text(rnd, i, greedy, spec.distinct))}</li>' for i in _tested_order(rnd)]
     t = rnd.next_token
     if rnd.next_kind == REPLACEMENT:
         where = "every child of the path's last node" if rnd.tree.path else "every child of the root"
@@ -75,6 +100,14 @@ def path_verdicts(trace: Trace, index: int) -> str:
     rows.append(f'<li>{FATES[rnd.last_kind].icon} {last}</li>')
     return (f'<div class="sv-tree-verdicts sv-verdict" data-step="{reveal_steps(rnd)}"><b>Verdicts along the '
             f'path</b><ol>{"".join(rows)}</ol></div>')
+
+
+def _who(rnd: Round, i: int, said) -> str:
+    """' (proposed by head 2, from …)' after node i's token, where the drafter says who proposed it; else ''."""
+    if said is None:
+        return ""
+    line = said(rnd.tree.depth[i] - 1)
+    return f' <span class="sv-tree-from">— {escape(line[:1].lower() + line[1:])} —</span>'
 
 
 def _tested_order(rnd: Round) -> list[int]:

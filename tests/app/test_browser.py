@@ -210,6 +210,8 @@ def test_the_costs_tab_measures_the_pair_and_draws_both_charts(page, monkeypatch
     page.page.click("#cost-measure")
     page.wait_text("#cost-status", "Measured tiny-target")
     page.wait_text("#cost-readout", "Measured on", "v = t(5) / t(1)", "speedup is E / (K·c + v)")
+    page.wait_text("#cost-parts", "What a draft from the target's own state costs", "for the output layer",
+                   "A draft-model step", "EAGLE-style layer")
     page.wait_count("#cost-ratio .js-plotly-plot", 1)
     page.wait_count("#cost-batch .js-plotly-plot", 1)
     slider = page.page.locator("#cost-k input[type=number]")

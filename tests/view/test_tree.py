@@ -106,3 +106,61 @@ def test_the_tokens_per_pass_chart_caps_a_tree_at_its_depth(tree_trace):
     assert "a draft tree: at most its depth + 1 per pass" in figure.layout.title.text
     assert not any(n.startswith("expected") for n in names)  # the chain's formula is not a tree's expectation
     assert any(n.startswith("ceiling: mean depth + 1") for n in names)
+
+
+@pytest.fixture(scope="module", params=[0.0, 1.0], ids=["greedy", "sampled"])
+def heads_tree_trace(request, tiny_pair, tokenizer):
+    """A Medusa heads tree 2-2-1 on the tiny target, with tiny random heads (tests/helpers.tiny_heads)."""
+    from tests.helpers import tiny_heads
+
+    draft, target = tiny_pair
+    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
+    engine.use_heads(tiny_heads(target, n=3, scale=0.3))
+    settings = RunSettings(drafter="heads-tree", tree_widths=(2, 2, 1), temperature=request.param, seed=3,
+                           max_new_tokens=24)
+    return engine.run("def fib(n):", settings)
+
+
+HEAD_SAID = re.compile(r"Proposed by head (\d), from the target&#x27;s own last hidden state")
+
+
+def test_each_node_of_a_heads_tree_names_the_head_of_its_depth(heads_tree_trace):
+    import html as html_module
+
+    trees = [(n, r) for n, r in enumerate(heads_tree_trace.rounds, start=1) if r.tree]
+    assert len(trees) > 3
+    for number, rnd in trees:
+        html = section(heads_tree_trace, number)
+        nodes = re.findall(r'<span class="sv-tree-node sv-tree-\w+" data-step="\d+" title="([^"]*)"', html)
+        assert len(nodes) == rnd.k  # the root's span has no data-step
+        for title in nodes:  # drawn depth-first; each title names its node
+            i = int(re.match(r"node (\d+):", title).group(1))
+            assert [int(h) for h in HEAD_SAID.findall(title)] == [rnd.tree.depth[i]], title
+        key = html.split('sv-tree-key">', 1)[1].split("</div>", 1)[0]
+        depths = len(rnd.tree.widths)
+        assert [int(h) for h in HEAD_SAID.findall(key)] == list(range(1, depths + 1))
+        assert all(f"Depth {d}: Proposed by head {d}," in key for d in range(1, depths + 1))
+        verdicts = html.split("Verdicts along the path", 1)[1].split("</ol>", 1)[0]
+        tested = re.findall(r"<li>(.*?)</li>", verdicts)[:-1]  # each tested node; the last token comes from the target
+        assert [len(re.findall(r"proposed by head \d, from the target", t)) for t in tested] == [1] * len(tested)
+        assert "head" not in html_module.unescape(re.findall(r"<li>(.*?)</li>", verdicts)[-1])
+
+
+def test_what_names_a_head_tells_no_verdict(heads_tree_trace):
+    """The quiz hides every outcome until the reveal (data-step); the head's line is not one, and the node and its
+    icon keep their reveal step."""
+    from specviz.view.style import FATES
+
+    html = section(heads_tree_trace, 2)
+    key = html.split('sv-tree-key">', 1)[1].split("</div>", 1)[0]
+    lines = re.findall(r'<span class="sv-tree-depth">(.*?)</span>', key)
+    assert lines and not any(s.label in line or s.icon in line for line in lines for s in FATES.values())
+    step = re.search(r'data-steps="(\d+)"', html).group(1)
+    nodes = re.findall(r'<span class="sv-tree-node sv-tree-\w+" data-step="(\d+)"', html)
+    icons = re.findall(r'<sup class="sv-icon sv-verdict" data-step="(\d+)"', html)
+    assert nodes and set(nodes) == set(icons) == {step}
+
+
+def test_a_draft_model_tree_names_no_head(tree_trace):
+    html = section(tree_trace, 2)
+    assert "Proposed by" not in html and "proposed by" not in html and "sv-tree-depth" not in html

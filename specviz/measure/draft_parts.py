@@ -1,0 +1,102 @@
+"""What a draft read from the target's own hidden state costs, part by part, on the loaded target: a Medusa head's block
+(hidden × hidden), the shared output layer every head reads out through (vocabulary × hidden: 151936 × 1536, 233 M
+weights, for the packaged target), all the default heads at once, and an EAGLE-style layer (one decoder layer of
+the target's shape on one new position over a cached context), beside a one-token target pass and a draft-model step.
+
+    parts = measure_parts(engine, 192, t1_times, draft_times)   # seconds: beside passes timed in the same run
+    parts.heads_s / parts.target_step_s     # what a draft of every head costs, in one-token target steps
+
+A part's time does not depend on its weights, so untrained heads (engine/heads.MedusaHeads: W = 0) and a random
+layer stand in for trained ones, on the target's own output layer, dtype and device. The Costs tab's measurement
+(pass_timing.measure_costs) times these with the rest; recorded_costs.record_parts adds them to the shipped recording
+alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import statistics
+import time
+
+import torch
+
+from specviz.engine.heads import MedusaHeads
+from specviz.engine.machine import machine
+from specviz.engine.pairs import auto_dtype
+from specviz.engine.pass_costs import time_passes
+from specviz.engine.decoding import synchronize
+from specviz.record.cost_profile import DraftParts
+
+EAGLE_NAME = "EAGLE-style layer"  # as the Costs tab names the one-decoder-layer drafter's step
+
+
+def measure_parts(engine, context: int, target_step: list[float], draft_step: list[float],
+                  repeats: int) -> DraftParts:
+    """Time each part on the loaded target `repeats` times after one untimed call (medians, and their least and most
+    in `spread`), beside `target_step` and `draft_step`: the timings of a one-token target pass and a draft step over
+    `context` cached tokens that the caller took in this run (measure/pass_timing.py times those)."""
+    target = engine.target
+    one, every = MedusaHeads(target, n=1).eval(), MedusaHeads(target).eval()  # untrained: W = 0
+    weight = target.lm_head.weight  # (vocab, hidden)
+    hidden = torch.randn(1, weight.shape[1], device=weight.device).to(weight.dtype)  # one position's state
+    with torch.inference_mode():
+        runs = {"head_block_s": _times(lambda: one.blocks[0](hidden), weight.device, repeats),
+                "output_layer_s": _times(lambda: target.lm_head(hidden), weight.device, repeats),
+                "heads_s": _times(lambda: every(hidden), weight.device, repeats),
+                "eagle_layer_s": eagle_layer_times(target, context, repeats),
+                "target_step_s": target_step, "draft_step_s": draft_step}
+    medians = {name: statistics.median(times) for name, times in runs.items()}
+    spread = {name: [(min(times), max(times))] for name, times in runs.items()}
+    return DraftParts(hidden=weight.shape[1], vocab=weight.shape[0], heads=every.n, context=context, repeats=repeats,
+                      spread=spread, measured=_words(engine), **medians)
+
+
+def eagle_layer_times(target, context: int, repeats: int) -> list[float]:
+    """An EAGLE-style draft step without its output layer: the map from [feature; next token's embedding] (2·hidden)
+    to hidden, then one decoder layer of the target's own configuration (its width, heads, KV heads and MLP; random
+    weights) on one new position over `context` cached positions."""
+    from transformers import AutoModel, DynamicCache
+
+    config = copy.deepcopy(target.config)
+    config.num_hidden_layers = 1
+    if getattr(config, "layer_types", None):
+        config.layer_types = config.layer_types[:1]
+    config.vocab_size = 16  # the layer reads features (inputs_embeds), never token ids: a token table it never uses
+    config.pad_token_id = None  # (the target's padding id lies past those 16)
+    weight = target.lm_head.weight
+    layer = AutoModel.from_config(config).to(device=weight.device, dtype=weight.dtype).eval()
+    hidden = config.hidden_size
+    reduce = torch.nn.Linear(2 * hidden, hidden, device=weight.device, dtype=weight.dtype)
+    gen = torch.Generator().manual_seed(0)
+    features = torch.randn(1, context, hidden, generator=gen).to(weight.device, weight.dtype)
+    pair = torch.randn(1, 1, 2 * hidden, generator=gen).to(weight.device, weight.dtype)  # [f_t; e(x_t+1)]
+    cache = DynamicCache()
+    with torch.inference_mode():
+        layer(inputs_embeds=features, cache=cache, use_cache=True)  # the drafter's earlier positions, cached
+        return time_passes(lambda i: layer(inputs_embeds=reduce(pair), cache=cache, use_cache=True), cache,
+                           weight.device, repeats, warm_up=1)
+
+
+def _times(call, device, repeats: int) -> list[float]:
+    """Seconds of each of `repeats` calls, after one untimed (the first call of a shape pays for kernel choice)."""
+    times = []
+    for i in range(repeats + 1):
+        synchronize(device)
+        t0 = time.perf_counter()
+        call()
+        synchronize(device)
+        if i:
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+def _words(engine) -> str:
+    """'2026-12-02 on AMD EPYC, 2 cores …, bfloat16, load average 2': when, where and how, as a figure is named; a
+    dtype this machine does not compute natively says so (emulated bfloat16 on an AVX2-only CPU is many times slower
+    than on the machine it was chosen for)."""
+    busy = f", load average {os.getloadavg()[0]:.0f}" if hasattr(os, "getloadavg") else ""
+    native = auto_dtype(engine.device)[0]
+    dtype = engine.dtype if native == engine.dtype or engine.dtype == "float32" else \
+        f"{engine.dtype} emulated in software (this machine's own choice is {native})"
+    return f"{time.strftime('%Y-%m-%d', time.gmtime())} on {machine(engine.device)}, {dtype}{busy}"

@@ -27,7 +27,8 @@ def dialogs():
 @pytest.mark.real
 @pytest.mark.timeout(600)
 def test_real_pair_generates_in_the_browser(browser, dialogs, capsys):
-    """The packaged Qwen2.5-Coder 0.5B -> 1.5B pair, 16 new tokens, greedy, then the baseline."""
+    """The packaged Qwen2.5-Coder 0.5B -> 1.5B pair, 8 new tokens, greedy, then the baseline (few tokens: on a
+    CPU without native bfloat16 the pair runs in float32 on one thread of a busy machine)."""
     from specviz.app.serving import EngineCache
 
     started = time.perf_counter()
@@ -40,7 +41,7 @@ def test_real_pair_generates_in_the_browser(browser, dialogs, capsys):
         loaded_s = time.perf_counter() - started
         page.wait_text("#run-info", "Qwen2.5-Coder-1.5B-Instruct")
         page.set_number("temperature", 0)
-        n = page.generate("Write a Python function that returns the n-th Fibonacci number.", max_new_tokens=16)
+        n = page.generate("Write a Python function that returns the n-th Fibonacci number.", max_new_tokens=8)
         assert n >= 2
         page.page.click("#baseline")
         page.wait_match("#summary", "vs target alone", "identical|differ")

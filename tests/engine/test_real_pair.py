@@ -66,7 +66,7 @@ def test_auto_dtype_greedy_holds_within_the_caveat():
         pytest.skip("auto is float32 on this device: test_fp32_greedy_equals_target_only covers it")
     engine = Engine.from_pair(load_pair(device=device))
     for prompt in PROMPTS:
-        assert len(assert_greedy_within_caveat(engine, prompt, RunSettings(k=4, temperature=0, max_new_tokens=16))) >= 4
+        assert len(assert_greedy_within_caveat(engine, prompt, RunSettings(k=4, temperature=0, max_new_tokens=10))) >= 4
 
 
 # --- float32: the exact identity (after the half-precision tests: their pair and this one never share memory) ---
@@ -83,12 +83,20 @@ def target_alone(fp32_engine):
     return fp32_engine.baseline(PROMPTS[0], RunSettings(k=4, temperature=0, max_new_tokens=16)).output_token_ids
 
 
-@pytest.mark.parametrize("prompt", PROMPTS)
-def test_fp32_greedy_equals_target_only(fp32_engine, prompt):
-    trace = fp32_engine.run(prompt, RunSettings(k=4, temperature=0, max_new_tokens=16), baseline=True)
-    assert trace.output_token_ids == trace.baseline.output_token_ids
-    assert len(trace.output_token_ids) >= 8
+def test_fp32_greedy_equals_target_only(fp32_engine, target_alone):
+    trace = fp32_engine.run(PROMPTS[0], RunSettings(k=4, temperature=0, max_new_tokens=16))
+    assert trace.output_token_ids == target_alone and len(trace.output_token_ids) == 16
     assert trace.summary.n_rounds < len(trace.output_token_ids)  # several tokens per target pass
+
+
+@pytest.mark.parametrize("prompt", PROMPTS[1:])
+def test_fp32_greedy_equals_target_only_on_prose(fp32_engine, prompt):
+    """A fact and a story: prose, where the draft guesses less. 10 tokens each keep the suite's slowest worker
+    short (the pair runs on one thread there); the code prompt above runs 16."""
+    trace = fp32_engine.run(prompt, RunSettings(k=4, temperature=0, max_new_tokens=10), baseline=True)
+    assert trace.output_token_ids == trace.baseline.output_token_ids
+    assert len(trace.output_token_ids) >= 6
+    assert trace.summary.n_rounds < len(trace.output_token_ids)
 
 
 @pytest.mark.parametrize("weights", ["int8", "int4"])
@@ -98,28 +106,28 @@ def test_fp32_greedy_with_a_quantized_draft_equals_target_only(fp32_engine, targ
         pytest.skip(f"{weights} draft weights are CPU-only")
     draft = quantize_linears(copy.deepcopy(fp32_engine.draft), weights)
     engine = Engine(draft, fp32_engine.target, fp32_engine.tokenizer, weights_name("draft", weights), "target")
-    run = engine.start(PROMPTS[0], RunSettings(k=4, temperature=0, max_new_tokens=16))
+    run = engine.start(PROMPTS[0], RunSettings(k=4, temperature=0, max_new_tokens=8))  # the first 8 of 16
     assert isinstance(run.draft_cache, LeanCache)
     for _ in run:
         pass
     trace = run.trace()
-    assert trace.output_token_ids == target_alone and len(trace.output_token_ids) == 16
+    assert trace.output_token_ids == target_alone[:8] and len(trace.output_token_ids) == 8
     assert trace.summary.acceptance_rate > 0.5  # still a useful draft
     del engine, draft, run
     gc.collect()
 
 
-@pytest.mark.parametrize("widths", [(2, 2, 1, 1), (3, 2, 1)])  # more shapes, and width 1 = the chain: tiny models
-def test_fp32_greedy_tree_equals_target_only(fp32_engine, target_alone, widths):
+@pytest.mark.parametrize("widths, n", [((2, 2, 1, 1), 16), ((3, 2, 1), 8)])  # more shapes: tiny models
+def test_fp32_greedy_tree_equals_target_only(fp32_engine, target_alone, widths, n):
     """The tree drafter (one target pass per tree, the accepted path kept in both caches) in float32."""
-    settings = RunSettings(temperature=0, max_new_tokens=16, drafter="tree", tree_widths=widths)
+    settings = RunSettings(temperature=0, max_new_tokens=n, drafter="tree", tree_widths=widths)
     trace = fp32_engine.run(PROMPTS[0], settings)
-    assert trace.output_token_ids == target_alone and len(trace.output_token_ids) == 16
-    assert trace.summary.n_rounds < 16 and all(r.tree for r in trace.rounds[1:])
+    assert trace.output_token_ids == target_alone[:n] and len(trace.output_token_ids) == n
+    assert trace.summary.n_rounds < n and all(r.tree for r in trace.rounds[1:])
 
 
 def test_sampled_run_has_sane_acceptance(fp32_engine):
-    trace = fp32_engine.run(PROMPTS[0], RunSettings(k=4, temperature=0.7, seed=0, max_new_tokens=24))
+    trace = fp32_engine.run(PROMPTS[0], RunSettings(k=4, temperature=0.7, seed=0, max_new_tokens=16))
     s = trace.summary
     assert 0.3 <= s.acceptance_rate <= 1.0 and s.tokens_per_pass > 1.5
     assert 0.3 <= s.mean_overlap <= 1.0
@@ -132,7 +140,7 @@ def test_sampled_run_has_sane_acceptance(fp32_engine):
 
 def test_fp32_greedy_self_speculation_equals_target_only(fp32_engine, target_alone):
     """The target's first 21 of 28 layers draft (its own cache for them); the full target verifies."""
-    settings = RunSettings(k=4, temperature=0, max_new_tokens=16, drafter="layers", draft_layers=21)
+    settings = RunSettings(k=4, temperature=0, max_new_tokens=8, drafter="layers", draft_layers=21)
     trace = fp32_engine.run(PROMPTS[0], settings)
-    assert trace.output_token_ids == target_alone and len(trace.output_token_ids) == 16
+    assert trace.output_token_ids == target_alone[:8] and len(trace.output_token_ids) == 8
     assert trace.settings["draft_layers"] == 21

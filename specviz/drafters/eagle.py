@@ -21,8 +21,8 @@ def _proposed(k: int, drafted: str, draft_name: str) -> str:
 
 
 def _card_said(i: int) -> str:
-    return (f"Proposed by EAGLE step {i + 1}, from the target's own features" + (
-        "" if i == 0 else f" and the layer's {plural(i, 'guess')} after them") + " (no draft model)")
+    guesses = "" if i == 0 else " and the layer's guess after them" if i == 1 else f" and the layer's {i} guesses after them"
+    return f"Proposed by EAGLE step {i + 1}, from the target's own features{guesses} (no draft model)"
 
 
 DRAFTER = Drafter(key="eagle", card_said=_card_said, label="EAGLE-style layer", source=TARGET_STATE,

@@ -17,6 +17,7 @@ from specviz.algorithm.sampling import SamplingSettings
 from specviz.algorithm.tree import check_widths
 from specviz.drafters import DEFAULT, REGISTRY, Drafter, drafter
 from specviz.drafters.base import TARGET_STATE
+from specviz.drafters.heads import MEDUSA
 from specviz.drafters.tree import DEFAULT_WIDTHS
 from specviz.settings import defaults
 from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, COST_RULE, RUN_BOUNDS, STOP_RULES, THRESHOLD_RULE, short_repr
@@ -58,11 +59,13 @@ class RunSettings:
         # chain drafter, adaptive K with a tree or prompt lookup, ...): say what it needs
         refuse_unneeded({f.name: getattr(self, f.name) for f in fields(self)}, contract_only=True)
         # The cost-aware rule weighs each further draft pass against its measured price; heads draft all at once with
-        # no pass of their own, so with them it would do nothing (their adaptive K stops by the threshold): refused
+        # no pass of their own, and the EAGLE layer's step is not a pass the rule has a price for, so with them it
+        # would do nothing (their adaptive K stops by the threshold): refused
         if self.adaptive and self.stop_rule == COST_RULE and self.drafter_spec.source == TARGET_STATE:
+            none = ("run none: with adaptive K they stop" if self.drafter_spec.trained == MEDUSA else
+                    "runs none, only its own small layer: with adaptive K it stops")
             raise ValueError(f"the cost-aware stop rule prices a draft model's passes, and {self.drafter_spec.label} "
-                             f"run none: with adaptive K they stop by the confidence threshold (stop rule "
-                             f"{THRESHOLD_RULE!r})")
+                             f"{none} by the confidence threshold (stop rule {THRESHOLD_RULE!r})")
 
     @classmethod
     def recorded(cls, settings: Mapping) -> "RunSettings":

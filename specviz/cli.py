@@ -353,10 +353,13 @@ def train_command(a: argparse.Namespace) -> int:
     if not (0 < a.minutes <= 600) or a.tokens < 1024 or a.epochs < 1:
         raise ValueError(f"train-heads wants 0 < --minutes <= 600, --tokens >= 1024 and --epochs >= 1; got "
                          f"{a.minutes:g}, {a.tokens} and {a.epochs}")
-    plan = TrainPlan(kind=a.kind, heads=a.heads, tokens=a.tokens, epochs=a.epochs, minutes=a.minutes)
     t0 = time.perf_counter()
     target, tokenizer, name = load_target(a.preset, a.target, a.dtype, progress=_print_progress)
     loaded = time.perf_counter() - t0
+    left = a.minutes - loaded / 60  # --minutes bounds the whole command: the load counts
+    if left <= 0.1:
+        raise ValueError(f"loading the target took {loaded / 60:.1f} min of the {a.minutes:g} allowed: raise --minutes")
+    plan = TrainPlan(kind=a.kind, heads=a.heads, tokens=a.tokens, epochs=a.epochs, minutes=left)
     machine = machine_words(str(next(target.parameters()).device))
     heads, prov = train_heads(target, tokenizer, name, plan, _print_bar, heads_folder(cache_root(), name, "teacher"),
                               machine)

@@ -146,10 +146,12 @@ class TeacherRead:
 
 
 def read_teacher(target, fingerprint: str, held_windows: list[list[int]], train_windows: list[list[int]], holdout: int,
-                 top: int, folder: Path | None, report: Report | None = None, deadline: float = math.inf) -> TeacherRead:
-    """The target's features and soft labels on the held-out windows (all of them: the check never loses its text to
-    the clock) and on the training windows until `deadline`; windows saved in `folder` before are reused, and what
-    was read now is saved there (folder None: no disk cache)."""
+                 top: int, folder: Path | None, report: Report | None = None, deadline: float = math.inf,
+                 held_deadline: float = math.inf) -> TeacherRead:
+    """The target's features and soft labels on the held-out windows until `held_deadline` (read first, at least one:
+    the check never loses all its text to the clock), then on the training windows until `deadline` (at least one);
+    windows saved in `folder` before are reused, and what was read now is saved there (folder None: no disk cache),
+    so a later training reads on where this one stopped."""
     length = len((held_windows or train_windows)[0])
     key = _key(fingerprint, length, holdout, top)
     empty = _empty(length, target.config.hidden_size, top)
@@ -160,7 +162,7 @@ def read_teacher(target, fingerprint: str, held_windows: list[list[int]], train_
     t0 = time.perf_counter()
     held = c_held.take(n_held)
     if n_held < len(held_windows):
-        held = _cat(held, teach(target, held_windows[n_held:], top, report, phase="target reads held-out"))
+        held = _cat(held, teach(target, held_windows[n_held:], top, report, held_deadline, "target reads held-out"))
     train = c_train.take(n_train)
     if n_train < len(train_windows):
         train = _cat(train, teach(target, train_windows[n_train:], top, report, deadline))

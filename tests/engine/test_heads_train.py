@@ -67,6 +67,8 @@ def test_the_teachers_data_is_cached_and_only_what_is_missing_is_read(target, tm
     assert (again.cached_windows, again.read_windows) == (100, 0)
     other = read_teacher(target, "another target", data.heldout, data.train, 10, 8, tmp_path)
     assert other.cached_windows == 0  # another fingerprint: nothing reused
+    late = read_teacher(target, "late", more.heldout, more.train, 10, 8, None, deadline=0, held_deadline=0)
+    assert (len(late.held), len(late.train)) == (1, 1)  # past both deadlines: one window of each, no more
 
 
 def test_the_subset_keeps_the_labels_with_most_mass_and_maps_them(teacher):

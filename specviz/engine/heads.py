@@ -211,7 +211,8 @@ def load_heads(folder: Path, target, target_name: str, build=None):
     build = build or builder(provenance.kind)
     mine = fingerprint(target)
     if provenance.target_hash != mine:
-        raise ValueError(f"the {KIND_NAMES.get(provenance.kind, provenance.kind)} in {folder} were trained for {provenance.target_name} "
+        were = "were" if provenance.kind == MEDUSA else "was"
+        raise ValueError(f"the {KIND_NAMES.get(provenance.kind, provenance.kind)} in {folder} {were} trained for {provenance.target_name} "
                          f"(fingerprint {provenance.target_hash}), not for this target, {target_name} (fingerprint "
                          f"{mine}): heads guess from one model's hidden states only. Train heads for it with "
                          f"`{TRAIN_COMMAND}`")

@@ -155,8 +155,8 @@ def _spaced(n: int, most: int) -> torch.Tensor:
     return torch.linspace(0, n - 1, min(n, most)).round().long().unique() if n else torch.zeros(0, dtype=torch.long)
 
 
-def agreement_medusa(heads: MedusaHeads, teacher: Teacher, most: int = EVAL_POSITIONS[MEDUSA],
-                     batch: int = 256) -> list[float]:
+def agreement_medusa(heads: MedusaHeads, teacher: Teacher, most: int = EVAL_POSITIONS[MEDUSA], batch: int = 256,
+                     clock: Clock | None = None) -> list[float]:
     """Each head's top-1 agreement with the target's own top token at its position, on `teacher`'s windows (at most
     `most` positions, evenly spaced), through the full LM head."""
     out = []
@@ -164,11 +164,20 @@ def agreement_medusa(heads: MedusaHeads, teacher: Teacher, most: int = EVAL_POSI
         for i in range(heads.n):
             h, ids, _ = head_pairs(teacher, i)
             pick = _spaced(len(h), most)
-            h, top = h[pick], ids[pick, 0]
-            hits = sum(int((heads.head(i, h[j:j + batch]).argmax(-1) == top[j:j + batch]).sum())
-                       for j in range(0, len(h), batch))
+            h, top, hits = h[pick], ids[pick, 0], 0
+            for j in range(0, len(h), batch):
+                hits += int((heads.head(i, h[j:j + batch]).argmax(-1) == top[j:j + batch]).sum())
+                if clock:
+                    clock.tick(i * math.ceil(len(h) / batch) + j // batch + 1)
             out.append(hits / max(1, len(h)))
     return out
+
+
+def _check_clock(kind: str, heads: int, held: Teacher, report: Report | None, phase: str) -> Clock:
+    """The progress of one held-out check: its batches (as agreement_medusa and agreement_eagle cut them)."""
+    batches = heads * math.ceil(min(EVAL_POSITIONS[MEDUSA], held.positions) / 256) if kind == MEDUSA else \
+        math.ceil(EVAL_POSITIONS[EAGLE] / 64)
+    return Clock(report, phase, batches)
 
 
 # --- EAGLE -------------------------------------------------------------------------------------------------------
@@ -212,7 +221,8 @@ def fit_eagle(eagle, teacher: Teacher, subset: Subset, plan: TrainPlan, report: 
     return _ended(clock, losses, "EAGLE layer learns")
 
 
-def agreement_eagle(eagle, teacher: Teacher, most: int = EVAL_POSITIONS[EAGLE], batch: int = 64) -> list[float]:
+def agreement_eagle(eagle, teacher: Teacher, most: int = EVAL_POSITIONS[EAGLE], batch: int = 64,
+                    clock: Clock | None = None) -> list[float]:
     """Each draft step's top-1 agreement with the target's own top token at its position, drafting as a run does
     (eagle.predict on the last WINDOW pairs, then on its own guesses), through the full LM head. Anchors: held-out
     positions a with a full window before them (at most `most`, evenly spaced); the newest token is the text's x_a;
@@ -237,6 +247,8 @@ def agreement_eagle(eagle, teacher: Teacher, most: int = EVAL_POSITIONS[EAGLE], 
                 if s + 1 < steps:
                     f = torch.cat([f, guess[:, None].to(f.dtype)], 1)[:, -WINDOW:]
                     x = torch.cat([x, teacher.tokens[w, a + s + 1][:, None]], 1)[:, -WINDOW:]
+            if clock:
+                clock.tick(j // batch + 1)
     return [h / max(1, len(anchors)) for h in hits]
 
 
@@ -265,14 +277,13 @@ def train_heads(target, tokenizer, target_name: str, plan: TrainPlan = TrainPlan
     subset = Subset.of([got.train], plan.subset)
     drafter.own.float()  # trained in float32; it runs in the target's dtype once loaded
     check = agreement_eagle if plan.kind == EAGLE else agreement_medusa
-    before = check(drafter, got.held)
+    before = check(drafter, got.held, clock=_check_clock(plan.kind, drafter.n, got.held, report,
+                                                         "held-out check before training"))
     check_s = time.perf_counter() - t_teacher  # the held-out check after the fit costs the same again
     fit = fit_eagle if plan.kind == EAGLE else fit_medusa
     fitted = fit(drafter, got.train, subset, plan, report, budget - check_s)
     t_fit = time.perf_counter()
-    if report:
-        report("held-out check", 0.0, check_s)
-    after = check(drafter, got.held)
+    after = check(drafter, got.held, clock=_check_clock(plan.kind, drafter.n, got.held, report, "held-out check"))
     end = time.perf_counter()
     if report:
         report("held-out check", 1.0, 0.0)

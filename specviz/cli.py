@@ -407,8 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     add_bench_args(sub.add_parser("bench", help="measure speedups (see docs/benchmarks.md)"))
     add_costs_args(sub.add_parser("costs", help="time the pair's passes against tokens and batch (the Costs tab)"))
     add_record_args(sub.add_parser("record-examples", help="record the examples the page ships (assets/examples/)"))
-    add_train_args(sub.add_parser("train-heads", help="train Medusa drafting heads (or, with --kind eagle, an EAGLE-style "
-                                                      "layer) for the target, on this machine"))
+    add_train_args(sub.add_parser("train-heads", help="train Medusa drafting heads (or, with --kind eagle, an "
+                                                      "EAGLE-style layer) for the target, on this machine"))
     a = parser.parse_args(argv)
     try:
         if a.command == "run":

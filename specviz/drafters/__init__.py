@@ -17,7 +17,8 @@ REGISTRY: dict[str, Drafter] = {d.key: d for d in (MODEL, LOOKUP, LAYERS, TREE, 
                                                    EAGLE_TREE)}  # in
 #                                                                                     the order the page offers them
 __all__ = ["REGISTRY", "CHAINS", "DEFAULT", "MODEL", "LOOKUP", "LAYERS", "TREE", "DISTINCT", "HEADS", "HEADS_TREE",
-           "EAGLE", "EAGLE_TREE", "drafter", "Drafter", "Param", "DRAFT_MODEL", "TARGET_LAYERS", "EARLIER_TEXT", "TARGET_STATE", "recorded"]
+           "EAGLE", "EAGLE_TREE", "drafter", "Drafter", "Param", "DRAFT_MODEL", "TARGET_LAYERS", "EARLIER_TEXT",
+           "TARGET_STATE", "recorded"]
 DEFAULT = MODEL  # what a run drafts with when nothing is chosen
 CHAINS = {key: d for key, d in REGISTRY.items() if d.chain}  # what the Lab's comparison runs side by side
 

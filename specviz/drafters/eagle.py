@@ -21,7 +21,8 @@ def _proposed(k: int, drafted: str, draft_name: str) -> str:
 
 
 def _card_said(i: int) -> str:
-    guesses = "" if i == 0 else " and the layer's guess after them" if i == 1 else f" and the layer's {i} guesses after them"
+    guesses = ("" if i == 0 else " and the layer's guess after them" if i == 1 else
+               f" and the layer's {i} guesses after them")
     return f"Proposed by EAGLE step {i + 1}, from the target's own features{guesses} (no draft model)"
 
 

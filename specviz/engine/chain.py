@@ -67,7 +67,7 @@ class ChainRun(DecodingRun):
 
         # 3. Verify: accept a prefix, then a replacement from the residual or a bonus from p[k].
         verdict = verify(p, q, torch.tensor(drafts, dtype=torch.long), self.gen)
-        self._keep_state(list(range(verdict.n_accepted + 1)))  # heads draft next round from the row that gave the next token
+        self._keep_state(list(range(verdict.n_accepted + 1)))  # rows 0..n: the last gave the next token
         synchronize(ctx.device)
         t2 = time.perf_counter()
         verified = self._cache_lengths()

@@ -97,8 +97,8 @@ class DecodingRun:
         self.elapsed = 0.0  # wall time of the rounds, excluding time the consumer spends between rounds
         self.stop: str | None = None
         # Drafting heads (engine/heads_draft.py) read the target's own state: the verify pass keeps its hidden
-        # states, and the row whose LM head gave the newest committed token is what the next round drafts from
-        # states (all of them for the EAGLE layer, which reads a window of the committed text's features)
+        # states, and the row whose LM head gave the newest committed token is what the next round drafts from; the
+        # EAGLE layer (engine/eagle_draft.py) reads a window of the committed positions' states ("features")
         self.reads_state = settings.drafter_spec.source == TARGET_STATE
         self.features: torch.Tensor | None = None  # (m, H) the target's features of the newest m committed positions
         self.hidden: torch.Tensor | None = None  # features[-1]: the row that gave the newest committed token

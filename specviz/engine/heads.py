@@ -212,7 +212,8 @@ def load_heads(folder: Path, target, target_name: str, build=None):
     mine = fingerprint(target)
     if provenance.target_hash != mine:
         were = "were" if provenance.kind == MEDUSA else "was"
-        raise ValueError(f"the {KIND_NAMES.get(provenance.kind, provenance.kind)} in {folder} {were} trained for {provenance.target_name} "
+        raise ValueError(f"the {KIND_NAMES.get(provenance.kind, provenance.kind)} in {folder} {were} trained for "
+                         f"{provenance.target_name} "
                          f"(fingerprint {provenance.target_hash}), not for this target, {target_name} (fingerprint "
                          f"{mine}): heads guess from one model's hidden states only. Train heads for it with "
                          f"`{TRAIN_COMMAND}`")

@@ -114,7 +114,8 @@ def head_pairs(teacher: Teacher, head: int) -> tuple[torch.Tensor, torch.Tensor,
 
 
 def soft_loss(logits: torch.Tensor, ids: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of logits (P, V') against soft labels (ids into those V' columns): −Σ p log softmax(logits)[id]."""
+    """Cross-entropy of logits (P, V') against soft labels (ids into those V' columns):
+    −Σ p log softmax(logits)[id]."""
     logp = F.log_softmax(logits.float(), -1)
     return -(probs.float() * logp.gather(-1, ids)).sum(-1).mean()
 

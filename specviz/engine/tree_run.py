@@ -66,7 +66,8 @@ class TreeRun(DecodingRun):
         t0 = time.perf_counter()
         distinct = s.drafter_spec.distinct
         if self.reads_state and s.drafter_spec.trained == EAGLE:  # one EAGLE step a depth (eagle_draft.py)
-            tokens, q = eagle_tree(ctx.drafter, self.features, self.ids, tree, s.sampling, ctx.vocab, self.gen, distinct)
+            tokens, q = eagle_tree(ctx.drafter, self.features, self.ids, tree, s.sampling, ctx.vocab, self.gen,
+                                   distinct)
         elif self.reads_state:  # heads: each depth's children from one head, no draft pass (heads_draft.py)
             tokens, q = heads_tree(ctx.drafter, self.hidden, self.ids[-1], tree, s.sampling, ctx.vocab, self.gen,
                                    distinct)

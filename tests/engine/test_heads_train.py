@@ -87,7 +87,8 @@ def medusa_loss(heads, teacher, subset) -> float:
     with torch.no_grad():
         for i, block in enumerate(heads.blocks):
             h, ids, probs = head_pairs(teacher, i)
-            total += float(soft_loss(block(h.float()) @ rows.T, *subset.labels(ids, probs, heads.lm_head.weight.shape[0])))
+            labels = subset.labels(ids, probs, heads.lm_head.weight.shape[0])
+            total += float(soft_loss(block(h.float()) @ rows.T, *labels))
     return total / heads.n
 
 

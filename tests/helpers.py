@@ -121,6 +121,20 @@ def tiny_heads(target, n: int = 3, scale: float = 0.3, seed: int = 0):
     return heads.eval()
 
 
+def tiny_eagle(target, steps: int = 3, scale: float = 0.3, seed: int = 0):
+    """An EAGLE-style layer (engine/eagle.py) for `target` with random weights (std `scale` / √fan-in) on top of its
+    identity start: a guess near, but not at, the target's own next-token distribution, differing by path."""
+    from specviz.engine.eagle import EagleDrafter
+
+    eagle = EagleDrafter(target, steps)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in eagle.layer.named_parameters():
+            if "norm" not in name:
+                p.add_(torch.randn(p.shape, generator=gen) * scale / p.shape[-1] ** 0.5)
+    return eagle.eval()
+
+
 # Each setting that only applies with another (settings/needs.py), as a pair the tests of every place that takes
 # settings share (the CLI, RunSettings, /generate, the page): (setting, a value besides its default, the others that
 # leave it doing nothing, the others with which it applies, words of its refusal). Values are RunSettings' (tree

@@ -47,10 +47,13 @@ def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
     (["--drafter", "tree", "--tree", "5-1"], "width at depth 1 must be a whole number from 1 to 4"),
     (["--drafter", "tree", "--tree", "2-2-2-2-2"], "at most 32"),
     (["--drafter", "tree", "--tree", "2-x"], "whole numbers separated by '-'"),
-    (["--drafter", "lookup", "--tree", "2-1"], "--tree applies only with a tree drafter: set --drafter to tree, distinct or heads-tree"),
+    (["--drafter", "lookup", "--tree", "2-1"], "--tree applies only with a tree drafter: set --drafter to tree, distinct, heads-tree or "
+                                     "eagle-tree"),
     (["--drafter", "tree", "--adaptive"], "--adaptive applies only with a chain drafter that runs a model"),
     (["--drafter", "heads"], "No Medusa heads are trained for"),  # said before the models load
     (["--drafter", "heads-tree"], "train them once with `python -m specviz train-heads`"),
+    (["--drafter", "eagle"], "No EAGLE-style layer is trained for"),
+    (["--drafter", "eagle-tree"], "train it once with `python -m specviz train-heads --kind eagle`"),
     (["--baseline", "--repeats", "0"], "--repeats should be a whole number from 1 to 100, got 0"),
 ])
 def test_bad_input_is_one_line_and_nonzero(folders, args, word):
@@ -95,21 +98,27 @@ def test_the_cost_aware_rule_says_why_under_each_round(folders, tmp_path):
 
 
 def test_train_heads_then_draft_with_them(folders, tmp_path):
+    """Medusa heads, then an EAGLE layer on the teacher's data the first training cached (the target reads nothing)."""
     env = {**__import__("os").environ, "SPECVIZ_CACHE": str(tmp_path)}
-    train = subprocess.run([sys.executable, "-m", "specviz", "train-heads", "--target", folders[1], "--heads", "2",
-                            "--tokens", "5120", "--minutes", "2", "--dtype", "float32"],
-                           capture_output=True, text=True, timeout=300, env=env)
-    assert train.returncode == 0, train.stderr
-    assert "min left" in train.stderr and "100% heads learn" in train.stderr  # the progress bar, to its end
-    assert "2 Medusa heads for" in train.stdout and "held out:" in train.stdout and "head 2 (the token 2 past" in train.stdout
-    assert "of a one-token target pass" in train.stdout  # what a draft costs, measured
-    saved = list(tmp_path.glob("drafting-heads/*/medusa/provenance.json"))
-    assert len(saved) == 1 and json.loads(saved[0].read_text())["heldout_tokens"] == 512
-    r = subprocess.run([sys.executable, "-m", "specviz", "run", "--prompt", "def fib(n):", "--draft", folders[0],
-                        "--target", folders[1], "--drafter", "heads", "--max-new-tokens", "20", "--dtype", "float32",
-                        "--temperature", "0", "--baseline"], capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0, r.stderr
-    assert "greedy output identical to target-only: yes" in r.stdout and "K=2" in r.stdout
+    for kind, drafter, said, unit in (("medusa", "heads", "2 Medusa heads for", "head"),
+                                      ("eagle", "eagle", "an EAGLE-style layer for", "EAGLE step")):
+        train = subprocess.run([sys.executable, "-m", "specviz", "train-heads", "--kind", kind, "--target", folders[1],
+                                "--heads", "2", "--tokens", "5120", "--minutes", "2", "--dtype", "float32"],
+                               capture_output=True, text=True, timeout=300, env=env)
+        assert train.returncode == 0, train.stderr
+        assert "min left" in train.stderr and "100% held-out check" in train.stderr  # the progress bar, to its end
+        assert said in train.stdout and "held out:" in train.stdout and f"{unit} 2 (the token 2 past" in train.stdout
+        assert "of a one-token target pass" in train.stdout and "phases on" in train.stdout  # costs and times
+        saved = list(tmp_path.glob(f"drafting-heads/*/{kind}/provenance.json"))
+        assert len(saved) == 1 and json.loads(saved[0].read_text())["heldout_tokens"] == 512
+        if kind == "eagle":
+            assert "0 windows read now, 20 from the cache" in train.stdout
+        r = subprocess.run([sys.executable, "-m", "specviz", "run", "--prompt", "def fib(n):", "--draft", folders[0],
+                            "--target", folders[1], "--drafter", drafter, "--max-new-tokens", "20", "--dtype",
+                            "float32", "--temperature", "0", "--baseline"], capture_output=True, text=True,
+                           timeout=300, env=env)
+        assert r.returncode == 0, r.stderr
+        assert "greedy output identical to target-only: yes" in r.stdout and "K=2" in r.stdout
 
 
 def test_train_heads_refuses_bad_numbers(folders):
@@ -203,7 +212,7 @@ def test_the_run_command_refuses_adaptive_k_with_heads_and_the_cost_rule():
     from specviz.cli import add_run_args, run_settings
     p = argparse.ArgumentParser()
     add_run_args(p)
-    with pytest.raises(ValueError, match=r"^--adaptive applies only .*Medusa heads only by the confidence threshold.*: "
+    with pytest.raises(ValueError, match=r"^--adaptive applies only .*Medusa heads or the EAGLE layer only by the confidence threshold.*: "
                                          r"set --drafter to model or layers, or set --stop-rule to threshold, or leave "
                                          r"--adaptive out"):
         run_settings(p.parse_args(["--prompt", "x", "--drafter", "heads", "--adaptive"]))

@@ -292,8 +292,7 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
                        [*p.outputs.of_open(), p.room.box, p.room.accordion],
                        js=f"(lecture, t) => [lecture, {HREF_JS}]", queue=False, **private, **quick)
     wire_room_panel(p.room, p.trace, p.status, hub)
-    # After the opening, never beside it: both write the info line, and on a busy machine a cached model's info
-    # could land first and be overwritten by the recorded example's
+    # After the opening, never beside it: both write the info line (a cached pair's could land first, then be lost)
     opened.then(models.show_model_pair_first, [p.preset], [p.info, p.status], **private, **loads)
     p.preset.change(models.show_model_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)
     # Generate pressed during a run: the first listener stops the running one after its round; the second

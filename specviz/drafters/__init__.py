@@ -1,5 +1,5 @@
 """The drafter registry: every way a round gets its drafts (the draft model, prompt lookup, self-speculation, a draft
-tree, a tree with distinct siblings, Medusa heads as a chain and as a tree), each declared once in its own module as a `Drafter` (base.py): its key, label, where its drafts come from,
+tree, a tree with distinct siblings, Medusa heads and an EAGLE-style layer, each as a chain and as a tree), each declared once in its own module as a `Drafter` (base.py): its key, label, where its drafts come from,
 its parameters and the sentences the round view says about it. The page, the CLI, the API, the bench and the Lab
 read `REGISTRY`; the engine reads a drafter's `source` and `tree` to run it. Adding a drafter is one module here
 (and its tests) when its drafts come from a source the engine already runs.
@@ -7,16 +7,18 @@ read `REGISTRY`; the engine reads a drafter's `source` and `tree` to run it. Add
 Imports settings only (no torch), so the record, the view and the page may read it.
 """
 
-from specviz.drafters import distinct_tree, heads, layers, lookup, model, tree
+from specviz.drafters import distinct_tree, eagle, heads, layers, lookup, model, tree
 from specviz.settings.bounds import short_repr
 from specviz.drafters.base import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARGET_STATE, Drafter, Param
 
 MODEL, LOOKUP, LAYERS, TREE, DISTINCT = model.DRAFTER, lookup.DRAFTER, layers.DRAFTER, tree.DRAFTER, distinct_tree.DRAFTER
-HEADS, HEADS_TREE = heads.DRAFTER, heads.TREE
-REGISTRY: dict[str, Drafter] = {d.key: d for d in (MODEL, LOOKUP, LAYERS, TREE, DISTINCT, HEADS, HEADS_TREE)}  # in
+HEADS, HEADS_TREE, EAGLE, EAGLE_TREE = heads.DRAFTER, heads.TREE, eagle.DRAFTER, eagle.TREE
+REGISTRY: dict[str, Drafter] = {d.key: d for d in (MODEL, LOOKUP, LAYERS, TREE, DISTINCT, HEADS, HEADS_TREE, EAGLE,
+                                                   EAGLE_TREE)}  # in
 #                                                                                     the order the page offers them
 __all__ = ["REGISTRY", "CHAINS", "DEFAULT", "MODEL", "LOOKUP", "LAYERS", "TREE", "DISTINCT", "HEADS", "HEADS_TREE",
-           "drafter", "Drafter", "Param", "DRAFT_MODEL", "TARGET_LAYERS", "EARLIER_TEXT", "TARGET_STATE", "recorded"]
+           "EAGLE", "EAGLE_TREE", "drafter", "Drafter", "Param", "DRAFT_MODEL", "TARGET_LAYERS", "EARLIER_TEXT",
+           "TARGET_STATE", "recorded"]
 DEFAULT = MODEL  # what a run drafts with when nothing is chosen
 CHAINS = {key: d for key, d in REGISTRY.items() if d.chain}  # what the Lab's comparison runs side by side
 

@@ -16,6 +16,8 @@ import torch
 from specviz.algorithm.sampling import sample, verify, warp
 from specviz.algorithm.cost_rule import CostRule
 from specviz.engine.decoding import TOP_N, DecodingRun, RunContext, forward, rollback, synchronize
+from specviz.drafters.heads import EAGLE
+from specviz.engine.eagle_draft import eagle_chain
 from specviz.engine.heads_draft import heads_chain
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, CacheLengths, DraftPosition, \
     PassCosts, Round, TokenProb
@@ -65,7 +67,7 @@ class ChainRun(DecodingRun):
 
         # 3. Verify: accept a prefix, then a replacement from the residual or a bonus from p[k].
         verdict = verify(p, q, torch.tensor(drafts, dtype=torch.long), self.gen)
-        self._keep_state(verdict.n_accepted)  # heads draft next round from the row that gave the next token
+        self._keep_state(list(range(verdict.n_accepted + 1)))  # rows 0..n: the last gave the next token
         synchronize(ctx.device)
         t2 = time.perf_counter()
         verified = self._cache_lengths()
@@ -113,20 +115,25 @@ class ChainRun(DecodingRun):
         return drafts, q, sure
 
     def _heads_draft(self, k: int) -> tuple[list[int], torch.Tensor, list[float]]:
-        """Drafts from the heads, all at once from the target's last hidden state (heads_draft.py), cut as the draft
-        model's loop cuts: after EOS, and with adaptive K once the product of their own probabilities falls below
-        the confidence."""
+        """Drafts from the target's own state: Medusa heads all at once from its last hidden state (heads_draft.py),
+        the EAGLE layer step by step from its recent features (eagle_draft.py); cut as the draft model's loop cuts:
+        after EOS, and with adaptive K once the product of their own probabilities falls below the confidence."""
         if k == 0:
             return [], torch.zeros(0, self.ctx.vocab), []
-        drafts, q, logits = heads_chain(self.ctx.drafter, self.hidden, k, self.s.sampling, self.ctx.vocab, self.gen)
-        sure, alive, n = [], 1.0, len(drafts)
-        for i, x in enumerate(drafts):
+        sure, alive = [], [1.0]
+
+        def stop(i: int, logits: torch.Tensor, x: int) -> bool:
             if self.s.adaptive:
-                sure.append(_confidence(logits[i], x))
-                alive *= sure[-1]
-            if x in self.ctx.eos_ids or (self.s.adaptive and alive < self.s.confidence):
-                n = i + 1
-                break
+                sure.append(_confidence(logits, x))
+                alive[0] *= sure[-1]
+            return x in self.ctx.eos_ids or (self.s.adaptive and alive[0] < self.s.confidence)
+
+        if self.s.drafter_spec.trained == EAGLE:  # one EAGLE step a draft, stopping as soon as `stop` says
+            drafts, q, _ = eagle_chain(self.ctx.drafter, self.features, self.ids, k, self.s.sampling, self.ctx.vocab,
+                                       self.gen, stop)
+            return drafts, q, sure
+        drafts, q, logits = heads_chain(self.ctx.drafter, self.hidden, k, self.s.sampling, self.ctx.vocab, self.gen)
+        n = next((i + 1 for i, x in enumerate(drafts) if stop(i, logits[i], x)), len(drafts))
         return drafts[:n], q[:n], sure[:n]
 
     def _copied_draft(self, k: int) -> tuple[list[int], torch.Tensor]:

@@ -20,6 +20,7 @@ from specviz.record.stats import summarize
 from specviz.record.trace import DraftMemory, Round, TokenProb, Trace
 
 TOP_N = 10  # candidates recorded per position for the bars
+FEATURE_WINDOW = 64  # the target's features a run of drafting heads keeps (the EAGLE layer reads its last 32)
 
 
 def forward(model, tokens: list[int], cache: DynamicCache | LeanCache, keep: int) -> torch.Tensor:
@@ -35,12 +36,13 @@ def forward(model, tokens: list[int], cache: DynamicCache | LeanCache, keep: int
 
 
 def forward_states(model, keep: int, **inputs) -> tuple[torch.Tensor, torch.Tensor]:
-    """The same pass as `model(**inputs, logits_to_keep=keep)`, also giving what its LM head read: (logits (keep, V)
-    float32 on CPU, hidden states (keep, H) as computed). The model's decoder stack, then its LM head on the last
-    `keep` rows, is what a causal LM's forward does, so the logits are the same numbers (tests/engine/test_heads_run.py).
-    Drafting heads read these states (engine/heads_draft.py): no extra pass."""
-    states = model.model(**inputs, use_cache=True).last_hidden_state[0, -keep:]
-    return model.lm_head(states).float().cpu(), states
+    """The same pass as `model(**inputs, logits_to_keep=keep)`, also giving what its LM head reads: (logits (keep, V)
+    float32 on CPU, the hidden states (fed, H) of every fed row, as computed). The model's decoder stack, then its LM
+    head on the last `keep` rows, is what a causal LM's forward does, so the logits are the same numbers
+    (tests/engine/test_heads_run.py). Drafting heads and the EAGLE layer read these states (engine/heads_draft.py,
+    engine/eagle_draft.py): no extra pass."""
+    states = model.model(**inputs, use_cache=True).last_hidden_state[0]
+    return model.lm_head(states[-keep:]).float().cpu(), states
 
 
 def synchronize(device: str | torch.device) -> None:
@@ -95,10 +97,13 @@ class DecodingRun:
         self.elapsed = 0.0  # wall time of the rounds, excluding time the consumer spends between rounds
         self.stop: str | None = None
         # Drafting heads (engine/heads_draft.py) read the target's own state: the verify pass keeps its hidden
-        # states, and the row whose LM head gave the newest committed token is what the next round drafts from
+        # states, and the row whose LM head gave the newest committed token is what the next round drafts from; the
+        # EAGLE layer (engine/eagle_draft.py) reads a window of the committed positions' states ("features")
         self.reads_state = settings.drafter_spec.source == TARGET_STATE
-        self.hidden: torch.Tensor | None = None
-        self._states: torch.Tensor | None = None
+        self.features: torch.Tensor | None = None  # (m, H) the target's features of the newest m committed positions
+        self.hidden: torch.Tensor | None = None  # features[-1]: the row that gave the newest committed token
+        self._states: torch.Tensor | None = None  # the last target pass's states, every fed row
+        self._kept = 0  # how many of its last rows had logits kept (the rows verify read)
 
     @property
     def n_new(self) -> int:
@@ -124,12 +129,19 @@ class DecodingRun:
             return forward(self.ctx.target, feed, self.target_cache, keep)
         ids = torch.tensor([feed], device=next(self.ctx.target.parameters()).device)
         logits, self._states = forward_states(self.ctx.target, keep, input_ids=ids, cache=self.target_cache)
+        self._kept = keep
         return logits
 
-    def _keep_state(self, row: int) -> None:
-        """After a verify pass: the hidden state of its kept row `row` (the one that gave the newest token)."""
-        if self._states is not None:
-            self.hidden, self._states = self._states[row], None
+    def _keep_state(self, rows: list[int]) -> None:
+        """After a verify pass: keep the features of the positions it committed, in order: the fed rows before the
+        kept ones (committed tokens the cache lacked: the prompt at the prefill) and the kept rows `rows` (a chain's
+        0 .. n accepted; a tree's root and accepted path), the last of them the one that gave the newest token."""
+        if self._states is None:
+            return
+        lead = len(self._states) - self._kept
+        new = torch.cat([self._states[:lead], self._states[lead + torch.tensor(rows)]])
+        fresh = new if self.features is None else torch.cat([self.features, new])
+        self.features, self.hidden, self._states = fresh[-FEATURE_WINDOW:], fresh[-1], None
 
     def _new_draft_cache(self):
         """The drafter's cache: a LeanCache where the engine drafts with the lean pass (lean.py), else transformers'."""

@@ -27,7 +27,7 @@ from transformers import DynamicCache
 
 from specviz.algorithm.sampling import sample, warp
 from specviz.drafters import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARGET_STATE
-from specviz.drafters.heads import KIND_NAMES, how_to_train
+from specviz.drafters.heads import DEPTH_SAID, KIND_NAMES, how_to_train
 from specviz.algorithm.cost_rule import CostRule
 from specviz.engine import pass_costs, self_speculation
 from specviz.engine.chain import ChainRun
@@ -81,7 +81,8 @@ class Engine:
         if spec.source == TARGET_STATE:
             heads = self.heads_for(spec)
             if spec.tree and len(settings.widths) > heads.n:
-                raise ValueError(f"a tree of {KIND_NAMES[spec.trained]} is at most {heads.n} deep (one depth per head), got "
+                raise ValueError(f"a tree of {KIND_NAMES[spec.trained]} is at most {heads.n} deep "
+                                 f"({DEPTH_SAID[spec.trained]}), got "
                                  f"widths {'-'.join(map(str, settings.widths))}")
             return heads, f"{heads.title} on {self.target_name}'s own hidden state"
         n = self.layers_for(settings)

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from specviz.drafters.heads import MEDUSA, TRAIN_COMMAND, how_to_train
+from specviz.drafters.heads import EAGLE, KIND_NAMES, MEDUSA, TRAIN_COMMAND, how_to_train
 from specviz.engine.pairs import PACKAGED_PREFIX, cache_root
 
 WEIGHTS, PROVENANCE = "heads.safetensors", "provenance.json"
@@ -68,6 +68,11 @@ class MedusaHeads(torch.nn.Module):
     def n(self) -> int:
         return len(self.blocks)
 
+    @property
+    def own(self) -> torch.nn.Module:
+        """What is trained and saved: the blocks (the LM head is the target's)."""
+        return self.blocks
+
     def to_target_dtype(self) -> "MedusaHeads":
         """The blocks in the LM head's dtype, as they run once loaded (training keeps them in float32)."""
         self.blocks.to(self.lm_head.weight.dtype)
@@ -106,14 +111,26 @@ class Provenance:
     agreement: list[float] = field(default_factory=list)  # per head: top-1 agreement with the target, held out
     seconds: float = 0.0
     created: str = ""  # UTC, ISO 8601
+    untrained: list[float] = field(default_factory=list)  # the same agreement before training (where it started)
+    subset: int = 0  # the vocabulary subset the training's softmax ran over (heads_teacher.Subset; 0: all of it)
+    subset_mass: float = 0.0  # the share of the soft labels' probability that subset kept
+    phases: dict = field(default_factory=dict)  # seconds each phase took: teacher, training, held-out check
+    machine: str = ""  # where it was trained, in words (engine/machine.py)
 
 
-def draft_cost(heads: MedusaHeads, target, repeats: int = 5) -> tuple[float, float]:
-    """(seconds for one draft, every head from one hidden state; seconds for one target pass over one token at an
-    empty context), each the median of `repeats` timed calls after one untimed: what a draft costs beside a pass."""
+def draft_cost(heads, target, repeats: int = 5) -> tuple[float, float]:
+    """(seconds for one draft: every Medusa head from one hidden state, or one EAGLE step over a full window; seconds
+    for one target pass over one token at an empty context), each the median of `repeats` timed calls after one
+    untimed: what a draft costs beside a pass."""
     device = heads.lm_head.weight.device
     hidden = torch.zeros(target.config.hidden_size, device=device)
     token = torch.tensor([[0]], device=device)
+    if heads.kind == EAGLE:
+        from specviz.engine.eagle import WINDOW
+        window, tokens = hidden.expand(1, WINDOW, -1), token.expand(1, WINDOW)
+        step = lambda: heads.logits(heads.predict(window, tokens))  # noqa: E731
+    else:
+        step = lambda: heads(hidden)  # noqa: E731
 
     def median(call) -> float:
         call()
@@ -125,7 +142,7 @@ def draft_cost(heads: MedusaHeads, target, repeats: int = 5) -> tuple[float, flo
         return sorted(times)[len(times) // 2]
 
     with torch.inference_mode():
-        return median(lambda: heads(hidden)), median(lambda: target(input_ids=token))
+        return median(step), median(lambda: target(input_ids=token))
 
 
 def fingerprint(model) -> str:
@@ -158,7 +175,7 @@ def save_heads(heads: MedusaHeads, provenance: Provenance, folder: Path) -> Path
     """Write the blocks' weights and the provenance; the folder."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    weights = {k: v.detach().float().cpu().contiguous() for k, v in heads.blocks.state_dict().items()}
+    weights = {k: v.detach().float().cpu().contiguous() for k, v in heads.own.state_dict().items()}
     save_file(weights, str(folder / WEIGHTS))
     (folder / PROVENANCE).write_text(json.dumps(asdict(provenance), indent=1))
     heads.provenance = provenance
@@ -177,20 +194,31 @@ def read_provenance(folder: Path) -> Provenance | None:
                          f"`{TRAIN_COMMAND}`") from None
 
 
-def load_heads(folder: Path, target, target_name: str, build=MedusaHeads):
-    """The heads saved in folder, on the target's device and dtype; None where none were saved there; ValueError,
-    in a sentence, for heads trained for another target (another fingerprint)."""
+def builder(kind: str):
+    """The class that holds drafting weights of `kind`: MedusaHeads, or eagle.EagleDrafter."""
+    if kind == EAGLE:
+        from specviz.engine.eagle import EagleDrafter  # eagle.py imports this module's neighbours, not this module
+        return EagleDrafter
+    return MedusaHeads
+
+
+def load_heads(folder: Path, target, target_name: str, build=None):
+    """The heads (or EAGLE layer) saved in folder, on the target's device and dtype; None where none were saved
+    there; ValueError, in a sentence, for weights trained for another target (another fingerprint)."""
     provenance = read_provenance(folder)
     if provenance is None:
         return None
+    build = build or builder(provenance.kind)
     mine = fingerprint(target)
     if provenance.target_hash != mine:
-        raise ValueError(f"the {provenance.kind} heads in {folder} were trained for {provenance.target_name} "
+        were = "were" if provenance.kind == MEDUSA else "was"
+        raise ValueError(f"the {KIND_NAMES.get(provenance.kind, provenance.kind)} in {folder} {were} trained for "
+                         f"{provenance.target_name} "
                          f"(fingerprint {provenance.target_hash}), not for this target, {target_name} (fingerprint "
                          f"{mine}): heads guess from one model's hidden states only. Train heads for it with "
                          f"`{TRAIN_COMMAND}`")
     heads = build(target, provenance.heads)
     weights = load_file(str(Path(folder) / WEIGHTS))
-    heads.blocks.load_state_dict({k: v.to(heads.lm_head.weight.dtype) for k, v in weights.items()})
+    heads.own.load_state_dict({k: v.to(heads.lm_head.weight.dtype) for k, v in weights.items()})
     heads.provenance = provenance
     return heads.eval()

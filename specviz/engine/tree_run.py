@@ -26,6 +26,8 @@ from specviz.engine.decoding import DecodingRun, RunContext, synchronize
 from specviz.algorithm.sampling import sample, warp
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, CacheLengths, DraftPosition, Round, TokenProb, TreeRecord
 from specviz.algorithm.tree import TreeShape, TreeVerdict, verify_tree
+from specviz.drafters.heads import EAGLE
+from specviz.engine.eagle_draft import eagle_tree
 from specviz.engine.heads_draft import heads_tree
 from specviz.engine.tree_pass import draft_tree, keep_path, score_tree
 
@@ -63,7 +65,10 @@ class TreeRun(DecodingRun):
         before = self._cache_lengths()
         t0 = time.perf_counter()
         distinct = s.drafter_spec.distinct
-        if self.reads_state:  # heads: each depth's children from one head, no draft pass (heads_draft.py)
+        if self.reads_state and s.drafter_spec.trained == EAGLE:  # one EAGLE step a depth (eagle_draft.py)
+            tokens, q = eagle_tree(ctx.drafter, self.features, self.ids, tree, s.sampling, ctx.vocab, self.gen,
+                                   distinct)
+        elif self.reads_state:  # heads: each depth's children from one head, no draft pass (heads_draft.py)
             tokens, q = heads_tree(ctx.drafter, self.hidden, self.ids[-1], tree, s.sampling, ctx.vocab, self.gen,
                                    distinct)
         else:
@@ -77,6 +82,7 @@ class TreeRun(DecodingRun):
         scored = score_tree(ctx.target, self.target_cache, self.ids[self.target_cache.get_seq_length():], tree, tokens,
                             self.reads_state)
         logits, self._states = scored if self.reads_state else (scored, None)
+        self._kept = tree.n_nodes
         p = warp(logits[:, :ctx.vocab], s.sampling)
 
         # 3. Verify: the surviving path, then a replacement from the last residual or a bonus at a leaf.
@@ -87,7 +93,7 @@ class TreeRun(DecodingRun):
 
         # 4. Commit (cut at EOS or max_new_tokens); both caches keep the root and the committed path nodes only.
         committed = self._commit([tokens[i] for i in verdict.path] + [verdict.next_token])
-        self._keep_state(verdict.path[-1] if verdict.path else 0)  # the node whose row gave the next token
+        self._keep_state([0] + list(verdict.path))  # root and path; the last node's row gave the next token
         kept = [0] + verdict.path[:len(committed) - 1]  # the last committed token is fed next round
         keep_path(self.target_cache, root_slot, kept)
         if s.drafter_spec.has_draft_cache:  # heads keep none
@@ -103,7 +109,7 @@ class TreeRun(DecodingRun):
         before = self._cache_lengths()
         t0 = time.perf_counter()
         logits = self._target_pass(self.ids[self.target_cache.get_seq_length():], 1)
-        self._keep_state(0)
+        self._keep_state([0])
         p = warp(logits[:, :ctx.vocab], self.s.sampling)[0]
         x = int(sample(p[None], self.gen)[0])
         synchronize(ctx.device)

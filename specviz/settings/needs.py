@@ -78,7 +78,8 @@ def _chain_model(d: DrafterFacts) -> bool:
 
 def _adaptive(asked: Asked) -> bool:
     """Adaptive K sets a chain's length by a model's probabilities; its cost-aware rule prices each further draft
-    pass, so a drafter with no passes of its own (Medusa heads) stops only by the confidence threshold."""
+    pass, so a drafter with no passes of its own (Medusa heads, the EAGLE layer) stops only by the confidence
+    threshold."""
     d = asked.drafter
     return _chain_model(d) and (d.own_passes or asked.stop_rule == THRESHOLD)
 
@@ -91,8 +92,9 @@ NEEDS = {need.setting: need for need in (
     Need("k", "with a chain drafter (a tree's widths set its size)", "drafter", "", _drafter(lambda d: not d.tree),
          drafters=lambda d: not d.tree, contract=False),
     Need("adaptive", "with a chain drafter that runs a model (adaptive K sets a chain's length by the model's own "
-                     "probabilities; a tree has a fixed shape), and with Medusa heads only by the confidence "
-                     "threshold (the cost-aware stop rule prices draft passes, and heads run none)", "drafter", "",
+                     "probabilities; a tree has a fixed shape), and with Medusa heads or the EAGLE layer only by "
+                     "the confidence threshold (the cost-aware stop rule prices a model's draft passes, and they "
+                     "run none)", "drafter", "",
          _adaptive, drafters=lambda d: _chain_model(d) and d.own_passes, also=("stop_rule", THRESHOLD,
                                                                               f"to {THRESHOLD}")),
     Need("stop_rule", "with adaptive K", "adaptive", "", lambda a: a.adaptive),
@@ -187,12 +189,13 @@ def _without(when: tuple[str, str], *settings: str) -> list[Need]:
 BENCH_NEEDS = (
     Need("alpha_from", "with --gpu-projection (the projection's α per prompt type)", "gpu_projection", "",
          _bench_flag("gpu_projection")),
-    *_without(_PROJECTION, "preset", "dtype", "draft_weights", "ks", "adaptive_k", "lookup_ks", "tree", "draft_layers",
-              "layers_k", "modes", "temperature", "types", "prompts_per_type", "repeats", "max_new_tokens", "no_peer",
-              "rules", "verify_cost", "quick"),
+    # (bench's option names, written as one string: its --tree option is not the drafter "tree")
+    *_without(_PROJECTION, *("preset dtype draft_weights ks adaptive_k lookup_ks tree draft_layers layers_k modes "
+                             "temperature types prompts_per_type repeats max_new_tokens no_peer rules verify_cost "
+                             "quick").split()),
     *_without(_QUICK, "ks", "lookup_ks", "modes", "types", "repeats", "max_new_tokens", "adaptive_k",
               "prompts_per_type"),
-    *_without(_RULES, "ks", "lookup_ks", "tree", "draft_layers", "layers_k"),
+    *_without(_RULES, *"ks lookup_ks tree draft_layers layers_k".split()),
     *_without(_TINY, "preset", "dtype"),
     Need("layers_k", "with self-speculation rows (the K of the --draft-layers rows)", "draft_layers",
          "to the layers that draft, e.g. 14,21", lambda options: _bench_flag("draft_layers")(options)

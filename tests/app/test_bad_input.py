@@ -318,9 +318,12 @@ def test_markup_in_every_text_field_of_a_trace_stays_text(client, trace, tmp_pat
         assert_no_raw_markup(client.predict(number, False, api_name="/show_round"))
 
 
-@pytest.mark.parametrize("drafter", ["heads", "heads-tree"])
-def test_drafting_heads_never_trained_say_how_to_train_them(client, drafter):
+@pytest.mark.parametrize("drafter, said", [("heads", "No Medusa heads are trained for"),
+                                           ("heads-tree", "No Medusa heads are trained for"),
+                                           ("eagle", "No EAGLE-style layer is trained for"),
+                                           ("eagle-tree", "No EAGLE-style layer is trained for")])
+def test_drafting_heads_never_trained_say_how_to_train_them(client, drafter, said):
     out = generate(client, drafter=drafter)
-    assert "No Medusa heads are trained for" in text(out["status"])
+    assert said in text(out["status"])
     assert "python -m specviz train-heads" in text(out["status"])
     assert_serving(client)

@@ -67,5 +67,5 @@ def test_the_pages_adaptive_k_is_disabled_for_heads_and_says_why():
     reason settings/needs.py gives; for the draft model it is on."""
     off = state("adaptive", "its info", **{**DECIDING, "drafter": "heads"})
     assert off == {"interactive": False, "info": why_off(NEEDS["adaptive"])}
-    assert "with Medusa heads only by the confidence threshold" in off["info"]
+    assert "with Medusa heads or the EAGLE layer only by the confidence threshold" in off["info"]
     assert state("adaptive", "its info", **DECIDING)["interactive"]

@@ -15,21 +15,23 @@ PACKAGE = ROOT / "specviz"
 
 
 def test_each_drafter_is_declared_once_with_its_own_key_and_label():
-    # what traces and API clients use (issue 35 added the Medusa heads, as a chain and as a tree)
-    assert list(REGISTRY) == ["model", "lookup", "layers", "tree", "distinct", "heads", "heads-tree"]
+    # what traces and API clients use (issue 35 added the Medusa heads and the EAGLE layer, as chains and as trees)
+    assert list(REGISTRY) == ["model", "lookup", "layers", "tree", "distinct", "heads", "heads-tree", "eagle",
+                              "eagle-tree"]
     assert len({d.label for d in REGISTRY.values()}) == len(REGISTRY)
     assert all(key == d.key for key, d in REGISTRY.items())
     assert {d.source for d in REGISTRY.values()} == {DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARGET_STATE}
-    assert DEFAULT is REGISTRY["model"] and list(CHAINS) == ["model", "lookup", "layers", "heads"]
+    assert DEFAULT is REGISTRY["model"] and list(CHAINS) == ["model", "lookup", "layers", "heads", "eagle"]
     assert all(d.proposed for d in CHAINS.values())  # every chain drafter says what it proposed
     assert REGISTRY["lookup"].propose is prompt_lookup and not REGISTRY["lookup"].has_draft_cache
-    assert [key for key, d in REGISTRY.items() if d.tree] == ["tree", "distinct", "heads-tree"]
+    assert [key for key, d in REGISTRY.items() if d.tree] == ["tree", "distinct", "heads-tree", "eagle-tree"]
     assert REGISTRY["distinct"].distinct and not REGISTRY["heads"].has_draft_cache
-    assert {d.trained for d in REGISTRY.values() if d.source == TARGET_STATE} == {"medusa"}
+    assert {d.trained for d in REGISTRY.values() if d.source == TARGET_STATE} == {"medusa", "eagle"}
 
 
 def test_an_unknown_drafter_is_refused_by_name():
-    with pytest.raises(ValueError, match="drafter must be one of model, lookup, layers, tree, distinct, heads, heads-tree, got 'medusa'"):
+    with pytest.raises(ValueError, match="drafter must be one of model, lookup, layers, tree, distinct, heads, heads-tree, "
+                                         "eagle, eagle-tree, got 'medusa'"):
         drafter("medusa")
     assert recorded({}) is DEFAULT and recorded({"drafter": "lookup"}) is REGISTRY["lookup"]
 
@@ -40,6 +42,11 @@ def test_the_round_view_sentences_count_in_words():
     said = REGISTRY["heads"].proposed(3, "x", "3 Medusa heads")
     assert "Medusa heads 1 to 3 proposed 3 tokens at once" in said and "no draft model ran" in said
     assert "Medusa head 1 proposed 1 token" in REGISTRY["heads"].proposed(1, "x", "1 Medusa head")
+    said = REGISTRY["eagle"].proposed(3, "x", "an EAGLE-style layer")
+    assert "The EAGLE layer proposed 3 tokens, one a step (steps 1 to 3)" in said and "no draft model ran" in said
+    assert [REGISTRY["eagle"].card_said(i) for i in (0, 1)] == [
+        "Proposed by EAGLE step 1, from the target's own features (no draft model)",
+        "Proposed by EAGLE step 2, from the target's own features and the layer's guess after them (no draft model)"]
     assert "self-speculation: t, its first 7 of 28 layers" in REGISTRY["layers"].proposed(2, "x",
                                                                                       "t, its first 7 of 28 layers")
 

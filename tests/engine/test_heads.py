@@ -88,3 +88,45 @@ def test_a_drafts_cost_is_measured_beside_a_target_pass(target):
 
     draft_s, pass_s = draft_cost(MedusaHeads(target, n=3), target, repeats=3)
     assert 0 < draft_s and 0 < pass_s
+
+
+# --- the EAGLE-style layer (engine/eagle.py) ---------------------------------------------------------------------
+
+def test_an_untrained_eagle_layer_returns_the_feature_it_was_given(target):
+    """fc = [0 | I] and zero output maps: the guess at f_{t+1} is f_t, whose readout is the target's own next guess."""
+    from specviz.engine.eagle import EagleDrafter
+
+    eagle = EagleDrafter(target, 2)
+    ids = torch.tensor([[5, 9, 14, 3]])
+    with torch.no_grad():
+        f = target.model(input_ids=ids).last_hidden_state  # (1, 4, H)
+        guess = eagle.next_features(f, torch.tensor([[9, 14, 3, 7]]))
+        assert torch.allclose(guess, f, atol=1e-6)
+        assert torch.allclose(eagle.logits(eagle.predict(f, ids)), target(input_ids=ids).logits[0, -1], atol=1e-5)
+
+
+def test_the_eagle_layer_shares_the_embedding_and_output_layer_and_sees_a_window(target):
+    from specviz.engine.eagle import EagleDrafter, window_mask
+
+    eagle = EagleDrafter(target, 3)
+    mine = {p.data_ptr() for p in target.parameters()}
+    own = sum(p.numel() for p in eagle.parameters() if p.data_ptr() not in mine)
+    h = 64
+    assert own == sum(p.numel() for p in eagle.own.parameters()) == (2 * h * h + h) + 2 * h + (3 * h * h + 3 * h) \
+        + h * h + 2 * (2 * h) * h + (2 * h) * h  # fc, two norms, qkv, out, gate_up, down
+    assert eagle.embed is target.get_input_embeddings() and eagle.lm_head is target.lm_head and eagle.n == 3
+    assert window_mask(5, 2).sum(-1).tolist() == [1, 2, 2, 2, 2]
+
+
+def test_a_saved_eagle_layer_loads_back_and_is_refused_for_another_target(target, tmp_path):
+    from tests.helpers import tiny_eagle
+
+    eagle = tiny_eagle(target, steps=3, scale=1.0)
+    save_heads(eagle, provenance(target, kind="eagle", heads=3), heads_folder(tmp_path, "tiny", "eagle"))
+    loaded = load_heads(heads_folder(tmp_path, "tiny", "eagle"), target, "tiny")
+    f, x = torch.randn(1, 6, 64), torch.tensor([[1, 2, 3, 4, 5, 6]])
+    assert type(loaded).__name__ == "EagleDrafter" and loaded.n == 3
+    assert torch.equal(loaded.predict(f, x), eagle.predict(f, x))
+    other = noisy_copy(target, 0.1)
+    with pytest.raises(ValueError, match=r"the EAGLE-style layer in .* was trained for tiny .*not for this target"):
+        load_heads(heads_folder(tmp_path, "tiny", "eagle"), other, "other")

@@ -1,7 +1,9 @@
-"""Drafting with Medusa heads through the engine (engine/heads_draft.py), on tiny models with tiny random heads: the
-verify pass's hidden states come with its logits unchanged, greedy output equals the target alone's in float32 (chain
-and tree), sampled output follows the target (chi-squared, with negative controls that fail), K and the tree's depth
-are bounded by the number of heads, and a run without trained heads says how to train them."""
+"""Drafting from the target's own state through the engine, on tiny models: Medusa heads (engine/heads_draft.py) and
+the EAGLE-style layer (engine/eagle_draft.py), with tiny random weights. The verify pass's hidden states come with its
+logits unchanged, greedy output equals the target alone's in float32 (chain and tree), sampled output follows the
+target (chi-squared, with negative controls that fail), K and the tree's depth are bounded by the heads (the steps),
+the drafts are those recomputed from scratch from the target's features, and a run without trained weights says how
+to train them."""
 
 from __future__ import annotations
 
@@ -15,11 +17,12 @@ from transformers import DynamicCache
 
 from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
 from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
-from specviz.drafters import HEADS, HEADS_TREE
+from specviz.drafters import EAGLE, EAGLE_TREE, HEADS, HEADS_TREE
 from specviz.engine import Engine, RunSettings, chain, tree_run
 from specviz.engine.decoding import forward, forward_states
 from specviz.settings.bounds import COST_RULE, THRESHOLD_RULE
-from tests.helpers import _test_against_unchanged_p, tiny_heads
+from specviz.engine.eagle import WINDOW
+from tests.helpers import _test_against_unchanged_p, tiny_eagle, tiny_heads
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models run on one thread
 
@@ -31,6 +34,7 @@ def heads_engine(tiny_pair, tokenizer):
     draft, target = tiny_pair
     engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
     engine.use_heads(tiny_heads(target, n=3, scale=0.3))
+    engine.use_heads(tiny_eagle(target, steps=3, scale=0.3))
     return engine
 
 
@@ -40,9 +44,10 @@ def test_the_verify_pass_gives_its_hidden_states_and_the_same_logits(tiny_pair):
     with torch.inference_mode():
         want = forward(target, ids, DynamicCache(), 3)
         got, states = forward_states(target, 3, input_ids=torch.tensor([ids]), cache=DynamicCache())
-        reference = target(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states[-1][0, -3:]
-        assert torch.equal(got, want) and states.shape == (3, target.config.hidden_size)
-        assert torch.allclose(target.lm_head(reference), want, atol=1e-5)  # what the LM head reads: after the norm
+        reference = target(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states[-1][0]
+        assert torch.equal(got, want) and states.shape == (5, target.config.hidden_size)  # every fed row's state
+        assert torch.allclose(states, reference, atol=1e-5)
+        assert torch.allclose(target.lm_head(reference[-3:]), want, atol=1e-5)  # what the LM head reads: after the norm
 
 
 @pytest.mark.parametrize("settings", [dict(k=3), dict(k=2), dict(k=1),
@@ -57,9 +62,51 @@ def test_greedy_heads_equal_the_target_alone_in_float32(heads_engine, settings):
     assert trace.draft_model == "3 Medusa heads on tiny-target's own hidden state"
 
 
+@pytest.mark.parametrize("settings", [dict(k=3), dict(k=2), dict(k=1),
+                                      dict(k=3, adaptive=True, stop_rule=THRESHOLD_RULE),
+                                      dict(drafter=EAGLE_TREE.key), dict(drafter=EAGLE_TREE.key, tree_widths=(2, 2)),
+                                      dict(drafter=EAGLE_TREE.key, tree_widths=(4, 1, 1))])
+def test_greedy_eagle_equals_the_target_alone_in_float32(heads_engine, settings):
+    """60 tokens: past the EAGLE layer's window of 32, so drafting reads a window cut from a longer history."""
+    run = RunSettings(**{"drafter": EAGLE.key, "temperature": 0, "max_new_tokens": 60, **settings})
+    trace = heads_engine.run(PROMPT, run, baseline=True)
+    assert trace.dtype == "float32" and trace.output_token_ids == trace.baseline.output_token_ids
+    assert trace.summary.n_accepted > 0
+    assert trace.draft_model == "an EAGLE-style layer on tiny-target's own hidden state"
+
+
+def test_the_eagle_layer_drafts_from_the_features_the_verify_passes_left(heads_engine):
+    """Each round's drafts are the EAGLE layer's greedy chain on the last WINDOW (feature, next token) pairs of the
+    committed text: recomputed here from scratch with one target pass over the whole text, so the run's window of
+    features (kept across verify passes, trees' included) lines up with its ids."""
+    target, eagle = heads_engine.target, heads_engine.heads_for(EAGLE)
+    for spec in (EAGLE, EAGLE_TREE):
+        settings = RunSettings(drafter=spec.key, temperature=0, max_new_tokens=70,
+                               **({"k": 3} if spec is EAGLE else {"tree_widths": (1, 1, 1)}))
+        run = heads_engine.start(PROMPT, settings)
+        ids, checked = list(run.prompt_ids), 0
+        for rnd in run:
+            drafts = [d.token_id for d in rnd.drafts]  # a 1-1-1 tree: its nodes in order, a chain
+            if drafts:
+                with torch.inference_mode():
+                    f = target.model(input_ids=torch.tensor([ids[:-1]])).last_hidden_state  # f_0 .. f_{n-2}
+                    x = torch.tensor([ids[1:]])  # the token each feature gave
+                    want = []
+                    for _ in drafts:
+                        guess = eagle.predict(f[:, -WINDOW:], x[:, -WINDOW:])
+                        want.append(int(eagle.logits(guess).argmax()))
+                        f, x = torch.cat([f, guess[:, None]], 1), torch.cat([x, torch.tensor([[want[-1]]])], 1)
+                assert drafts == want
+                checked += 1
+            ids += rnd.committed_ids
+        assert checked >= 5 and len(ids) - len(run.prompt_ids) > WINDOW
+
+
 def test_the_cost_aware_rule_is_refused_beside_heads_which_run_no_draft_pass():
-    with pytest.raises(ValueError, match="Medusa heads run none: with adaptive K they stop by the confidence"):
-        RunSettings(drafter=HEADS.key, adaptive=True, stop_rule=COST_RULE)
+    said = "Medusa heads or the EAGLE layer only by the confidence threshold"  # settings/needs.py's refusal
+    for key in (HEADS.key, EAGLE.key):
+        with pytest.raises(ValueError, match=said):
+            RunSettings(drafter=key, adaptive=True, stop_rule=COST_RULE)
     assert RunSettings(drafter=HEADS.key, adaptive=True, stop_rule=THRESHOLD_RULE).adaptive
 
 
@@ -87,6 +134,11 @@ def test_the_heads_draft_from_the_state_the_verify_pass_left(heads_engine):
 def test_a_tree_deeper_than_the_heads_is_refused_before_any_pass(heads_engine):
     with pytest.raises(ValueError, match="a tree of Medusa heads is at most 3 deep .* got widths 1-1-1-1"):
         heads_engine.start(PROMPT, RunSettings(drafter=HEADS_TREE.key, tree_widths=(1, 1, 1, 1)))
+    with pytest.raises(ValueError, match=r"a tree of EAGLE-style layer is at most 3 deep \(one depth per step it was "
+                                         r"trained for\), got widths 1-1-1-1"):
+        heads_engine.start(PROMPT, RunSettings(drafter=EAGLE_TREE.key, tree_widths=(1, 1, 1, 1)))
+    trace = heads_engine.run(PROMPT, RunSettings(drafter=EAGLE.key, k=6, temperature=0, max_new_tokens=12))
+    assert trace.settings["k"] == 3  # K as used: the steps it was trained for
 
 
 def test_without_trained_heads_a_run_says_how_to_train_them(tiny_pair, tokenizer, tmp_path, monkeypatch):
@@ -95,6 +147,10 @@ def test_without_trained_heads_a_run_says_how_to_train_them(tiny_pair, tokenizer
     for spec in (HEADS, HEADS_TREE):
         with pytest.raises(ValueError, match=r"No Medusa heads are trained for tiny-target on this machine yet: "
                                              r"train them once with `python -m specviz train-heads`"):
+            engine.start(PROMPT, RunSettings(drafter=spec.key))
+    for spec in (EAGLE, EAGLE_TREE):
+        with pytest.raises(ValueError, match=r"No EAGLE-style layer is trained for tiny-target on this machine yet: "
+                                             r"train it once with `python -m specviz train-heads --kind eagle`"):
             engine.start(PROMPT, RunSettings(drafter=spec.key))
 
 
@@ -121,9 +177,10 @@ def two_token_chi_square(drafter, monkeypatch=None, patch=None) -> tuple[int, fl
         target.lm_head.weight.mul_(0.1)
     engine = Engine(noisy_copy(target, 1.0, seed=1), target, char_tokenizer())
     engine.use_heads(tiny_heads(target, n=2, scale=3.0, seed=1))
+    engine.use_heads(tiny_eagle(target, steps=2, scale=3.0, seed=1))
     engine.eos_ids = set()  # every run makes exactly its tokens
     settings = RunSettings(drafter=drafter, k=2, temperature=1.0, max_new_tokens=4, chat=False,
-                           tree_widths=(2, 2) if drafter == HEADS_TREE.key else None)
+                           tree_widths=(2, 2) if drafter in (HEADS_TREE.key, EAGLE_TREE.key) else None)
     ids = engine.encode("abc", settings)  # ids 2, 3, 4: inside the 8-token vocabulary
     with torch.inference_mode():
         rows = lambda contexts: warp(target(torch.tensor(contexts)).logits[:, -1],  # noqa: E731
@@ -145,10 +202,20 @@ def two_token_chi_square(drafter, monkeypatch=None, patch=None) -> tuple[int, fl
     return int((~small).sum()), float(pval)
 
 
-@pytest.mark.parametrize("drafter", [HEADS.key, HEADS_TREE.key])
+@pytest.mark.parametrize("drafter", [HEADS.key, HEADS_TREE.key, EAGLE.key, EAGLE_TREE.key])
 def test_sampled_heads_follow_the_target(drafter):
     dof, pval = two_token_chi_square(drafter)
     assert dof >= 30 and pval > 1e-3
+
+
+def test_negative_control_an_eagle_chain_with_the_wrong_sampler_fails(monkeypatch):
+    _, pval = two_token_chi_square(EAGLE.key, monkeypatch, (chain, "verify", _wrong_verify))
+    assert pval < 1e-6
+
+
+def test_negative_control_an_eagle_tree_with_the_wrong_sibling_rule_fails(monkeypatch):
+    _, pval = two_token_chi_square(EAGLE_TREE.key, monkeypatch, (tree_run, "verify_tree", _test_against_unchanged_p))
+    assert pval < 1e-6
 
 
 def test_negative_control_a_chain_of_heads_with_the_wrong_sampler_fails(monkeypatch):
@@ -171,3 +238,13 @@ def test_each_draft_card_says_which_head_proposed_it(heads_engine):
                for i, c in enumerate(cards))
     other = heads_engine.run(PROMPT, RunSettings(k=3, temperature=1.0, seed=1, max_new_tokens=12))
     assert "Proposed by" not in position_card(other.rounds[1], 0, False)  # the draft model's cards stay as they were
+
+
+def test_each_draft_card_says_which_eagle_step_proposed_it(heads_engine):
+    from specviz.view.cards import position_card
+
+    trace = heads_engine.run(PROMPT, RunSettings(drafter=EAGLE.key, k=3, temperature=1.0, seed=1, max_new_tokens=12))
+    rnd = next(r for r in trace.rounds if r.k == 3)
+    cards = [position_card(rnd, i, False) for i in range(3)]
+    assert "Proposed by EAGLE step 1, from the target&#x27;s own features (no draft model)" in cards[0]
+    assert "Proposed by EAGLE step 3, from the target&#x27;s own features and the layer&#x27;s 2 guesses" in cards[2]

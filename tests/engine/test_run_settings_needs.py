@@ -48,7 +48,7 @@ def test_a_traces_settings_come_back_without_what_did_nothing():
 def test_medusa_heads_with_adaptive_k_stop_only_by_the_threshold():
     """settings/needs.py's rule, once a special case of RunSettings: the cost-aware rule prices draft passes and
     heads run none."""
-    with pytest.raises(ValueError, match=r"^adaptive applies only .*Medusa heads only by the confidence threshold.*"
+    with pytest.raises(ValueError, match=r"^adaptive applies only .*Medusa heads or the EAGLE layer only by the confidence threshold.*"
                                          r"set drafter to model or layers, or set stop_rule to threshold"):
         RunSettings(drafter="heads", adaptive=True, stop_rule="cost")
     assert RunSettings(drafter="heads", adaptive=True, stop_rule="threshold").adaptive

@@ -103,29 +103,33 @@ def test_untrained_heads_are_left_out_with_a_sentence_and_compared_once_trained(
                                                                                  monkeypatch):
     from specviz.engine import Engine
     from specviz.lab.readouts import comparison_status
-    from tests.helpers import tiny_heads
+    from tests.helpers import tiny_eagle, tiny_heads
 
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))  # no heads trained here
     engine = Engine(*tiny_pair, tokenizer, target_name="tiny-target")
     drafters, notes = compare.runnable(engine)
-    assert drafters == ("model", "lookup", "layers") and len(notes) == 1
+    assert drafters == ("model", "lookup", "layers") and len(notes) == 2
     assert "train them once with `python -m specviz train-heads`" in notes[0]
+    assert "train it once with `python -m specviz train-heads --kind eagle`" in notes[1]
     rows = list(compare.compare_drafters(engine, "def f():", replace(GREEDY, max_new_tokens=6), [2]))
     assert [r.drafter for r in rows] == ["target", "model", "lookup", "layers"]
     status = comparison_status(rows, (2,), 1.0, (0,), drafters, tuple(notes))
     assert "4 runs" in status and "Not compared: No Medusa heads are trained for tiny-target" in status
     engine.use_heads(tiny_heads(engine.target))
+    engine.use_heads(tiny_eagle(engine.target))
     rows = list(compare.compare_drafters(engine, "def f():", replace(GREEDY, max_new_tokens=6), [2]))
-    assert [r.drafter for r in rows][-1] == "heads" and compare.runnable(engine) == (tuple(compare.CHAINS), [])
+    assert [r.drafter for r in rows][-2:] == ["heads", "eagle"] and compare.runnable(engine) == (tuple(compare.CHAINS),
+                                                                                                   [])
 
 
 def test_check_ks_plan_and_table():
     assert compare.check_ks([8, 1, 4.0, 1]) == (1, 4, 8)
     assert compare.plan((1, 2), ("model", "lookup")) == [("target", None, 0), ("model", 1, 0), ("lookup", 1, 0),
                                                           ("model", 2, 0), ("lookup", 2, 0)]
-    assert len(compare.plan(compare.ALL_KS)) == 33  # the baseline + 4 drafters × 8 K values (issue 35: the heads)
+    assert len(compare.plan(compare.ALL_KS)) == 41  # the baseline + 5 drafters × 8 K values (issue 35: heads, EAGLE)
     assert compare.plan((4,), layers=(7, 14)) == [("target", None, 0), ("model", 4, 0), ("lookup", 4, 0),
-                                                  ("layers", 4, 7), ("layers", 4, 14), ("heads", 4, 0)]  # a run per N
+                                                  ("layers", 4, 7), ("layers", 4, 14), ("heads", 4, 0),
+                                                  ("eagle", 4, 0)]  # a run per N
     rows = [compare.CompareRow("target", None, None, 1.0, 2.5, 1.0, 32, 12.8),
             compare.CompareRow("lookup", 4, 0.834, 2.0, 3.75, 1.5, 32, 8.53)]
     assert compare.cells(rows[1]) == ["prompt lookup", "4", "0.83", "2.00", "3.75", "1.50×"]

@@ -93,7 +93,7 @@ def test_adaptive_k_with_medusa_heads_stops_only_by_the_threshold():
     heads_cost = asked(adaptive=True, stop_rule="cost", drafter=HEADS)
     need = unmet({"adaptive"}, heads_cost)[0]
     said = refusal(need, flag, (*DRAFTERS, HEADS), heads_cost)
-    assert "with Medusa heads only by the confidence threshold" in said
+    assert "with Medusa heads or the EAGLE layer only by the confidence threshold" in said
     assert said.endswith("set --drafter to model or layers, or set --stop-rule to threshold, or leave --adaptive out "
                          "(it would do nothing)")
     tree_threshold = asked(adaptive=True, drafter=TREE)  # a tree: heads would do, the stop rule would not

@@ -103,8 +103,8 @@ def test_without_trained_heads_a_run_says_how_to_train_them(tiny_pair, tokenizer
 # Seeded runs, so each test is deterministic. Why these N (chi-squared and p printed at N = 200 to 750, 2026-12-02):
 # at 750 both drafters pass with p = 0.18 (heads) and 0.12 (heads-tree), on 42 degrees of freedom (30 asked), and the
 # tree's wrong sibling rule fails with p = 1e-13 already at 500 (chi2 = 132 on 34 dof). The chain's wrong sampler
-# differs less from the target: chi2 = 78.5 on 34 dof (p = 2e-5) at 500, so its control runs N_CONTROL = 1000 (chi2
-# grows linearly with N: about 157 on ~51 dof, p ~ 1e-12); at 750 that bug would still fail the passing p > 1e-3.
+# differs less from the target: chi2 = 78.5 on 34 dof (p = 2e-5) at 500, so its control runs N_CONTROL = 1000
+# (chi2 = 251 on 51 dof, p = 4e-28); at 750 that bug would still fail the passing tests' p > 1e-3.
 N_RUNS = 750
 N_CONTROL = 1000
 

@@ -1,12 +1,18 @@
-"""The CLI end to end on tiny models saved to folders (a subprocess, as a user runs it)."""
+"""The CLI on tiny models saved to folders. Two tests run `python -m specviz` in a subprocess, as a user does (the
+module's entry point end to end, each paying a fresh interpreter's imports of torch and transformers); the others
+call its entry function, `specviz.cli.main`, in this process with the same arguments: the same code, with its
+standard output, standard error and exit status captured."""
 
 import json
 import subprocess
 import sys
 
 import pytest
+from transformers.utils import logging as hf_logging
 
-pytestmark = pytest.mark.slow  # each test runs the CLI in a subprocess, as a user does
+from specviz import cli as specviz_cli
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models run on one thread
 
 
 @pytest.fixture(scope="module")
@@ -21,9 +27,33 @@ def folders(tmp_path_factory, tiny_pair, tokenizer):
 
 
 def cli(*args):
+    """`python -m specviz ARGS` in a fresh interpreter (with this process's environment)."""
     return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.fixture
+def main(capsys, monkeypatch):
+    """`python -m specviz ARGS` in this process: the exit status `main` returns, or argparse's SystemExit code, with
+    what it printed. main() sets TOKENIZERS_PARALLELISM and turns transformers' progress bars off for the process:
+    both are put back after the test."""
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    bars = hf_logging.is_progress_bar_enabled()
+
+    def run(*args):
+        capsys.readouterr()
+        try:
+            code = specviz_cli.main(list(args))
+        except SystemExit as e:
+            code = e.code
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["python", "-m", "specviz", *args], code, out, err)
+
+    yield run
+    if bars:
+        hf_logging.enable_progress_bar()
+
+
+@pytest.mark.slow  # a subprocess, as a user runs it
 def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
     path = tmp_path / "t.json"
     r = cli("run", "--prompt", "def fib(n):", "--draft", folders[0], "--target", folders[1], "--k", "3",
@@ -56,18 +86,18 @@ def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
     (["--drafter", "eagle-tree"], "train it once with `python -m specviz train-heads --kind eagle`"),
     (["--baseline", "--repeats", "0"], "--repeats should be a whole number from 1 to 100, got 0"),
 ])
-def test_bad_input_is_one_line_and_nonzero(folders, args, word):
+def test_bad_input_is_one_line_and_nonzero(main, folders, args, word):
     base = ["run", "--prompt", "hi", "--draft", folders[0], "--target", folders[1], "--dtype", "float32"]
-    r = cli(*base, *args)
+    r = main(*base, *args)
     assert r.returncode == 2
     errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and word in errors[0] and r.stderr.strip().endswith(errors[0]), r.stderr
 
 
-def test_tree_drafter_prints_its_rounds_and_records_its_trees(folders, tmp_path):
+def test_tree_drafter_prints_its_rounds_and_records_its_trees(main, folders, tmp_path):
     path = tmp_path / "tree.json"
-    r = cli("run", "--prompt", "def fib(n):", "--draft", folders[0], "--target", folders[1], "--drafter", "tree",
-            "--tree", "3-2-1", "--temperature", "0", "--max-new-tokens", "20", "--dtype", "float32", "--baseline", "--json", str(path))
+    r = main("run", "--prompt", "def fib(n):", "--draft", folders[0], "--target", folders[1], "--drafter", "tree",
+            "--tree", "3-2-1", "--temperature", "0", "--max-new-tokens", "12", "--dtype", "float32", "--baseline", "--json", str(path))
     assert r.returncode == 0, r.stderr
     assert "tree 3-2-1 ·" in r.stdout and "tree 3-2-1: " in r.stdout and "not examined)" in r.stdout
     assert "greedy output identical to target-only: yes" in r.stdout
@@ -78,14 +108,14 @@ def test_tree_drafter_prints_its_rounds_and_records_its_trees(folders, tmp_path)
     assert data["settings"]["tree_widths"] == [3, 2, 1] and data["rounds"][1]["tree"]["widths"] == [3, 2, 1]
 
 
-def test_unknown_preset(folders):
-    r = cli("run", "--prompt", "hi", "--preset", "nope")
+def test_unknown_preset(main):
+    r = main("run", "--prompt", "hi", "--preset", "nope")
     assert r.returncode == 2 and "unknown preset" in r.stderr
 
 
-def test_the_cost_aware_rule_says_why_under_each_round(folders, tmp_path):
+def test_the_cost_aware_rule_says_why_under_each_round(main, folders, tmp_path):
     path = tmp_path / "cost.json"
-    r = cli("run", "--prompt", "def fib(n):", "--draft", folders[0], "--target", folders[1], "--adaptive",
+    r = main("run", "--prompt", "def fib(n):", "--draft", folders[0], "--target", folders[1], "--adaptive",
             "--stop-rule", "cost", "--k", "6", "--temperature", "0", "--max-new-tokens", "24", "--dtype", "float32", "--baseline",
             "--json", str(path))
     assert r.returncode == 0, r.stderr
@@ -93,18 +123,18 @@ def test_the_cost_aware_rule_says_why_under_each_round(folders, tmp_path):
     assert "cost-aware K: speculation off in" in r.stdout  # the summary's account
     data = json.loads(path.read_text())
     assert data["settings"]["stop_rule"] == "cost" and data["pass_costs"]["source"].startswith("a short measurement")
-    bad = cli("run", "--prompt", "hi", "--draft", folders[0], "--target", folders[1], "--stop-rule", "guess")
+    bad = main("run", "--prompt", "hi", "--draft", folders[0], "--target", folders[1], "--stop-rule", "guess")
     assert bad.returncode == 2 and "invalid choice: 'guess'" in bad.stderr
 
 
-def test_train_heads_then_draft_with_them(folders, tmp_path):
+@pytest.mark.slow  # training in a subprocess, as a user runs it
+def test_train_heads_then_draft_with_them(main, folders, tmp_path, monkeypatch):
     """Medusa heads, then an EAGLE layer on the teacher's data the first training cached (the target reads nothing)."""
-    env = {**__import__("os").environ, "SPECVIZ_CACHE": str(tmp_path)}
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))  # the trained heads are saved here, and read from here
     for kind, drafter, said, unit in (("medusa", "heads", "2 Medusa heads for", "head"),
                                       ("eagle", "eagle", "an EAGLE-style layer for", "EAGLE step")):
-        train = subprocess.run([sys.executable, "-m", "specviz", "train-heads", "--kind", kind, "--target", folders[1],
-                                "--heads", "2", "--tokens", "5120", "--minutes", "2", "--dtype", "float32"],
-                               capture_output=True, text=True, timeout=300, env=env)
+        train = cli("train-heads", "--kind", kind, "--target", folders[1], "--heads", "2", "--tokens", "5120",
+                    "--minutes", "2", "--dtype", "float32")
         assert train.returncode == 0, train.stderr
         assert "min left" in train.stderr and "100% held-out check" in train.stderr  # the progress bar, to its end
         assert said in train.stdout and "held out:" in train.stdout and f"{unit} 2 (the token 2 past" in train.stdout
@@ -113,16 +143,14 @@ def test_train_heads_then_draft_with_them(folders, tmp_path):
         assert len(saved) == 1 and json.loads(saved[0].read_text())["heldout_tokens"] == 512
         if kind == "eagle":
             assert "0 windows read now, 20 from the cache" in train.stdout
-        r = subprocess.run([sys.executable, "-m", "specviz", "run", "--prompt", "def fib(n):", "--draft", folders[0],
-                            "--target", folders[1], "--drafter", drafter, "--max-new-tokens", "20", "--dtype",
-                            "float32", "--temperature", "0", "--baseline"], capture_output=True, text=True,
-                           timeout=300, env=env)
+        r = main("run", "--prompt", "def fib(n):", "--draft", folders[0], "--target", folders[1], "--drafter", drafter,
+                 "--max-new-tokens", "20", "--dtype", "float32", "--temperature", "0", "--baseline")
         assert r.returncode == 0, r.stderr
         assert "greedy output identical to target-only: yes" in r.stdout and "K=2" in r.stdout
 
 
-def test_train_heads_refuses_bad_numbers(folders):
-    r = cli("train-heads", "--target", folders[1], "--minutes", "0")
+def test_train_heads_refuses_bad_numbers(main, folders):
+    r = main("train-heads", "--target", folders[1], "--minutes", "0")
     assert r.returncode == 2 and "train-heads wants 0 < --minutes <= 600" in r.stderr
 
 
@@ -201,8 +229,8 @@ def test_a_bench_flag_at_its_default_is_never_refused_as_for_run():
     bench_check("--quick", "--layers-k", "2")  # the smoke run drafts with 1 layer: it takes effect
 
 
-def test_the_bench_refuses_before_loading_anything():
-    r = cli("bench", "--alpha-from", "results.json", "--out", "unused")
+def test_the_bench_refuses_before_loading_anything(main):
+    r = main("bench", "--alpha-from", "results.json", "--out", "unused")
     assert r.returncode == 2 and "error: --alpha-from applies only with --gpu-projection" in r.stderr
 
 

@@ -2,13 +2,20 @@
 
 The statistical proof: p(. | prefix) and q(. | prefix) are fixed random tables over a 4-token vocabulary. A
 whole tree round (children sampled i.i.d. from q at every node, p looked up per node, verify_tree) is repeated,
-round after round, until three tokens are committed, 20 000 times (seeded); the committed tokens must follow the
+round after round, until three tokens are committed, N_RUNS times (seeded); the committed tokens must follow the
 target alone, p(a) p(b|a) p(c|ab), by a chi-squared test. A wrong rule (children tested against the unchanged p)
 must fail the same test.
 
 Thresholds: the runs are seeded, so each test is deterministic; a correct rule passes when the chi-squared
 p-value is above 1e-3 (a 0.1% false alarm rate if the seed were random), and a negative control must reach a
 p-value below 1e-6. Cells whose expected count is under 5 are pooled into one, as the test's approximation needs.
+
+Why these N (each test's statistic and p printed at N = 2 000 to 20 000 on 2026-12-02; each run is a Python loop, so
+the time is linear in N): at N_RUNS = 4 000 the correct rules pass with p = 0.22, 0.89, 0.71 (first 1, 2, 3 tokens)
+and 0.33 (distinct siblings), and the wrong sibling rule fails with p = 1e-107 (chi2 = 550 on 15 dof). Distinct
+siblings tested as if i.i.d. differ less from the target: chi2 = 52 on 12 dof (p = 7e-7) at 4 000, so that control
+runs N_DISTINCT_CONTROL = 8 000 (chi2 = 107 on 14 dof, p = 2e-16; it grows linearly with N, 270 at 20 000). The
+width-1 homogeneity test: p = 0.40 at 4 000 rounds each (0.12 at 10 000).
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from specviz.algorithm.tree import MAX_TREE_NODES, TreeShape, check_widths, pars
 from tests.helpers import _test_against_unchanged_p
 
 V = 4
-N_RUNS = 20_000
+N_RUNS = 4_000
+N_DISTINCT_CONTROL = 8_000
 PASS_P, FAIL_P = 1e-3, 1e-6
 
 
@@ -272,7 +280,7 @@ def _marginal(counts: dict[tuple, int], n: int) -> dict[tuple, int]:
 
 @pytest.mark.parametrize("n_tokens", [1, 2, 3])
 def test_committed_tokens_follow_the_target(real_counts, n_tokens):
-    """The first n committed tokens of 20 000 seeded runs against p(a), p(a) p(b|a), p(a) p(b|a) p(c|ab)."""
+    """The first n committed tokens of N_RUNS seeded runs against p(a), p(a) p(b|a), p(a) p(b|a) p(c|ab)."""
     stat, dof, pval = chi_square(_marginal(real_counts, n_tokens), TOY.exact(n_tokens), N_RUNS)
     print(f"tree {SHAPE}, first {n_tokens} token(s): chi2 = {stat:.1f}, dof = {dof}, p = {pval:.3g}")
     assert dof >= 4 ** n_tokens // 2 and pval > PASS_P
@@ -315,12 +323,12 @@ def _chain_outcomes(p, q, runs, use_tree):
 
 def test_width_one_gives_the_chain_distribution():
     """On fixed rows (no prefix dependence), the (accepted, next token) outcomes of verify_tree on a width-1
-    tree and of sampling.verify are one distribution: a chi-squared test of homogeneity, 10 000 rounds each."""
+    tree and of sampling.verify are one distribution: a chi-squared test of homogeneity, N_RUNS rounds each."""
     p = torch.tensor([[0.60, 0.25, 0.10, 0.05, 0.00], [0.10, 0.10, 0.20, 0.30, 0.30],
                       [0.05, 0.05, 0.80, 0.05, 0.05], [0.20, 0.20, 0.20, 0.20, 0.20]])
     q = torch.tensor([[0.90, 0.02, 0.02, 0.02, 0.04], [0.40, 0.05, 0.05, 0.10, 0.40],
                       [0.10, 0.10, 0.60, 0.10, 0.10]])
-    tree_out, chain_out = _chain_outcomes(p, q, 10_000, True), _chain_outcomes(p, q, 10_000, False)
+    tree_out, chain_out = _chain_outcomes(p, q, N_RUNS, True), _chain_outcomes(p, q, N_RUNS, False)
     keys = sorted(set(tree_out) | set(chain_out))
     table = np.array([[tree_out.count(k) for k in keys], [chain_out.count(k) for k in keys]])
     table = table[:, table.sum(0) >= 10]  # cells too rare for the approximation
@@ -347,9 +355,9 @@ def test_distinct_siblings_are_distinct_and_follow_the_target():
 
 def test_negative_control_distinct_siblings_tested_as_if_iid_fail():
     """Siblings drawn without replacement but each tested against the node's unchanged q (the i.i.d. rule)."""
-    counts = committed_counts(PEAKED, TreeShape((3, 2)), 2, verifier=partial(verify_tree, distinct=False),
-                              distinct=True)
-    stat, dof, pval = chi_square(counts, PEAKED.exact(2), N_RUNS)
+    counts = committed_counts(PEAKED, TreeShape((3, 2)), 2, N_DISTINCT_CONTROL,
+                              verifier=partial(verify_tree, distinct=False), distinct=True)
+    stat, dof, pval = chi_square(counts, PEAKED.exact(2), N_DISTINCT_CONTROL)
     print(f"negative control, distinct siblings as if i.i.d.: chi2 = {stat:.1f}, dof = {dof}, p = {pval:.3g}")
     assert pval < FAIL_P
 

@@ -156,7 +156,13 @@ def test_without_trained_heads_a_run_says_how_to_train_them(tiny_pair, tokenizer
 
 # --- sampled: tokens 2 and 3 follow the target alone ------------------------------------------------------------
 
-N_RUNS = 1500
+# Seeded runs, so each test is deterministic. Why these N (chi-squared and p printed at N = 200 to 750, 2026-12-02):
+# at 750 both drafters pass with p = 0.18 (heads) and 0.12 (heads-tree), on 42 degrees of freedom (30 asked), and the
+# tree's wrong sibling rule fails with p = 1e-13 already at 500 (chi2 = 132 on 34 dof). The chain's wrong sampler
+# differs less from the target: chi2 = 78.5 on 34 dof (p = 2e-5) at 500, so its control runs N_CONTROL = 1000
+# (chi2 = 251 on 51 dof, p = 4e-28); at 750 that bug would still fail the passing tests' p > 1e-3.
+N_RUNS = 750
+N_CONTROL = 1000
 
 
 def _wrong_verify(p, q, drafts, generator=None):
@@ -167,11 +173,11 @@ def _wrong_verify(p, q, drafts, generator=None):
     return v
 
 
-def two_token_chi_square(drafter, monkeypatch=None, patch=None) -> tuple[int, float]:
-    """Tiny target over an 8-token vocabulary with random heads: tokens 2 and 3 of N_RUNS seeded runs (round 1, the
+def two_token_chi_square(drafter, monkeypatch=None, patch=None, runs=None) -> tuple[int, float]:
+    """Tiny target over an 8-token vocabulary with random heads: tokens 2 and 3 of `runs` seeded runs (round 1, the
     prefill, makes token 1; round 2's drafts decide tokens 2 and 3) against the target alone's
     p(y2, y3) = sum_x p(x) p(y2 | x) p(y3 | x, y2), chi-squared over the 64 cells (expected < 5 pooled). `patch`:
-    (module, name, wrong rule) for a negative control."""
+    (module, name, wrong rule) for a negative control; `runs`: N_RUNS unless given."""
     target = tiny_model(seed=3, layers=2, vocab=8)
     with torch.no_grad():
         target.lm_head.weight.mul_(0.1)
@@ -190,15 +196,16 @@ def two_token_chi_square(drafter, monkeypatch=None, patch=None) -> tuple[int, fl
     exact = (p1[:, None, None] * p2[:, :, None] * p3).sum(0).flatten().double().numpy()
     if patch is not None:
         monkeypatch.setattr(*patch)
+    runs = runs or N_RUNS
     counts = np.zeros(64)
-    for seed in range(N_RUNS):
+    for seed in range(runs):
         out = engine.run("abc", replace(settings, seed=seed), details=False).output_token_ids
         counts[out[1] * 8 + out[2]] += 1
-    expected = exact / exact.sum() * N_RUNS
+    expected = exact / exact.sum() * runs
     small = expected < 5
     stat, pval = stats.chisquare(np.append(counts[~small], counts[small].sum()),
                                  np.append(expected[~small], expected[small].sum()))
-    print(f"engine, {drafter}, tokens 2-3: chi2 = {stat:.1f}, dof = {int((~small).sum())}, p = {pval:.3g}")
+    print(f"engine, {drafter}, {runs} runs, tokens 2-3: chi2 = {stat:.1f}, dof = {int((~small).sum())}, p = {pval:.3g}")
     return int((~small).sum()), float(pval)
 
 
@@ -219,7 +226,7 @@ def test_negative_control_an_eagle_tree_with_the_wrong_sibling_rule_fails(monkey
 
 
 def test_negative_control_a_chain_of_heads_with_the_wrong_sampler_fails(monkeypatch):
-    _, pval = two_token_chi_square(HEADS.key, monkeypatch, (chain, "verify", _wrong_verify))
+    _, pval = two_token_chi_square(HEADS.key, monkeypatch, (chain, "verify", _wrong_verify), N_CONTROL)
     assert pval < 1e-6
 
 

@@ -185,9 +185,15 @@ def test_greedy_tree_decoding_equals_target_only_greedy(target, widths):
     assert sum(accepted) > 0 and len(accepted) < 30  # the tree did accept drafts: fewer rounds than tokens
 
 
+# Seeded runs, so each test is deterministic. Why 1 000 (chi-squared and p printed at N = 200 to 1 000, 2026-12-02):
+# the correct rule passes with p = 0.23 on 42 degrees of freedom (the test asks 40; 36 at 750), and the wrong rule
+# fails with p = 8e-33 (chi2 = 258 on 42 dof; 2e-22 at 750). It ran 2 000 before.
+N_RUNS = 1000
+
+
 def first_two_chi_square(verifier) -> tuple[float, int, float]:
     """Tiny models over an 8-token vocabulary (so the joint of two tokens has 64 cells): the first two tokens of
-    2 000 seeded runs against the target alone's p(a) p(b|a), by a chi-squared test (cells expected < 5 pooled):
+    N_RUNS seeded runs against the target alone's p(a) p(b|a), by a chi-squared test (cells expected < 5 pooled):
     (statistic, degrees of freedom, p-value).
     The LM head is scaled to 0.1 of conftest's so the joint spreads over ~58 cells, and the draft is a copy with
     noise as large as its weights: sum(min(p, q)) is ~0.57 at the first two positions, so rounds reject often."""
@@ -200,7 +206,7 @@ def first_two_chi_square(verifier) -> tuple[float, int, float]:
         p1 = warp(plain_logits(target, prompt)[None], sampling)[0]
         p2 = warp(torch.stack([plain_logits(target, prompt + [a]) for a in range(8)]), sampling)
     exact = (p1[:, None] * p2).flatten().double().numpy()  # cell a * 8 + b
-    counts, runs = np.zeros(64), 2000
+    counts, runs = np.zeros(64), N_RUNS
     for seed in range(runs):
         a, b = tree_decode(draft, target, prompt, tree, sampling, 2, seed=seed, verifier=verifier)
         counts[a * 8 + b] += 1

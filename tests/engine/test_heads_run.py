@@ -160,6 +160,9 @@ def test_without_trained_heads_a_run_says_how_to_train_them(tiny_pair, tokenizer
 # at 750 both drafters pass with p = 0.18 (heads) and 0.12 (heads-tree), on 42 degrees of freedom (30 asked), and the
 # tree's wrong sibling rule fails with p = 1e-13 already at 500 (chi2 = 132 on 34 dof). The chain's wrong sampler
 # differs less from the target: chi2 = 78.5 on 34 dof (p = 2e-5) at 500, so its control runs N_CONTROL = 1000
+# The EAGLE layer's controls differ least from the target: the chain's at 750 runs gave chi2 = 72.3 on 42 dof
+# (p = 0.0025, not a failure), so both run 1 500 (measured when they were written: p = 2e-17 and 2e-27)
+N_EAGLE_CONTROL = 1500
 # (chi2 = 251 on 51 dof, p = 4e-28); at 750 that bug would still fail the passing tests' p > 1e-3.
 N_RUNS = 750
 N_CONTROL = 1000
@@ -216,12 +219,13 @@ def test_sampled_heads_follow_the_target(drafter):
 
 
 def test_negative_control_an_eagle_chain_with_the_wrong_sampler_fails(monkeypatch):
-    _, pval = two_token_chi_square(EAGLE.key, monkeypatch, (chain, "verify", _wrong_verify))
+    _, pval = two_token_chi_square(EAGLE.key, monkeypatch, (chain, "verify", _wrong_verify), N_EAGLE_CONTROL)
     assert pval < 1e-6
 
 
 def test_negative_control_an_eagle_tree_with_the_wrong_sibling_rule_fails(monkeypatch):
-    _, pval = two_token_chi_square(EAGLE_TREE.key, monkeypatch, (tree_run, "verify_tree", _test_against_unchanged_p))
+    _, pval = two_token_chi_square(EAGLE_TREE.key, monkeypatch, (tree_run, "verify_tree", _test_against_unchanged_p),
+                                   N_EAGLE_CONTROL)
     assert pval < 1e-6
 
 

@@ -7,10 +7,10 @@ A chain drafts one step a token (at most the steps it was trained for); a tree r
 its own path, and the existing tree pass verifies them."""
 
 from specviz.drafters.base import TARGET_STATE, Drafter, plural
-from specviz.drafters.heads import EAGLE
+from specviz.drafters.heads import DEFAULT_HEAD_WIDTHS, EAGLE
 from specviz.drafters.tree import TREE_WIDTHS
 
-DEFAULT_EAGLE_WIDTHS = (3, 2, 1)  # an EAGLE tree's shape when none is set: 3 + 6 + 6 = 15 nodes, as the heads' tree
+DEFAULT_EAGLE_WIDTHS = DEFAULT_HEAD_WIDTHS  # an EAGLE tree's shape when none is set: the heads' tree's, 15 nodes
 
 
 def _proposed(k: int, drafted: str, draft_name: str) -> str:

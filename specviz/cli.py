@@ -258,7 +258,8 @@ def add_costs_args(p: argparse.ArgumentParser) -> None:
 
 
 def costs_command(a: argparse.Namespace) -> int:
-    """Print what the Costs tab shows: t(n)/t(1), the batch steps, v, c and the predicted speedup per batch."""
+    """Print what the Costs tab shows: t(n)/t(1), the batch steps, v, c, the predicted speedup per batch and what a
+    draft from the target's own state costs, part by part."""
     from specviz.measure import pass_timing
     from specviz.engine import Engine
     from specviz.engine.pairs import load_pair
@@ -277,6 +278,9 @@ def costs_command(a: argparse.Namespace) -> int:
     cross = pass_timing.crossover_batch(p, a.alpha, a.k)
     print(f"t(1) = {p.target_s[0] * 1000:.0f} ms · v = t({a.k + 1})/t(1) = {p.v(a.k):.2f} · c = {p.c:.2f} · "
           + (f"stops paying at batch {cross}" if cross else f"pays at every batch up to {p.batches[-1]}"))
+    if p.parts:  # what a draft from the target's own state costs (Medusa heads, the EAGLE-style layer)
+        from specviz.measure.cost_charts import parts_line
+        print(f"a draft from the target's own state: {parts_line(p.parts)}")
     return 0
 
 

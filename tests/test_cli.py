@@ -182,10 +182,11 @@ BENCH_VALUES = {"preset": ["--preset", "qwen-0.5b-1.5b"], "dtype": ["--dtype", "
                 "modes": ["--modes", "greedy"], "temperature": ["--temperature", "0.5"], "types": ["--types", "code"],
                 "prompts_per_type": ["--prompts-per-type", "2"], "repeats": ["--repeats", "3"],
                 "max_new_tokens": ["--max-new-tokens", "16"], "no_peer": ["--no-peer"], "rules": ["--rules"],
-                "verify_cost": ["--verify-cost", "3"], "quick": ["--quick"],
+                "verify_cost": ["--verify-cost", "3"], "quick": ["--quick"], "drafters": ["--drafters"],
                 "alpha_from": ["--alpha-from", "results.json"]}
 # what each need's `other` is set to: (without what the setting needs, with it)
 BENCH_OTHER = {"gpu_projection": (["--gpu-projection"], []), "quick": (["--quick"], []), "rules": (["--rules"], []),
+               "drafters": (["--drafters"], []),
                "tiny": (["--tiny"], []), "draft_layers": ([], ["--draft-layers", "14"]),
                "modes": (["--modes", "greedy"], ["--modes", "sampled"])}
 
@@ -229,9 +230,15 @@ def test_a_bench_flag_at_its_default_is_never_refused_as_for_run():
     bench_check("--quick", "--layers-k", "2")  # the smoke run drafts with 1 layer: it takes effect
 
 
-def test_the_bench_refuses_before_loading_anything(main):
+def test_the_bench_refuses_before_loading_anything(main, monkeypatch):
+    from specviz.engine import pairs
+
+    monkeypatch.setattr(pairs, "load_pair", lambda *a, **k: pytest.fail("the pair was loaded before the refusal"))
     r = main("bench", "--alpha-from", "results.json", "--out", "unused")
     assert r.returncode == 2 and "error: --alpha-from applies only with --gpu-projection" in r.stderr
+    r = main("bench", "--types", "code,poem", "--out", "unused")
+    assert r.returncode == 2 and "error: --types must name prompt kinds of code, factual, story, rewrite, json, got " \
+                                 "poem" in r.stderr
 
 
 def test_the_run_command_refuses_adaptive_k_with_heads_and_the_cost_rule():
@@ -247,3 +254,24 @@ def test_the_run_command_refuses_adaptive_k_with_heads_and_the_cost_rule():
     settings = run_settings(p.parse_args(["--prompt", "x", "--drafter", "heads", "--adaptive", "--stop-rule",
                                           "threshold"]))
     assert settings.adaptive and settings.stop_rule == "threshold"
+
+
+def test_costs_prints_the_curve_and_what_a_draft_from_the_targets_state_costs(main, monkeypatch, tiny_pair, tokenizer):
+    """`costs` on the tiny pair (the packaged pair's load and full grid would take minutes): the t(n)/t(1) line, and
+    the draft parts' line, each part in milliseconds as the Costs tab prints it."""
+    from types import SimpleNamespace
+
+    from specviz.engine import pairs
+    from specviz.measure import pass_timing
+
+    pair = SimpleNamespace(draft=tiny_pair[0], target=tiny_pair[1], tokenizer=tokenizer, draft_name="tiny-draft",
+                           target_name="tiny-target", dtype="float32", dtype_why="")
+    monkeypatch.setattr(pairs, "load_pair", lambda *a, **k: pair)
+    real = pass_timing.measure_costs
+    monkeypatch.setattr(pass_timing, "measure_costs", lambda e, progress=None: real(
+        e, context=16, tokens=(1, 2, 5), batches=(1, 2), repeats=1, progress=progress))
+    r = main("costs", "--k", "4")
+    assert r.returncode == 0, r.stderr
+    assert "tiny-draft → tiny-target" in r.stdout and "t(n) / t(1)" in r.stdout
+    line = next(line for line in r.stdout.splitlines() if line.startswith("a draft from the target's own state: "))
+    assert " ms · a head's block " in line and " ms · 3 heads " in line and "EAGLE-style layer" in line

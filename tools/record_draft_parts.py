@@ -13,7 +13,7 @@ import json
 from specviz.engine import Engine
 from specviz.engine.pairs import load_pair
 from specviz.engine.quant import FULL, INT4, INT8
-from specviz.measure.cost_charts import ms
+from specviz.measure.cost_charts import parts_line
 from specviz.measure.recorded_costs import RECORDED, record_parts
 
 
@@ -27,9 +27,7 @@ def main() -> None:
                                         progress=lambda fraction, text: print(f"{fraction:4.0%} {text}", flush=True)))
     engine.warm_up()
     d = record_parts(engine, a.path)
-    print(f"recorded {d.measured}: t(1) = {ms(d.target_step_s)} ms · a head's block {ms(d.head_block_s)} ms · the "
-          f"output layer {ms(d.output_layer_s)} ms · {d.heads} heads {ms(d.heads_s)} ms · a draft step "
-          f"{ms(d.draft_step_s)} ms · an EAGLE-style layer {ms(d.eagle_layer_s)} ms")
+    print(f"recorded {d.measured}: {parts_line(d)}")
 
 
 if __name__ == "__main__":

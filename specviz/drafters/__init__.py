@@ -1,5 +1,6 @@
 """The drafter registry: every way a round gets its drafts (the draft model, prompt lookup, self-speculation, a draft
-tree, a tree with distinct siblings, Medusa heads and an EAGLE-style layer, each as a chain and as a tree), each declared once in its own module as a `Drafter` (base.py): its key, label, where its drafts come from,
+tree, a tree with distinct siblings, Medusa heads and an EAGLE-style layer, each as a chain and as a tree), each
+declared once in its own module as a `Drafter` (base.py): its key, label, where its drafts come from,
 its parameters and the sentences the round view says about it. The page, the CLI, the API, the bench and the Lab
 read `REGISTRY`; the engine reads a drafter's `source` and `tree` to run it. Adding a drafter is one module here
 (and its tests) when its drafts come from a source the engine already runs.
@@ -13,9 +14,9 @@ from specviz.drafters.base import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARG
 
 MODEL, LOOKUP, LAYERS, TREE, DISTINCT = model.DRAFTER, lookup.DRAFTER, layers.DRAFTER, tree.DRAFTER, distinct_tree.DRAFTER
 HEADS, HEADS_TREE, EAGLE, EAGLE_TREE = heads.DRAFTER, heads.TREE, eagle.DRAFTER, eagle.TREE
+# in the order the page offers them
 REGISTRY: dict[str, Drafter] = {d.key: d for d in (MODEL, LOOKUP, LAYERS, TREE, DISTINCT, HEADS, HEADS_TREE, EAGLE,
-                                                   EAGLE_TREE)}  # in
-#                                                                                     the order the page offers them
+                                                   EAGLE_TREE)}
 __all__ = ["REGISTRY", "CHAINS", "DEFAULT", "MODEL", "LOOKUP", "LAYERS", "TREE", "DISTINCT", "HEADS", "HEADS_TREE",
            "EAGLE", "EAGLE_TREE", "drafter", "Drafter", "Param", "DRAFT_MODEL", "TARGET_LAYERS", "EARLIER_TEXT",
            "TARGET_STATE", "recorded"]

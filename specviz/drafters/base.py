@@ -49,8 +49,8 @@ class Drafter:
     nothing_found: str = ""  # why a round drafted nothing while tokens were left (a copy with no match)
     trained: str = ""  # TARGET_STATE: the kind of trained heads it drafts with (drafters/heads.py's MEDUSA)
     default_widths: tuple[int, ...] | None = None  # a tree drafter's shape when none is set (None: drafters/tree.py's)
-    card_said: Callable[[int], str] | None = None  # a chain drafter's line on draft position i's card (0-based): who
-    #                                                proposed it, where that says more than "the draft"
+    card_said: Callable[[int], str] | None = None  # the line on draft position i's card (0-based; a tree's depth i
+    #                                                node): who proposed it, where that says more than "the draft"
     chart_symbol: str = "circle"  # its marker and line in the Lab's comparison chart (a second cue beside colour)
     chart_dash: str = "solid"
 

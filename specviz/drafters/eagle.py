@@ -28,7 +28,9 @@ def _card_said(i: int) -> str:
 
 DRAFTER = Drafter(key="eagle", card_said=_card_said, label="EAGLE-style layer", source=TARGET_STATE,
                   proposed=_proposed, trained=EAGLE, chart_symbol="star", chart_dash="dashdot")
-TREE = Drafter(key="eagle-tree", label="EAGLE-style layer, tree", source=TARGET_STATE, tree=True, params=(TREE_WIDTHS,),
+# A tree's node at depth d + 1 came from step d + 1 on its own path, as the chain's position d + 1: the same line
+TREE = Drafter(key="eagle-tree", card_said=_card_said, label="EAGLE-style layer, tree", source=TARGET_STATE, tree=True,
+               params=(TREE_WIDTHS,),
                tree_said=("The EAGLE layer proposed a tree from the target's own features, with no draft model: one "
                           "step a depth, each node's children guessed on its own path"),
                trained=EAGLE, default_widths=DEFAULT_EAGLE_WIDTHS, chart_symbol="star-triangle-down",

@@ -44,9 +44,11 @@ def _card_said(i: int) -> str:
     return f"Proposed by head {i + 1}, from the target's own last hidden state (no draft model)"
 
 
-DRAFTER = Drafter(key="heads", card_said=_card_said, label="Medusa heads", source=TARGET_STATE, proposed=_proposed, trained=MEDUSA,
-                  chart_symbol="triangle-up", chart_dash="longdash")
-TREE = Drafter(key="heads-tree", label="Medusa heads, tree", source=TARGET_STATE, tree=True, params=(TREE_WIDTHS,),
+DRAFTER = Drafter(key="heads", card_said=_card_said, label="Medusa heads", source=TARGET_STATE, proposed=_proposed,
+                  trained=MEDUSA, chart_symbol="triangle-up", chart_dash="longdash")
+# A tree's node at depth d + 1 was proposed by head d + 1, as the chain's position d + 1: the same line on its node
+TREE = Drafter(key="heads-tree", card_said=_card_said, label="Medusa heads, tree", source=TARGET_STATE, tree=True,
+               params=(TREE_WIDTHS,),
                tree_said=("The Medusa heads proposed a tree from the target's own last hidden state, with no draft "
                           "pass (head d gave the candidates at depth d, the same under every node of that depth)"),
                trained=MEDUSA, default_widths=DEFAULT_HEAD_WIDTHS, chart_symbol="triangle-down", chart_dash="longdashdot")

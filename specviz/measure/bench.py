@@ -9,7 +9,9 @@ target-only run of the same turn. Per configuration: tokens/s, speedup, acceptan
 ratio c, and the predicted speedup E/(K·c+v) beside the measured one (for the cost-aware stop rule, the rule's own
 prediction). `--rules` runs only the stop rules side by side (fixed K = 4, the threshold rule, the cost-aware rule,
 transformers' heuristic); `--verify-cost V` makes every verify pass dearer, as on a machine where it is compute-bound
-(`slow_verify`). Writes results.json, report.md and chart.html to --out (bench_report.py).
+(`slow_verify`). `--drafters` runs only the drafters side by side at one K (the draft model, self-speculation, Medusa
+heads and the EAGLE-style layer, the last two where trained), on code, a fact, a story and JSON, with each one's
+acceptance by position. Writes results.json, report.md and chart.html to --out (bench_report.py).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from specviz.drafters import LAYERS, LOOKUP, MODEL, TREE
+from specviz.drafters import EAGLE, HEADS, LAYERS, LOOKUP, MODEL, REGISTRY, TREE
 from specviz.engine import Engine, RunSettings
 from specviz.engine.quant import FULL, pick_weights, quantize_linears, weights_name
 from specviz.settings import defaults
@@ -32,8 +34,8 @@ from specviz.algorithm.cost_rule import predicted_speedup
 from specviz.measure import pass_timing
 from specviz.measure.bench_report import COST_CONFIG, SAME_DRAFT_PEER, Row, write_report
 from specviz.measure.measured import SteadyState, steady_state
-from specviz.record.stats import (acceptance_rate, baseline_decode_speed, decode_speed, later_rounds, step_times,
-                                  target_step_time)
+from specviz.record.stats import (acceptance_rate, baseline_decode_speed, decode_speed, later_rounds, per_position,
+                                  step_times, target_step_time)
 from specviz.algorithm.tree import parse_widths
 
 PROMPTS = {
@@ -50,7 +52,15 @@ PROMPTS = {
                 "    result = []\n    while i < len(a) and j < len(b):\n        if a[i] <= b[j]:\n"
                 "            result.append(a[i])\n            i += 1\n        else:\n            result.append(b[j])\n"
                 "            j += 1\n    return result + a[i:] + b[j:]\n"],
+    "json": ["Give a JSON object describing a book, with the fields title, author, year and tags. Reply with the JSON "
+             "only.",
+             "Write a JSON array of three users, each with an id, a name and an email. Reply with the JSON only."],
 }
+DEFAULT_TYPES, DEFAULT_REPEATS = "code,factual,story,rewrite", 2
+DRAFTERS_TYPES, DRAFTERS_REPEATS = "code,factual,story,json", 5  # --drafters' when --types or --repeats are not set:
+#   the prompt kinds issue #35 names, and five runs each (the least a published median stands on)
+DRAFTERS_K = 4  # --drafters' K for every drafter (Medusa heads draft at most one a head: the engine caps K there)
+OWN_STATE = (HEADS, EAGLE)  # the drafters reading the target's own state, as --drafters runs them
 
 
 def add_bench_args(p: argparse.ArgumentParser) -> None:
@@ -71,9 +81,9 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers-k", type=int, default=4, help="K of the --draft-layers rows")
     p.add_argument("--modes", default="greedy,sampled")
     p.add_argument("--temperature", type=float, default=defaults.TEMPERATURE, help="temperature of the sampled mode")
-    p.add_argument("--types", default="code,factual,story,rewrite")
+    p.add_argument("--types", default=DEFAULT_TYPES, help=f"prompt kinds, of {', '.join(PROMPTS)}")
     p.add_argument("--prompts-per-type", type=int, default=1)
-    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
     p.add_argument("--max-new-tokens", type=int, default=48)
     p.add_argument("--no-peer", action="store_true", help="skip transformers' assisted generation")
     p.add_argument("--rules", action="store_true",
@@ -82,6 +92,11 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verify-cost", type=float, default=None, metavar="V",
                    help="simulate a dearer verify pass: every target pass over 2 to 17 tokens takes extra time so "
                         "that t(5)/t(1) is V (3: as measured on an AVX2-only CPU in float32); see slow_verify")
+    p.add_argument("--drafters", action="store_true",
+                   help=f"only the drafters side by side at K = {DRAFTERS_K}: the draft model, self-speculation "
+                        "(--draft-layers, default half the target's layers), Medusa heads and the EAGLE-style layer "
+                        f"(trained with train-heads), with acceptance by position; default types {DRAFTERS_TYPES}, "
+                        f"{DRAFTERS_REPEATS} repeats")
     p.add_argument("--quick", action="store_true", help="a smoke run: tiny settings, finishes in minutes")
     p.add_argument("--tiny", action="store_true", help="random-weight tiny models instead of the real pair (CI)")
     p.add_argument("--gpu-projection", action="store_true",
@@ -102,6 +117,12 @@ def bench_command(a: argparse.Namespace) -> int:
         a.draft_layers = a.draft_layers or "1"
         a.adaptive_k = 4
         a.prompts_per_type = 1
+    if a.drafters:
+        a.types = DRAFTERS_TYPES if a.types == DEFAULT_TYPES else a.types
+        a.repeats = DRAFTERS_REPEATS if a.repeats == DEFAULT_REPEATS else a.repeats
+    unknown = [t for t in a.types.split(",") if t not in PROMPTS]
+    if unknown:  # before the pair loads
+        raise ValueError(f"--types must name prompt kinds of {', '.join(PROMPTS)}, got {', '.join(unknown)}")
     engine = _tiny_engine() if a.tiny else _real_engine(a)
     peer_draft = engine.draft  # transformers gets the draft as loaded: the setup its users would run
     weights = pick_weights(a.draft_weights, engine.device, next(engine.target.parameters()).dtype)
@@ -115,16 +136,30 @@ def bench_command(a: argparse.Namespace) -> int:
         engine.layers_for(RunSettings(drafter=LAYERS.key, draft_layers=n))  # a bad N stops here, before any run
     if a.verify_cost:
         slow_verify(engine, a.verify_cost)
+    if a.drafters:
+        ks = drafters_ks(engine, ks["layer_ns"])  # refuses untrained heads here, before any run
     engine.measure_pass_costs()  # what the cost-aware rule prices with, as the app measures it at load
     engine.run(PROMPTS["code"][0], RunSettings(max_new_tokens=8))  # one throwaway run: allocator, caches
     if a.rules:
         ks = {"chain": [4], "copy": [], "adaptive": a.adaptive_k, "rules_only": True}
     rows = run_bench(engine, ks, a.modes.split(","), a.types.split(","), a.prompts_per_type, a.repeats,
-                     a.max_new_tokens, a.temperature, peer=not a.no_peer, peer_draft=peer_draft)
-    extra = None if a.rules else measure_tracing_overhead(engine, a.max_new_tokens, max(a.repeats, TRACING_REPEATS))
+                     a.max_new_tokens, a.temperature, peer=not (a.no_peer or a.drafters), peer_draft=peer_draft)
+    extra = None if a.rules or a.drafters else measure_tracing_overhead(engine, a.max_new_tokens,
+                                                                        max(a.repeats, TRACING_REPEATS))
     write_report(Path(a.out), rows, extra, engine, a)
     print((Path(a.out) / "report.md").read_text())
     return 0
+
+
+def drafters_ks(engine, layer_ns: list[int]) -> dict:
+    """--drafters' configurations: every drafter at DRAFTERS_K, self-speculation at each N asked (none asked: half
+    the target's layers), the trained drafters on the target's own state; ValueError (how to train them) where one
+    is not trained for this target."""
+    for spec in OWN_STATE:
+        engine.heads_for(spec)
+    default_n = engine.layers_for(RunSettings(drafter=LAYERS.key))
+    return {"chain": [DRAFTERS_K], "copy": [], "layer_ns": layer_ns or [default_n], "layers_k": DRAFTERS_K,
+            "own_state": [spec.key for spec in OWN_STATE], "drafters_only": True}
 
 
 def slow_verify(engine, v: float) -> float:
@@ -221,12 +256,16 @@ def _configs(engine, ks, peers, max_new, temp) -> dict:
 
     configs = {"target-only": lambda prompt, seed: engine.baseline(prompt, settings(seed))}
     configs.update({f"specviz K={k}": specviz(k) for k in ks["chain"]})
-    kmax = ks.get("adaptive", max(ks["chain"]))
-    configs[f"specviz adaptive K≤{kmax}"] = specviz(kmax, adaptive=True, stop_rule=THRESHOLD_RULE)
-    configs[f"{COST_CONFIG}≤{kmax}"] = specviz(kmax, adaptive=True, stop_rule=COST_RULE)
+    if not ks.get("drafters_only"):
+        kmax = ks.get("adaptive", max(ks["chain"]))
+        configs[f"specviz adaptive K≤{kmax}"] = specviz(kmax, adaptive=True, stop_rule=THRESHOLD_RULE)
+        configs[f"{COST_CONFIG}≤{kmax}"] = specviz(kmax, adaptive=True, stop_rule=COST_RULE)
     configs.update({f"specviz lookup K={k}": specviz(k, LOOKUP.key) for k in ks["copy"]})
     configs.update({f"specviz layers N={n} K={ks['layers_k']}": specviz(ks["layers_k"], LAYERS.key, layers=n)
                     for n in ks.get("layer_ns", [])})
+    for key in ks.get("own_state", []):  # K as the engine caps it: Medusa heads draft at most one a head
+        k = min(max(ks["chain"]), engine.heads_for(REGISTRY[key]).n)
+        configs[f"specviz {key} K={k}"] = specviz(k, key)
     if ks.get("widths"):
         widths = ks["widths"]
         configs[f"{TREE_CONFIG} {widths_text(widths)}"] = lambda prompt, seed: engine.run(
@@ -255,6 +294,7 @@ def _rows(ptype, mode, ks, results: dict) -> list[Row]:
             continue
         figures = [trace_figures(t, step) for t in runs]
         values = {key: [f[key] for f in figures] for key in figures[0]}
+        positions = pooled_positions(runs)
         values["decode_speedup"] = [f["decode_tps"] / b for f, b in zip(figures, base_decode)]
         if name.startswith(TREE_CONFIG):  # the chain's cost model does not fit a tree: a draft pass makes a
             for key in ("c", "predicted"):  # whole depth of nodes, so c per drafted token and E/(K·c+v) mislead
@@ -262,16 +302,37 @@ def _rows(ptype, mode, ks, results: dict) -> list[Row]:
         k = statistics.median(values["mean_k"]) if "adaptive" in name or "cost-aware" in name \
             or name.startswith(TREE_CONFIG) \
             else int(name.rsplit("=", 1)[1])  # a tree's K: its mean drafted nodes per round
-        rows.append(_row(ptype, mode, name, k, values, base_tps))
+        rows.append(_row(ptype, mode, name, k, values, base_tps, positions))
     return rows
 
 
-def _row(ptype, mode, name, k, values: dict, base_tps: list[float]) -> Row:
+def pooled_positions(traces) -> list[list[int]]:
+    """[tested, accepted] drafts at each chain position 1, 2, … over the distinct runs of a configuration (their
+    ratio is the acceptance by position; pooled, not a median of ratios: a late position is tested a few times a
+    run). Greedy repeats of a prompt draw the same drafts and verdicts: they count once, not once a repeat."""
+    pooled: list[list[int]] = []
+    seen = set()
+    for t in traces:
+        sampled = t.settings.get("temperature", 0) > 0
+        key = (t.prompt, tuple(t.output_token_ids), t.settings.get("seed") if sampled else None)
+        if key in seen:
+            continue
+        seen.add(key)
+        for c in per_position(t):
+            while len(pooled) < c.position:
+                pooled.append([0, 0])
+            pooled[c.position - 1][0] += c.tested
+            pooled[c.position - 1][1] += c.accepted
+    return pooled
+
+
+def _row(ptype, mode, name, k, values: dict, base_tps: list[float], positions: list | None = None) -> Row:
     values = {**values, "speedup": [t / b for t, b in zip(values["tps"], base_tps)]}
     med = {key: statistics.median(v) for key, v in values.items()}
     return Row(ptype, name, mode, k, med["tps"], med["speedup"], med.get("alpha"), med.get("tpp"), med.get("c"),
                med.get("predicted"), med.get("ttft"), med.get("decode_speedup"), med.get("v"),
-               spreads={key: [min(v), max(v)] for key, v in values.items() if key != "mean_k"})
+               spreads={key: [min(v), max(v)] for key, v in values.items() if key != "mean_k"},
+               by_position=positions or [])
 
 
 def trace_figures(t, target_step: float) -> dict:

@@ -37,6 +37,8 @@ class Row:
     v: float | None = None  # the verify pass over one target-only step (1: memory-bound ideal)
     spreads: dict[str, list[float]] = field(default_factory=dict)  # figure -> [min, max] over the runs (tps,
     #                                                                 speedup, ttft, …) whose median the row holds
+    by_position: list[list[int]] = field(default_factory=list)  # [tested, accepted] drafts at chain position 1, 2, …
+    #                                                              over all its runs (bench.pooled_positions)
 
 
 def write_report(out: Path, rows: list[Row], extra: dict, engine, a) -> None:
@@ -47,7 +49,7 @@ def write_report(out: Path, rows: list[Row], extra: dict, engine, a) -> None:
            "torch": torch.__version__, "transformers": transformers.__version__, "device": engine.device,
            "dtype": engine.dtype, "draft": engine.draft_name, "target": engine.target_name,
            "max_new_tokens": a.max_new_tokens, "repeats": a.repeats, "date": time.strftime("%Y-%m-%d"),
-           "cpu_flags": cpu_flags(), "verify_cost": a.verify_cost,
+           "cpu_flags": cpu_flags(), "verify_cost": a.verify_cost, "drafters": bool(getattr(a, "drafters", False)),
            "pass_costs": {"c": engine.pass_costs.c, "v": [engine.pass_costs.v(k) for k in (1, 4, 8)]}}
     (out / "results.json").write_text(json.dumps({"env": env, "tracing": extra, "rows": [asdict(r) for r in rows]},
                                                  indent=1))
@@ -75,7 +77,10 @@ def markdown_report(rows: list[Row], extra: dict, env: dict) -> str:
     if env.get("verify_cost"):
         lines += [f"Simulated verify: every target pass over n = 2–{MAX_K + 1} tokens sleeps so that t(5)/t(1) = "
                   f"{env['verify_cost']:g} (`--verify-cost`).", ""]
-    lines += rules_table(rows) + [""] + peer_table(rows) + [""]
+    if env.get("drafters"):
+        lines += drafters_table(rows) + [""] + positions_table(rows) + [""]
+    else:
+        lines += rules_table(rows) + [""] + peer_table(rows) + [""]
     lines += ["| prompt | mode | config | tok/s | speedup | decode speedup | α | tok/pass | c | v | predicted | "
               "measured/predicted | TTFT s |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -108,6 +113,31 @@ def rules_table(rows: list[Row]) -> list[str]:
         lines.append(f"| {ptype} | {mode} | {_m(base, 'tps', base.tokens_per_s)} | {_speedup(group.get('specviz K=4'))} | "
                      f"{_speedup(threshold)} | **{_speedup(cost)}** | {_f(cost.k)} | {_f(cost.predicted)} | "
                      f"{_f(ratio)} | {_speedup(group.get('transformers assisted (default K)'))} |")
+    return lines
+
+
+def drafters_table(rows: list[Row]) -> list[str]:
+    """`bench --drafters`: one line per prompt type, mode and drafter: tokens/s, speedup over the target alone, α and
+    tokens per target pass (medians, min–max over the runs)."""
+    lines = ["| prompt | mode | drafter | tok/s | speedup | α | tokens per target pass |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.prompt_type} | {r.mode} | {r.config} | {_m(r, 'tps', r.tokens_per_s)} | "
+                     f"{_speedup(r) if r.config != 'target-only' else '1'} | {_m(r, 'alpha', r.alpha)} | "
+                     f"{_m(r, 'tpp', r.tokens_per_pass)} |")
+    return lines
+
+
+def positions_table(rows: list[Row]) -> list[str]:
+    """Acceptance by position: accepted ÷ tested drafts at each chain position, pooled over a row's runs."""
+    rows = [r for r in rows if r.by_position]
+    most = max((len(r.by_position) for r in rows), default=0)
+    lines = ["Acceptance by position: accepted ÷ tested drafts at each place in the round's chain, over all the "
+             "runs of a configuration (a draft after a rejected one is never tested).", "",
+             "| prompt | mode | drafter | " + " | ".join(f"position {i + 1}" for i in range(most)) + " |",
+             "|---|---|---|" + "---|" * most]
+    for r in rows:
+        cells = [f"{a / t:.2f} ({a}/{t})" if t else "" for t, a in r.by_position] + [""] * (most - len(r.by_position))
+        lines.append(f"| {r.prompt_type} | {r.mode} | {r.config} | " + " | ".join(cells) + " |")
     return lines
 
 

@@ -123,6 +123,13 @@ def readout(p: CostProfile, alpha: float, k: int) -> str:
             f"from the one-sequence curve at that many tokens): {where}.</div>{parts_readout(p)}")
 
 
+def parts_line(d) -> str:
+    """The draft parts in one line of text, as the CLI's `costs` and tools/record_draft_parts print them."""
+    return (f"t(1) = {ms(d.target_step_s)} ms · a head's block {ms(d.head_block_s)} ms · the output layer "
+            f"{ms(d.output_layer_s)} ms · {d.heads} heads {ms(d.heads_s)} ms · a draft step {ms(d.draft_step_s)} ms · "
+            f"an {EAGLE_NAME} {ms(d.eagle_layer_s)} ms (without its output layer)")
+
+
 def ms(seconds: float) -> str:
     """Milliseconds to 3 significant digits, never in powers of ten: 0.000512 -> '0.512', 0.0302 -> '30.2', 0.204 ->
     '204', 1.234 -> '1234'. Sums and ratios are worked from these printed figures, so each one a student redoes by hand

@@ -179,6 +179,7 @@ _PROJECTION = ("without --gpu-projection (it times random-weight models and runs
                "gpu_projection")
 _QUICK = ("without --quick (the smoke run sets it)", "quick")
 _RULES = ("without --rules (it runs K = 4 and the two stop rules only)", "rules")
+_DRAFTERS = ("without --drafters (it runs each drafter at one K, without the stop rules or the peers)", "drafters")
 _TINY = ("without --tiny (random-weight tiny models in float32 stand in for the pair)", "tiny")
 
 
@@ -192,11 +193,12 @@ BENCH_NEEDS = (
     # (bench's option names, written as one string: its --tree option is not the drafter "tree")
     *_without(_PROJECTION, *("preset dtype draft_weights ks adaptive_k lookup_ks tree draft_layers layers_k modes "
                              "temperature types prompts_per_type repeats max_new_tokens no_peer rules verify_cost "
-                             "quick").split()),
+                             "quick drafters").split()),
     *_without(_QUICK, "ks", "lookup_ks", "modes", "types", "repeats", "max_new_tokens", "adaptive_k",
               "prompts_per_type"),
     *_without(_RULES, *"ks lookup_ks tree draft_layers layers_k".split()),
-    *_without(_TINY, "preset", "dtype"),
+    *_without(_DRAFTERS, *"ks lookup_ks tree adaptive_k no_peer rules quick".split()),
+    *_without(_TINY, "preset", "dtype", "drafters"),
     Need("layers_k", "with self-speculation rows (the K of the --draft-layers rows)", "draft_layers",
          "to the layers that draft, e.g. 14,21", lambda options: _bench_flag("draft_layers")(options)
          or options.get("quick") is True),  # the smoke run drafts with 1 layer

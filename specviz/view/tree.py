@@ -12,7 +12,7 @@ from __future__ import annotations
 from html import escape
 from typing import Callable
 
-from specviz.drafters import REGISTRY, Drafter, recorded
+from specviz.drafters import Drafter, recorded
 from specviz.settings.bounds import widths_text
 from specviz.view.reveal import reveal_steps
 from specviz.view.token_text import quoted, token_html
@@ -28,12 +28,8 @@ def _kids(rnd: Round) -> list[list[int]]:
 
 def proposer(spec: Drafter) -> Callable[[int], str] | None:
     """Who proposed a tree's node at depth d + 1, as the drafter says it (Medusa heads: head d + 1, from the target's
-    own state); None for a drafter that says nothing (a draft model's tree: the draft proposed every node). A tree
-    drafter that declares no `card_said` of its own says what the chain drafter reading the same trained heads says
-    at position d + 1: a heads tree's depth d is that chain's position d, the same head."""
-    if spec.card_said or not spec.trained:
-        return spec.card_said
-    return next((d.card_said for d in REGISTRY.values() if d.chain and d.trained == spec.trained), None)
+    own state); None for a drafter that says nothing (a draft model's tree: the draft proposed every node)."""
+    return spec.card_said
 
 
 def tree_card(trace: Trace, index: int) -> str:

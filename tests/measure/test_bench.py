@@ -65,3 +65,39 @@ def test_every_median_has_its_spread_and_speedups_pair_runs_of_one_turn():
     assert row.tokens_per_s == 4.5 and row.spreads["tps"] == [3.0, 6.0] and row.spreads["ttft"] == [0.5, 0.7]
     assert _m(row, "tps", row.tokens_per_s) == "4.50 (3.00–6.00)"
     assert _m(Row("code", "x", "greedy", None, 1.0, 1.0), "alpha", None) == ""
+
+
+def test_the_drafters_side_by_side_with_acceptance_by_position(tiny_pair, tokenizer, tmp_path, monkeypatch):
+    """`bench --drafters`: the target alone, the draft model, self-speculation, Medusa heads and the EAGLE layer,
+    each at K = 4 (the heads' chain capped at its 3 heads), interleaved; every chain row's acceptance by position is
+    its distinct runs' tested and accepted drafts added up (a greedy repeat once), printed as accepted ÷ tested."""
+    from specviz.engine import Engine
+    from specviz.measure.bench import drafters_ks, run_bench
+    from specviz.measure.bench_report import markdown_report
+    from specviz.record.stats import per_position
+    from tests.helpers import tiny_eagle, tiny_heads
+
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    draft, target = tiny_pair
+    engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
+    with pytest.raises(ValueError, match=r"No Medusa heads are trained for tiny-target.*train-heads"):
+        drafters_ks(engine, [])  # refused before any run: nothing trained for this target
+    engine.use_heads(tiny_heads(target, n=3, scale=0.3))
+    engine.use_heads(tiny_eagle(target, steps=4, scale=0.3))
+    runs = []
+    monkeypatch.setattr(Engine, "run", lambda self, *a, _run=Engine.run, **k: runs.append(_run(self, *a, **k))
+                        or runs[-1])
+    rows = run_bench(engine, drafters_ks(engine, []), ["greedy"], ["json"], 1, 2, 12, 1.0, peer=False)
+    assert [r.config for r in rows] == ["target-only", "specviz K=4", "specviz layers N=1 K=4", "specviz heads K=3",
+                                        "specviz eagle K=4"]
+    for row, (first, second) in zip(rows[1:], [runs[i::4] for i in range(4)]):  # interleaved: every 4th run
+        assert first.output_token_ids == second.output_token_ids  # greedy: the repeat drafted and decided the same
+        want = [[c.tested, c.accepted] for c in per_position(first)]
+        assert row.by_position == want and sum(t for t, _ in row.by_position) > 0  # counted once, not twice
+        assert len(row.by_position) <= row.k  # no place past K was drafted
+    report = markdown_report(rows, None, {"draft": "d", "target": "t", "device": "cpu", "dtype": "float32",
+                                          "torch": "x", "transformers": "y", "threads": 1, "max_new_tokens": 12,
+                                          "repeats": 2, "date": "today", "drafters": True})
+    tested, accepted = rows[3].by_position[0]
+    assert f"| json | greedy | specviz heads K=3 | {accepted / tested:.2f} ({accepted}/{tested}) |" in report
+    assert "cost-aware rule" not in report and "transformers default" not in report  # no stop rules, no peers

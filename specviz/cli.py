@@ -258,29 +258,16 @@ def add_costs_args(p: argparse.ArgumentParser) -> None:
 
 
 def costs_command(a: argparse.Namespace) -> int:
-    """Print what the Costs tab shows: t(n)/t(1), the batch steps, v, c, the predicted speedup per batch and what a
-    draft from the target's own state costs, part by part."""
+    """Print what the Costs tab shows (measure/cost_charts.py: costs_text)."""
     from specviz.measure import pass_timing
+    from specviz.measure.cost_charts import costs_text
     from specviz.engine import Engine
     from specviz.engine.pairs import load_pair
 
     engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, progress=_print_progress,
                                         draft_weights=a.draft_weights))
     engine.warm_up()
-    p = pass_timing.measure_costs(engine, progress=_print_progress)
-    print(f"{p.draft} → {p.target} · {p.device} · {p.dtype} · {p.context}-token cache · measured in {p.seconds:.1f} s")
-    print("tokens per pass  " + "  ".join(f"{n:>5}" for n in p.tokens))
-    print("t(n) / t(1)      " + "  ".join(f"{t / p.target_s[0]:>5.2f}" for t in p.target_s))
-    print("batch            " + "  ".join(f"{b:>5}" for b in p.batches))
-    print("target step / t1 " + "  ".join(f"{t / p.target_s[0]:>5.2f}" for t in p.target_batch_s))
-    print(f"speedup, α={a.alpha} K={a.k} " + "  ".join(f"{pass_timing.speedup_at_batch(p, a.alpha, a.k, b):>5.2f}"
-                                                    for b in p.batches))
-    cross = pass_timing.crossover_batch(p, a.alpha, a.k)
-    print(f"t(1) = {p.target_s[0] * 1000:.0f} ms · v = t({a.k + 1})/t(1) = {p.v(a.k):.2f} · c = {p.c:.2f} · "
-          + (f"stops paying at batch {cross}" if cross else f"pays at every batch up to {p.batches[-1]}"))
-    if p.parts:  # what a draft from the target's own state costs (Medusa heads, the EAGLE-style layer)
-        from specviz.measure.cost_charts import parts_line
-        print(f"a draft from the target's own state: {parts_line(p.parts)}")
+    print(costs_text(pass_timing.measure_costs(engine, progress=_print_progress), a.alpha, a.k))
     return 0
 
 

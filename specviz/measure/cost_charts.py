@@ -123,6 +123,25 @@ def readout(p: CostProfile, alpha: float, k: int) -> str:
             f"from the one-sequence curve at that many tokens): {where}.</div>{parts_readout(p)}")
 
 
+def costs_text(p, alpha: float, k: int) -> str:
+    """What `python -m specviz costs` prints: t(n)/t(1), the batch steps, v, c, the predicted speedup per batch at
+    (α, K) and what a draft from the target's own state costs, part by part."""
+    cross = crossover_batch(p, alpha, k)
+    lines = [f"{p.draft} → {p.target} · {p.device} · {p.dtype} · {p.context}-token cache · measured in "
+             f"{p.seconds:.1f} s",
+             "tokens per pass  " + "  ".join(f"{n:>5}" for n in p.tokens),
+             "t(n) / t(1)      " + "  ".join(f"{t / p.target_s[0]:>5.2f}" for t in p.target_s),
+             "batch            " + "  ".join(f"{b:>5}" for b in p.batches),
+             "target step / t1 " + "  ".join(f"{t / p.target_s[0]:>5.2f}" for t in p.target_batch_s),
+             f"speedup, α={alpha} K={k} " + "  ".join(f"{speedup_at_batch(p, alpha, k, b):>5.2f}"
+                                                   for b in p.batches),
+             f"t(1) = {p.target_s[0] * 1000:.0f} ms · v = t({k + 1})/t(1) = {p.v(k):.2f} · c = {p.c:.2f} · "
+             + (f"stops paying at batch {cross}" if cross else f"pays at every batch up to {p.batches[-1]}")]
+    if p.parts:  # Medusa heads, the EAGLE-style layer
+        lines.append(f"a draft from the target's own state: {parts_line(p.parts)}")
+    return "\n".join(lines)
+
+
 def parts_line(d) -> str:
     """The draft parts in one line of text, as the CLI's `costs` and tools/record_draft_parts print them."""
     return (f"t(1) = {ms(d.target_step_s)} ms · a head's block {ms(d.head_block_s)} ms · the output layer "

@@ -92,7 +92,6 @@ def test_kept_cache_is_the_cache_of_the_path_alone(target, path):
 
 
 def test_keep_path_skips_nodes_the_cache_never_saw_and_refuses_bad_nodes(target):
-    tree = TreeShape((2, 1))
     cache = prefilled(target, PROMPT + [3, 4])  # prompt (root at slot 5) + depth-1 nodes only, like a draft cache
     assert keep_path(cache, len(PROMPT) - 1, [0, 2, 4]) == len(PROMPT) + 1  # node 4 (a leaf) was never fed
     with pytest.raises(ValueError, match="root-first, increasing"):

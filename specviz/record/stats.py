@@ -235,8 +235,10 @@ def step_times(rounds: list[Round]) -> tuple[float | None, float]:
 
 
 def _draft_read_prompt(rnd: Round) -> bool:
-    """Whether the round's first draft step fed the prompt: the draft model's cache was empty before it."""
-    return rnd.cache is not None and rnd.k > 0 and rnd.cache.draft[0] == 0
+    """Whether the round's first draft step fed the prompt: the draft model's cache was empty before it and drafting
+    filled it. A drafter with no cache of its own (prompt lookup, Medusa heads, the EAGLE-style layer) leaves it at 0
+    throughout: its draft time is a draft's own, every round."""
+    return rnd.cache is not None and rnd.k > 0 and rnd.cache.draft[0] == 0 and rnd.cache.draft[1] > 0
 
 
 # --- round sizes and acceptance by position ----------------------------------------------------------------------

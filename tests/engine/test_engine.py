@@ -244,3 +244,18 @@ def test_round_one_is_the_targets_prefill_and_the_draft_reads_the_prompt_in_roun
     later = trace.rounds[2:]
     draft, _ = step_times(trace.rounds)
     assert draft == pytest.approx(sum(r.draft_time_s for r in later) / sum(r.k for r in later))
+
+
+@pytest.mark.parametrize("drafter", ["lookup", "heads"])
+def test_a_drafter_without_a_cache_of_its_own_has_every_rounds_draft_time_counted(engine, drafter):
+    """Prompt lookup and Medusa heads keep no draft cache (its lengths stay 0), so no round's draft read the prompt:
+    the draft's time per drafted token is every drafting round's after the first (once it was lost, and the bench
+    printed c = 0 for them)."""
+    from tests.helpers import tiny_heads
+
+    engine.use_heads(tiny_heads(engine.target, n=3))
+    trace = engine.run(PROMPT * 3, RunSettings(k=3, temperature=0, max_new_tokens=20, drafter=drafter))
+    later = trace.rounds[1:]  # a round that found nothing to copy (k = 0) still spent its search's time
+    assert any(r.k for r in later) and all(r.cache.draft == [0, 0, 0, 0] for r in trace.rounds)
+    draft, _ = step_times(trace.rounds)
+    assert draft == pytest.approx(sum(r.draft_time_s for r in later) / sum(r.k for r in later)) and draft > 0

@@ -38,7 +38,7 @@ class Row:
     spreads: dict[str, list[float]] = field(default_factory=dict)  # figure -> [min, max] over the runs (tps,
     #                                                                 speedup, ttft, …) whose median the row holds
     by_position: list[list[int]] = field(default_factory=list)  # [tested, accepted] drafts at chain position 1, 2, …
-    #                                                              over all its runs (bench.pooled_positions)
+    #                                                              over its distinct runs (bench.pooled_positions)
 
 
 def write_report(out: Path, rows: list[Row], extra: dict, engine, a) -> None:
@@ -128,11 +128,12 @@ def drafters_table(rows: list[Row]) -> list[str]:
 
 
 def positions_table(rows: list[Row]) -> list[str]:
-    """Acceptance by position: accepted ÷ tested drafts at each chain position, pooled over a row's runs."""
+    """Acceptance by position: accepted ÷ tested drafts at each chain position, pooled over a row's distinct runs."""
     rows = [r for r in rows if r.by_position]
     most = max((len(r.by_position) for r in rows), default=0)
-    lines = ["Acceptance by position: accepted ÷ tested drafts at each place in the round's chain, over all the "
-             "runs of a configuration (a draft after a rejected one is never tested).", "",
+    lines = ["Acceptance by position: accepted ÷ tested drafts at each place in the round's chain, over the distinct "
+             "runs of a configuration (greedy repeats draw the same drafts: counted once; a draft after a rejected one "
+             "is never tested).", "",
              "| prompt | mode | drafter | " + " | ".join(f"position {i + 1}" for i in range(most)) + " |",
              "|---|---|---|" + "---|" * most]
     for r in rows:

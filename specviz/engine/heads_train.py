@@ -97,6 +97,15 @@ class Clock:
             self.report(phase, 1.0, 0.0)
 
 
+def _learn(optimizer, loss: torch.Tensor, losses: list[float], clock: Clock, phase: str) -> None:
+    """One optimiser step on `loss`, kept in `losses` and reported with it (Medusa's fit and EAGLE's alike)."""
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    losses.append(float(loss.detach()))
+    clock.tick(len(losses), f"{phase} (loss {losses[-1]:.3f})")
+
+
 def _ended(clock: Clock, losses: list[float], phase: str) -> Fitted:
     last = sum(losses[-10:]) / max(1, len(losses[-10:]))
     clock.end(f"{phase} (loss {last:.3f}, {len(losses)} steps)")
@@ -142,12 +151,7 @@ def fit_medusa(heads: MedusaHeads, teacher: Teacher, subset: Subset, plan: Train
             for block, (h, pos, p), order in zip(heads.blocks, pairs, orders):
                 pick = order[j * plan.batch:(j + 1) * plan.batch]
                 loss = loss + soft_loss(block(h[pick].float()) @ out.T, pos[pick], p[pick])
-            loss = loss / heads.n
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(float(loss.detach()))
-            clock.tick(len(losses), f"heads learn (loss {losses[-1]:.3f})")
+            _learn(optimizer, loss / heads.n, losses, clock, "heads learn")
     return _ended(clock, losses, "heads learn")
 
 
@@ -213,12 +217,8 @@ def fit_eagle(eagle, teacher: Teacher, subset: Subset, plan: TrainPlan, report: 
         for j in range(per_epoch):
             if time.perf_counter() > deadline and losses:
                 return _ended(clock, losses, "EAGLE layer learns")
-            loss = eagle_loss(eagle, teacher, order[j * per_step:(j + 1) * per_step], rows(), subset, gen)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(float(loss.detach()))
-            clock.tick(len(losses), f"EAGLE layer learns (loss {losses[-1]:.3f})")
+            _learn(optimizer, eagle_loss(eagle, teacher, order[j * per_step:(j + 1) * per_step], rows(), subset, gen),
+                   losses, clock, "EAGLE layer learns")
     return _ended(clock, losses, "EAGLE layer learns")
 
 

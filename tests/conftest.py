@@ -139,13 +139,25 @@ def url(tiny_pair, tokenizer):
     demo.close()
 
 
-@pytest.fixture
-def client(url, tmp_path):
-    """A gradio_client Client on `url`, for one test: its own session (trace state), files the app offers land
-    in tmp_path. Call /generate through it with harness.endpoints.generate."""
+@pytest.fixture(scope="module")
+def module_client(url, tmp_path_factory):
+    """One gradio_client Client on `url` for a module: building one reads the app's config and API over HTTP
+    (0.12 s, and a heartbeat thread that was never stopped), which hundreds of tests did each."""
     from gradio_client import Client
 
-    return Client(url, verbose=False, download_files=str(tmp_path))
+    client = Client(url, verbose=False, download_files=str(tmp_path_factory.mktemp("downloads")))
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def client(module_client, tmp_path):
+    """A gradio_client Client on `url`, for one test: a session of its own (a fresh session hash: no trace state
+    from the test before), files the app offers land in tmp_path. Call /generate through it with
+    harness.endpoints.generate."""
+    module_client.reset_session()
+    module_client.download_files = module_client.output_dir = str(tmp_path)
+    return module_client
 
 
 @pytest.fixture(scope="module")

@@ -36,6 +36,8 @@ def load_trace(raw) -> Trace:
     if data.get("format_version") not in READABLE_VERSIONS:
         raise ValueError(f"unsupported trace format_version {short_repr(data.get('format_version'))}; "
                          f"this specviz reads versions {', '.join(map(str, READABLE_VERSIONS))}")
+    if isinstance(data.get("rounds"), list):  # counted before 10,001 rounds are built only to be refused
+        _check_round_count(len(data["rounds"]))
     trace = Trace.from_dict(data)
     check_trace(trace)
     return trace
@@ -50,8 +52,7 @@ _FATES = (ACCEPTED, REJECTED, DISCARDED)
 def check_trace(trace: Trace) -> None:
     """Refuse a trace whose values could not come from a run: out-of-range ids or probabilities, rounds that
     contradict themselves, an id shown with two texts (two tokenizers mixed). ValueError names the first."""
-    if len(trace.rounds) > MAX_ROUNDS:
-        raise ValueError(f"malformed trace: {len(trace.rounds)} rounds; the limit is {MAX_ROUNDS}")
+    _check_round_count(len(trace.rounds))
     _check_settings(trace.settings)
     _check_pass_costs(trace)
     _check_repeats(trace)
@@ -61,6 +62,11 @@ def check_trace(trace: Trace) -> None:
     committed = [t for r in trace.rounds for t in r.committed_ids]
     if trace.output_token_ids != committed:
         raise ValueError("malformed trace: output_token_ids differ from the tokens the rounds committed")
+
+
+def _check_round_count(n: int) -> None:
+    if n > MAX_ROUNDS:
+        raise ValueError(f"malformed trace: {n} rounds; the limit is {MAX_ROUNDS}")
 
 
 def _check_settings(settings: dict) -> None:

@@ -225,3 +225,7 @@ def test_a_stream_holds_its_followers_seat_and_strangers_get_none(server, http, 
     hub.store.clock.now += 10 * GRACE_S  # the two who joined without a stream: gone after the grace
     assert http.post(f"/room/{room.room}/join", json={}).status_code == 200
     hub.store._rooms.pop(other.room)
+    hub.store._rooms.pop(room.room)  # closed: alice's stream says so and ends, so the server shuts down at once
+    hub.ring(room.room)
+    reader.join(30)
+    assert seen[-1][0] == "closed"

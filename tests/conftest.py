@@ -42,6 +42,11 @@ if WORKER:
 # items through `_nodeid`, which pytest 9.2 no longer reads), so the scheduler below groups by module itself.
 REAL_MODULES = ("tests/engine/test_real_pair.py", "tests/app/test_browser_real_pair.py",
                 "tests/lecture/test_examples_real_pair.py")
+# Modules of distribution tests (thousands of seeded runs each, 4-16 s a test, module fixtures of a second or less):
+# their tests are handed out one by one and last, so the two workers end together (as whole modules of 32-62 s at
+# the end, one worker finished a quarter of a minute before the other).
+SPREAD_MODULES = ("tests/engine/test_heads_run.py", "tests/engine/test_tree_run.py", "tests/engine/test_lossless.py",
+                  "tests/engine/test_tree_pass.py", "tests/algorithm/test_tree.py")
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -50,7 +55,7 @@ def pytest_xdist_make_scheduler(config, log):
     class ByModule(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::")[0]
-            return "the packaged pair" if module in REAL_MODULES else module
+            return "the packaged pair" if module in REAL_MODULES else nodeid if module in SPREAD_MODULES else module
 
     return ByModule(config, log)
 
@@ -58,7 +63,8 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_collection_modifyitems(config, items):
     """The longest work first, so that neither worker is left alone with it at the end: the packaged pair's modules,
     then those that drive a browser or hold a slow test, then the rest, each module's tests together and in their
-    order (both workers sort alike). A test of the packaged pair outside REAL_MODULES is refused: it would load a second copy."""
+    order (both workers sort alike), then SPREAD_MODULES' tests, the small units that even out the end. A test of the
+    packaged pair outside REAL_MODULES is refused: it would load a second copy."""
     stray = sorted({i.nodeid.split("::")[0] for i in items if i.get_closest_marker("real")} - set(REAL_MODULES))
     if stray:
         raise pytest.UsageError(f"tests marked real outside tests/conftest.py's REAL_MODULES: {', '.join(stray)}")
@@ -66,8 +72,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         module = item.nodeid.split("::")[0]
         here = 0 if module in REAL_MODULES else 1 if (item.get_closest_marker("browser") or
-                                                       item.get_closest_marker("slow")) else 2
-        weight[module] = min(weight.get(module, 2), here)
+                                                       item.get_closest_marker("slow")) else \
+            3 if module in SPREAD_MODULES else 2
+        weight[module] = min(weight.get(module, 3), here)
     items.sort(key=lambda item: weight[item.nodeid.split("::")[0]])
 
 

@@ -3,7 +3,7 @@
 The colours are the page's one language (style.FATES, P_COLOR, Q_COLOR), each with its second cue: q bars
 hatched "/", p an outline in p's colour around what fills it, accepted mass solid ✓, residual mass hatched
 "x" ◆, the bonus dotted ★. A colour under 3:1 on white (WCAG 1.4.11: q's light blue, the bonus's orange) is
-edged with its darker `edge` on a bar, and drawn in it as a line. Like charts.py, figures are built from plain dicts in one `go.Figure(...)` call
+edged with its darker `edge` on a bar, and drawn in it as a line. Like charts.py, figures are built from plain dicts in one `plain_figure(...)` call
 (plotly's update_* helpers and make_subplots cost many times more a chart, felt while dragging a slider:
 docs/benchmarks.md, "Timings behind choices in the code").
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from specviz.drafters import CHAINS
-from specviz.view.charts import FONT_SIZE, base_layout, label
+from specviz.view.charts import FONT_SIZE, base_layout, label, plain_figure
 from specviz.lab.compare import CompareRow
 from specviz.lab.explorer import Explorer
 from specviz.measure.measured import MeasuredPoint
@@ -36,7 +36,7 @@ def _figure(data: list[dict], layout: dict, title: str, font_size: int, plot_px:
                 barmode="group", bargap=0.25, margin=dict(l=80, r=24, t=head_px, b=foot_px),
                 title=dict(text=title, x=0, xanchor="left", xref="paper", y=1, yanchor="top", yref="container",
                            pad=dict(t=12, l=4), font=dict(size=font_size + 3)))
-    return go.Figure(data=data, layout={**base, **layout})
+    return plain_figure(data, {**base, **layout})
 
 
 def _prob_axis(top: float, title: str) -> dict:

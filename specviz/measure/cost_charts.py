@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from specviz.measure.draft_parts import EAGLE_NAME
 from specviz.measure.pass_timing import crossover_batch, crossover_range, speedup_at_batch
 from specviz.record.cost_profile import CostProfile
-from specviz.view.charts import FONT_SIZE, base_layout
+from specviz.view.charts import FONT_SIZE, base_layout, plain_figure
 from specviz.view.style import GRAPHIC_CONTRAST, GRID, INK, P_COLOR, Q_COLOR, ink
 
 BATCH_AXIS = list(range(1, 17))  # batch sizes the prediction is drawn for
@@ -26,7 +26,7 @@ def _figure(data: list[dict], layout: dict, title: str, font_size: int) -> go.Fi
     # axis title once the legend wrapped
     base = dict(base_layout(font_size, legend_size=font_size - 2), height=460, margin=dict(l=80, r=24, t=70, b=150),
                 title=dict(text=title, x=0, xanchor="left", font=dict(size=font_size + 2)))
-    return go.Figure(data=data, layout={**base, **layout})
+    return plain_figure(data, {**base, **layout})
 
 
 def ratio_figure(p: CostProfile, font_size: int = FONT_SIZE) -> go.Figure:

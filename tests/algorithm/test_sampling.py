@@ -145,6 +145,7 @@ def test_verify_preserves_p_at_every_position():
     assert tv < 0.02
 
 
+@pytest.mark.control
 def test_negative_control_wrong_sampler_is_caught():
     p, q = _distributions()
     tv, _ = _worst_tv(_committed_histograms(_wrong_resamples_from_p, p, q, 20000), p)

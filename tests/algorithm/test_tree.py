@@ -286,6 +286,7 @@ def test_committed_tokens_follow_the_target(real_counts, n_tokens):
     assert dof >= 4 ** n_tokens // 2 and pval > PASS_P
 
 
+@pytest.mark.control
 def test_negative_control_without_the_residual_between_siblings_fails():
     """Testing every child against the node's unchanged p over-accepts tokens the draft over-proposes."""
     counts = committed_counts(TOY, TreeShape(SHAPE), 2, verifier=_test_against_unchanged_p)
@@ -353,6 +354,7 @@ def test_distinct_siblings_are_distinct_and_follow_the_target():
     assert dof >= 8 and pval > PASS_P
 
 
+@pytest.mark.control
 def test_negative_control_distinct_siblings_tested_as_if_iid_fail():
     """Siblings drawn without replacement but each tested against the node's unchanged q (the i.i.d. rule)."""
     counts = committed_counts(PEAKED, TreeShape((3, 2)), 2, N_DISTINCT_CONTROL,

@@ -218,22 +218,26 @@ def test_sampled_heads_follow_the_target(drafter):
     assert dof >= 30 and pval > 1e-3
 
 
+@pytest.mark.control
 def test_negative_control_an_eagle_chain_with_the_wrong_sampler_fails(monkeypatch):
     _, pval = two_token_chi_square(EAGLE.key, monkeypatch, (chain, "verify", _wrong_verify), N_EAGLE_CONTROL)
     assert pval < 1e-6
 
 
+@pytest.mark.control
 def test_negative_control_an_eagle_tree_with_the_wrong_sibling_rule_fails(monkeypatch):
     _, pval = two_token_chi_square(EAGLE_TREE.key, monkeypatch, (tree_run, "verify_tree", _test_against_unchanged_p),
                                    N_EAGLE_CONTROL)
     assert pval < 1e-6
 
 
+@pytest.mark.control
 def test_negative_control_a_chain_of_heads_with_the_wrong_sampler_fails(monkeypatch):
     _, pval = two_token_chi_square(HEADS.key, monkeypatch, (chain, "verify", _wrong_verify), N_CONTROL)
     assert pval < 1e-6
 
 
+@pytest.mark.control
 def test_negative_control_a_tree_of_heads_with_the_wrong_sibling_rule_fails(monkeypatch):
     _, pval = two_token_chi_square(HEADS_TREE.key, monkeypatch, (tree_run, "verify_tree", _test_against_unchanged_p))
     assert pval < 1e-6

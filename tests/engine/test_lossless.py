@@ -109,6 +109,7 @@ def test_engine_output_follows_the_target(which, request):
 
 
 @pytest.mark.parametrize("which", ["setup", "setup_cost"])
+@pytest.mark.control
 def test_negative_control_wrong_sampler_in_the_engine(which, request, monkeypatch):
     eng, settings, exact = request.getfixturevalue(which)
     monkeypatch.setattr(chain, "verify", _wrong_verify)

@@ -223,6 +223,7 @@ def test_sampled_tree_decoding_follows_the_target():
     assert dof >= 40 and pval > 1e-3
 
 
+@pytest.mark.control
 def test_sampled_negative_control_fails_the_same_test():
     """The wrong rule of tests/algorithm/test_tree.py (every sibling tested against the unchanged p) through the
     models."""

@@ -295,11 +295,13 @@ def test_distinct_siblings_follow_the_target_where_the_draft_repeats_itself(monk
     assert peaked_distinct_chi_square(monkeypatch) > 1e-3
 
 
+@pytest.mark.control
 def test_negative_control_distinct_siblings_tested_as_if_iid_fail(monkeypatch):
     """The same runs, each sibling tested against the node's unchanged q (the i.i.d. rule)."""
     assert peaked_distinct_chi_square(monkeypatch, _test_against_unchanged_q) < 1e-6
 
 
+@pytest.mark.control
 def test_negative_control_the_wrong_sibling_rule_fails(monkeypatch):
     """Every sibling tested against the unchanged p (no residual between them), patched into the same engine."""
     _, _, pval = two_token_chi_square(monkeypatch, _test_against_unchanged_p, runs=N_CONTROL)

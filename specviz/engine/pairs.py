@@ -400,6 +400,8 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
 def load_target(preset: str | None = None, target: str | None = None, dtype: str | None = None,
                 progress: Progress | None = None) -> tuple[torch.nn.Module, object, str]:
     """(the target alone on CPU, its tokenizer, its name as a pair names it): what training heads for it reads."""
+    if preset and target:  # one would be ignored
+        raise ValueError(f"give a preset or a target, not both (preset {preset!r} names a target too)")
     if not target:
         name = preset or DEFAULT_PRESET
         if name not in PRESETS:

@@ -51,6 +51,8 @@ def test_unknown_preset_and_half_a_pair():
         load_pair("gpt-9")
     with pytest.raises(ValueError, match="both draft and target"):
         load_pair(draft="x/y")
+    with pytest.raises(ValueError, match=r"give a preset or a target, not both \(preset 'gpt-9' names a target too\)"):
+        pairs.load_target("gpt-9", "x/y")  # refused before either is looked up
 
 
 def test_tokenizer_mismatch_is_refused(tokenizer):

@@ -179,11 +179,22 @@ def parts_readout(p: CostProfile) -> str:
             f"{ms(d.output_layer_s)} ms for the output layer = {_fig(head)} ms, <b>{head / t1:.2f}</b> of t(1); the "
             f"output layer is {100 * f['output_layer_s'] / head:.0f} % of it. All {d.heads} heads from one hidden "
             f"state in one call: {ms(d.heads_s)} ms, {f['heads_s'] / t1:.2f} of t(1) and {f['heads_s'] / head:.2f} "
-            f"× one head's (one call: {d.heads} blocks, then the output layer over {d.heads} rows). A draft-model step: {ms(d.draft_step_s)} ms "
+            f"× one head's (one call: {d.heads} blocks, then the output layer over {d.heads} rows){_fewer(f, head, d.heads)}. "
+            f"A draft-model step: {ms(d.draft_step_s)} ms "
             f"({f['draft_step_s'] / t1:.2f} of t(1)). An {EAGLE_NAME} (one decoder layer of the target's shape on "
             f"one new position, random weights): {ms(d.eagle_layer_s)} ms + the output layer "
             f"{ms(d.output_layer_s)} ms = {_fig(eagle)} ms a draft step ({eagle / t1:.2f} of t(1)). Untrained "
             f"heads and a random layer are timed: a part costs the same whatever its weights.</div>")
+
+
+def _fewer(f: dict, head: float, heads: int) -> str:
+    """Why all the heads can cost less than one: their call holds one block per head, so only an output layer
+    faster over that many rows than over one row can make it cheaper than one head (seen in bfloat16 on an
+    avx512_bf16 CPU, 2026-12-02: the product over one row is the slower kernel there)."""
+    if f["heads_s"] >= head:
+        return ""
+    return (f", less than one head's: with {heads} blocks in it, the output layer over {heads} rows ran faster here "
+            f"than over one row")
 
 
 def _fig(value: float) -> str:

@@ -16,7 +16,7 @@ def render_views(name: str) -> str:
     """What the page shows for a shipped example, as one text: each view under a header line."""
     from specviz.view.charts import tokens_per_pass
     from specviz.lecture.examples import load_example
-    from specviz.view.quiz import QuizState
+    from specviz.record.quiz_data import QuizState
     from specviz.view.summary import baseline_report, summary_html
     from specviz.view.stage import stage_html
 

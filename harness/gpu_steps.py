@@ -17,7 +17,7 @@ MACHINE = ("import torch, platform; from specviz.engine.pairs import pick_device
            "or platform.machine()); print('torch:', torch.__version__, '· CUDA', torch.version.cuda); "
            "print('capability:', torch.cuda.get_device_capability() if d.startswith('cuda') else '-'); "
            "print('auto dtype: %s (%s)' % auto_dtype(d))")
-PREPARE = ("from specviz.engine.pairs import PACKAGED, prepare_packaged; "
+PREPARE = ("from specviz.engine.packaged import PACKAGED, prepare_packaged; "
            "[print(prepare_packaged(name)) for name in PACKAGED]")
 
 

@@ -1,4 +1,5 @@
-"""What the test files share that is neither a fixture nor used by tools/: the wrong tree rule the negative
+"""What the test files share that is neither a fixture nor used by tools/: a browser test module's marks (BROWSER), a
+clock set by hand, the wrong tree rule the negative
 controls use, a fake packaged model, a hand-made trace, and where the repository and its recorded fixture are.
 What tools/ uses too (tiny models, calling the app's endpoints, the browser) lives in harness/.
 
@@ -13,20 +14,28 @@ import hashlib
 import os
 from pathlib import Path
 
+import pytest
 import torch
 from safetensors.torch import save_file
 
+from harness.browser import CHROMIUM
 from specviz.algorithm import tree as tree_module
 from specviz.algorithm.sampling import residual_distribution, sample
 from specviz.algorithm.tree import verify_tree
-from specviz.engine import pairs
-from specviz.engine.pairs import PackagedGGUF
+from specviz.engine import packaged as packaged_pair
+from specviz.engine.packaged import PackagedGGUF
 from specviz.record.stats import summarize
 from specviz.record.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
                                   TokenProb, Trace)
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository
 FIXTURE = ROOT / "tests" / "fixtures" / "qwen_coder_fib.json"  # a run of the packaged pair, 7 rounds
+# A browser test module's marks, said once: `pytestmark = BROWSER` (skipped, not failed, where Chromium is missing)
+BROWSER = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
+]
 
 # The device the device-aware tests run on: cpu unless told (tools/gpu_check.py runs them with cuda). The real-pair
 # tests take it too, where unset meaning auto (cuda → mps → cpu), as the app does.
@@ -80,11 +89,11 @@ def convert(work: Path, progress=None, fail_after: str | None = None) -> None:
 
 
 def install(packaged: PackagedGGUF, chunk_dir: Path, converter, setattr_) -> None:
-    """Point specviz.engine.pairs at the fake: its PACKAGED entry, its chunk files, the converter (setattr_:
+    """Point specviz.engine.packaged at the fake: its PACKAGED entry, its chunk files, the converter (setattr_:
     monkeypatch's, or plain setattr in a subprocess)."""
-    setattr_(pairs, "PACKAGED", {**pairs.PACKAGED, "Fake": packaged})
-    setattr_(pairs, "chunk_files", lambda p: sorted(chunk_dir.glob("part*.bin")))
-    setattr_(pairs, "_convert_gguf", converter)
+    setattr_(packaged_pair, "PACKAGED", {**packaged_pair.PACKAGED, "Fake": packaged})
+    setattr_(packaged_pair, "chunk_files", lambda p: sorted(chunk_dir.glob("part*.bin")))
+    setattr_(packaged_pair, "_convert_gguf", converter)
 
 
 # --- a hand-made trace: two rounds with known times, and a baseline --------------------------------------------
@@ -109,9 +118,9 @@ def make_trace(baseline: bool = True) -> Trace:
 # --- tiny drafting heads: random blocks on a tiny target, so they agree with it sometimes, not always -----------
 
 def tiny_heads(target, n: int = 3, scale: float = 0.3, seed: int = 0):
-    """Medusa heads (engine/heads.py) for `target` whose blocks are random (std `scale` / √hidden): a guess near,
+    """Medusa heads (engine/medusa.py) for `target` whose blocks are random (std `scale` / √hidden): a guess near,
     but not at, the target's own next-token distribution."""
-    from specviz.engine.heads import MedusaHeads
+    from specviz.engine.medusa import MedusaHeads
 
     heads = MedusaHeads(target, n)
     gen = torch.Generator().manual_seed(seed)
@@ -156,3 +165,13 @@ def need_cases() -> list[tuple[str, object, dict, dict, str]]:
         *((name, value, greedy, sampled, "when sampling") for name, value in (("top_k", 5), ("top_p", 0.5),
                                                                                ("seed", 3))),
     ]
+
+
+class Clock:
+    """A clock a test sets by hand (`clock.now += 31`): what rooms read time through, so no test waits for time."""
+
+    def __init__(self, now: float = 1000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

@@ -12,7 +12,8 @@ import argparse
 import copy
 import statistics
 
-from specviz.measure.bench import PROMPTS, interleaved
+from specviz.measure.bench import interleaved
+from specviz.settings.prompts import BENCH_PROMPTS as PROMPTS
 from specviz.engine import Engine, RunSettings
 from specviz.measure.measured import steady_state
 from specviz.engine.pairs import load_pair

@@ -17,10 +17,9 @@ from dataclasses import replace
 import torch
 
 from specviz.engine.eagle import EagleDrafter
-from specviz.engine.heads import MedusaHeads
-from specviz.engine.heads_teacher import Subset, Teacher
-from specviz.engine.heads_train import (EVAL_POSITIONS, TrainPlan, agreement_eagle, agreement_medusa, fit_eagle,
-                                        fit_medusa)
+from specviz.engine.medusa import MedusaHeads
+from specviz.train.teacher import Subset, Teacher
+from specviz.train.fit import EVAL_POSITIONS, TrainPlan, agreement_eagle, agreement_medusa, fit_eagle, fit_medusa
 from specviz.engine.machine import machine
 
 HIDDEN, VOCAB, LENGTH, WINDOWS = 1536, 151_936, 256, 3

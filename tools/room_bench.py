@@ -42,7 +42,7 @@ def serve(port: int, rooms: int) -> None:
     from specviz.app.room_routes import ROOMS
     from specviz.engine import Engine
     from specviz.lecture.examples import load_example
-    from specviz.view.room import quiz_facts
+    from specviz.lecture.rooms import quiz_facts
     from harness.browser import serve_demo
     from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
     from specviz.app import page, serving
@@ -206,7 +206,7 @@ def idle_room_bytes(n: int = 20) -> dict:
     from specviz.app.room_routes import RoomHub
     from specviz.lecture.examples import load_example
     from specviz.lecture.rooms import RoomStore
-    from specviz.view.room import quiz_facts
+    from specviz.lecture.rooms import quiz_facts
 
     trace = load_example("code")
     texts = [trace.to_json() for _ in range(n)]  # made before measuring: the trace is not the room's cost

@@ -1,7 +1,7 @@
 """The README's lecture screenshot: the recorded Qwen trace (tests/fixtures/qwen_coder_fib.json) in lecture mode
 at 1280x720, one round on one screen (a script, not collected by pytest).
 
-    python -m tools.screenshot_lecture [--round 4] [--size 1280x720]   # -> assets/lecture-1280x720.png
+    python -m tools.screenshot_lecture [--round 4] [--size 1280x720]   # -> docs/images/lecture-1280x720.png
     python -m tools.screenshot_lecture --size 1920x1080                 # the same round on a 1080p projector
 
 Opening a recorded trace needs no model: the page is served with tiny random-weight models (never run here) so
@@ -11,7 +11,7 @@ colours to stay small.
 import argparse
 from pathlib import Path
 
-from tools.screenshots import ROOT, app_in_browser, quantize
+from tools.screenshots import IMAGES, ROOT, app_in_browser, quantize
 
 TRACE = ROOT / "tests" / "fixtures" / "qwen_coder_fib.json"
 SIZE = (1280, 720)
@@ -42,10 +42,10 @@ def main() -> None:
     parser.add_argument("--round", type=int, default=4, help="the round on screen (default 4: one accepted, a "
                         "rejection, two discarded, the replacement)")
     parser.add_argument("--size", default="1280x720", help="the window, WIDTHxHEIGHT")
-    parser.add_argument("--out", type=Path, help="default assets/lecture-WIDTHxHEIGHT.png")
+    parser.add_argument("--out", type=Path, help="default docs/images/lecture-WIDTHxHEIGHT.png")
     args = parser.parse_args()
     size = tuple(int(n) for n in args.size.lower().split("x"))
-    screenshot(args.round, args.out or ROOT / "assets" / f"lecture-{size[0]}x{size[1]}.png", size)
+    screenshot(args.round, args.out or IMAGES / f"lecture-{size[0]}x{size[1]}.png", size)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The README's main screenshot: a shipped recorded example opened from the page's gallery, at one round, 1280 px
 wide, cropped from the page's header to the round's cards (a script, not collected by pytest).
 
-    python -m tools.screenshot_readme [--example story] [--round 3] [--width 1280]   # -> assets/screenshot.png
+    python -m tools.screenshot_readme [--example story] [--round 3] [--width 1280]   # -> docs/images/screenshot.png
 
 The default, round 3 of "Story, sampled", shows every fate in one round: two drafts accepted by the draw (p < q
 for both, so neither was certain), the third rejected, the fourth discarded, and a replacement drawn from the
@@ -12,9 +12,9 @@ as the page does on a real host. Headless Debian Chromium, as in the browser tes
 import argparse
 from pathlib import Path
 
-from tools.screenshots import ROOT, app_in_browser, quantize
+from tools.screenshots import IMAGES, app_in_browser, quantize
 
-OUT = ROOT / "assets" / "screenshot.png"
+OUT = IMAGES / "screenshot.png"
 HEIGHT = 900  # the window's; the picture is cropped from the whole page, so it is taller
 MARGIN = 8  # px kept below the cards (the next box starts 16 px below)
 NUMBERS = {"k": "k", "temperature": "temperature", "top_p": "top-p", "top_k": "top-k", "seed": "seed",
@@ -70,7 +70,7 @@ def main() -> None:
     parser.add_argument("--round", type=int, default=3, help="the round on screen (default 3: two accepted, a "
                         "rejection, one discarded, the replacement)")
     parser.add_argument("--width", type=int, default=1280, help="the window's width in px (default 1280)")
-    parser.add_argument("--out", type=Path, default=OUT, help="default assets/screenshot.png")
+    parser.add_argument("--out", type=Path, default=OUT, help="default docs/images/screenshot.png")
     args = parser.parse_args()
     screenshot(args.example, args.round, args.out, args.width)
 

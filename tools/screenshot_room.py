@@ -11,7 +11,7 @@ round. Headless Debian Chromium, as in the browser tests; PNGs quantized to 256 
 import argparse
 from pathlib import Path
 
-from tools.screenshots import ROOT, app_in_browser, quantize
+from tools.screenshots import IMAGES, app_in_browser, quantize
 
 PROJECTOR, PHONE = (1920, 1080), (390, 844)
 
@@ -57,7 +57,7 @@ def screenshot(round_number: int, out_dir: Path) -> list[Path]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--round", type=int, default=3)
-    parser.add_argument("--out-dir", type=Path, default=ROOT / "assets")
+    parser.add_argument("--out-dir", type=Path, default=IMAGES)
     args = parser.parse_args()
     screenshot(args.round, args.out_dir)
 

@@ -13,6 +13,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
+IMAGES = ROOT / "docs" / "images"  # the README's and the docs' pictures (not served: assets/ is what the page serves)
 
 
 def tiny_engine():

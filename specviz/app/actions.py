@@ -25,7 +25,7 @@ from specviz.app.inputs import check_preset, check_prompt, settings_from
 from specviz.settings.bounds import short_repr
 from specviz.app.serving import EngineLoader, EngineRef, Runs, engine_ref, run_baseline, stream_traces
 from specviz.record.trace import PUBLISHED_TURNS, Trace
-from specviz.view.quiz import QuizState, check_quiz, quiz_from_dict
+from specviz.record.quiz_data import QuizState, check_quiz, quiz_from_dict
 from specviz.app.trace_files import (CONTROLS, check_tokenizer, controls_of, pack_file, read_lecture, trace_file,
                                      trace_settings)
 from specviz.app.round_view import STEP_NAMES, RoundView, round_view
@@ -85,9 +85,9 @@ def trace_info(trace: Trace) -> str:
     return notices.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model, recorded=True)
 
 
-def engine_info(engine: Engine, settings: RunSettings | None = None) -> str:
-    draft = engine.draft_for(settings)[1] if settings else engine.draft_name  # the name a trace records, too
-    return notices.run_info(engine.device, engine.dtype, draft, engine.target_name,
+def engine_info(engine: Engine, drafter_name: str | None = None) -> str:
+    """The model line: the engine's pair, or with `drafter_name` (a run's trace.draft_model) what a run drafted with."""
+    return notices.run_info(engine.device, engine.dtype, drafter_name or engine.draft_name, engine.target_name,
                            why=engine.dtype_why)
 
 
@@ -165,13 +165,14 @@ class ModelActions:
                 lecture: bool, stop: threading.Event):
         """Generate's frames. A failure or a stop mid-run keeps the rounds so far: the last frame puts them in
         the trace state (viewable, downloadable) and says what happened."""
-        out, info, started, shown = self.out, engine_info(engine, settings), time.perf_counter(), 0.0
+        out, info, started, shown = self.out, engine_info(engine), time.perf_counter(), 0.0
         latest = failure = None
         refused = False  # ZeroGPU refused the call before it ran (the quota, no free GPU): no round was made
         # closing(): the GPU call is closed at once, also when the tab is closed mid-run
         with closing(stream_traces(ref, prompt, settings, self.runs.in_flight(), ids)) as traces:
             try:
                 for latest in traces:
+                    info = engine_info(engine, latest.draft_model)  # the drafter the run was built with
                     if stop.is_set():
                         break
                     if time.perf_counter() - shown < MIN_FRAME_S:

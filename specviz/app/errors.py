@@ -6,7 +6,7 @@ is free) or while its worker runs. `spaces` reports each as a `gr.Error` with a 
 reads them by those two attributes, so it needs no gradio.
 
 It lives in app/, with the hosted page that meets these errors and nearly all its users. The CLI borrows
-`message_of` (so a failed command says what went wrong in the page's words); tests/test_layering.py allows cli.py
+`message_of` (so a failed command says what went wrong in the page's words); tests/test_layering.py allows cli/
 this one module of app/, which imports nothing but the standard library, so the CLI still never loads gradio.
 """
 

@@ -14,7 +14,7 @@ from specviz.drafters.tree import DEFAULT_WIDTHS
 from specviz.engine import RunSettings
 from specviz.engine.request import CONTRACT_DEFAULTS, asked_of, refuse_unneeded
 from specviz.settings.needs import unmet
-from specviz.settings.bounds import MAX_K, Bound, short_repr
+from specviz.settings.bounds import MAX_K, Bound, check_prompt_given, short_repr
 from specviz.algorithm.tree import parse_widths
 
 
@@ -81,8 +81,7 @@ def settings_from(*, k, temperature, top_p, top_k, seed, max_new_tokens, drafter
 
 def check_prompt(prompt) -> str:
     """The prompt, or ValueError: empty, too long, or not encodable text (a lone surrogate from an API client)."""
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise ValueError("prompt is empty")
+    check_prompt_given(prompt)
     if len(prompt) > MAX_PROMPT_CHARS:
         raise ValueError(f"prompt is {len(prompt):,} characters long; the limit is {MAX_PROMPT_CHARS:,}")
     try:

@@ -28,7 +28,7 @@ from specviz.app.errors import message_of, refused_by_zerogpu
 from specviz.lab.readouts import (RESTART, REVEAL, TREE_NOTE, card_html, card_steps, comparison_status, covered_html,
                          exactness_html, explorer_html, heading_html, histogram_html, joint_html, playground_html,
                          trace_html, warning_html)
-from specviz.settings.bounds import MAX_K
+from specviz.settings.bounds import MAX_K, check_prompt_given
 from specviz.settings.prompts import COMPARE_PROMPTS, REWRITE_PROMPT
 from specviz.app.inputs import setting
 from specviz.app.serving import MODEL_RUNS, EngineLoader, engine_ref, stream_comparison
@@ -185,8 +185,7 @@ def compare_handler(get_engine: EngineLoader | None):
 
     def run(prompt, ks, max_new_tokens, temperature, preset, fractions=(0.5,), progress=gr.Progress()):
         try:
-            if not isinstance(prompt, str) or not prompt.strip():
-                raise ValueError("the prompt is empty: type one, or pick an example above")
+            check_prompt_given(prompt)
             ks = compare.check_ks(ks)
             # the request contract, within the page's bounds, as Generate asks (K and the drafter vary per run)
             settings = RunSettings(temperature=setting(temperature, "temperature"),

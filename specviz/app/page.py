@@ -212,7 +212,7 @@ def _settings_row(presets: dict[str, str], default_preset: str):
 
 
 def _panels() -> tuple[RoundView, RoomPanel]:
-    """The round view's components, placed top to bottom (their values come from views.round_view), and the room
+    """The round view's components, placed top to bottom (their values come from round_view.round_view), and the room
     panel right under the round: on the projector the class's answers sit just below it, and in lecture mode the
     round still starts at the top of the screen."""
     empty = empty_view()
@@ -265,11 +265,12 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
     timer = gr.Timer(1.5, active=False)
     panels, room = _panels()
     panels.slider = slider
-    return Page(trace, lecture, quiz, controls, prompt, preset, settings, drafter, adaptive, stop_rule, draft_layers,
-                tree_widths,
-                generate,
-                baseline, info, status, download, pack, pack_file, quiz_state, upload, examples, previous, next_,
-                play, present, pace, timer, panels, room)
+    return Page(trace=trace, lecture=lecture, quiz=quiz, controls=controls, prompt=prompt, preset=preset,
+                settings=settings, drafter=drafter, adaptive=adaptive, stop_rule=stop_rule, draft_layers=draft_layers,
+                tree_widths=tree_widths, generate=generate, baseline=baseline, info=info, status=status,
+                download=download, pack=pack, pack_file=pack_file, quiz_state=quiz_state, upload=upload,
+                examples=examples, previous=previous, next=next_, play=play, present=present, pace=pace, timer=timer,
+                panels=panels, room=room)
 
 
 # --- events: all the wiring, in one place -------------------------------------------------------------------

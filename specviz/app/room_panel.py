@@ -28,9 +28,9 @@ from specviz.record.load import load_trace
 from specviz.record.trace import Trace
 from specviz.settings.bounds import short_repr, whole_number
 from specviz.view import notices
-from specviz.view.quiz import QuizState, RoundQuiz
-from specviz.view.reveal import reveal_steps
-from specviz.view.room import quiz_facts
+from specviz.record.quiz_data import QuizState, RoundQuiz
+from specviz.record.quiz_data import reveal_steps
+from specviz.lecture.rooms import quiz_facts
 
 BASE_JS = "location.origin + location.pathname"  # the page's own address, as the browser sees it (a proxy's too)
 HREF_JS = "location.href"  # the same with its query: what a deep link asks for

@@ -36,7 +36,8 @@ from specviz.app.assets import FOLLOWER_SCRIPTS, scripts, text
 from specviz.lecture.results import results_csv, results_json
 from specviz.lecture.rooms import GRACE_S, RoomError, RoomStore
 from specviz.record.load import load_trace
-from specviz.view.room import QuizFacts, class_panel
+from specviz.record.quiz_data import QuizFacts
+from specviz.view.class_panel import class_panel
 from specviz.view.stage import stage_html
 from specviz.view.style import palette_css
 

@@ -17,7 +17,7 @@ import gradio as gr
 from specviz.view import charts
 from specviz.view import summary
 from specviz.app.inputs import round_number
-from specviz.view.quiz import QuizState
+from specviz.record.quiz_data import QuizState
 from specviz.view.stage import stage_html
 from specviz.record.trace import Trace
 

@@ -19,7 +19,7 @@ from specviz.engine import Engine, RunSettings
 from specviz.app.inputs import LIMITS
 from specviz.settings.bounds import short_repr, widths_text
 from specviz.record.lecture_pack import pack_json
-from specviz.view.quiz import QuizState, load_lecture, quiz_to_dict
+from specviz.record.quiz_data import QuizState, load_lecture, quiz_to_dict
 from specviz.record.trace import MAX_TRACE_BYTES, Trace
 from specviz.record.load import token_texts
 

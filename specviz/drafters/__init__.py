@@ -8,12 +8,12 @@ read `REGISTRY`; the engine reads a drafter's `source` and `tree` to run it. Add
 Imports settings only (no torch), so the record, the view and the page may read it.
 """
 
-from specviz.drafters import distinct_tree, eagle, heads, layers, lookup, model, tree
+from specviz.drafters import distinct_tree, eagle, layers, lookup, medusa, model, tree
 from specviz.settings.bounds import short_repr
 from specviz.drafters.base import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARGET_STATE, Drafter, Param
 
 MODEL, LOOKUP, LAYERS, TREE, DISTINCT = model.DRAFTER, lookup.DRAFTER, layers.DRAFTER, tree.DRAFTER, distinct_tree.DRAFTER
-HEADS, HEADS_TREE, EAGLE, EAGLE_TREE = heads.DRAFTER, heads.TREE, eagle.DRAFTER, eagle.TREE
+HEADS, HEADS_TREE, EAGLE, EAGLE_TREE = medusa.DRAFTER, medusa.TREE, eagle.DRAFTER, eagle.TREE
 # in the order the page offers them
 REGISTRY: dict[str, Drafter] = {d.key: d for d in (MODEL, LOOKUP, LAYERS, TREE, DISTINCT, HEADS, HEADS_TREE, EAGLE,
                                                    EAGLE_TREE)}

@@ -17,7 +17,7 @@ DRAFT_MODEL = "draft model"  # the pair's smaller model steps once per draft, wi
 TARGET_LAYERS = "target layers"  # the target's first N layers, its final norm and LM head step once per draft
 EARLIER_TEXT = "earlier text"  # no model: `Drafter.propose` copies tokens; q is a point mass on each
 TARGET_STATE = "target state"  # trained heads read the hidden state the target's last verify pass computed: no
-#                                model pass to draft, no draft cache (engine/heads.py)
+#                                model pass to draft, no draft cache (engine/medusa.py, engine/eagle.py)
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Drafter:
     params: tuple[Param, ...] = ()
     propose: Callable[[list[int], int], list[int]] | None = None  # EARLIER_TEXT: (ids so far, k) -> up to k drafts
     nothing_found: str = ""  # why a round drafted nothing while tokens were left (a copy with no match)
-    trained: str = ""  # TARGET_STATE: the kind of trained heads it drafts with (drafters/heads.py's MEDUSA)
+    trained: str = ""  # TARGET_STATE: the kind of trained heads it drafts with (drafters/trained.py's MEDUSA or EAGLE)
     default_widths: tuple[int, ...] | None = None  # a tree drafter's shape when none is set (None: drafters/tree.py's)
     card_said: Callable[[int], str] | None = None  # the line on draft position i's card (0-based; a tree's depth i
     #                                                node): who proposed it, where that says more than "the draft"

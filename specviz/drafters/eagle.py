@@ -7,7 +7,7 @@ A chain drafts one step a token (at most the steps it was trained for); a tree r
 its own path, and the existing tree pass verifies them."""
 
 from specviz.drafters.base import TARGET_STATE, Drafter, plural
-from specviz.drafters.heads import DEFAULT_HEAD_WIDTHS, EAGLE
+from specviz.drafters.trained import DEFAULT_HEAD_WIDTHS, EAGLE
 from specviz.drafters.tree import TREE_WIDTHS
 
 DEFAULT_EAGLE_WIDTHS = DEFAULT_HEAD_WIDTHS  # an EAGLE tree's shape when none is set: the heads' tree's, 15 nodes

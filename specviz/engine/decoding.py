@@ -45,16 +45,6 @@ def forward_states(model, keep: int, **inputs) -> tuple[torch.Tensor, torch.Tens
     return model.lm_head(states[-keep:]).float().cpu(), states
 
 
-def synchronize(device: str | torch.device) -> None:
-    """Wait for the device ("cpu", "cuda", "cuda:1", "mps" or a torch.device) to finish its queued work, so a clock
-    read after it measures the work, not its queueing. Every timing in specviz (the runs, the costs) uses it."""
-    kind = torch.device(device).type
-    if kind == "cuda":
-        torch.cuda.synchronize()
-    elif kind == "mps":
-        torch.mps.synchronize()
-
-
 def rollback(cache: DynamicCache | LeanCache, keep: int) -> None:
     """Crop a cache to its first `keep` positions (transformers 5: crop(-n) removes the last n)."""
     extra = cache.get_seq_length() - keep

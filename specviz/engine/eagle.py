@@ -21,7 +21,7 @@ Choices, for a CPU and for reading (EAGLE's own layer is a full LLaMA decoder la
   untrained layer guesses the target's own next token, as an untrained Medusa head does; training moves it.
 
 The token embedding and the LM head are the target's own modules, shared and frozen: only `own` is trained, saved
-and moved between dtypes (heads.py saves it with its Provenance, refused for another target).
+and moved between dtypes (trained.py saves it with its Provenance, refused for another target).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from specviz.drafters.heads import EAGLE
+from specviz.drafters.trained import EAGLE
 
 WINDOW = 32  # positions a step's attention sees: the most recent target features, then the layer's own guesses
 MLP_FACTOR = 2  # the MLP's width as a multiple of the hidden size

@@ -52,9 +52,6 @@ def eagle_tree(eagle, features: torch.Tensor, ids: list[int], tree: TreeShape, s
     """A tree as tree_pass.draft_tree returns it (tokens (n_nodes,) with tokens[0] the root = the newest token; q
     (n_nodes, vocab), a leaf's row zeros), one EAGLE step per depth: every node of a depth at once, each on its own
     path (the committed pairs, then its ancestors' guessed features and tokens), so siblings' children differ."""
-    if tree.max_depth > eagle.n:
-        raise ValueError(f"an EAGLE tree is at most {eagle.n} deep (the steps it was trained for), got widths "
-                         f"{'-'.join(map(str, tree.widths))}")
     f, x = _pairs(features, ids)  # the root's path: (1, L, H), (1, L)
     tokens, qs = [int(ids[-1])], []
     for d, w in enumerate(tree.widths):

@@ -27,17 +27,18 @@ from transformers import DynamicCache
 
 from specviz.algorithm.sampling import sample, warp
 from specviz.drafters import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARGET_STATE
-from specviz.drafters.heads import DEPTH_SAID, KIND_NAMES, how_to_train
+from specviz.drafters.trained import check_depth, how_to_train
 from specviz.algorithm.cost_rule import CostRule
 from specviz.engine import pass_costs, self_speculation
 from specviz.engine.chain import ChainRun
-from specviz.engine.heads import heads_folder, load_heads
-from specviz.engine.pairs import cache_root
-from specviz.engine.decoding import DecodingRun, RunContext, forward, synchronize
+from specviz.engine.trained import heads_folder, load_heads
+from specviz.engine.packaged import cache_root
+from specviz.engine.decoding import DecodingRun, RunContext, forward
+from specviz.engine.timer import synchronize
 from specviz.engine.lean import LeanCache, LeanDecoder
 from specviz.engine.memory import draft_memory
 from specviz.engine.request import RunSettings
-from specviz.settings.bounds import COST_RULE
+from specviz.settings.bounds import COST_RULE, check_prompt_given
 from specviz.engine.tree_pass import check_tree_attention
 from specviz.engine.tree_run import TreeRun
 from specviz.record.cost_profile import CostProfile
@@ -64,15 +65,27 @@ class Engine:
         self.lean_draft = lean_draft  # draft with lean.py's pass where the draft's architecture allows (same logits)
         self._lean: dict[object, LeanDecoder | None] = {}
         self._memory: dict[object, object] = {}  # drafter model -> its DraftMemory
-        self._heads: dict[str, object] = {}  # trained heads by kind (engine/heads.py), loaded when first chosen
+        self._heads: dict[str, object] = {}  # trained heads by kind (engine/trained.py), loaded when first chosen
         # What passes cost here, for the cost-aware rule: measured at load (EngineCache) or on first use, replaced by
         # the Costs tab's measurement; and the step of each drafter model but the draft (self-speculation's), timed once
         self.pass_costs: CostProfile | None = None
         self._draft_steps: dict[object, float] = {}
 
+    def check_drafter(self, settings: RunSettings) -> None:
+        """ValueError, before any pass, where this engine cannot draft as `settings` ask: a self-speculation N the
+        target cannot give, heads not trained for it (or trained for another target), a tree deeper than they
+        reach. encode() asks it, so a run's drafter is built once, when the run starts (draft_for)."""
+        spec = settings.drafter_spec
+        self.layers_for(settings)
+        if spec.source == TARGET_STATE:
+            heads = self.heads_for(spec)
+            if spec.tree:
+                check_depth(spec.trained, heads.n, settings.widths)
+
     def draft_for(self, settings: RunSettings) -> tuple[object | None, str]:
-        """(the model that drafts, the name a trace records) for a run: the draft model, the target's first N
-        layers (self-speculation), or no model (a drafter that copies). ValueError for an N the target cannot give."""
+        """(the model that drafts, the name a trace records) for a run whose settings check_drafter passed: the
+        draft model, the target's first N layers (self-speculation), trained heads, or no model (a drafter that
+        copies)."""
         spec = settings.drafter_spec
         if spec.source == EARLIER_TEXT:
             return None, spec.label
@@ -80,10 +93,6 @@ class Engine:
             return self.draft, self.draft_name
         if spec.source == TARGET_STATE:
             heads = self.heads_for(spec)
-            if spec.tree and len(settings.widths) > heads.n:
-                raise ValueError(f"a tree of {KIND_NAMES[spec.trained]} is at most {heads.n} deep "
-                                 f"({DEPTH_SAID[spec.trained]}), got "
-                                 f"widths {'-'.join(map(str, settings.widths))}")
             return heads, f"{heads.title} on {self.target_name}'s own hidden state"
         n = self.layers_for(settings)
         if n not in self._early:
@@ -93,7 +102,7 @@ class Engine:
 
     def heads_for(self, spec):
         """The trained heads a TARGET_STATE drafter reads: set with `use_heads`, or loaded once from beside the model
-        cache (engine/heads.py); ValueError saying how to train them where none are, or where they were trained for
+        cache (engine/trained.py); ValueError saying how to train them where none are, or where they were trained for
         another target."""
         if spec.trained not in self._heads:
             folder = heads_folder(cache_root(), self.target_name, spec.trained)
@@ -177,8 +186,7 @@ class Engine:
                 forward(model, [0, 1, 2], DynamicCache(), 3)
 
     def encode(self, prompt: str, settings: RunSettings) -> list[int]:
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise ValueError("prompt is empty")
+        check_prompt_given(prompt)
         if settings.chat and getattr(self.tokenizer, "chat_template", None):
             ids = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
                                                      add_generation_prompt=True, tokenize=True)
@@ -186,7 +194,7 @@ class Engine:
         else:
             ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         ids = list(ids)
-        self.draft_for(settings)  # a self-speculation N the target cannot give fails here, before any pass
+        self.check_drafter(settings)  # a drafter this engine cannot give fails here, before any pass
         ahead, what = settings.k, "K"  # a round may draft this far past the committed tokens, then one more
         if settings.drafter_spec.tree:
             for model in (self.draft, self.target):

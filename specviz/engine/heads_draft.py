@@ -1,4 +1,4 @@
-"""Drafting with heads on the target's own state (engine/heads.py): no model pass, one block and the shared output
+"""Drafting with heads on the target's own state (engine/medusa.py): no model pass, one block and the shared output
 layer per head, from the hidden state the target's last verify pass left (`DecodingRun.hidden`: the row whose
 LM head gave the newest committed token).
 
@@ -36,10 +36,7 @@ def heads_tree(heads, hidden: torch.Tensor, root: int, tree: TreeShape, sampling
                generator: torch.Generator | None, distinct: bool) -> tuple[list[int], torch.Tensor]:
     """A tree as tree_pass.draft_tree returns it, (tokens (n_nodes,) with tokens[0] the root, q (n_nodes, vocab)),
     from heads instead of draft passes: every node at depth d gets its children from head d's q (greedy: its top-w
-    tokens); a leaf's row is zeros."""
-    if tree.max_depth > heads.n:
-        raise ValueError(f"a heads tree is at most {heads.n} deep (one depth per head), got widths "
-                         f"{'-'.join(map(str, tree.widths))}")
+    tokens); a leaf's row is zeros. The tree is at most heads.n deep (trained.check_depth, asked before any pass)."""
     logits = head_logits(heads, hidden, tree.max_depth, vocab)
     rows = warp(logits, sampling)
     tokens, qs = [int(root)], []

@@ -22,7 +22,7 @@ def draft_memory(draft, target) -> DraftMemory | None:
         size = t.numel() * t.element_size()
         shared, own = (shared + size, own) if t.data_ptr() in owned_by_target else (shared, own + size)
     config = getattr(draft, "config", None)
-    if config is None:  # drafting heads (engine/heads.py): blocks and the target's LM head, no KV cache of their own
+    if config is None:  # drafting heads (engine/medusa.py, eagle.py): blocks and the target's LM head, no KV cache of their own
         return DraftMemory(weights_bytes=own, shared_bytes=shared, kv_bytes_per_token=0)
     heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads

@@ -20,7 +20,8 @@ import time
 
 import torch
 
-from specviz.engine.decoding import forward, rollback, synchronize
+from specviz.engine.decoding import forward, rollback
+from specviz.engine.timer import time_calls
 from specviz.record.cost_profile import CostProfile
 from specviz.record.trace import PassCosts
 
@@ -74,19 +75,11 @@ def _ids(engine, ids) -> list[int]:
 def time_passes(feed, cache, device, repeats: int, warm_up: int = 0) -> list[float]:
     """Seconds of each of `repeats` calls of feed(i), a forward pass over new tokens on top of `cache` (i counts every
     call from 0), after `warm_up` untimed ones; the cache is cropped back to its length after each, so every pass sees
-    the same cache. The one timer of passes: this short measurement feeds the run's own forward (lean.py's draft pass
-    where it applies), measure/pass_timing.py transformers' forward at a batch."""
+    the same cache. Passes are timed through timer.time_calls, as everything is: this short measurement feeds the
+    run's own forward (lean.py's draft pass where it applies), measure/pass_timing.py transformers' forward at a
+    batch."""
     length = cache.get_seq_length()
-    times = []
-    for i in range(warm_up + repeats):
-        synchronize(device)
-        t0 = time.perf_counter()
-        feed(i)
-        synchronize(device)
-        if i >= warm_up:
-            times.append(time.perf_counter() - t0)
-        rollback(cache, length)
-    return times
+    return time_calls(feed, device, repeats, warm_up, after=lambda: rollback(cache, length))
 
 
 def prices(profile: CostProfile, step_s: float, most: int, load: int) -> PassCosts:

@@ -14,12 +14,10 @@ The embedded draft is itself a dequantized GGUF (~6 bits per weight), so 8 bits 
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import torch
 from torch import nn
 
+from specviz.engine.timer import median_s
 from specviz.settings.bounds import DRAFT_WEIGHTS
 
 FULL, INT8, INT4 = "full", "int8", "int4"  # the weights a draft can run with (bounds.DRAFT_WEIGHTS adds "auto")
@@ -128,15 +126,7 @@ def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), la
 
 def stack_time(stack: list[nn.Module], x: torch.Tensor, repeats: int = 5) -> float:
     """Median seconds of running x through every layer of the stack in turn, after one warm-up pass."""
-    for layer in stack:
-        layer(x)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for layer in stack:
-            layer(x)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return median_s(lambda i: [layer(x) for layer in stack], x.device, repeats)
 
 
 def weights_name(draft_name: str, weights: str) -> str:

@@ -22,11 +22,12 @@ import time
 import torch
 from transformers import DynamicCache
 
-from specviz.engine.decoding import DecodingRun, RunContext, synchronize
+from specviz.engine.decoding import DecodingRun, RunContext
+from specviz.engine.timer import synchronize
 from specviz.algorithm.sampling import sample, warp
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, CacheLengths, DraftPosition, Round, TokenProb, TreeRecord
 from specviz.algorithm.tree import TreeShape, TreeVerdict, verify_tree
-from specviz.drafters.heads import EAGLE
+from specviz.drafters.trained import EAGLE
 from specviz.engine.eagle_draft import eagle_tree
 from specviz.engine.heads_draft import heads_tree
 from specviz.engine.tree_pass import draft_tree, keep_path, score_tree

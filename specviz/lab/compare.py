@@ -90,7 +90,7 @@ def trace_row(trace: Trace, baseline: Baseline) -> CompareRow:
     """A speculative run's row; its speedup is over `baseline`, which must come from the same call."""
     s = trace.summary
     speedup = s.tokens_per_s / baseline.tokens_per_s if baseline.tokens_per_s > 0 else 0.0
-    n = trace.settings.get("draft_layers") if REGISTRY[trace.settings["drafter"]].reads("draft_layers") else None
+    n = trace.settings.get("draft_layers") if trace.drafter_spec.reads("draft_layers") else None
     return CompareRow(trace.settings["drafter"], trace.settings["k"], s.acceptance_rate, s.tokens_per_pass,
                       s.tokens_per_s, speedup, s.n_new_tokens, s.total_time_s, n)
 

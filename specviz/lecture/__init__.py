@@ -2,6 +2,6 @@
 pair with what each must show), and rooms (rooms.py): one lecturer drives a trace, students follow it and answer
 the quiz, with every key, bound and expiry a shared server needs.
 
-Imports settings, drafters, record, engine and view (a room's facts); never gradio (the page serves the rooms from
-app/).
+Imports settings, drafters, record (the trace, the quiz's data), algorithm (E(α, K) for a room's facts) and engine
+(recording the examples); never the view or gradio (the page serves the rooms from app/).
 """

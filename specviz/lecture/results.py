@@ -13,7 +13,7 @@ import csv
 import io
 import json
 
-from specviz.view.room import QuizFacts, mean_guess
+from specviz.record.quiz_data import QuizFacts, mean_guess
 
 FORMULA = "E(alpha, K) - 1 = (1 - alpha^(K+1)) / (1 - alpha) - 1, with alpha as printed (two decimals)"
 
@@ -25,8 +25,7 @@ def round_rows(facts: QuizFacts, counts: dict[int, dict[int, int]], reached: dic
     rows = []
     for number in sorted(set(counts) | set(reached)):
         r, given = facts.rounds[number - 1], counts.get(number, {})
-        expected = facts.expected(number)
-        mean = mean_guess(given)
+        expected, mean = r.expected, mean_guess(given)
         rows.append({"round": number, "k": r.most, "revealed": reached.get(number, 0) >= r.steps,
                      "answers": sum(given.values()), "histogram": {str(a): given.get(a, 0) for a in range(r.most + 1)},
                      "accepted": r.accepted, "class_mean": None if mean is None else round(mean, 4),

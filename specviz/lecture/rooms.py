@@ -26,8 +26,10 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+from specviz.algorithm.theory import expected_tokens_per_pass
+from specviz.record.quiz_data import QuizFacts, RoundFacts, most_accepted, reveal_steps
+from specviz.record.trace import Trace
 from specviz.settings.bounds import whole_number
-from specviz.view.room import QuizFacts
 
 MAX_ROOMS = 50  # rooms at once on one server: each holds its trace (at most record.trace.MAX_TRACE_BYTES)
 MAX_FOLLOWERS = 300  # seats a room: people present at once (a lecture hall of 300), not everyone who ever came
@@ -47,6 +49,19 @@ class RoomError(ValueError):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
+
+
+def quiz_facts(trace: Trace) -> QuizFacts:
+    """What a room holds of a trace's rounds: each one's largest answer, right answer and reveal steps, and E(α, K) − 1
+    from α as printed (two decimals), so a student who redoes it gets the figure shown."""
+    alpha = round(trace.summary.acceptance_rate, 2)
+    return QuizFacts(alpha, tuple(round_facts(alpha, most_accepted(r), r.n_accepted, reveal_steps(r), r.tree is not None)
+                                  for r in trace.rounds))
+
+
+def round_facts(alpha: float, most: int, accepted: int, steps: int, tree: bool = False) -> RoundFacts:
+    """One round's facts, its E(α, K) − 1 worked out from α (None for a tree round: the formula is a chain's)."""
+    return RoundFacts(most, accepted, steps, tree, None if tree else expected_tokens_per_pass(alpha, most) - 1)
 
 
 @dataclass(frozen=True)
@@ -122,7 +137,7 @@ class RoomStore:
             return len(self._rooms)
 
     def open(self, trace_json: str, facts: QuizFacts) -> OpenedRoom:
-        """A new room on a trace (already checked by record.load), with its rounds' facts (view.room.quiz_facts)."""
+        """A new room on a trace (already checked by record.load), with its rounds' facts (quiz_facts)."""
         _check_facts(facts)
         with self._lock:
             self._expire()

@@ -24,12 +24,14 @@ from pathlib import Path
 
 import torch
 
-from specviz.drafters import EAGLE, HEADS, LAYERS, LOOKUP, MODEL, REGISTRY, TREE
+from specviz.drafters import LAYERS, LOOKUP, MODEL, REGISTRY, TREE
 from specviz.engine import Engine, RunSettings
 from specviz.engine.quant import FULL, pick_weights, quantize_linears, weights_name
-from specviz.settings import defaults
-from specviz.settings.bounds import COST_RULE, DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, THRESHOLD_RULE, widths_text
-from specviz.settings.prompts import CODE_PROMPT, STORY_PROMPT
+from specviz.engine.timer import time_calls
+from specviz.settings.bounds import COST_RULE, MAX_K, THRESHOLD_RULE, widths_text
+from specviz.settings.prompts import BENCH_PROMPTS
+from specviz.measure.bench_flags import (DEFAULT_REPEATS, DEFAULT_TYPES, DRAFTERS_K, DRAFTERS_REPEATS, DRAFTERS_TYPES,
+                                         OWN_STATE)
 from specviz.algorithm.cost_rule import predicted_speedup
 from specviz.measure import pass_timing
 from specviz.measure.bench_report import COST_CONFIG, SAME_DRAFT_PEER, Row, write_report
@@ -37,73 +39,6 @@ from specviz.measure.measured import SteadyState, steady_state
 from specviz.record.stats import (acceptance_rate, baseline_decode_speed, decode_speed, later_rounds, per_position,
                                   step_times, target_step_time)
 from specviz.algorithm.tree import parse_widths
-
-PROMPTS = {
-    "code": [CODE_PROMPT,
-             "Write a Python function that checks whether a string is a palindrome."],
-    "factual": ["Explain in a short paragraph how photosynthesis works.",
-                "Describe the water cycle in a short paragraph."],
-    "story": [STORY_PROMPT,
-              "Tell a short bedtime story about a dragon who is afraid of the dark."],
-    "rewrite": ["Rewrite this function with type hints and a docstring, keeping the body the same:\n\n"
-                "def moving_average(values, window):\n    out = []\n    for i in range(len(values) - window + 1):\n"
-                "        chunk = values[i:i + window]\n        out.append(sum(chunk) / window)\n    return out\n",
-                "Add comments to this code without changing it:\n\ndef merge(a, b):\n    i = j = 0\n"
-                "    result = []\n    while i < len(a) and j < len(b):\n        if a[i] <= b[j]:\n"
-                "            result.append(a[i])\n            i += 1\n        else:\n            result.append(b[j])\n"
-                "            j += 1\n    return result + a[i:] + b[j:]\n"],
-    "json": ["Give a JSON object describing a book, with the fields title, author, year and tags. Reply with the JSON "
-             "only.",
-             "Write a JSON array of three users, each with an id, a name and an email. Reply with the JSON only."],
-}
-DEFAULT_TYPES, DEFAULT_REPEATS = "code,factual,story,rewrite", 2
-DRAFTERS_TYPES, DRAFTERS_REPEATS = "code,factual,story,json", 5  # --drafters' when --types or --repeats are not set:
-#   the prompt kinds issue #35 names, and five runs each (the least a published median stands on)
-DRAFTERS_K = 4  # --drafters' K for every drafter (Medusa heads draft at most one a head: the engine caps K there)
-OWN_STATE = (HEADS, EAGLE)  # the drafters reading the target's own state, as --drafters runs them
-
-
-def add_bench_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="bench-out", help="folder for results.json, report.md, chart.html")
-    p.add_argument("--preset", default=None)
-    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
-    p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS,
-                   help="specviz's draft: int4 or int8 weights, or as loaded (auto: the fastest on this CPU); the "
-                        "peer always gets the draft as loaded, and then also rows with specviz's draft")
-    p.add_argument("--ks", default="1,2,3,4,5,6,7,8", help="K values for specviz with the draft model")
-    p.add_argument("--adaptive-k", type=int, default=12, help="the most K of specviz's adaptive rows")
-    p.add_argument("--lookup-ks", default="2,4,8", help="K values for specviz with prompt lookup")
-    p.add_argument("--tree", default=None, metavar="WIDTHS",
-                   help="also specviz with the tree drafter of these widths, e.g. 2-2-1-1 (compare it with the "
-                        "chain K = its depth, same draft passes, and K = its node count, same drafted tokens)")
-    p.add_argument("--draft-layers", default="", metavar="NS",
-                   help="also specviz with self-speculation: the target's first N layers draft, e.g. 14,21")
-    p.add_argument("--layers-k", type=int, default=4, help="K of the --draft-layers rows")
-    p.add_argument("--modes", default="greedy,sampled")
-    p.add_argument("--temperature", type=float, default=defaults.TEMPERATURE, help="temperature of the sampled mode")
-    p.add_argument("--types", default=DEFAULT_TYPES, help=f"prompt kinds, of {', '.join(PROMPTS)}")
-    p.add_argument("--prompts-per-type", type=int, default=1)
-    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
-    p.add_argument("--max-new-tokens", type=int, default=48)
-    p.add_argument("--no-peer", action="store_true", help="skip transformers' assisted generation")
-    p.add_argument("--rules", action="store_true",
-                   help="only the stop rules side by side: target-only, K=4, the threshold rule, the cost-aware rule "
-                        "(both adaptive up to --adaptive-k) and transformers' own heuristic")
-    p.add_argument("--verify-cost", type=float, default=None, metavar="V",
-                   help="simulate a dearer verify pass: every target pass over 2 to 17 tokens takes extra time so "
-                        "that t(5)/t(1) is V (3: as measured on an AVX2-only CPU in float32); see slow_verify")
-    p.add_argument("--drafters", action="store_true",
-                   help=f"only the drafters side by side at K = {DRAFTERS_K}: the draft model, self-speculation "
-                        "(--draft-layers, default half the target's layers), Medusa heads and the EAGLE-style layer "
-                        f"(trained with train-heads), with acceptance by position; default types {DRAFTERS_TYPES}, "
-                        f"{DRAFTERS_REPEATS} repeats")
-    p.add_argument("--quick", action="store_true", help="a smoke run: tiny settings, finishes in minutes")
-    p.add_argument("--tiny", action="store_true", help="random-weight tiny models instead of the real pair (CI)")
-    p.add_argument("--gpu-projection", action="store_true",
-                   help="time random-weight Qwen2.5 0.5B/7B passes (CUDA) and project speedups from measured α")
-    p.add_argument("--alpha-from", default=None, metavar="RESULTS_JSON",
-                   help="with --gpu-projection: take α per prompt type from an earlier bench's results.json")
-
 
 def bench_command(a: argparse.Namespace) -> int:
     if a.gpu_projection:
@@ -120,9 +55,9 @@ def bench_command(a: argparse.Namespace) -> int:
     if a.drafters:
         a.types = DRAFTERS_TYPES if a.types == DEFAULT_TYPES else a.types
         a.repeats = DRAFTERS_REPEATS if a.repeats == DEFAULT_REPEATS else a.repeats
-    unknown = [t for t in a.types.split(",") if t not in PROMPTS]
+    unknown = [t for t in a.types.split(",") if t not in BENCH_PROMPTS]
     if unknown:  # before the pair loads
-        raise ValueError(f"--types must name prompt kinds of {', '.join(PROMPTS)}, got {', '.join(unknown)}")
+        raise ValueError(f"--types must name prompt kinds of {', '.join(BENCH_PROMPTS)}, got {', '.join(unknown)}")
     engine = _tiny_engine() if a.tiny else _real_engine(a)
     peer_draft = engine.draft  # transformers gets the draft as loaded: the setup its users would run
     weights = pick_weights(a.draft_weights, engine.device, next(engine.target.parameters()).dtype)
@@ -139,7 +74,7 @@ def bench_command(a: argparse.Namespace) -> int:
     if a.drafters:
         ks = drafters_ks(engine, ks["layer_ns"])  # refuses untrained heads here, before any run
     engine.measure_pass_costs()  # what the cost-aware rule prices with, as the app measures it at load
-    engine.run(PROMPTS["code"][0], RunSettings(max_new_tokens=8))  # one throwaway run: allocator, caches
+    engine.run(BENCH_PROMPTS["code"][0], RunSettings(max_new_tokens=8))  # one throwaway run: allocator, caches
     if a.rules:
         ks = {"chain": [4], "copy": [], "adaptive": a.adaptive_k, "rules_only": True}
     rows = run_bench(engine, ks, a.modes.split(","), a.types.split(","), a.prompts_per_type, a.repeats,
@@ -190,7 +125,7 @@ def _tiny_engine() -> Engine:
     """Random-weight stand-ins sharing the packaged tokenizer: exercises every code path fast (smoke tests)."""
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
-    from specviz.engine.pairs import PACKAGED, prepare_packaged
+    from specviz.engine.packaged import PACKAGED, prepare_packaged
     tok = AutoTokenizer.from_pretrained(prepare_packaged(next(iter(PACKAGED))))
     cfg = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_attention_heads=4,
                num_key_value_heads=2, max_position_embeddings=2048)
@@ -232,7 +167,7 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
         for mode in modes:
             temp = 0.0 if mode == "greedy" else temperature
             configs = _configs(engine, ks, peers, max_new, temp)
-            results = interleaved(configs, PROMPTS[ptype][:per_type], repeats, lambda line: print(line, flush=True))
+            results = interleaved(configs, BENCH_PROMPTS[ptype][:per_type], repeats, lambda line: print(line, flush=True))
             rows += _rows(ptype, mode, ks, results)
             for r in rows[-len(configs):]:
                 print(f"{ptype:8} {mode:7} {r.config:40} {r.tokens_per_s:6.2f} tok/s  x{r.speedup:.2f}", flush=True)
@@ -372,10 +307,11 @@ def _transformers_tokens_per_s(engine, prompt, max_new, temp, kind, assistant=No
         gc.assistant_confidence_threshold = 0.0  # no early stop: every round drafts K, as specviz K=4 does
     try:  # restored after every call: transformers writes its adjusted K back, and each call starts afresh
         torch.manual_seed(seed)
-        t0 = time.perf_counter()
+        out = []
         with torch.inference_mode():
-            out = engine.target.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
-        return (out.shape[1] - ids.shape[1]) / (time.perf_counter() - t0)
+            seconds = time_calls(lambda i: out.append(engine.target.generate(ids, attention_mask=torch.ones_like(ids),
+                                                                              **kwargs)), engine.device, 1, 0)[0]
+        return (out[0].shape[1] - ids.shape[1]) / seconds
     finally:
         for name, value in saved.items():
             setattr(gc, name, value)
@@ -386,7 +322,7 @@ def measure_tracing_overhead(engine, max_new, repeats) -> dict:
     s = RunSettings(k=4, temperature=0.0, max_new_tokens=max_new)
     runs = interleaved({"traced": lambda p, seed: engine.run(p, s).summary.tokens_per_s,
                         "untraced": lambda p, seed: engine.run(p, s, details=False).summary.tokens_per_s},
-                       [PROMPTS["code"][0]], repeats)
+                       [BENCH_PROMPTS["code"][0]], repeats)
     traced, lean = statistics.median(runs["traced"]), statistics.median(runs["untraced"])
     return {"traced_tokens_per_s": traced, "untraced_tokens_per_s": lean, "overhead": 1 - traced / lean,
             "traced_spread": [min(runs["traced"]), max(runs["traced"])],

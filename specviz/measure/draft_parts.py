@@ -6,7 +6,7 @@ the target's shape on one new position over a cached context), beside a one-toke
     parts = measure_parts(engine, 192, t1_times, draft_times)   # seconds: beside passes timed in the same run
     parts.heads_s / parts.target_step_s     # what a draft of every head costs, in one-token target steps
 
-A part's time does not depend on its weights, so untrained heads (engine/heads.MedusaHeads: W = 0) and a random
+A part's time does not depend on its weights, so untrained heads (engine/medusa.MedusaHeads: W = 0) and a random
 layer stand in for trained ones, on the target's own output layer, dtype and device. The Costs tab's measurement
 (pass_timing.measure_costs) times these with the rest; recorded_costs.record_parts adds them to the shipped recording
 alone.
@@ -21,11 +21,11 @@ import time
 
 import torch
 
-from specviz.engine.heads import MedusaHeads
+from specviz.engine.medusa import MedusaHeads
 from specviz.engine.machine import machine
 from specviz.engine.pairs import auto_dtype
 from specviz.engine.pass_costs import time_passes
-from specviz.engine.decoding import synchronize
+from specviz.engine.timer import time_calls
 from specviz.record.cost_profile import DraftParts
 
 EAGLE_NAME = "EAGLE-style layer"  # as the Costs tab names the one-decoder-layer drafter's step
@@ -41,9 +41,9 @@ def measure_parts(engine, context: int, target_step: list[float], draft_step: li
     weight = target.lm_head.weight  # (vocab, hidden)
     hidden = torch.randn(1, weight.shape[1], device=weight.device).to(weight.dtype)  # one position's state
     with torch.inference_mode():
-        runs = {"head_block_s": _times(lambda: one.blocks[0](hidden), weight.device, repeats),
-                "output_layer_s": _times(lambda: target.lm_head(hidden), weight.device, repeats),
-                "heads_s": _times(lambda: every(hidden), weight.device, repeats),
+        runs = {"head_block_s": time_calls(lambda i: one.blocks[0](hidden), weight.device, repeats),
+                "output_layer_s": time_calls(lambda i: target.lm_head(hidden), weight.device, repeats),
+                "heads_s": time_calls(lambda i: every(hidden), weight.device, repeats),
                 "eagle_layer_s": eagle_layer_times(target, context, repeats),
                 "target_step_s": target_step, "draft_step_s": draft_step}
     medians = {name: statistics.median(times) for name, times in runs.items()}
@@ -76,19 +76,6 @@ def eagle_layer_times(target, context: int, repeats: int) -> list[float]:
         layer(inputs_embeds=features, cache=cache, use_cache=True)  # the drafter's earlier positions, cached
         return time_passes(lambda i: layer(inputs_embeds=reduce(pair), cache=cache, use_cache=True), cache,
                            weight.device, repeats, warm_up=1)
-
-
-def _times(call, device, repeats: int) -> list[float]:
-    """Seconds of each of `repeats` calls, after one untimed (the first call of a shape pays for kernel choice)."""
-    times = []
-    for i in range(repeats + 1):
-        synchronize(device)
-        t0 = time.perf_counter()
-        call()
-        synchronize(device)
-        if i:
-            times.append(time.perf_counter() - t0)
-    return times
 
 
 def _words(engine) -> str:

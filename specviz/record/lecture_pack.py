@@ -4,7 +4,7 @@ a machine with no model.
     {"format": "specviz-lecture-pack", "format_version": 1, "trace": {…a trace…}, "quiz": {…}}
 
 This module reads and writes the envelope and checks the trace strictly (load.py); what the quiz object holds and
-how it must fit the trace is the quiz's own (view/quiz.py: quiz_from_dict, check_quiz).
+how it must fit the trace is the quiz's own (record/quiz_data.py: quiz_from_dict, check_quiz).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ PACK_VERSION = 1
 
 
 def pack_json(trace: Trace, quiz: dict) -> str:
-    """The pack file's text: `trace` and the quiz state as a JSON object (view/quiz.py: quiz_to_dict)."""
+    """The pack file's text: `trace` and the quiz state as a JSON object (record/quiz_data.py: quiz_to_dict)."""
     trace_data = json.loads(trace.to_json())
     return json.dumps({"format": PACK_FORMAT, "format_version": PACK_VERSION, "trace": trace_data, "quiz": quiz},
                       ensure_ascii=False, indent=1)

@@ -11,6 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from specviz.drafters import Drafter, recorded
 from specviz.record.strict_json import build
 from specviz.settings.defaults import as_recorded
 
@@ -27,7 +28,9 @@ MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come f
 MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); a step through that many is slow already
 #                      (docs/benchmarks.md, "Timings behind choices in the code")
 
-# The fate of a token in a round. One word per fate, used by the CLI, the HTML and the charts alike.
+# The fate of a token in a round. One word per fate, used by the CLI, the HTML and the charts alike. A REPLACEMENT is
+# the token drawn from the residual max(0, p − q) at the first rejection: what vLLM and others call a "recovered"
+# token. A BONUS is the target's own next token after every draft was accepted.
 ACCEPTED, REJECTED, DISCARDED, REPLACEMENT, BONUS = "accepted", "rejected", "discarded", "replacement", "bonus"
 # A round that drafted nothing (round 1, the target's prefill; a copy with no match; one token left) records its one
 # token as next_kind BONUS, but it is no bonus: nothing was accepted before it. `Round.last_kind` calls it PLAIN, the
@@ -251,6 +254,12 @@ class Trace:
     rule_note: str | None = None  # why a run set to the cost-aware rule ran the threshold rule instead
     format: str = FORMAT
     format_version: int = FORMAT_VERSION
+
+    @property
+    def drafter_spec(self) -> Drafter:
+        """The drafter that made this trace (the registry's entry its settings name; the draft model for a trace
+        from before there were others): what the view reads to say how its rounds were drafted."""
+        return recorded(self.settings)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

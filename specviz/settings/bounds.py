@@ -102,6 +102,14 @@ DEPTH_BOUND = Bound(1, 6, whole=True)  # depths below the root
 MAX_TREE_NODES = 32  # drafted nodes (the root, already committed, not counted)
 
 
+def check_prompt_given(prompt) -> str:
+    """The prompt, or ValueError where there is none to run: not text, or only whitespace. The one statement of that
+    rule (the engine, the CLI, the page and the Lab ask it; the page adds its own limits, app/inputs.py)."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError("prompt is empty")
+    return prompt
+
+
 def whole_number(value) -> int | None:
     """value as an int when it is a whole number: an int, a whole float (4.0), or a string of one ('3', as a JSON
     object's keys arrive); None otherwise (True, 2.5, 'x', None). Each caller says what the number was for."""

@@ -11,18 +11,20 @@ Each place tells "given" from "left at its default" in its own way, then asks `u
   others are carried by sweeps and records: a seed sweep at temperature 0, a recorded tree run's K).
 
 A command's own flags that apply only with another of its flags are a table of their own, read the same way:
-`BENCH_NEEDS` for `python -m specviz bench` (its `met` reads the command's options by name; the CLI tells the flags
+`BENCH_NEEDS` for `python -m specviz bench` (measure/bench_flags.py) (its `met` reads the command's options by name; the CLI tells the flags
 typed from those left at their defaults and refuses the first whose need is unmet).
 
-Imports nothing of specviz: the drafter's facts arrive as `DrafterFacts`, made from the registry by its reader.
+Imports only bounds.py (the rules' names) of specviz: the drafter's facts arrive as `DrafterFacts`, made from the
+registry by its reader.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable
 
-THRESHOLD = "threshold"  # bounds.THRESHOLD_RULE's value (bounds.py stays the one place that names the rules)
+from specviz.settings.bounds import THRESHOLD_RULE as THRESHOLD
+
 
 
 @dataclass(frozen=True)
@@ -159,49 +161,3 @@ def _either(keys: list[str]) -> str:
 def why_off(need: Need) -> str:
     """What a disabled control of the page says: 'Applies only with adaptive K'."""
     return f"Applies only {need.when}"
-
-
-# --- a command's own flags: python -m specviz bench ----------------------------------------------------------------
-
-def _bench_flag(flag: str) -> Callable[[Mapping[str, Any]], bool]:
-    """A need met while the bench's switch `flag` is on, or its list (text) is not empty."""
-    def met(options: Mapping[str, Any]) -> bool:
-        value = options.get(flag)
-        return value is True or (isinstance(value, str) and bool(value.strip()))
-    return met
-
-
-def _bench_off(flag: str) -> Callable[[Mapping[str, Any]], bool]:
-    return lambda options: not options.get(flag)
-
-
-_PROJECTION = ("without --gpu-projection (it times random-weight models and runs none of the bench's rows)",
-               "gpu_projection")
-_QUICK = ("without --quick (the smoke run sets it)", "quick")
-_RULES = ("without --rules (it runs K = 4 and the two stop rules only)", "rules")
-_DRAFTERS = ("without --drafters (it runs each drafter at one K, without the stop rules or the peers)", "drafters")
-_TINY = ("without --tiny (random-weight tiny models in float32 stand in for the pair)", "tiny")
-
-
-def _without(when: tuple[str, str], *settings: str) -> list[Need]:
-    return [Need(s, when[0], when[1], "", _bench_off(when[1]), off=True) for s in settings]
-
-
-BENCH_NEEDS = (
-    Need("alpha_from", "with --gpu-projection (the projection's α per prompt type)", "gpu_projection", "",
-         _bench_flag("gpu_projection")),
-    # (bench's option names, written as one string: its --tree option is not the drafter "tree")
-    *_without(_PROJECTION, *("preset dtype draft_weights ks adaptive_k lookup_ks tree draft_layers layers_k modes "
-                             "temperature types prompts_per_type repeats max_new_tokens no_peer rules verify_cost "
-                             "quick drafters").split()),
-    *_without(_QUICK, "ks", "lookup_ks", "modes", "types", "repeats", "max_new_tokens", "adaptive_k",
-              "prompts_per_type"),
-    *_without(_RULES, *"ks lookup_ks tree draft_layers layers_k".split()),
-    *_without(_DRAFTERS, *"ks lookup_ks tree adaptive_k no_peer rules quick".split()),
-    *_without(_TINY, "preset", "dtype", "drafters"),
-    Need("layers_k", "with self-speculation rows (the K of the --draft-layers rows)", "draft_layers",
-         "to the layers that draft, e.g. 14,21", lambda options: _bench_flag("draft_layers")(options)
-         or options.get("quick") is True),  # the smoke run drafts with 1 layer
-    Need("temperature", "with the sampled mode (the temperature of its rows)", "modes", "to include sampled",
-         lambda options: "sampled" in str(options.get("modes", "")).split(",")),
-)

@@ -29,3 +29,21 @@ COMPARE_PROMPTS = {  # the Lab's: the answer to the first copies most of its pro
     "rewrite: the answer copies the prompt": REWRITE_PROMPT,
     "story: nothing to copy": STORY_PROMPT,
 }
+BENCH_PROMPTS = {  # the benchmark's, by kind: two a kind (--prompts-per-type takes the first n)
+    "code": [CODE_PROMPT,
+             "Write a Python function that checks whether a string is a palindrome."],
+    "factual": ["Explain in a short paragraph how photosynthesis works.",
+                "Describe the water cycle in a short paragraph."],
+    "story": [STORY_PROMPT,
+              "Tell a short bedtime story about a dragon who is afraid of the dark."],
+    "rewrite": ["Rewrite this function with type hints and a docstring, keeping the body the same:\n\n"
+                "def moving_average(values, window):\n    out = []\n    for i in range(len(values) - window + 1):\n"
+                "        chunk = values[i:i + window]\n        out.append(sum(chunk) / window)\n    return out\n",
+                "Add comments to this code without changing it:\n\ndef merge(a, b):\n    i = j = 0\n"
+                "    result = []\n    while i < len(a) and j < len(b):\n        if a[i] <= b[j]:\n"
+                "            result.append(a[i])\n            i += 1\n        else:\n            result.append(b[j])\n"
+                "            j += 1\n    return result + a[i:] + b[j:]\n"],
+    "json": ["Give a JSON object describing a book, with the fields title, author, year and tags. Reply with the JSON "
+             "only.",
+             "Write a JSON array of three users, each with an id, a name and an email. Reply with the JSON only."],
+}

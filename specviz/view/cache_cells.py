@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from html import escape
 
-from specviz.drafters import recorded
 from specviz.view.strip import committed_texts
 from specviz.view.token_text import token_html
 from specviz.record.trace import Round, Trace
@@ -27,7 +26,7 @@ def cache_rows(trace: Trace, index: int) -> str:
                 'again to see them).</div>')
     texts = _sequence(trace, index)
     rows = [_row("target", texts, rnd.cache.target, last=2)]
-    if recorded(trace.settings).has_draft_cache:
+    if trace.drafter_spec.has_draft_cache:
         rows.insert(0, _row("draft", texts, rnd.cache.draft, last=1))
     return (f'<div class="sv-cache"><div class="sv-panel-title">KV caches this round</div>{"".join(rows)}'
             f'<div class="sv-cache-note">{cache_sentence(trace, index)}</div></div>')
@@ -78,7 +77,7 @@ def cache_sentence(trace: Trace, index: int) -> str:
     parts = [f"The target's pass wrote {t[2] - t[0]} position{'s' * (t[2] - t[0] != 1)} ({_caught_up(t, rnd)} "
              f"+ {rnd.k} draft{'s' * (rnd.k != 1)}); the rollback cropped {t[2] - t[3]}, so its cache holds every "
              f"committed token but the round's last, which the next round feeds first."]
-    spec = recorded(trace.settings)
+    spec = trace.drafter_spec
     if not spec.has_draft_cache:
         return parts[0] + f" {spec.label.capitalize()} has no draft model, so there is no draft cache."
     if not rnd.k:

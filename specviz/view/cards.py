@@ -13,7 +13,7 @@ from __future__ import annotations
 from html import escape
 
 from specviz.drafters import REGISTRY
-from specviz.view.reveal import reveal_steps, step_of_draft
+from specviz.record.quiz_data import reveal_steps, step_of_draft
 from specviz.view.strip import next_text
 from specviz.view.token_text import quoted, token_html
 from specviz.view.style import FATES, num, verdict_parts

@@ -18,7 +18,7 @@ from itertools import accumulate
 import plotly.graph_objects as go
 
 from specviz.view.cost_words import speculation_off
-from specviz.view.reveal import most_accepted
+from specviz.record.quiz_data import most_accepted
 from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, e_formula, edge, hatch, show
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, Trace

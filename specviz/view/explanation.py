@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from html import escape
 
-from specviz.drafters import recorded
 from specviz.settings.bounds import ADAPTIVE_CONFIDENCE
 from specviz.view.cost_words import round_note, speculation_off
 from specviz.view.style import cut_by, verdict_numbers, zero_note
@@ -45,7 +44,7 @@ def explanation(trace: Trace, index: int) -> str:
 def _first_round_note(trace: Trace, index: int) -> str:
     """Who read the prompt, and when. Since format version 3 round 1 is the target's prefill alone and the draft
     reads the prompt in round 2's first step; before, round 1's passes read it in both models."""
-    n, lookup = len(trace.prompt_token_ids), not recorded(trace.settings).has_draft_cache
+    n, lookup = len(trace.prompt_token_ids), not trace.drafter_spec.has_draft_cache
     if trace.format_version < 3:
         if index:
             return ""
@@ -69,8 +68,8 @@ def _why_nothing_drafted(trace: Trace, index: int) -> str:
     if index == 0 and trace.format_version >= 3:
         return "Round 1 is the target's own prefill"
     made = sum(r.tokens_this_pass for r in trace.rounds[:index])
-    if recorded(trace.settings).nothing_found and trace.settings.get("max_new_tokens", 0) - made > 1:
-        return recorded(trace.settings).nothing_found
+    if trace.drafter_spec.nothing_found and trace.settings.get("max_new_tokens", 0) - made > 1:
+        return trace.drafter_spec.nothing_found
     return "Only one token was left to generate"
 
 
@@ -113,7 +112,7 @@ def _product_text(factors: list[float], threshold: float) -> str:
 
 def _proposed(trace: Trace, rnd: Round) -> str:
     drafted = ", ".join(quoted(d.text) for d in rnd.drafts)
-    spec = recorded(trace.settings)
+    spec = trace.drafter_spec
     said = spec.proposed(rnd.k, drafted, escape(trace.draft_model))
     return said + (_adaptive_note(trace, rnd) if spec.has_draft_cache else "")  # adaptive K reads a draft model
 
@@ -132,7 +131,7 @@ def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
 def _explain_tree(trace: Trace, rnd: Round) -> str:
     """A tree round in words: how it was drafted, scored and walked (the drawing and the verdicts show the rest)."""
     t, greedy = rnd.tree, trace.settings.get("temperature") == 0
-    distinct = recorded(trace.settings).distinct and not greedy
+    distinct = trace.drafter_spec.distinct and not greedy
     rule = ("a child survives when it is the target's top token" if greedy else
             "each child is tested in turn with min(1, p′/q′), where q′ is q without the earlier siblings' tokens, "
             "renormalised (what the child was really drawn from), p′ is p for the first child and, after a rejected "
@@ -142,7 +141,7 @@ def _explain_tree(trace: Trace, rnd: Round) -> str:
     how = ("its top tokens" if greedy else "drawn without replacement, so siblings are distinct" if distinct
            else "independent draws, so some repeat")
     widths = ", ".join(map(str, t.widths))
-    return (f"{recorded(trace.settings).tree_said}: {widths} "
+    return (f"{trace.drafter_spec.tree_said}: {widths} "
             f"{'children' if greedy else 'samples from q'} per node at depths 1 to {len(t.widths)} "
             f"({how}), {rnd.k} nodes in all. The "
             f"target scored every node in <b>one</b> forward pass: a tree attention mask lets each node see only the "

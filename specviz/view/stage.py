@@ -2,9 +2,9 @@
 
 Each round is a `<section class="sv-round">` holding what a student must see for it: the token strip, a card per
 draft position (q and p bars, the verdict), the last token's card (residual or bonus), the KV caches, and the
-explanation (with its one-line form, words.py, which only the presenter view shows). The browser steps between
-sections itself (assets/stepping.js), so ← → redraw a round without a server call, and the quiz (reveal.py,
-quiz.py; assets/quiz.js) hides and reveals the elements marked with `data-step` inside a section.
+explanation (with its one-line form, one_line.py, which only the presenter view shows). The browser steps between
+sections itself (assets/stepping.js), so ← → redraw a round without a server call, and the quiz (record/quiz_data.py;
+assets/quiz.js) hides and reveals the elements marked with `data-step` inside a section.
 
 Pure functions of a trace (no gradio, no models).
 """
@@ -14,14 +14,14 @@ from __future__ import annotations
 from specviz.view.cards import last_token_card, position_card
 from specviz.view.style import cut_by
 from specviz.view.cache_cells import cache_rows
-from specviz.view.quiz import QuizState
-from specviz.view.reveal import most_accepted, reveal_steps
+from specviz.record.quiz_data import QuizState
+from specviz.record.quiz_data import most_accepted, reveal_steps
 from specviz.view.explanation import explanation
 from specviz.view.notices import placeholder
 from specviz.view.strip import token_strip
 from specviz.record.trace import Trace
 from specviz.view.tree import path_verdicts, tree_against_chain, tree_cache, tree_card
-from specviz.view.words import words_line
+from specviz.view.one_line import round_in_one_line
 
 
 def stage_html(trace: Trace | None, current: int, quiz: QuizState | None = None, latest_only: bool = False,
@@ -58,7 +58,7 @@ def round_section(trace: Trace, number: int, shown: bool, quiz: QuizState | None
             f'data-steps="{reveal_steps(rnd)}" data-revealed="{revealed}"{guess}{"" if shown else " hidden"}>'
             f'{token_strip(trace, i)}{quiz_bar(most, tree=rnd.tree is not None)}'
             f'<div class="sv-cards">{cards}</div>'
-            f'<div class="sv-answer sv-after" data-step="{reveal_steps(rnd)}">{words_line(rnd)}{caches}'
+            f'<div class="sv-answer sv-after" data-step="{reveal_steps(rnd)}">{round_in_one_line(rnd)}{caches}'
             f'{explanation(trace, i)}</div></section>')
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from specviz.settings.bounds import widths_text
-from specviz.view.reveal import reveal_steps, step_of_draft
+from specviz.record.quiz_data import reveal_steps, step_of_draft
 from specviz.view.style import FATES, cut_by, num, show, verdict_text
 from specviz.view.token_text import text_html, token_html
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, DraftPosition, Round, Trace

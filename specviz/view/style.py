@@ -1,5 +1,5 @@
 """The colour language and the way numbers and token text are written, shared by the page's HTML (strip.py, cards.py, explanation.py),
-its charts (charts.py, lab/charts.py) and the terminal (cli.py).
+its charts (charts.py, lab/charts.py) and the terminal (trace_text.py).
 
 Okabe & Ito's colour-blind-safe palette. Every colour has a second cue (icon, strike-through, outline, hatching),
 because projectors wash colours out. A round has either a rejection or a bonus, never both, so the two closest

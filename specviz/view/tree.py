@@ -12,9 +12,9 @@ from __future__ import annotations
 from html import escape
 from typing import Callable
 
-from specviz.drafters import Drafter, recorded
+from specviz.drafters import Drafter
 from specviz.settings.bounds import widths_text
-from specviz.view.reveal import reveal_steps
+from specviz.record.quiz_data import reveal_steps
 from specviz.view.token_text import quoted, token_html
 from specviz.view.style import FATES, e_formula, num, verdict_numbers
 from specviz.algorithm.theory import expected_tokens_per_pass
@@ -37,7 +37,7 @@ def tree_card(trace: Trace, index: int) -> str:
     proposed each depth, who did: on each node and in the caption)."""
     rnd = trace.rounds[index]
     t, kids, step = rnd.tree, _kids(rnd), reveal_steps(rnd)
-    said = proposer(recorded(trace.settings))
+    said = proposer(trace.drafter_spec)
     root = (f'<span class="sv-tree-node sv-tree-root" title="the root: the last committed token">'
             f'{token_html(t.root_text)}</span>')
     shape = widths_text(t.widths)
@@ -80,7 +80,7 @@ def path_verdicts(trace: Trace, index: int) -> str:
     """Each tested node in the order the walk tested it: its test, then the round's last token."""
     rnd = trace.rounds[index]
     greedy = trace.settings.get("temperature") == 0
-    spec = recorded(trace.settings)
+    spec = trace.drafter_spec
     said = proposer(spec)
     rows = [f'<li>{quoted(rnd.drafts[i - 1].text)}{_who(rnd, i, said)} '
             f'{escape(_test_text(rnd, i, greedy, spec.distinct))}</li>' for i in _tested_order(rnd)]

@@ -14,8 +14,9 @@ import pytest
 
 from specviz.engine import Engine
 from harness.browser import AppPage, Page, serve
+from tests.helpers import BROWSER
 
-pytestmark = pytest.mark.browser
+pytestmark = BROWSER
 axe_package = pytest.importorskip("axe_playwright_python")
 AXE = os.path.join(os.path.dirname(axe_package.__file__), "axe.min.js")
 WCAG = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
@@ -109,7 +110,7 @@ def test_the_lab_and_costs_tabs_pass_axe(browser, url, monkeypatch):
 def test_a_followers_page_passes_axe(browser, url):
     from specviz.app.room_routes import ROOMS
     from specviz.lecture.examples import load_example
-    from specviz.view.room import quiz_facts
+    from specviz.lecture.rooms import quiz_facts
 
     trace = load_example("story")
     opened = ROOMS.store.open(trace.to_json(), quiz_facts(trace))

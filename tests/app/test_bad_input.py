@@ -14,7 +14,6 @@ import re
 
 import pytest
 
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on the hub
 
 import httpx  # noqa: E402

@@ -8,29 +8,22 @@ Only negative checks (a key press that must not step) use a short fixed pause, e
 the same kind that proves it could fail.
 """
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
-
-from harness.browser import CHROMIUM, AppPage  # noqa: E402
-from tests.helpers import FIXTURE  # noqa: E402
+from harness.browser import AppPage
+from tests.helpers import BROWSER, FIXTURE
 
 XSS = "<img src=x onerror=alert(1)>"
 SHOWN = "#stage .sv-round:not([hidden])"  # the round on the stage
 PANELS = [f"{SHOWN} .sv-strip", f"{SHOWN} .sv-cards", f"{SHOWN} .sv-last", "#tokens-per-pass", f"{SHOWN} .sv-explain"]
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
-]
+pytestmark = BROWSER
 sync_api = pytest.importorskip("playwright.sync_api")
 
-from specviz.record.load import load_trace  # noqa: E402
+from specviz.record.load import load_trace
 
 
 @pytest.fixture

@@ -4,18 +4,14 @@ Generate, the baseline, a step back. Apart from tests/app/test_browser.py (tiny 
 """
 
 import gc
-import os
 import time
 
 import pytest
 
-from harness.browser import CHROMIUM, AppPage, serve
+from harness.browser import AppPage, serve
+from tests.helpers import BROWSER
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
-]
+pytestmark = BROWSER
 pytest.importorskip("playwright.sync_api")
 
 

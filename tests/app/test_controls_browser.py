@@ -2,19 +2,10 @@
 browser: each is disabled, back at the page's default and saying why while its need is unmet, and enabled again
 once it is met, as the drafter, adaptive K and the temperature change."""
 
-import os
+from harness.browser import AppPage
+from tests.helpers import BROWSER
 
-import pytest
-
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
-
-from harness.browser import CHROMIUM, AppPage  # noqa: E402
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
-]
+pytestmark = BROWSER
 FIELD = {"k": "#k input[type=number]", "adaptive": "#adaptive input", "stop-rule": "#stop-rule input",
          "draft-layers": "#draft-layers input", "tree-widths": "#tree-widths textarea", "seed": "#seed input",
          "top-k": "#top-k input", "top-p": "#top-p input[type=number]"}

@@ -8,25 +8,18 @@ one of the same kind that proves it could fail. Screenshots go to tests/artifact
 """
 
 import json
-import os
 import statistics
 from pathlib import Path
 
 import pytest
 
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
-
-from harness.browser import CHROMIUM, AppPage, serve  # noqa: E402
-from tests.helpers import FIXTURE  # noqa: E402 (a real recorded trace, 7 rounds)
+from harness.browser import AppPage, serve
+from tests.helpers import BROWSER, FIXTURE  # noqa: E402 (a real recorded trace, 7 rounds)
 
 SHOWN = "#stage .sv-round:not([hidden])"
 SLIDER = "#round-slider input[type=number]"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
-]
+pytestmark = BROWSER
 sync_api = pytest.importorskip("playwright.sync_api")
 
 # In the page: a keydown listener (capture phase, so before stepping.js) notes the time and the round on screen; a

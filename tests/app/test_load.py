@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
 os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on the hub
 
 from gradio_client import Client  # noqa: E402

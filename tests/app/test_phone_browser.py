@@ -6,20 +6,13 @@ read, then hidden again as they were).
 Headless Debian Chromium against the app served in this process (the examples need no model).
 """
 
-import os
-
 import pytest
 
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
+from harness.browser import Page
+from specviz.lecture.examples import EXAMPLES, FIRST
+from tests.helpers import BROWSER
 
-from harness.browser import CHROMIUM, Page  # noqa: E402
-from specviz.lecture.examples import EXAMPLES, FIRST  # noqa: E402
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
-]
+pytestmark = BROWSER
 PHONE = (390, 844)
 SHOWN = "#stage .sv-round:not([hidden])"
 

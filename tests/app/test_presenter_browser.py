@@ -7,22 +7,16 @@ and one browser for the module, one tab per size for every example and trace (`m
 between rounds, the examples open from the page's list), whose findings the tests then read.
 """
 
-import os
 import re
 
 import pytest
 
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
+from harness.browser import Page
+from harness.room_pages import FollowerPage, open_room
+from specviz.lecture.examples import EXAMPLES, FIRST
+from tests.helpers import BROWSER
 
-from harness.browser import CHROMIUM, Page  # noqa: E402
-from harness.room_pages import FollowerPage, open_room  # noqa: E402
-from specviz.lecture.examples import EXAMPLES, FIRST  # noqa: E402
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
-]
+pytestmark = BROWSER
 sync_api = pytest.importorskip("playwright.sync_api")
 
 SHOWN = "#stage .sv-round:not([hidden])"

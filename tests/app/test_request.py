@@ -3,16 +3,13 @@ mode), the page's inputs and the API's parameter list follow them, and every out
 
 import dataclasses
 import inspect
-import os
 
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+import pytest
 
-import pytest  # noqa: E402
-
-from specviz.app.actions import EVENT_OUTPUTS, ModelActions, api_outputs  # noqa: E402
-from specviz.app.inputs import LIMITS  # noqa: E402
-from specviz.app.page import build_demo  # noqa: E402
-from specviz.engine import RunSettings  # noqa: E402
+from specviz.app.actions import EVENT_OUTPUTS, ModelActions, api_outputs
+from specviz.app.inputs import LIMITS
+from specviz.app.page import build_demo
+from specviz.engine import RunSettings
 
 PAGE_ONLY = {"prompt", "preset", "lecture"}  # what Generate reads beside the run's settings
 
@@ -60,7 +57,7 @@ def test_the_page_the_cli_and_the_api_share_one_default_per_setting(api):
     import argparse
 
     from specviz.algorithm.sampling import SamplingSettings
-    from specviz.cli import add_run_args, run_settings
+    from specviz.cli.run import add_run_args, run_settings
     from specviz.settings import defaults
 
     contract = RunSettings()

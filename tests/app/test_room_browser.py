@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from harness.browser import AppPage, Page
 from harness.room_pages import WHERE, FollowerPage, open_room
 from specviz.lecture.examples import EXAMPLES, FIRST, load_example
+from tests.helpers import BROWSER
 
-pytestmark = pytest.mark.browser
+pytestmark = BROWSER
 
 
 def test_a_lecturer_leads_two_followers_who_answer_on_their_own_devices(browser, url):

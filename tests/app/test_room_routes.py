@@ -16,16 +16,9 @@ from starlette.applications import Starlette
 from specviz.app.room_routes import MAX_BODY, RoomHub, room_routes
 from specviz.lecture.examples import load_example
 from specviz.lecture.rooms import CODE_ALPHABET, GRACE_S, MISSES_ALLOWED, RoomStore, with_check
-from specviz.view.room import quiz_facts
+from specviz.lecture.rooms import quiz_facts
 from harness.browser import free_port
-
-
-class Clock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
+from tests.helpers import Clock
 
 
 @pytest.fixture(scope="module")

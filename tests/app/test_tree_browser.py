@@ -1,19 +1,10 @@
 """A tree run on the page in a real browser: the drafter choice and its widths box reach the engine, the round
 shows the drawn tree, and in quiz mode the path (the answer) waits for the Reveal."""
 
-import os
+from harness.browser import AppPage
+from tests.helpers import BROWSER
 
-import pytest
-
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
-
-from harness.browser import CHROMIUM, AppPage  # noqa: E402
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-]
+pytestmark = BROWSER
 SHOWN = "#stage .sv-round:not([hidden])"
 
 # Per shown round: its drawn nodes, and whether its path chips and its tree's fate marks are visible now.

@@ -1,4 +1,4 @@
-"""engine/heads.py: Medusa heads on a tiny target: an untrained head is the target's own next-token guess, a head
+"""engine/medusa.py and trained.py: Medusa heads on a tiny target: an untrained head is the target's own next-token guess, a head
 adds hidden² + hidden parameters and shares the output layer, and saved heads load back for their target only."""
 
 import copy
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from harness.tiny_models import noisy_copy, tiny_model
-from specviz.engine.heads import (MedusaHeads, Provenance, fingerprint, heads_folder, load_heads, read_provenance,
-                                  save_heads)
+from specviz.engine.medusa import MedusaHeads
+from specviz.engine.trained import Provenance, fingerprint, heads_folder, load_heads, read_provenance, save_heads
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_an_unreadable_provenance_is_a_sentence(target, tmp_path):
 
 
 def test_a_drafts_cost_is_measured_beside_a_target_pass(target):
-    from specviz.engine.heads import draft_cost
+    from specviz.engine.trained import draft_cost
 
     draft_s, pass_s = draft_cost(MedusaHeads(target, n=3), target, repeats=3)
     assert 0 < draft_s and 0 < pass_s

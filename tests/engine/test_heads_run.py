@@ -50,29 +50,24 @@ def test_the_verify_pass_gives_its_hidden_states_and_the_same_logits(tiny_pair):
         assert torch.allclose(target.lm_head(reference[-3:]), want, atol=1e-5)  # what the LM head reads: after the norm
 
 
-@pytest.mark.parametrize("settings", [dict(k=3), dict(k=2), dict(k=1),
-                                      dict(k=3, adaptive=True, stop_rule=THRESHOLD_RULE),
-                                      dict(drafter=HEADS_TREE.key), dict(drafter=HEADS_TREE.key, tree_widths=(2, 2)),
-                                      dict(drafter=HEADS_TREE.key, tree_widths=(4, 1, 1))])
-def test_greedy_heads_equal_the_target_alone_in_float32(heads_engine, settings):
-    run = RunSettings(**{"drafter": HEADS.key, "temperature": 0, "max_new_tokens": 40, **settings})
-    trace = heads_engine.run(PROMPT, run, baseline=True)
-    assert trace.dtype == "float32" and trace.output_token_ids == trace.baseline.output_token_ids
-    assert trace.summary.n_accepted > 0  # the heads' guesses were used
-    assert trace.draft_model == "3 Medusa heads on tiny-target's own hidden state"
+# Each drafter on the target's own state, as a chain and as a tree: its tree drafter, how many tokens a greedy run
+# makes (EAGLE's 60 run past its window of 32, so drafting reads a window cut from a longer history), its name
+OWN_STATE = {HEADS.key: (HEADS_TREE.key, 40, "3 Medusa heads on tiny-target's own hidden state"),
+             EAGLE.key: (EAGLE_TREE.key, 60, "an EAGLE-style layer on tiny-target's own hidden state")}
+SHAPES = [dict(k=3), dict(k=2), dict(k=1), dict(k=3, adaptive=True, stop_rule=THRESHOLD_RULE), dict(tree_widths=None),
+          dict(tree_widths=(2, 2)), dict(tree_widths=(4, 1, 1))]
 
 
-@pytest.mark.parametrize("settings", [dict(k=3), dict(k=2), dict(k=1),
-                                      dict(k=3, adaptive=True, stop_rule=THRESHOLD_RULE),
-                                      dict(drafter=EAGLE_TREE.key), dict(drafter=EAGLE_TREE.key, tree_widths=(2, 2)),
-                                      dict(drafter=EAGLE_TREE.key, tree_widths=(4, 1, 1))])
-def test_greedy_eagle_equals_the_target_alone_in_float32(heads_engine, settings):
-    """60 tokens: past the EAGLE layer's window of 32, so drafting reads a window cut from a longer history."""
-    run = RunSettings(**{"drafter": EAGLE.key, "temperature": 0, "max_new_tokens": 60, **settings})
+@pytest.mark.parametrize("chain", list(OWN_STATE))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
+def test_greedy_drafts_from_the_targets_state_equal_the_target_alone_in_float32(heads_engine, chain, shape):
+    tree, tokens, name = OWN_STATE[chain]
+    drafter = tree if "tree_widths" in shape else chain
+    run = RunSettings(**{"drafter": drafter, "temperature": 0, "max_new_tokens": tokens, **shape})
     trace = heads_engine.run(PROMPT, run, baseline=True)
     assert trace.dtype == "float32" and trace.output_token_ids == trace.baseline.output_token_ids
-    assert trace.summary.n_accepted > 0
-    assert trace.draft_model == "an EAGLE-style layer on tiny-target's own hidden state"
+    assert trace.summary.n_accepted > 0  # the drafts were used
+    assert trace.draft_model == name
 
 
 def test_the_eagle_layer_drafts_from_the_features_the_verify_passes_left(heads_engine):
@@ -219,27 +214,14 @@ def test_sampled_heads_follow_the_target(drafter):
 
 
 @pytest.mark.control
-def test_negative_control_an_eagle_chain_with_the_wrong_sampler_fails(monkeypatch):
-    _, pval = two_token_chi_square(EAGLE.key, monkeypatch, (chain, "verify", _wrong_verify), N_EAGLE_CONTROL)
-    assert pval < 1e-6
-
-
-@pytest.mark.control
-def test_negative_control_an_eagle_tree_with_the_wrong_sibling_rule_fails(monkeypatch):
-    _, pval = two_token_chi_square(EAGLE_TREE.key, monkeypatch, (tree_run, "verify_tree", _test_against_unchanged_p),
-                                   N_EAGLE_CONTROL)
-    assert pval < 1e-6
-
-
-@pytest.mark.control
-def test_negative_control_a_chain_of_heads_with_the_wrong_sampler_fails(monkeypatch):
-    _, pval = two_token_chi_square(HEADS.key, monkeypatch, (chain, "verify", _wrong_verify), N_CONTROL)
-    assert pval < 1e-6
-
-
-@pytest.mark.control
-def test_negative_control_a_tree_of_heads_with_the_wrong_sibling_rule_fails(monkeypatch):
-    _, pval = two_token_chi_square(HEADS_TREE.key, monkeypatch, (tree_run, "verify_tree", _test_against_unchanged_p))
+@pytest.mark.parametrize("drafter, patch, runs", [
+    (HEADS.key, (chain, "verify", _wrong_verify), N_CONTROL),
+    (HEADS_TREE.key, (tree_run, "verify_tree", _test_against_unchanged_p), None),
+    (EAGLE.key, (chain, "verify", _wrong_verify), N_EAGLE_CONTROL),
+    (EAGLE_TREE.key, (tree_run, "verify_tree", _test_against_unchanged_p), N_EAGLE_CONTROL),
+], ids=["heads-wrong-sampler", "heads-tree-wrong-sibling-rule", "eagle-wrong-sampler", "eagle-tree-wrong-sibling-rule"])
+def test_negative_control_a_wrong_rule_fails_the_chi_square(monkeypatch, drafter, patch, runs):
+    _, pval = two_token_chi_square(drafter, monkeypatch, patch, runs)
     assert pval < 1e-6
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from specviz.engine import pairs
-from specviz.engine.pairs import PackagedGGUF, check_same_tokenizer, load_pair, resolve_model
+from specviz.engine import packaged, pairs
+from specviz.engine.packaged import PackagedGGUF
+from specviz.engine.pairs import check_same_tokenizer, load_pair, resolve_model
 from tests.helpers import ROOT, convert, fake_packaged, install
 
 
@@ -58,18 +59,18 @@ def test_unknown_preset_and_half_a_pair():
 def test_tokenizer_mismatch_is_refused(tokenizer):
     from transformers import AutoTokenizer
 
-    qwen = AutoTokenizer.from_pretrained(pairs.prepare_packaged("Qwen2.5-Coder-0.5B-Instruct"))
+    qwen = AutoTokenizer.from_pretrained(packaged.prepare_packaged("Qwen2.5-Coder-0.5B-Instruct"))
     with pytest.raises(ValueError, match="tokenizer mismatch"):
         check_same_tokenizer(tokenizer, qwen, ("tiny", "qwen"))
     check_same_tokenizer(qwen, qwen, ("qwen", "qwen"))
 
 
 def test_corrupted_chunks_are_refused_and_leave_no_cache(tmp_path, monkeypatch):
-    real = pairs.PACKAGED["Qwen2.5-Coder-0.5B-Instruct"]
+    real = packaged.PACKAGED["Qwen2.5-Coder-0.5B-Instruct"]
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
-    monkeypatch.setitem(pairs.PACKAGED, "Broken", PackagedGGUF("Broken", real.packages, real.size, "0" * 64))
+    monkeypatch.setitem(packaged.PACKAGED, "Broken", PackagedGGUF("Broken", real.packages, real.size, "0" * 64))
     with pytest.raises(ValueError, match="corrupted or partial"):
-        pairs.prepare_packaged("Broken")
+        packaged.prepare_packaged("Broken")
     assert [p for p in os.listdir(tmp_path) if not p.endswith(".lock")] == []  # nothing a later start trusts
 
 
@@ -110,28 +111,28 @@ def entries(cache: Path) -> list[str]:
 
 def test_a_prepared_folder_is_built_once_marked_and_trusted(fake):
     cache, runs = fake
-    folder = pairs.prepare_packaged("Fake")
-    assert pairs.prepare_packaged("Fake") == folder and len(runs) == 1  # the second start trusts the first
-    assert entries(cache) == [folder.name] and (folder / pairs.READY).exists()
-    marker = json.loads((folder / pairs.READY).read_text())
+    folder = packaged.prepare_packaged("Fake")
+    assert packaged.prepare_packaged("Fake") == folder and len(runs) == 1  # the second start trusts the first
+    assert entries(cache) == [folder.name] and (folder / packaged.READY).exists()
+    marker = json.loads((folder / packaged.READY).read_text())
     assert marker["files"]["model.safetensors"] == (folder / "model.safetensors").stat().st_size
 
 
 def test_a_full_disk_leaves_nothing_trusted_and_the_next_start_prepares(fake, monkeypatch):
     cache, runs = fake
-    monkeypatch.setattr(pairs, "_convert_gguf", lambda work, progress: convert(work, fail_after="config.json"))
+    monkeypatch.setattr(packaged, "_convert_gguf", lambda work, progress: convert(work, fail_after="config.json"))
     with pytest.raises(ValueError, match="could not prepare Fake in .*No space left on device.*5 GB free"):
-        pairs.prepare_packaged("Fake")
+        packaged.prepare_packaged("Fake")
     assert entries(cache) == []  # its half-written dot-folder went with it
-    monkeypatch.setattr(pairs, "_convert_gguf", counted(runs))
-    assert pairs.is_ready(pairs.prepare_packaged("Fake"), pairs.PACKAGED["Fake"]) and len(runs) == 1
+    monkeypatch.setattr(packaged, "_convert_gguf", counted(runs))
+    assert packaged.is_ready(packaged.prepare_packaged("Fake"), packaged.PACKAGED["Fake"]) and len(runs) == 1
 
 
 KILLED_BUILD = """
 import os, time
 from pathlib import Path
 os.chdir({root!r})  # `python -c` imports from the working folder: specviz and tests from the repository
-from specviz.engine import pairs
+from specviz.engine import packaged
 from tests.helpers import convert, fake_packaged, install
 
 def hang(work, progress):  # half the files written, then killed
@@ -142,7 +143,7 @@ def hang(work, progress):  # half the files written, then killed
 
 chunk_dir = Path({chunks!r})
 install(fake_packaged(chunk_dir), chunk_dir, hang, setattr)
-pairs.prepare_packaged("Fake")
+packaged.prepare_packaged("Fake")
 """
 
 
@@ -162,36 +163,36 @@ def test_a_killed_preparation_is_cleaned_up_and_prepared_again(fake, tmp_path):
         child.wait()
     left = entries(cache)
     assert len(left) == 1 and left[0].startswith(".Fake-")  # only the dot-folder: no start trusts it
-    folder = pairs.prepare_packaged("Fake")
+    folder = packaged.prepare_packaged("Fake")
     assert entries(cache) == [folder.name] and len(runs) == 1  # the next start removed it and prepared again
 
 
 def test_a_folder_that_lost_a_file_or_its_marker_is_prepared_again(fake):
     cache, runs = fake
-    folder = pairs.prepare_packaged("Fake")
+    folder = packaged.prepare_packaged("Fake")
     with open(folder / "model.safetensors", "r+b") as f:
         f.truncate(10)  # cut short after the marker was written
-    assert not pairs.is_ready(folder, pairs.PACKAGED["Fake"])
-    pairs.prepare_packaged("Fake")
-    (folder / pairs.READY).write_text("not json")
+    assert not packaged.is_ready(folder, packaged.PACKAGED["Fake"])
+    packaged.prepare_packaged("Fake")
+    (folder / packaged.READY).write_text("not json")
     (folder / "tokenizer.json").unlink()
-    pairs.prepare_packaged("Fake")
-    assert len(runs) == 3 and pairs.is_ready(folder, pairs.PACKAGED["Fake"])
+    packaged.prepare_packaged("Fake")
+    assert len(runs) == 3 and packaged.is_ready(folder, packaged.PACKAGED["Fake"])
 
 
 def test_a_folder_without_its_marker_is_never_trusted(fake):
     cache, runs = fake
-    folder = pairs.prepare_packaged("Fake")
-    (folder / pairs.READY).unlink()  # whole files, but nothing says the build finished
-    assert pairs.prepare_packaged("Fake") == folder and len(runs) == 2
-    assert pairs.is_ready(folder, pairs.PACKAGED["Fake"])
+    folder = packaged.prepare_packaged("Fake")
+    (folder / packaged.READY).unlink()  # whole files, but nothing says the build finished
+    assert packaged.prepare_packaged("Fake") == folder and len(runs) == 2
+    assert packaged.is_ready(folder, packaged.PACKAGED["Fake"])
 
 
 def test_chunks_that_fail_the_sha256_are_never_converted(fake, monkeypatch):
     cache, runs = fake
-    monkeypatch.setitem(pairs.PACKAGED, "Fake", dataclasses.replace(pairs.PACKAGED["Fake"], sha256="0" * 64))
+    monkeypatch.setitem(packaged.PACKAGED, "Fake", dataclasses.replace(packaged.PACKAGED["Fake"], sha256="0" * 64))
     with pytest.raises(ValueError, match="corrupted or partial"):
-        pairs.prepare_packaged("Fake")
+        packaged.prepare_packaged("Fake")
     assert runs == [] and entries(cache) == []
 
 

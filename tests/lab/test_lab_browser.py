@@ -5,20 +5,14 @@ One server for the module, a fresh tab for each test (so no test depends on what
 every check waits for its condition: plotly redraws a figure some time after the text beside it has changed.
 """
 
-import os
 import re
 
 import pytest
 
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
+from harness.browser import Page, serve_demo
+from tests.helpers import BROWSER
 
-from harness.browser import CHROMIUM, Page, serve_demo  # noqa: E402
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning:gradio.queueing"),  # gradio's own use of pandas 3
-]
+pytestmark = BROWSER
 sync_api = pytest.importorskip("playwright.sync_api")
 
 

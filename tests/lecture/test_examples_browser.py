@@ -6,22 +6,16 @@ Skips when /usr/bin/chromium is absent. Every check waits for its condition; the
 is measured and printed (the goal is 5 s), asserted only against a generous bound.
 """
 
-import os
 import threading
 
 import pytest
 
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported: no version check, no telemetry
+from harness.browser import Page, launch_browser, serve
 
-from harness.browser import CHROMIUM, Page, launch_browser, serve  # noqa: E402
+from specviz.lecture.examples import EXAMPLES, FIRST, load_example
+from tests.helpers import BROWSER
 
-from specviz.lecture.examples import EXAMPLES, FIRST, load_example  # noqa: E402
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
-]
+pytestmark = BROWSER
 sync_api = pytest.importorskip("playwright.sync_api")
 HEAD = "#stage .sv-round:not([hidden]) .sv-round-head"
 GENEROUS_S = 30  # the goal is 5 s; on 2 busy cores the page's own scripts alone can take longer

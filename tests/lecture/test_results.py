@@ -8,9 +8,11 @@ import json
 
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.lecture.results import results_csv, results_json
-from specviz.view.room import QuizFacts, RoundFacts
+from specviz.lecture.rooms import round_facts
+from specviz.record.quiz_data import QuizFacts
 
-FACTS = QuizFacts(0.62, (RoundFacts(4, 3, 5), RoundFacts(4, 0, 2), RoundFacts(2, 2, 3), RoundFacts(3, 1, 2, tree=True)))
+FACTS = QuizFacts(0.62, (round_facts(0.62, 4, 3, 5), round_facts(0.62, 4, 0, 2), round_facts(0.62, 2, 2, 3),
+                         round_facts(0.62, 3, 1, 2, tree=True)))
 COUNTS = {1: {3: 2, 1: 1, 4: 1}, 3: {2: 5}, 4: {1: 2}}
 REACHED = {1: 5, 2: 1, 4: 2}  # round 2 begun but never answered; round 3 answered, not revealed
 

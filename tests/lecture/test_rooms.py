@@ -10,21 +10,14 @@ import pytest
 
 from specviz.lecture import rooms
 from specviz.lecture.rooms import (CODE_ALPHABET, CODE_LENGTH, GRACE_S, MISSES_ALLOWED, MISSES_ALLOWED_ALL,
-                                   RoomError, RoomStore, is_code, with_check)
-from specviz.view.room import QuizFacts, RoundFacts
+                                   RoomError, RoomStore, is_code, round_facts, with_check)
+from specviz.record.quiz_data import QuizFacts
+from tests.helpers import Clock
 
 
 def facts(*most: int) -> QuizFacts:
     """A trace's facts with rounds offering answers 0 … most (each accepting 1 of them, in 2 reveal steps)."""
-    return QuizFacts(0.5, tuple(RoundFacts(m, min(m, 1), 2) for m in most))
-
-
-class Clock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
+    return QuizFacts(0.5, tuple(round_facts(0.5, m, min(m, 1), 2) for m in most))
 
 
 @pytest.fixture

@@ -101,3 +101,13 @@ def test_the_drafters_side_by_side_with_acceptance_by_position(tiny_pair, tokeni
     tested, accepted = rows[3].by_position[0]
     assert f"| json | greedy | specviz heads K=3 | {accepted / tested:.2f} ({accepted}/{tested}) |" in report
     assert "cost-aware rule" not in report and "transformers default" not in report  # no stop rules, no peers
+
+
+def test_each_bench_need_names_the_benchs_own_flags():
+    import argparse
+
+    from specviz.measure.bench_flags import BENCH_NEEDS, add_bench_args
+    p = argparse.ArgumentParser()
+    add_bench_args(p)
+    dests = {a.dest for a in p._actions}
+    assert all(n.setting in dests and n.other in dests for n in BENCH_NEEDS)

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from specviz.engine.heads import MedusaHeads
+from specviz.engine.medusa import MedusaHeads
 from specviz.measure import cost_charts, pass_timing, recorded_costs
 from specviz.record.cost_profile import CostProfile, DraftParts
 
@@ -128,7 +128,6 @@ def test_recording_the_parts_of_another_pair_is_refused(engine, profile, tmp_pat
     with pytest.raises(ValueError, match="is of tiny-draft → Qwen2.5-Coder-1.5B-Instruct in float32, not of the "
                                          "loaded tiny-draft → tiny-target"):
         recorded_costs.record_parts(engine, path)
-
 
 
 def test_the_eagle_style_layer_is_timed_for_a_target_whose_padding_id_lies_past_a_small_token_table(tiny_pair):

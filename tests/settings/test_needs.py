@@ -99,15 +99,3 @@ def test_adaptive_k_with_medusa_heads_stops_only_by_the_threshold():
     tree_threshold = asked(adaptive=True, drafter=TREE)  # a tree: heads would do, the stop rule would not
     said = refusal(unmet({"adaptive"}, tree_threshold)[0], flag, (*DRAFTERS, HEADS), tree_threshold)
     assert "set --drafter to model, layers or heads, or leave" in said and "--stop-rule to" not in said
-
-
-# --- the bench's own flags -------------------------------------------------------------------------------------------
-
-def test_each_bench_need_names_the_benchs_own_flags():
-    import argparse
-
-    from specviz.measure.bench import add_bench_args
-    p = argparse.ArgumentParser()
-    add_bench_args(p)
-    dests = {a.dest for a in p._actions}
-    assert all(n.setting in dests and n.other in dests for n in needs.BENCH_NEEDS)

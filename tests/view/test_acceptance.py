@@ -4,7 +4,7 @@ counts add up to the summary's, the prediction is E(α, K)'s own, and the page n
 import re
 
 from specviz.algorithm.theory import round_size_probs
-from specviz.cli import acceptance_lines
+from specviz.view.trace_text import acceptance_lines
 from specviz.record.stats import chain_rounds, per_position, round_sizes
 from specviz.view.acceptance import acceptance_html
 from specviz.view.summary import summary_html

@@ -254,13 +254,13 @@ def eos_sweep(trace):
 
 def test_nothing_after_the_end_of_the_text_is_kept(recorded):
     from specviz.view import charts
-    from specviz import cli
+    from specviz.view.trace_text import round_line
 
     done, rnd = eos_sweep(recorded)
     assert not rnd.next_kept and all(r.next_kept for r in done.rounds[:-1])
     assert "Nothing after the end is kept" in explanation(done, rnd.index)
     assert "bonus not kept" in strip.token_strip(done, rnd.index)
-    assert "not kept" in cards.last_token_card(rnd) and "not kept" in cli.round_line(rnd)
+    assert "not kept" in cards.last_token_card(rnd) and "not kept" in round_line(rnd)
     stacks = [t for t in charts.tokens_per_pass(done).data if t.type == "bar"]
     assert sum(t.y[-1] for t in stacks) == rnd.k  # the chart counts what was committed: no bonus
 

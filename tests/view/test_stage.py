@@ -1,4 +1,4 @@
-"""cards.py, stage.py, reveal.py and quiz.py: a round as HTML cards, every round on one stage, the quiz's steps
+"""cards.py and stage.py, with record/quiz_data.py: a round as HTML cards, every round on one stage, the quiz's steps
 and state, and the lecture pack that carries them (record/lecture_pack.py).
 
 Checked against the records they show: the recorded real-pair trace (tests/fixtures/qwen_coder_fib.json, every
@@ -13,11 +13,10 @@ import pytest
 
 from specviz.view import cards
 from specviz.record import lecture_pack
-from specviz.view import quiz
-from specviz.view import reveal
+from specviz.record import quiz_data as quiz
 from specviz.view import stage
 from specviz.view import style
-from specviz.view.quiz import QuizState, RoundQuiz
+from specviz.record.quiz_data import QuizState, RoundQuiz
 from specviz.record.trace import BONUS, DISCARDED, REJECTED, REPLACEMENT
 
 SCRIPT = "<script>alert(1)</script>"
@@ -115,7 +114,7 @@ def test_the_stage_holds_every_round_and_shows_one(trace):
     assert [('hidden' not in h) for h in heads] == [i == 2 for i in range(n)]
     for i, (h, rnd) in enumerate(zip(heads, trace.rounds)):
         assert (f'data-round="{i + 1}" data-k="{rnd.k}" data-accepted="{rnd.n_accepted}" '
-                f'data-steps="{reveal.reveal_steps(rnd)}"') in h
+                f'data-steps="{quiz.reveal_steps(rnd)}"') in h
     assert html.count('class="sv-pos sv-dec-') == sum(r.k for r in trace.rounds)
     assert html.count('class="sv-pos sv-last ') == n and html.count('class="sv-explain"') == n
 
@@ -134,8 +133,8 @@ def test_reveal_steps_follow_what_verification_examined(trace, recorded):
     for rnd in trace.rounds + recorded.rounds:
         rejected = [i for i, d in enumerate(rnd.drafts) if d.fate == REJECTED]
         examined = rejected[0] + 1 if rejected else rnd.k
-        assert reveal.reveal_steps(rnd) == examined + 1
-        steps = [reveal.step_of_draft(rnd, i) for i in range(rnd.k)]
+        assert quiz.reveal_steps(rnd) == examined + 1
+        steps = [quiz.step_of_draft(rnd, i) for i in range(rnd.k)]
         assert steps[:examined] == list(range(1, examined + 1))
         assert all(s == examined + 1 for s in steps[examined:])  # never examined: shown with the last token
 
@@ -143,9 +142,9 @@ def test_reveal_steps_follow_what_verification_examined(trace, recorded):
 def test_every_verdict_is_marked_with_the_step_that_reveals_it(recorded):
     for number, rnd in enumerate(recorded.rounds, 1):
         html = stage.round_section(recorded, number, shown=True)
-        last = reveal.reveal_steps(rnd)
+        last = quiz.reveal_steps(rnd)
         for i in range(rnd.k):  # the card, its verdict and its strip chip carry the draft's step
-            step = reveal.step_of_draft(rnd, i)
+            step = quiz.step_of_draft(rnd, i)
             card = re.findall(r'<div class="sv-pos sv-dec-\w+" data-step="(\d+)"', html)[i]
             assert int(card) == step
         assert f'class="sv-answer" data-step="{last}"' in html  # the round's result, in its header
@@ -156,8 +155,8 @@ def test_every_verdict_is_marked_with_the_step_that_reveals_it(recorded):
 
 def test_the_score_counts_rounds_answered_and_fully_revealed(trace):
     r1, r2 = trace.rounds[0], trace.rounds[1]
-    state = QuizState(True, 2, {1: RoundQuiz(r1.n_accepted, reveal.reveal_steps(r1)),
-                                2: RoundQuiz((r2.n_accepted + 1) % (r2.k + 1), reveal.reveal_steps(r2)),
+    state = QuizState(True, 2, {1: RoundQuiz(r1.n_accepted, quiz.reveal_steps(r1)),
+                                2: RoundQuiz((r2.n_accepted + 1) % (r2.k + 1), quiz.reveal_steps(r2)),
                                 3: RoundQuiz(0, 0)})  # answered, not revealed: not scored yet
     assert state.score(trace) == (1, 2)
 

@@ -7,6 +7,7 @@ import argparse
 import pytest
 
 from specviz import cli
+from specviz.cli import flags, run
 from specviz.engine import RunSettings
 from specviz.settings.bounds import widths_text
 from tests.helpers import need_cases
@@ -21,15 +22,15 @@ def argv(settings: dict) -> list[str]:
     out = []
     for name, value in settings.items():
         if isinstance(value, bool):
-            out += [cli.flag(name)] if value else []
+            out += [flags.flag(name)] if value else []
         else:
-            out += [cli.flag(name), widths_text(value) if name == "tree_widths" else str(value)]
+            out += [flags.flag(name), widths_text(value) if name == "tree_widths" else str(value)]
     return out
 
 
 def parsed(settings: dict) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    cli.add_run_args(parser)
+    run.add_run_args(parser)
     return parser.parse_args(["--prompt", "hi", *argv(settings)])
 
 
@@ -39,25 +40,29 @@ def test_a_flag_that_would_do_nothing_is_refused(capsys, setting, value, without
                        *argv({**without, setting: value})])
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert status == 2 and len(errors) == 1, errors
-    assert errors[0].startswith(f"error: {cli.flag(setting)} applies only {words}")
-    assert errors[0].endswith(f"or leave {cli.flag(setting)} out (it would do nothing)")
+    assert errors[0].startswith(f"error: {flags.flag(setting)} applies only {words}")
+    assert errors[0].endswith(f"or leave {flags.flag(setting)} out (it would do nothing)")
 
 
 @pytest.mark.parametrize("setting, value, without, with_, words", CASES, ids=IDS)
 def test_with_what_it_needs_a_flag_takes_effect(setting, value, without, with_, words):
-    settings = cli.run_settings(parsed({**with_, setting: value}))
+    settings = run.run_settings(parsed({**with_, setting: value}))
     if setting != "draft_weights":  # a load option: load_pair reads it
         assert getattr(settings, setting) == value
 
 
+ALWAYS_SAID = ("adaptive", "tree_widths", *run.RULE_FLAGS)  # refused when typed, whatever their value
+
+
 @pytest.mark.parametrize("setting, value, without, with_, words",
-                         [case for case in CASES if case[0] not in ("adaptive", "tree_widths")],
-                         ids=[i for i, case in zip(IDS, CASES) if case[0] not in ("adaptive", "tree_widths")])
+                         [case for case in CASES if case[0] not in ALWAYS_SAID],
+                         ids=[i for i, case in zip(IDS, CASES) if case[0] not in ALWAYS_SAID])
 def test_a_flag_at_its_default_value_passes(setting, value, without, with_, words):
     """Typed, but at the value the run would take anyway (a switch cannot be typed off; --tree beside a chain
-    drafter is refused whatever its widths, as it always was)."""
+    drafter is refused whatever its widths, as it always was; --stop-rule and --confidence choose a rule that would
+    not run, so they are refused at their defaults too: tests/cli/test_commands.py)."""
     default = "auto" if setting == "draft_weights" else getattr(RunSettings(), setting)
-    cli.run_settings(parsed({**without, setting: default}))
+    run.run_settings(parsed({**without, setting: default}))
 
 
 def test_a_preset_beside_two_models_is_refused(capsys):

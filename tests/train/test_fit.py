@@ -1,4 +1,4 @@
-"""engine/heads_train.py, heads_teacher.py and heads_data.py on a tiny target: the offline text is read from this
+"""train/fit.py, teacher.py and text.py on a tiny target: the offline text is read from this
 machine and split with some held out, the teacher's data is cached on disk and reused, the vocabulary subset keeps
 the labels' mass, training (Medusa heads and the EAGLE layer) lowers the loss and raises held-out agreement, and the
 trained weights carry their provenance, save, load and draft exactly."""
@@ -12,11 +12,11 @@ from harness.tiny_models import char_tokenizer, tiny_model
 from specviz.drafters import EAGLE, HEADS
 from specviz.engine import Engine, RunSettings
 from specviz.engine.eagle import EagleDrafter
-from specviz.engine.heads import MedusaHeads, load_heads, save_heads
-from specviz.engine.heads_data import code_documents, prose_documents, windows
-from specviz.engine.heads_teacher import Subset, read_teacher, teach
-from specviz.engine.heads_train import (TrainPlan, agreement_eagle, agreement_medusa, eagle_loss, fit_eagle,
-                                        fit_medusa, head_pairs, soft_loss, train_heads)
+from specviz.engine.medusa import MedusaHeads
+from specviz.engine.trained import load_heads, save_heads
+from specviz.train.text import code_documents, prose_documents, windows
+from specviz.train.teacher import Subset, read_teacher, teach
+from specviz.train.fit import (TrainPlan, agreement_eagle, agreement_medusa, eagle_loss, fit_eagle, fit_medusa, head_pairs, soft_loss, train_heads)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -4,7 +4,7 @@ page shows the full explanation (explanation.py) that no projector fits beside t
 Pure function of a Round (no gradio, no models); token text goes through token_text.quoted, so it is escaped.
 
 >>> from specviz.record.trace import Round, TokenProb
->>> words_line(Round(0, 0, [], 0, TokenProb(1, "a", 1.0), "bonus", None, None, [1], 0.0, 0.0))
+>>> round_in_one_line(Round(0, 0, [], 0, TokenProb(1, "a", 1.0), "bonus", None, None, [1], 0.0, 0.0))
 '<div class="sv-words">In words: nothing was drafted; the target\\'s pass gave <code class="sv-q-tok">“a”</code> on its own: <b>1 token for one target pass</b>.</div>'
 """
 
@@ -16,7 +16,7 @@ from specviz.view.token_text import quoted
 LISTED = 4  # accepted tokens the line quotes; past that it counts them, so that it stays one line
 
 
-def words_line(rnd: Round) -> str:
+def round_in_one_line(rnd: Round) -> str:
     n, last = rnd.tokens_this_pass, quoted(rnd.next_token.text)
     kept = [quoted(d.text) for d in rnd.accepted_drafts]
     agreed = ("nothing" if not kept else kept[0] if len(kept) == 1 else f"{', '.join(kept[:-1])} and {kept[-1]}"

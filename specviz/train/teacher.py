@@ -1,4 +1,4 @@
-"""The teacher's side of training drafting heads: what the frozen target says about the offline text (heads_data.py),
+"""The teacher's side of training drafting heads: what the frozen target says about the offline text (text.py),
 read once, kept on disk beside the model cache, and the vocabulary subset the training's softmax runs over.
 
     held, train, seconds = read_teacher(target, data, top=32, folder=..., report=..., deadline=...)
@@ -18,7 +18,7 @@ read once, kept on disk beside the model cache, and the vocabulary subset the tr
    its top `top` on this text; the loss is taken over those tokens (the most probable `size` of them by total label
    mass), so a step costs a 20th. This approximates the full softmax's normaliser by the subset's: tokens outside it
    get no gradient pushing them down. Drafting still reads the full LM head, every token included, and the held-out
-   agreement is measured through it (heads_train.py).
+   agreement is measured through it (fit.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The class's panel (specviz/view/room.py): a student who redoes its arithmetic gets its numbers. The mean answer is
+"""The class's panel (specviz/view/class_panel.py): a student who redoes its arithmetic gets its numbers. The mean answer is
 Σ answer·count / Σ count; E(α, K) − 1 is computed from the α printed beside it; the right answer is marked in words;
 counts of rounds not yet revealed are never shown."""
 
@@ -8,7 +8,10 @@ import pytest
 
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.lecture.examples import load_example
-from specviz.view.room import QuizFacts, RoundFacts, class_panel, mean_guess, quiz_facts
+from specviz.lecture.rooms import round_facts
+from specviz.record.quiz_data import QuizFacts, mean_guess
+from specviz.view.class_panel import class_panel
+from specviz.lecture.rooms import quiz_facts
 
 
 def test_facts_come_from_the_trace():
@@ -21,7 +24,7 @@ def test_facts_come_from_the_trace():
 
 
 def test_every_printed_figure_can_be_redone():
-    facts = QuizFacts(0.62, (RoundFacts(4, 3, 5), RoundFacts(4, 0, 2), RoundFacts(2, 2, 3)))
+    facts = QuizFacts(0.62, (round_facts(0.62, 4, 3, 5), round_facts(0.62, 4, 0, 2), round_facts(0.62, 2, 2, 3)))
     revealed = {1: {3: 2, 1: 1, 4: 1}, 3: {2: 5}}
     html = class_panel(facts, 1, True, 6, 4, revealed)
     assert "6 following · 4 answered round 1" in html
@@ -39,7 +42,7 @@ def test_every_printed_figure_can_be_redone():
 
 
 def test_the_right_answer_is_marked_in_words_and_no_bar_before_the_reveal():
-    facts = QuizFacts(0.5, (RoundFacts(3, 1, 3),))
+    facts = QuizFacts(0.5, (round_facts(0.5, 3, 1, 3),))
     html = class_panel(facts, 1, True, 3, 3, {1: {1: 2, 3: 1}})
     right = re.search(r'<div class="sv-hist-row sv-hist-hit"><span class="sv-hist-x">(\d)</span>', html)
     assert right.group(1) == "1" and "✓ what the target accepted" in html
@@ -52,7 +55,7 @@ def test_the_right_answer_is_marked_in_words_and_no_bar_before_the_reveal():
 def test_the_histograms_bars_stay_together_whatever_the_right_answer(accepted):
     """The right answer's words once sat on a line of their own inside its row, splitting the bars (under 0's bar
     when the target accepted 0): the rows now hold only the answer, its bar and its count, ✓ beside the count."""
-    facts = QuizFacts(0.5, (RoundFacts(3, accepted, 3),))
+    facts = QuizFacts(0.5, (round_facts(0.5, 3, accepted, 3),))
     html = class_panel(facts, 1, True, 3, 3, {1: {0: 1, 1: 1, 2: 1}})
     rows = re.findall(r'<div class="sv-hist-row[^"]*">(.*?)</div>', html)
     assert len(rows) == 4
@@ -65,6 +68,6 @@ def test_the_histograms_bars_stay_together_whatever_the_right_answer(accepted):
 
 
 def test_at_alpha_one_the_expected_count_is_written_k_plus_one():
-    facts = QuizFacts(1.0, (RoundFacts(3, 3, 3),))
+    facts = QuizFacts(1.0, (round_facts(1.0, 3, 3, 3),))
     html = class_panel(facts, 1, True, 3, 3, {1: {3: 3}})
     assert "E(α, K) − 1 = K + 1 − 1" in html and "1 − α" not in html  # not the 0/0 quotient

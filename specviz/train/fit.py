@@ -3,11 +3,11 @@ backbone frozen) or an EAGLE-style layer (EAGLE-1's losses).
 
     heads, provenance = train_heads(target, tokenizer, "Qwen2.5-Coder-1.5B-Instruct", TrainPlan(), folder=...)
 
-1. Teacher (heads_teacher.py): the target reads windows of offline text (heads_data.py) once, held-out windows first;
+1. Teacher (teacher.py): the target reads windows of offline text (text.py) once, held-out windows first;
    per position its feature and its top-`top` next-token distribution are kept, and saved beside the model cache, so
    a second training (more text, or EAGLE after Medusa) reads only what it lacks.
 2. Fit, Adam on the drafter's own weights only, the target's labels (not the text's tokens: the drafter should guess
-   what this target would say), the softmax over the vocabulary subset the labels name (heads_teacher.Subset):
+   what this target would say), the softmax over the vocabulary subset the labels name (teacher.Subset):
    - Medusa: head i at position t learns the target's distribution at t + 1 + i (the token i + 1 places past the
      next one), by cross-entropy against those soft labels;
    - EAGLE: at each position t the layer reads (f_t, the token x_{t+1}) and guesses f_{t+1}; loss = smooth L1 to the
@@ -33,10 +33,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from specviz.drafters.heads import EAGLE, KINDS, MEDUSA
-from specviz.engine.heads import MedusaHeads, Provenance, builder, fingerprint
-from specviz.engine.heads_data import windows
-from specviz.engine.heads_teacher import Report, StepRows, Subset, Teacher, read_teacher
+from specviz.drafters.trained import EAGLE, KINDS, MEDUSA
+from specviz.engine.medusa import MedusaHeads
+from specviz.engine.trained import Provenance, builder, fingerprint
+from specviz.train.text import windows
+from specviz.train.teacher import Report, StepRows, Subset, Teacher, read_teacher
 
 STEPS = {MEDUSA: 3, EAGLE: 4}  # heads (Medusa) or draft steps (EAGLE) when none are asked for
 EVAL_POSITIONS = {MEDUSA: 1024, EAGLE: 192}  # held-out positions checked (evenly spaced), before and after training:
@@ -59,8 +60,8 @@ class TrainPlan:
     batch: int = 256  # positions a step
     lr: float = 1e-3
     top: int = 32  # soft-label tokens kept a position
-    subset: int = 8192  # tokens the training softmax runs over (heads_teacher.Subset)
-    negatives: int = 1024  # and a fresh sample of other tokens a step (heads_teacher.StepRows)
+    subset: int = 8192  # tokens the training softmax runs over (teacher.Subset)
+    negatives: int = 1024  # and a fresh sample of other tokens a step (teacher.StepRows)
     minutes: float = 15.0  # the whole training's bound
     teacher_share: float = 0.6  # the teacher reads training text until this share of the bound
     seed: int = 0

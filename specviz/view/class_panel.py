@@ -1,55 +1,14 @@
-"""What a room shows (issue 23): the facts of each round a class answers about, and the class's panel, which the
-lecturer's screen and every follower's page show alike: who answered, and once a round is revealed, how the class
-answered it beside what the target did and what the formula expected.
-
-Pure functions of a trace and of counts (no gradio, no models, no follower's identity: only counts come here).
+"""The class's panel in a room (issue 23), which the lecturer's screen and every follower's page show alike: who
+answered, and once a round is revealed, how the class answered it beside what the target did and what the formula
+expected. Rendered from a room's facts and counts (record/quiz_data.py): no follower's identity ever comes here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from html import escape
 
-from specviz.algorithm.theory import expected_tokens_per_pass
-from specviz.record.trace import Trace
-from specviz.view.reveal import most_accepted, reveal_steps
+from specviz.record.quiz_data import QuizFacts, mean_guess
 from specviz.view.style import e_formula
-
-
-@dataclass(frozen=True)
-class RoundFacts:
-    """One round, as a room needs it."""
-
-    most: int  # the largest answer its quiz offers: K, or a tree's depth
-    accepted: int  # how many drafts the target accepted (the right answer)
-    steps: int  # reveal steps (view/reveal.py): the round is revealed once the lecturer reaches the last
-    tree: bool = False
-
-
-@dataclass(frozen=True)
-class QuizFacts:
-    """Every round of a trace, and α printed to two decimals: the expected answers are computed from the printed
-    α, so a student who redoes E(α, K) − 1 gets the figure shown."""
-
-    alpha: float
-    rounds: tuple[RoundFacts, ...]
-
-    def expected(self, number: int) -> float | None:
-        """E(α, K) − 1 for round `number` (1-based): the accepted drafts i.i.d. acceptance α predicts (theory.py);
-        None for a tree round (the formula is a chain's)."""
-        r = self.rounds[number - 1]
-        return None if r.tree else expected_tokens_per_pass(self.alpha, r.most) - 1
-
-
-def quiz_facts(trace: Trace) -> QuizFacts:
-    rounds = tuple(RoundFacts(most_accepted(r), r.n_accepted, reveal_steps(r), r.tree is not None) for r in trace.rounds)
-    return QuizFacts(round(trace.summary.acceptance_rate, 2), rounds)
-
-
-def mean_guess(counts: dict[int, int]) -> float | None:
-    """The class's mean answer: Σ answer·count / Σ count. mean_guess({1: 2, 4: 1}) -> 2.0"""
-    n = sum(counts.values())
-    return sum(g * c for g, c in counts.items()) / n if n else None
 
 
 def class_panel(facts: QuizFacts, round_: int, quiz: bool, here: int, answered: int,
@@ -92,13 +51,13 @@ def across_rounds(facts: QuizFacts, revealed: dict[int, dict[int, int]]) -> str:
     """Every revealed round: the class's mean answer, what the target accepted, and E(α, K) − 1."""
     rows, means, truths = [], [], []
     for number in sorted(revealed):
-        r, mean, expected = facts.rounds[number - 1], mean_guess(revealed[number]), facts.expected(number)
+        r, mean = facts.rounds[number - 1], mean_guess(revealed[number])
         if mean is not None:
             means.append(mean)
             truths.append(r.accepted)
         rows.append(f"<tr><td>{number}</td><td>{r.most}</td><td>{sum(revealed[number].values())}</td>"
                     f"<td>{'–' if mean is None else f'{mean:.2f}'}</td><td>{r.accepted}</td>"
-                    f"<td>{'– (tree)' if expected is None else f'{expected:.2f}'}</td></tr>")
+                    f"<td>{'– (tree)' if r.expected is None else f'{r.expected:.2f}'}</td></tr>")
     overall = ""
     if means:
         overall = (f"<p>Over the {len(means)} revealed round{'s' * (len(means) != 1)} the class answered, its mean "

@@ -85,6 +85,12 @@ def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
     (["--drafter", "eagle"], "No EAGLE-style layer is trained for"),
     (["--drafter", "eagle-tree"], "train it once with `python -m specviz train-heads --kind eagle`"),
     (["--baseline", "--repeats", "0"], "--repeats should be a whole number from 1 to 100, got 0"),
+    # the rule's flags are refused whenever typed without the rule they choose, at their defaults too: the user
+    # asked for a rule that would not run
+    (["--stop-rule", "cost"], "--stop-rule applies only with adaptive K: turn on --adaptive"),
+    (["--stop-rule", "threshold"], "--stop-rule applies only with adaptive K: turn on --adaptive"),
+    (["--confidence", "0.25"], "--confidence applies only with adaptive K stopping by the confidence threshold"),
+    (["--adaptive", "--confidence", "0.25"], "set --stop-rule to threshold, or leave --confidence out"),
 ])
 def test_bad_input_is_one_line_and_nonzero(main, folders, args, word):
     base = ["run", "--prompt", "hi", "--draft", folders[0], "--target", folders[1], "--dtype", "float32"]
@@ -157,7 +163,7 @@ def test_train_heads_refuses_bad_numbers(main, folders):
 def test_the_speedup_lines_give_the_ceiling_and_refuse_a_speedup_above_it():
     """The hand-made trace: ceiling 5.00x (7 tokens in 0.200 s of passes over the target alone's 7 tok/s); turns at
     5.20x are NOT A RESULT, at 2.00x a result."""
-    from specviz.cli import speedup_lines
+    from specviz.view.trace_text import speedup_lines
     from specviz.record.trace import Repeats, TimedRun
     from tests.helpers import make_trace
 
@@ -195,8 +201,8 @@ def bench_check(*args):
     """The bench's flag check alone, as main runs it before the bench (no model loads)."""
     import argparse
 
-    from specviz.cli import changed_flags, refuse_unneeded_bench_flags
-    from specviz.measure.bench import add_bench_args
+    from specviz.cli.flags import changed_flags, refuse_unneeded_bench_flags
+    from specviz.measure.bench_flags import add_bench_args
     p = argparse.ArgumentParser()
     add_bench_args(p)
     a = p.parse_args(list(args))
@@ -204,7 +210,7 @@ def bench_check(*args):
 
 
 def bench_pairs():
-    from specviz.settings.needs import BENCH_NEEDS
+    from specviz.measure.bench_flags import BENCH_NEEDS
     for need in BENCH_NEEDS:
         if need.other == "gpu_projection" and need.setting == "alpha_from":
             without, with_ = [], ["--gpu-projection"]
@@ -217,7 +223,7 @@ def bench_pairs():
 
 @pytest.mark.parametrize("need, typed, without, with_", list(bench_pairs()))
 def test_a_bench_flag_that_would_do_nothing_is_refused_and_with_what_it_needs_passes(need, typed, without, with_):
-    from specviz.cli import flag
+    from specviz.cli.flags import flag
     with pytest.raises(ValueError) as e:
         bench_check(*typed, *without)
     assert str(e.value).startswith(f"{flag(need.setting)} applies only {need.when}: ")
@@ -244,7 +250,7 @@ def test_the_bench_refuses_before_loading_anything(main, monkeypatch):
 def test_the_run_command_refuses_adaptive_k_with_heads_and_the_cost_rule():
     import argparse
 
-    from specviz.cli import add_run_args, run_settings
+    from specviz.cli.run import add_run_args, run_settings
     p = argparse.ArgumentParser()
     add_run_args(p)
     with pytest.raises(ValueError, match=r"^--adaptive applies only .*Medusa heads or the EAGLE layer only by the confidence threshold.*: "

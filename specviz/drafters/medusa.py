@@ -1,6 +1,6 @@
 """Medusa heads: small blocks on the target's own last hidden state guess the next tokens, head i the token i + 1
 places past the next one (Cai et al. 2024). The hidden state is the one the last verify pass already computed, so
-drafting runs no model pass: each head is one block and the target's shared output layer (engine/heads.py).
+drafting runs no model pass: each head is one block and the target's shared output layer (engine/medusa.py).
 A chain takes each head's top choice (sampled: a draw from each head's q), so K is at most the number of heads; a
 tree takes each head's top candidates at its depth and the existing tree pass verifies them.
 
@@ -8,29 +8,8 @@ Heads are trained on this machine for one target (`python -m specviz train-heads
 drafter says how to train them."""
 
 from specviz.drafters.base import TARGET_STATE, Drafter, plural
+from specviz.drafters.trained import DEFAULT_HEAD_WIDTHS, MEDUSA
 from specviz.drafters.tree import TREE_WIDTHS
-
-MEDUSA, EAGLE = "medusa", "eagle"  # the kinds of trained weights a drafter reads (Drafter.trained; engine/heads.py
-#                                   saves them by kind; `train-heads --kind` names them)
-KINDS = (MEDUSA, EAGLE)
-TRAIN_COMMAND = "python -m specviz train-heads"  # how heads get trained: every "none trained yet" sentence names it
-TRAIN_MINUTES = 15  # the most its defaults take on this project's 2-core CPU (engine/heads_train.py)
-
-
-KIND_NAMES = {MEDUSA: "Medusa heads", EAGLE: "EAGLE-style layer"}  # each kind as a sentence names it
-_ARE = {MEDUSA: "are", EAGLE: "is"}
-DEPTH_SAID = {MEDUSA: "one depth per head", EAGLE: "one depth per step it was trained for"}  # a tree's depth bound
-
-
-def how_to_train(kind: str, target_name: str) -> str:
-    """The sentence a run gets when no heads of `kind` are trained for the target yet: what to run, and how long."""
-    flag = "" if kind == MEDUSA else f" --kind {kind}"
-    return (f"No {KIND_NAMES[kind]} {_ARE[kind]} trained for {target_name} on this machine yet: train "
-            f"{'them' if kind == MEDUSA else 'it'} once with `{TRAIN_COMMAND}{flag}` (at most {TRAIN_MINUTES} minutes "
-            f"on 2 CPU cores, saved beside the model cache), then choose this drafter again.")
-
-DEFAULT_HEAD_WIDTHS = (3, 2, 1)  # a heads tree's shape when none is set: one depth per head (Medusa's default
-#                                   choices start "top-1, then top-7, top-6"; this is that idea at 3 heads, 15 nodes)
 
 
 def _proposed(k: int, drafted: str, draft_name: str) -> str:

@@ -1,0 +1,82 @@
+"""`python -m specviz train-heads`: Medusa heads or an EAGLE-style layer trained for the target on this machine
+(train/fit.py), saved beside the model cache (engine/trained.py), with their provenance, each phase's time and what a
+draft costs beside a target pass printed. The command line (cli/main.py) hands it its progress printer."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from specviz.drafters.trained import KINDS, MEDUSA
+from specviz.engine.machine import machine as machine_words
+from specviz.engine.packaged import cache_root
+from specviz.engine.pairs import load_target
+from specviz.engine.trained import draft_cost, heads_folder, save_heads
+from specviz.settings.bounds import DTYPE_CHOICES, Progress
+from specviz.train.fit import STEPS, TrainPlan, train_heads
+
+
+def add_train_args(p: argparse.ArgumentParser) -> None:
+    d = TrainPlan()
+    p.add_argument("--kind", default=MEDUSA, choices=KINDS,
+                   help=f"{MEDUSA}: Medusa heads (default); {KINDS[1]}: an EAGLE-style layer on the target's features")
+    p.add_argument("--preset", default=None, help="whose target (default: the offline packaged pair's)")
+    p.add_argument("--target", default=None, help="or a target model: hub id, local folder or packaged:<name>")
+    p.add_argument("--heads", type=int, default=None,
+                   help=f"Medusa heads, or the EAGLE layer's draft steps, 1-8 (default {STEPS[MEDUSA]} heads, "
+                        f"{STEPS[KINDS[1]]} steps)")
+    p.add_argument("--tokens", type=int, default=d.tokens,
+                   help=f"tokens of offline text the target reads, a tenth held out (default {d.tokens}); what it "
+                        f"read before for this target is reused from beside the model cache")
+    p.add_argument("--epochs", type=int, default=d.epochs,
+                   help=f"the most passes over the training text (default {d.epochs}; the time bound usually ends "
+                        f"it first)")
+    p.add_argument("--minutes", type=float, default=d.minutes,
+                   help=f"the most the whole training may take (default {d.minutes:g}); it stops early to keep it")
+    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
+
+
+def train_command(a: argparse.Namespace, progress: Progress | None = None) -> int:
+    """Train heads (or an EAGLE layer) for the target (frozen), save them beside the model cache, print their
+    provenance and what each phase took."""
+    if not (0 < a.minutes <= 600) or a.tokens < 1024 or a.epochs < 1:
+        raise ValueError(f"train-heads wants 0 < --minutes <= 600, --tokens >= 1024 and --epochs >= 1; got "
+                         f"{a.minutes:g}, {a.tokens} and {a.epochs}")
+    t0 = time.perf_counter()
+    target, tokenizer, name = load_target(a.preset, a.target, a.dtype, progress=progress)
+    loaded = time.perf_counter() - t0
+    left = a.minutes - loaded / 60  # --minutes bounds the whole command: the load counts
+    if left <= 0.1:
+        raise ValueError(f"loading the target took {loaded / 60:.1f} min of the {a.minutes:g} allowed: raise --minutes")
+    plan = TrainPlan(kind=a.kind, heads=a.heads, tokens=a.tokens, epochs=a.epochs, minutes=left)
+    machine = machine_words(str(next(target.parameters()).device))
+    heads, prov = train_heads(target, tokenizer, name, plan, _print_bar, heads_folder(cache_root(), name, "teacher"),
+                              machine)
+    folder = save_heads(heads, prov, heads_folder(cache_root(), name, heads.kind))
+    print(f"\n{heads.title} for {name} (fingerprint {prov.target_hash}) saved in {folder}")
+    print(f"data: {prov.data}\nthe target read {prov.train_tokens:,} tokens to train on and {prov.heldout_tokens:,} "
+          f"held out")
+    ph = prov.phases
+    print(f"phases on {machine}: the target loaded in {loaded:.0f} s; text {ph['text']:.0f} s; teacher "
+          f"{ph['teacher']:.0f} s ({ph['teacher_windows_read']} windows read now, {ph['teacher_windows_cached']} from "
+          f"the cache); fit {ph['fit']:.0f} s ({prov.steps} steps); held-out check {ph['check']:.0f} s")
+    print(f"training loss (last 10 steps) {prov.loss:.3f}; softmax over {prov.subset:,} tokens keeping "
+          f"{prov.subset_mass:.1%} of the soft labels' mass")
+    unit = "head" if heads.kind == MEDUSA else "EAGLE step"
+    for i, (agreed, was) in enumerate(zip(prov.agreement, prov.untrained), start=1):
+        print(f"{unit} {i} (the token {i} past the next): top-1 agreement with the target, held out: {agreed:.1%} "
+              f"(untrained {was:.1%})")
+    draft_s, pass_s = draft_cost(heads.to_target_dtype(), target)
+    what = f"a draft of all {heads.n} heads" if heads.kind == MEDUSA else "one EAGLE step (a full window)"
+    print(f"{what}, with the shared output layer: {draft_s * 1000:.1f} ms, "
+          f"{draft_s / pass_s:.2f} of a one-token target pass ({pass_s * 1000:.1f} ms), medians of 5 here")
+    return 0
+
+
+def _print_bar(phase: str, fraction: float, left_s: float) -> None:
+    """One progress line, rewritten in place: a bar, the phase, and the time left at this phase's pace so far."""
+    done = round(30 * fraction)
+    end = "\n" if fraction >= 1 else ""
+    print(f"\r[{'#' * done}{'.' * (30 - done)}] {fraction:4.0%} {phase}, about {left_s / 60:.1f} min left   ",
+          end=end, file=sys.stderr, flush=True)

@@ -5,12 +5,18 @@
 // round (a mis-tap can be changed until the round's first reveal); this browser keeps its follower id, so a reload
 // or a dropped connection comes back with its seat and its answers. When the lecturer moves the room to another
 // trace the page reloads with it; "Your answers" lists this follower's answers and score.
+//
+// The page holds each round only as far as the room has released it (specviz/view/follower.py: a placeholder, the
+// quiz form, or the round in full). Each state from the stream carries the rounds whose form changed since the
+// last one this page received (the page's own version, body[data-since], on connecting; the browser's Last-Event-ID
+// on a reconnect): their new sections replace the old ones here, so a reveal needs no reload.
 (() => {
   const room = document.body.dataset.room;
   const base = `${location.pathname.replace(/\/+$/, "")}`;  // /…/room/<id>
   const saved = `specviz-room-${room}`;
   const $ = (id) => document.getElementById(id);
-  let follower = null, following = true, state = null, answers = {}, part = null, across = false;
+  const part = Number(document.body.dataset.part);  // which of the room's traces this page holds
+  let follower = null, following = true, state = null, answers = {}, across = false, quiz = null;
 
   function section(n) {
     return document.querySelector(`#stage .sv-round[data-round="${n}"]`);
@@ -36,9 +42,12 @@
   const drawn = new Map();  // round -> what it was last drawn with
   let later = null;
 
+  // The reveal steps the class has seen of round n (the lecturer never takes a step back from a phone).
+  const stepOf = (n) => Math.max(n === String(state.round) ? state.step : 0, state.reached[n] || 0);
+
   function refresh(sec) {
     const n = sec.dataset.round;
-    const step = n === String(state.round) ? state.step : (state.reached[n] || 0);
+    const step = stepOf(n);
     const mark = `${state.quiz}:${step}:${answers[n]}:${n === String(state.round)}`;
     if (drawn.get(n) === mark) return;
     drawn.set(n, mark);
@@ -64,12 +73,37 @@
     }
   }).observe(document.body, { childList: true, subtree: true });
 
+  // A round whose form changed (the room released more of it): its new section in place of the old one.
+  function replace(n, html) {
+    const old = section(n), made = document.createElement("template");
+    made.innerHTML = html;
+    const sec = made.content.firstElementChild;
+    if (!old || !sec) return;
+    sec.hidden = old.hidden;
+    old.replaceWith(sec);
+    drawn.delete(n);
+    dress(sec);
+  }
+
+  // A phone's row of cards scrolls sideways: focusable, so a keyboard can scroll it too (and named)
+  function dress(sec) {
+    for (const cards of sec.querySelectorAll(".sv-cards")) {
+      cards.tabIndex = 0;
+      cards.setAttribute("aria-label", "the round's cards, one per draft position");
+    }
+  }
+
   function draw() {
     if (!state) return;
+    const switched = quiz !== null && quiz !== state.quiz;
+    quiz = state.quiz;
     document.body.classList.toggle("sv-quiz", state.quiz);
     if (following) window.svShow(state.round);
     const now = section(document.querySelector("#stage .sv-stage")?.dataset.current);
     if (now) refresh(now);
+    // Quiz mode turned on or off: said anew, so nothing said before (a round's outcome, with quiz mode off) lingers
+    // in the live region into the quiz; the round's head as svHeadText says it (without what the quiz hides).
+    if (switched) window.svAnnounce(`Quiz mode ${state.quiz ? "on" : "off"}. ${now ? window.svHeadText(now) : ""}`);
     cancelAnimationFrame(later);
     later = requestAnimationFrame(() => setTimeout(() => {
       for (const sec of document.querySelectorAll("#stage .sv-round")) refresh(sec);
@@ -101,7 +135,7 @@
     for (const n of Object.keys(answers).sort((a, b) => a - b)) {
       const sec = section(n);
       if (!sec) continue;
-      const done = (n === String(state.round) ? state.step : (state.reached[n] || 0)) >= Number(sec.dataset.steps);
+      const done = sec.dataset.steps !== undefined && stepOf(n) >= Number(sec.dataset.steps);  // in full: released
       const hit = String(answers[n]) === sec.dataset.accepted;
       if (done) { scored += 1; right += hit ? 1 : 0; }
       rows.push(`Round ${n}: you answered ${answers[n]}; ` +
@@ -145,15 +179,16 @@
   }
 
   function listen() {
-    const events = new EventSource(`${base}/events?follower=${encodeURIComponent(follower)}`);
+    const since = encodeURIComponent(document.body.dataset.since || "0");
+    const events = new EventSource(`${base}/events?follower=${encodeURIComponent(follower)}&since=${since}`);
     events.onmessage = (event) => {
       state = JSON.parse(event.data);
-      if (part !== null && state.part !== part) {  // the lecturer moved the room to another trace: its page
+      if (state.part !== part) {  // the lecturer moved the room to another trace: its page
         events.close();
         location.reload();
         return;
       }
-      part = state.part;
+      for (const [n, html] of Object.entries(state.sections || {})) replace(n, html);
       say("");
       draw();
     };
@@ -179,11 +214,7 @@
     }
   }
 
-  // A phone's row of cards scrolls sideways: focusable, so a keyboard can scroll it too (and named)
-  for (const cards of document.querySelectorAll("#stage .sv-cards")) {
-    cards.tabIndex = 0;
-    cards.setAttribute("aria-label", "the round's cards, one per draft position");
-  }
+  document.querySelectorAll("#stage .sv-round").forEach(dress);
 
   document.addEventListener("click", (event) => {
     const guess = event.target.closest("#stage .sv-guess");

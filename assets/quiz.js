@@ -1,4 +1,4 @@
-// The quiz (specviz/view/reveal.py, quiz.py): with body.sv-quiz, the elements of a round that carry data-step are
+// The quiz (specviz/record/quiz_data.py): with body.sv-quiz, the elements of a round that carry data-step are
 // hidden until revealed; a section's data-revealed counts the steps shown, data-guess holds the class's answer.
 // stepping.js's keys call svReveal and svAnswer; the page's Quiz mode box calls svQuiz; a lecture pack reads
 // svQuizState; a follower's page (follow.js) sets a round's steps and answer from the room, then calls svRefresh.
@@ -56,8 +56,9 @@
     showSteps(sec);
     const said = [...sec.querySelectorAll(`.sv-pos[data-step="${revealed + 1}"] .sv-pos-head`)]
       .map((el) => el.textContent.trim()).join("; ");
-    window.svAnnounce(`Revealed step ${revealed + 1} of ${sec.dataset.steps}${said ? ": " + said : ""}. ` +
-      window.svHeadText(sec));
+    // "of N" only at the last step: the number of steps is the positions examined plus one, an answer in itself
+    const of = revealed + 1 >= Number(sec.dataset.steps) ? ` of ${sec.dataset.steps}` : "";
+    window.svAnnounce(`Revealed step ${revealed + 1}${of}${said ? ": " + said : ""}. ` + window.svHeadText(sec));
     window.svChanged();
     return true;
   };

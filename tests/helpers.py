@@ -1,5 +1,5 @@
 """What the test files share that is neither a fixture nor used by tools/: a browser test module's marks (BROWSER), a
-clock set by hand, the wrong tree rule the negative
+clock set by hand, a reader of a room's event stream, the wrong tree rule the negative
 controls use, a fake packaged model, a hand-made trace, and where the repository and its recorded fixture are.
 What tools/ uses too (tiny models, calling the app's endpoints, the browser) lives in harness/.
 
@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
+import threading
+import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -175,3 +179,63 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+# --- a room's event stream, read in a thread ---------------------------------------------------------------------
+
+class EventReader:
+    """A room's event stream read in a thread, as a browser's EventSource would (gzipped, as Chromium asks for it):
+    `messages` holds (event, id, data as parsed JSON, the message's bytes as they came over the wire) in order;
+    `wait` polls for a condition on them."""
+
+    def __init__(self, url: str, headers: dict | None = None):
+        import httpx
+
+        self.messages: list[tuple[str, str, dict, bytes]] = []
+        self.headers: dict = {}
+        self._stop = False
+
+        def read():
+            with httpx.stream("GET", url, headers={"Accept-Encoding": "gzip", **(headers or {})},
+                              timeout=60) as stream:
+                self.headers = dict(stream.headers)
+                gz = stream.headers.get("content-encoding") == "gzip"
+                unzip, text, wire = zlib.decompressobj(16 + zlib.MAX_WBITS), "", b""
+                for chunk in stream.iter_raw():
+                    wire += chunk
+                    text += unzip.decompress(chunk).decode() if gz else chunk.decode()
+                    while "\n\n" in text:
+                        block, text = text.split("\n\n", 1)
+                        fields = dict(line.split(":", 1) for line in block.splitlines() if ":" in line)
+                        if "data" in fields:
+                            self.messages.append((fields.get("event", "message").strip(), fields.get("id", "").strip(),
+                                                  json.loads(fields["data"]), wire))
+                            wire = b""
+                            if fields.get("event", "").strip() == "closed" or self._stop:
+                                return
+
+        self.thread = threading.Thread(target=read, daemon=True)
+        self.thread.start()
+
+    def wait(self, condition, timeout: float = 30.0):
+        """Wait until `condition(messages)` is truthy; -> its value (AssertionError after `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            seen = condition(list(self.messages))
+            if seen:
+                return seen
+            time.sleep(0.02)
+        raise AssertionError(f"the stream never showed it: {[m[2].get('version') for m in self.messages]}")
+
+    def wait_version(self, version: int) -> dict:
+        """Wait for a state of the room at `version` or later; -> that state."""
+        return self.wait(lambda ms: next((m[2] for m in ms if m[0] == "message" and m[2]["version"] >= version),
+                                         None))
+
+    def wire(self, version: int) -> bytes:
+        """The bytes that carried the state at `version` (after waiting for it)."""
+        self.wait_version(version)
+        return next(m[3] for m in self.messages if m[0] == "message" and m[2]["version"] >= version)
+
+    def stop(self) -> None:
+        self._stop = True  # ends after its next message (the room's next change, or its close)

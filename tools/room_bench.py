@@ -2,6 +2,7 @@
 
     python -m tools.room_bench                      # 300 followers in one room, then 3 rooms × 100
     python -m tools.room_bench --rooms 1 --followers 20 --steps 5
+    python -m tools.room_bench --sizes              # what a phone downloads: a 64-round trace, joined and followed
 
 The server is the app itself (build_demo on tiny models: a room runs no model) in a process of its own, so its
 memory is its own; it opens the rooms on the "code" example at start and prints their ids and keys. The load
@@ -14,6 +15,13 @@ each follower records when it saw each new version. Reported: the burst's second
 request to each follower's copy of each change (median, 95th percentile, max, missed), messages seen in the wrong
 room, the server's resident memory per follower (connected streams) and, measured in-process with tracemalloc, what
 an idle room holds beyond its trace. Bounded: at most MAX_FOLLOWERS_BENCH followers, MAX_SECONDS, loopback only.
+
+`--sizes` measures what one phone downloads for a long lecture (issue 44), on the rooms' routes alone in this
+process: a real 64-round trace of the tiny pair (harness/room_pages.long_trace) and a 64-round trace made of the
+"paris" example's rounds over and over (its rounds are the largest shipped). The lecture: each round with quiz mode
+on, then revealed step by step. Reported: the page a phone downloads to join (gzipped, as sent) at the start, half
+way and at the end; the old page (every round in full, as before issue 44) for comparison; and the stream's bytes
+per step (each state with the sections that changed, gzipped as a browser gets it).
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ def serve(port: int, rooms: int) -> None:
     from specviz.app.room_routes import ROOMS
     from specviz.engine import Engine
     from specviz.lecture.examples import load_example
-    from specviz.lecture.rooms import quiz_facts
+    from specviz.lecture.room_trace import quiz_facts
     from harness.browser import serve_demo
     from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
     from specviz.app import page, serving
@@ -54,7 +62,7 @@ def serve(port: int, rooms: int) -> None:
                 **serving.launch_kwargs())
     trace = load_example("code")
     opened = [ROOMS.store.open(trace.to_json(), quiz_facts(trace)) for _ in range(rooms)]
-    print(json.dumps({"rooms": [[o.room, o.key] for o in opened], "pid": os.getpid()}), flush=True)
+    print(json.dumps({"rooms": [[o.room, o.key, o.trace] for o in opened], "pid": os.getpid()}), flush=True)
     del serve_demo
     while True:
         time.sleep(3600)
@@ -120,7 +128,7 @@ async def run(port: int, pid: int, rooms: list, followers: int, steps: int, pace
     before = rss_kib(pid)
     started = time.perf_counter()
     tasks = [asyncio.create_task(follow(port, room, seen, wrong, arrived, ids, followers))
-             for room, _ in rooms for _ in range(followers)]
+             for room, _, _ in rooms for _ in range(followers)]
     while len(arrived) < total and time.perf_counter() - started < 120:
         failed = [t for t in tasks if t.done() and t.exception()]
         if failed:
@@ -134,14 +142,14 @@ async def run(port: int, pid: int, rooms: list, followers: int, steps: int, pace
         sent, versions = {}, {}
         change = {"round": 2 + (step // 2) % 10, "step": step % 2}
 
-        async def drive(room, key):
+        async def drive(room, key, trace):
             sent[room] = time.perf_counter()
-            status, body = await http(port, "POST", f"/room/{room}/drive", {"key": key, **change})
+            status, body = await http(port, "POST", f"/room/{room}/drive", {"key": key, "trace": trace, **change})
             assert status == 200, body
             versions[room] = json.loads(body)["version"]
-        await asyncio.gather(*(drive(room, key) for room, key in rooms))
+        await asyncio.gather(*(drive(room, key, trace) for room, key, trace in rooms))
         await asyncio.sleep(pace)
-        for room, _ in rooms:
+        for room, _, _ in rooms:
             got = seen.get((room, versions[room]), [])
             delays += [t - sent[room] for t in got]
             delays += [float("inf")] * (followers - len(got))  # a follower that never saw it
@@ -168,20 +176,21 @@ async def answer_burst(port: int, rooms: list, ids: dict, seen: dict, followers:
     """Quiz on at round 13 (past every round the steps revealed), then every follower answers at once: the seconds
     until the last follower of every room saw all of its room's answers counted (each answer is a new version; a
     slow stream skips to the latest)."""
-    for room, key in rooms:
-        status, body = await http(port, "POST", f"/room/{room}/drive", {"key": key, "round": 13, "quiz": True})
+    for room, key, trace in rooms:
+        status, body = await http(port, "POST", f"/room/{room}/drive", {"key": key, "trace": trace, "round": 13,
+                                                                         "quiz": True})
         assert status == 200, body
     await asyncio.sleep(pace)
     started = time.perf_counter()
     answers = [http(port, "POST", f"/room/{room}/answer", {"follower": f, "round": 13, "guess": 0})
-               for room, _ in rooms for f in ids[room]]
+               for room, _, _ in rooms for f in ids[room]]
     for status, body in await asyncio.gather(*answers):
         assert status == 200, body
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and any(len(seen.get((room, "all answered"), [])) < followers
-                                              for room, _ in rooms):
+                                              for room, _, _ in rooms):
         await asyncio.sleep(0.01)
-    last = [max(seen.get((room, "all answered"), [float("inf")])) for room, _ in rooms]
+    last = [max(seen.get((room, "all answered"), [float("inf")])) for room, _, _ in rooms]
     return round(max(last) - started, 2)
 
 
@@ -206,7 +215,7 @@ def idle_room_bytes(n: int = 20) -> dict:
     from specviz.app.room_routes import RoomHub
     from specviz.lecture.examples import load_example
     from specviz.lecture.rooms import RoomStore
-    from specviz.lecture.rooms import quiz_facts
+    from specviz.lecture.room_trace import quiz_facts
 
     trace = load_example("code")
     texts = [trace.to_json() for _ in range(n)]  # made before measuring: the trace is not the room's cost
@@ -219,7 +228,7 @@ def idle_room_bytes(n: int = 20) -> dict:
     idle = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(start, "filename")) / n
     middle = tracemalloc.take_snapshot()
     o = opened[0]
-    hub.store.drive(o.room, o.key, 3, quiz=True)
+    hub.store.drive(o.room, o.key, 3, quiz=True, trace=o.trace)
     for _ in range(100):
         follower = hub.store.join(o.room)[1]
         hub.store.answer(o.room, follower, 3, 1)
@@ -230,6 +239,19 @@ def idle_room_bytes(n: int = 20) -> dict:
             "bytes_per_follower_in_store": round(full / 100)}
 
 
+def repeated(trace, rounds: int):
+    """`trace` made `rounds` rounds long by taking its rounds over and over (each renumbered): a long lecture whose
+    rounds are as large as the trace's."""
+    import dataclasses
+
+    from specviz.record.stats import summarize
+
+    made = [dataclasses.replace(trace.rounds[i % len(trace.rounds)], index=i) for i in range(rounds)]
+    made = [dataclasses.replace(r, stop=None) for r in made[:-1]] + made[-1:]
+    return dataclasses.replace(trace, rounds=made, summary=summarize(made, trace.summary.total_time_s),
+                               output_token_ids=[t for r in made for t in r.committed_ids], baseline=None)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
@@ -237,9 +259,18 @@ def main(argv=None) -> None:
     parser.add_argument("--followers", type=int)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--pace", type=float, default=1.0, help="seconds between the lecturer's steps")
+    parser.add_argument("--sizes", action="store_true", help="what a phone downloads for a 64-round trace")
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve, args.rooms)
+        return
+    if args.sizes:
+        from harness.room_pages import LONG_ROUNDS, long_trace, sizes
+        from specviz.lecture.examples import load_example
+
+        for name, trace in (("tiny pair, a real run", long_trace()),
+                            ("paris example's rounds, repeated", repeated(load_example("paris"), LONG_ROUNDS))):
+            print(json.dumps({"trace": name, **sizes(trace)}), flush=True)
         return
     setups = [(args.rooms, args.followers)] if args.rooms else [(1, 300), (3, 100)]
     for rooms, followers in setups:

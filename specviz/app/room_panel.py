@@ -3,7 +3,9 @@
 "Open a room" puts the trace on screen into a room (lecture/rooms.py) and shows the join link, its QR code and the
 short code for the projector; the lecturer's key stays in the page's markup (hidden) and in "Copy my lecturer
 link", never on screen. From then on assets/room.js sends each round, reveal and quiz switch of this page to the
-room and draws the class's panel from the room's stream (app/room_routes.py).
+room and draws the class's panel from the room's stream (app/room_routes.py). The box also names the trace the
+room was on when this page got it (its id and title): a drive names it, and a page whose room has moved to another
+trace is told so and moves nothing (assets/room.js).
 
 Deep links open the page on a shipped example, a round and a reveal step (`?example=paris&round=3&step=1`; a step,
 or `quiz=1`, turns quiz mode on; `present=1`, read by assets/present.js, opens the presenter view), or a room for its
@@ -23,14 +25,14 @@ import segno
 from specviz.app.actions import ModelActions
 from specviz.app.room_routes import RoomHub
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, example_named, load_example
-from specviz.lecture.rooms import RoomError
+from specviz.lecture.rooms import RoomError, RoomView
 from specviz.record.load import load_trace
 from specviz.record.trace import Trace
 from specviz.settings.bounds import short_repr, whole_number
 from specviz.view import notices
 from specviz.record.quiz_data import QuizState, RoundQuiz
 from specviz.record.quiz_data import reveal_steps
-from specviz.lecture.rooms import quiz_facts
+from specviz.lecture.room_trace import quiz_facts, trace_title
 
 BASE_JS = "location.origin + location.pathname"  # the page's own address, as the browser sees it (a proxy's too)
 HREF_JS = "location.href"  # the same with its query: what a deep link asks for
@@ -78,11 +80,12 @@ def open_room(hub: RoomHub, trace: Trace | None, base) -> tuple:
         return gr.skip(), notices.status("Open a trace first (an example, a file or a run): a room shows one.",
                                            "error")
     try:
-        opened = hub.store.open(trace.to_json(), quiz_facts(trace))
+        opened = hub.store.open(trace.to_json(), quiz_facts(trace), trace_title(trace))
+        view, _ = hub.store.lead(opened.room, opened.key)
     except RoomError as e:
         return gr.skip(), notices.status(str(e), "error")
     base = _base(base)
-    return room_box(base, opened.room, opened.code, opened.key), notices.status(
+    return room_box(base, opened.room, opened.code, opened.key, view), notices.status(
         f"Room {opened.code} is open: students scan the QR code or enter the code; they follow your rounds, "
         f"reveals and quiz mode.", "done")
 
@@ -101,16 +104,19 @@ def move_room(hub: RoomHub, trace: Trace | None, lead_json) -> tuple:
     if not isinstance(lead.get("room"), str) or not isinstance(lead.get("key"), str):
         return gr.skip(), notices.status("This page leads no room: open one first.", "error")
     try:
-        hub.retrace(lead["room"], lead["key"], trace.to_json(), quiz_facts(trace))
+        hub.retrace(lead["room"], lead["key"], trace.to_json(), quiz_facts(trace), trace_title(trace))
         view, code = hub.store.lead(lead["room"], lead["key"])
     except RoomError as e:
         return gr.skip(), notices.status(str(e), "error")
-    return room_box(_base(lead.get("base")), lead["room"], code, lead["key"], view.part), notices.status(
+    return room_box(_base(lead.get("base")), lead["room"], code, lead["key"], view), notices.status(
         f"Room {code} now shows this trace: the class's pages reload with it, at round 1 (answers start afresh).",
         "done")
 
 
-def room_box(base: str, room: str, code: str, key: str, part: int = 1) -> str:
+def room_box(base: str, room: str, code: str, key: str, view: RoomView) -> str:
+    """The room's box on the lecturer's page: the QR code, the link and the code, the lecturer's buttons, what room.js
+    leads from (hidden: the room, the key, the trace the room is on), and the question asked when this page and the
+    room are on different traces (room.js fills in their titles)."""
     join = f"{base}room/{room}"
     lead = f"{base}?{urlencode({'room': room, 'key': key})}"
     qr = segno.make(join, error="m").svg_inline(border=2, dark="#111", light="#fff", omitsize=True)
@@ -125,10 +131,13 @@ def room_box(base: str, room: str, code: str, key: str, part: int = 1) -> str:
             f'data-format="csv">Download CSV</button> <button type="button" class="sv-results" data-format="json">'
             f'Download JSON</button></p>'
             f'<span hidden class="sv-lead" data-room="{escape(room)}" data-key="{escape(key)}" '
-            f'data-link="{escape(lead)}" data-base="{escape(base)}" data-part="{int(part)}"></span></div>'
-            f'<div class="sv-room-ask" role="alertdialog" aria-label="another trace" hidden><p>This page now shows '
-            f'another trace than room {escape(code)}. The class waits on the room\'s round until you choose:</p>'
+            f'data-link="{escape(lead)}" data-base="{escape(base)}" data-part="{int(view.part)}" '
+            f'data-trace="{escape(view.trace)}" data-title="{escape(view.title)}"></span></div>'
+            f'<div class="sv-room-ask" role="alertdialog" aria-label="another trace" hidden>'
+            f'<p class="sv-room-ask-said">This page shows another trace than room {escape(code)}.</p>'
+            f'<p>Until you choose, this page\'s steps do not move the room; the class waits on the room\'s round.</p>'
             f'<button type="button" class="sv-move-room">Move the room to this trace</button> '
+            f'<button type="button" class="sv-follow-room">Follow the room</button> '
             f'<button type="button" class="sv-stop-lead">Stop leading the room</button> <span>(or open the room\'s '
             f'trace again to go on leading it)</span></div>'
             f'<div id="sv-room-said" class="sv-room-said" role="status"></div>'
@@ -211,7 +220,7 @@ def _lead_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, 
         return _with_problems(models, updates, [f"could not open the room: {e}"])
     quiz = QuizState(view.quiz, view.round_, {n: RoundQuiz(None, s) for n, s in view.reached.items()})
     updates = models.show_trace(trace, lecture, f"You lead room {code} again: the class follows this page.", quiz)
-    updates[panel.box] = room_box(_base(base), room, code, key, view.part)
+    updates[panel.box] = room_box(_base(base), room, code, key, view)
     updates[panel.accordion] = gr.Accordion(open=True)
     return updates
 

@@ -1,14 +1,17 @@
 """Rooms on the web: a follower's page, its stream of the room's state, its answers, and the lecturer's steering, as
 a few routes on Gradio's own FastAPI app (`launch(app_kwargs={"routes": room_routes(hub)})`, in serving.py).
 
-    GET  /room/{room}          a follower's page (assets/follower.html): the trace's stage, sent once, with the
-                               stage's scripts and follow.js
+    GET  /room/{room}          a follower's page (assets/follower.html): each round as far as the room has
+                               released it (view/follower.py), with the stage's scripts and follow.js
     GET  /room?code=ABC2345    a short code typed in: to its room's page (guessing is rate-limited)
     POST /room/{room}/join     {"follower": the id this browser had, or null} -> {"follower", "answers"}
-    GET  /room/{room}/events   ?follower=… (its seat is held while the stream is open) or ?key=… (a lecturer's
-                               page): server-sent events, the room's state on every change, the class's panel too
+    GET  /room/{room}/events   ?follower=…&since=… (its seat is held while the stream is open) or ?key=… (a
+                               lecturer's page): server-sent events, the room's state on every change, the class's
+                               panel too, and for a follower each round whose form changed after `since` (the
+                               page's version; on a reconnect, the Last-Event-ID the browser sends)
     POST /room/{room}/answer   {"follower", "round", "guess"} -> {"answers"} (a later answer replaces it)
-    POST /room/{room}/drive    {"key", "round", "step", "quiz", "leading"}: the lecturer's page only (key checked)
+    POST /room/{room}/drive    {"key", "trace", "round", "step", "quiz", "leading"}: the lecturer's page only (key
+                               checked), and only while it shows the room's trace (`trace`: its id)
     POST /room/{room}/results  {"key", "format": "csv" or "json"}: the class's answers counted, as a download
 
 Why a route of our own rather than a Gradio event (measured: docs/lecture.md, "How followers receive steps"): a
@@ -16,6 +19,13 @@ follower's page needs none of Gradio's front end (a phone loads a few kB, not Gr
 server-sent stream per follower holds no thread and no queue slot, and a step is sent once per room version, the
 same bytes to every follower. Every refusal answers JSON {"error": a sentence} with a status; nothing one follower
 sends reaches another but the counts in the class's panel.
+
+What a follower can fetch holds only what the room has released (issue 44; the rule is record/quiz_data.py's
+follower_forms, the room keeps it): the page carries each round in its form now, and each state on the stream
+carries the rounds whose form changed since the follower's last state (their new sections, rendered once per room
+version and the same bytes to every follower at the same version), so a reveal reaches a phone without a reload.
+A stream is gzipped for a browser that accepts it, each message compressed once and cut off by a full flush, so the
+same compressed bytes go to every follower (a section is a tenth of its size compressed).
 """
 
 from __future__ import annotations
@@ -23,42 +33,56 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import zlib
 from collections import OrderedDict
-from functools import lru_cache, partial
-from html import escape
-from string import Template
+from functools import partial
+from typing import NamedTuple
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from specviz.app.assets import FOLLOWER_SCRIPTS, scripts, text
+from specviz.app.room_html import code_form, error_page, gzipped_page
 from specviz.lecture.results import results_csv, results_json
-from specviz.lecture.rooms import GRACE_S, RoomError, RoomStore
+from specviz.lecture.rooms import GRACE_S, RoomError, RoomStore, RoomView
 from specviz.record.load import load_trace
 from specviz.record.quiz_data import QuizFacts
+from specviz.record.trace import Trace
 from specviz.view.class_panel import class_panel
-from specviz.view.stage import stage_html
-from specviz.view.style import palette_css
+from specviz.view.follower import follower_section
 
 KEEPALIVE_S = 15.0  # a comment down each idle stream this often, so proxies keep it open and a gone one is noticed
 MAX_BODY = 2048  # bytes: every request body of these routes is a few numbers and ids
 MAX_STREAMS = 2000  # open event streams on one server, every room together (a room holds at most MAX_FOLLOWERS)
 JOIN_RING_S = 0.25  # joins are told to a room's followers at most this often (the joined count)
 PAGES_KEPT = 16  # follower pages kept, gzipped (~30 kB each): rooms joining at once ask for the same few again and again
+TRACES_KEPT = 16  # rooms' traces kept parsed (a paris-sized trace takes 70 ms to read), to render a changed round
+DELTAS_KEPT = 8  # per room, the changed rounds' JSON kept for this many `since` versions (most followers share one)
+WIRE_KEPT = 256  # followers' messages kept as sent (plain or gzipped), every room together
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # a gzip stream: deflate, no name, no time (RFC 1952)
 RESULTS = {"csv": (results_csv, "text/csv; charset=utf-8"), "json": (results_json, "application/json")}
 
 
+class Sent(NamedTuple):
+    key: tuple  # (version, seats held): a new message when either changes
+    data: str  # the state as JSON, the same bytes to every stream of the room
+    view: RoomView  # what it was built from (the rounds' forms, for a follower's changed sections)
+
+
 class RoomHub:
-    """The rooms of one server and what their web side adds: a bell per room that wakes its streams, and each
-    room's state as the JSON its streams send, built once per version."""
+    """The rooms of one server and what their web side adds: a bell per room that wakes its streams, each room's
+    state as the JSON its streams send, built once per version, and the rounds a follower may see, rendered once
+    per change of their form."""
 
     def __init__(self, store: RoomStore | None = None):
         self.store = store or RoomStore()
         self._bells: dict[str, asyncio.Event] = {}
-        self._sent: dict[str, tuple[tuple, str]] = {}  # room -> ((version, seats held), the state's JSON)
-        self._pages: OrderedDict[tuple, bytes] = OrderedDict()  # (room, part) -> its follower page, gzipped
-        self._rendering: dict[tuple, asyncio.Future] = {}  # (room, part) -> its page being rendered
+        self._sent: dict[str, Sent] = {}  # room -> its state as last built
+        self._pages: OrderedDict[tuple, bytes] = OrderedDict()  # (room, part, forms' version) -> its page, gzipped
+        self._rendering: dict[tuple, asyncio.Future] = {}  # a page or a trace being made in a thread
+        self._traces: OrderedDict[tuple, Trace] = OrderedDict()  # (room, part) -> its trace, parsed
+        self._deltas: dict[str, tuple[tuple, OrderedDict]] = {}  # room -> ((part, forms' version), since -> JSON)
+        self._wire: OrderedDict[tuple, bytes] = OrderedDict()  # (room, state, since, gzip) -> a follower's message
         self._soon: set[str] = set()  # rooms to ring shortly (joins)
         self.streams = 0
 
@@ -82,45 +106,102 @@ class RoomHub:
     def bell(self, room: str) -> asyncio.Event:
         return self._bells.setdefault(room, asyncio.Event())
 
-    def state(self, room: str) -> tuple[tuple, str]:
-        """((version, seats held), JSON) of the room's state for its streams; RoomError once it has closed. Seats
-        free themselves GRACE_S after a stream closes, without a new version: the count is part of the key."""
+    def state(self, room: str) -> Sent:
+        """The room's state for its streams; RoomError once it has closed. Seats free themselves GRACE_S after a
+        stream closes, without a new version: the count is part of the key."""
         view = self.store.view(room)
         sent = self._sent.get(room)
-        if sent is None or sent[0] != (view.version, view.followers):
+        if sent is None or sent.key != (view.version, view.followers):
             facts = self.store.facts(room)
             panel = class_panel(facts, view.round_, view.quiz, view.followers, view.answered, view.revealed)
-            sent = ((view.version, view.followers), json.dumps({
+            sent = Sent((view.version, view.followers), json.dumps({
                 "room": room, "round": view.round_, "step": view.step, "quiz": view.quiz, "version": view.version,
                 "rounds": len(facts.rounds), "here": view.followers, "answered": view.answered,
-                "leading": view.leading, "part": view.part,
-                "reached": {str(n): s for n, s in view.reached.items()}, "panel": panel}))
+                "leading": view.leading, "part": view.part, "trace": view.trace, "title": view.title,
+                "reached": {str(n): s for n, s in view.reached.items()}, "panel": panel}), view)
             self._sent[room] = sent
             self._forget_closed()
         return sent
 
-    def retrace(self, room: str, key: str, trace_json: str, facts: QuizFacts) -> None:
+    def retrace(self, room: str, key: str, trace_json: str, facts: QuizFacts, title: str) -> None:
         """Move the room to another trace; its followers' pages reload on the next state (its `part` changed)."""
-        self.store.retrace(room, key, trace_json, facts)
+        self.store.retrace(room, key, trace_json, facts, title)
         self.ring(room)
 
-    async def page(self, room: str) -> bytes:
-        """A follower's page for `room`, gzipped (a phone on a hall's Wi-Fi gets a tenth of it); RoomError if
-        the room has closed. Rendered once, in a thread (a class joining at once must not stall the streams of
-        other rooms), however many ask for it meanwhile."""
-        trace_json, part = self.store.trace_json(room)
-        which = (room, part)
+    async def page(self, room: str) -> tuple[bytes, int]:
+        """(a follower's page for `room` as the room has released it now, gzipped, its forms' version); RoomError
+        if the room has closed. Rendered once per change of a round's form, in a thread (a class joining at once must
+        not stall the streams of other rooms), however many ask for it meanwhile."""
+        view = self.store.view(room)
+        which = (room, view.part, view.forms_version)
         if which not in self._pages:
-            if which not in self._rendering:
-                self._rendering[which] = asyncio.ensure_future(asyncio.to_thread(_gzipped_page, room, trace_json))
-            try:
-                self._pages[which] = await self._rendering[which]
-            finally:
-                self._rendering.pop(which, None)
+            trace = await self.trace(room, view.part)
+            if trace is None:  # moved to another trace meanwhile: that one's page
+                return await self.page(room)
+            page = partial(gzipped_page, room, view.part, trace, view.forms, view.forms_version)
+            self._pages[which] = await self._once(("page", *which), partial(asyncio.to_thread, page))
             while len(self._pages) > PAGES_KEPT:
                 self._pages.popitem(last=False)
         self._pages.move_to_end(which)
-        return self._pages[which]
+        return self._pages[which], view.forms_version
+
+    async def trace(self, room: str, part: int) -> Trace | None:
+        """The room's trace, parsed once (in a thread), if the room is still on `part`; else None."""
+        which = (room, part)
+        if which not in self._traces:
+            trace_json, now = self.store.trace_json(room)
+            if now != part:
+                return None
+            try:
+                self._traces[which] = await self._once(("trace", *which), partial(asyncio.to_thread, load_trace,
+                                                                                   trace_json))
+            except ValueError as e:  # checked when the room opened: only a room opened around record.load fails
+                raise RoomError(f"this room's trace cannot be read ({e}); ask the lecturer to open the room again",
+                                500) from None
+            while len(self._traces) > TRACES_KEPT:
+                self._traces.popitem(last=False)
+        self._traces.move_to_end(which)
+        return self._traces[which]
+
+    async def changed(self, room: str, view: RoomView, since: int) -> str:
+        """JSON {round: its section} of every round whose form changed after version `since` (a follower's page or
+        last state holds every form up to it), as of `view`; built once per `since`, the same bytes to every
+        follower that was there."""
+        if since >= view.forms_version:
+            return "{}"
+        key = (view.part, view.forms_version)
+        if self._deltas.get(room, (None,))[0] != key:
+            self._deltas[room] = (key, OrderedDict())
+        built = self._deltas[room][1]
+        if since not in built:
+            trace = await self.trace(room, view.part)
+            built[since] = "{}" if trace is None else json.dumps(  # None: moved on; its followers reload
+                {str(n): follower_section(trace, n, view.forms[n]) for n, at in sorted(view.changed.items())
+                 if at > since})
+            while len(built) > DELTAS_KEPT:
+                built.popitem(last=False)
+        return built[since]
+
+    async def message(self, room: str, sent: Sent, since: int, gz: bool) -> bytes:
+        """A follower's message for state `sent` (the rounds changed after `since`, the room's version as its id), as
+        sent: UTF-8, or gzipped (`gz`); built and compressed once, the same bytes to every follower at `since`."""
+        which = (room, sent.key, since, gz)
+        if which not in self._wire:
+            sections = await self.changed(room, sent.view, since)
+            text = f'id: {sent.view.version}\ndata: {sent.data[:-1]}, "sections": {sections}}}\n\n'
+            self._wire[which] = deflated(text) if gz else text.encode()
+            while len(self._wire) > WIRE_KEPT:
+                self._wire.popitem(last=False)
+        return self._wire[which]
+
+    async def _once(self, which: tuple, make):
+        """`await make()`, however many ask for `which` meanwhile: one call, every asker gets its result."""
+        if which not in self._rendering:
+            self._rendering[which] = asyncio.ensure_future(make())
+        try:  # shielded: an asker that leaves (a closed tab) does not cancel it for the others
+            return await asyncio.shield(self._rendering[which])
+        finally:
+            self._rendering.pop(which, None)
 
     def _forget_closed(self) -> None:
         if len(self._sent) > self.store.max_rooms:  # rooms closed since: forget what was sent to them
@@ -130,32 +211,10 @@ class RoomHub:
                 except RoomError:
                     self._sent.pop(room, None)
                     self._bells.pop(room, None)
+                    self._deltas.pop(room, None)
 
 
 ROOMS = RoomHub()  # the server's rooms: the page (build_demo) and the routes (serving.launch_kwargs) share it
-
-
-# --- the follower's page --------------------------------------------------------------------------------------
-
-@lru_cache(maxsize=1)
-def _page_assets() -> tuple[str, str]:
-    css = palette_css() + text("style.css") + text("room.css")
-    js = scripts(FOLLOWER_SCRIPTS)
-    return css, js
-
-
-def _gzipped_page(room: str, trace_json: str) -> bytes:
-    return gzip.compress(follower_page(room, trace_json).encode(), compresslevel=6)
-
-
-def follower_page(room: str, trace_json: str) -> str:
-    """The whole page a follower's browser gets once (assets/follower.html): the stage of every round (hidden but
-    one), the class's panel and the follower's own answers (filled by follow.js), and the scripts."""
-    css, js = _page_assets()
-    trace = load_trace(trace_json)
-    return Template(text("follower.html")).substitute(
-        css=css, js=js, room=escape(room), stage=stage_html(trace, 1), draft=escape(trace.draft_model),
-        target=escape(trace.target_model))
 
 
 # --- the routes -----------------------------------------------------------------------------------------------
@@ -170,9 +229,9 @@ def room_routes(hub: RoomHub) -> list[Route]:
 
 async def _page(hub: RoomHub, request: Request) -> Response:
     try:
-        page = await hub.page(request.path_params["room"])
+        page, _ = await hub.page(request.path_params["room"])
     except RoomError as e:
-        return HTMLResponse(_error_page(str(e)), status_code=e.status)
+        return HTMLResponse(error_page(str(e)), status_code=e.status)
     headers = {"Cache-Control": "no-store", "Vary": "Accept-Encoding"}
     if "gzip" in request.headers.get("accept-encoding", ""):
         return Response(page, media_type="text/html; charset=utf-8", headers={**headers, "Content-Encoding": "gzip"})
@@ -182,11 +241,11 @@ async def _page(hub: RoomHub, request: Request) -> Response:
 async def _by_code(hub: RoomHub, request: Request) -> Response:
     code = request.query_params.get("code", "")
     if not code:
-        return HTMLResponse(_code_form(""))
+        return HTMLResponse(code_form(""))
     try:
         room = hub.store.resolve(code, _client(request))
     except RoomError as e:
-        return HTMLResponse(_code_form(str(e)), status_code=e.status)
+        return HTMLResponse(code_form(str(e)), status_code=e.status)
     return RedirectResponse(f"room/{room}", status_code=303)
 
 
@@ -211,7 +270,7 @@ async def _drive(hub: RoomHub, request: Request) -> Response:
     async def act(body):
         room = request.path_params["room"]
         view = hub.store.drive(room, body.get("key"), body.get("round"), body.get("step", 0), body.get("quiz"),
-                               body.get("leading"))
+                               body.get("leading"), trace=body.get("trace"))
         hub.ring(room)
         return {"version": view.version}
     return await _json_call(request, act)
@@ -231,52 +290,92 @@ async def _results(hub: RoomHub, request: Request) -> Response:
 
 
 async def _events(hub: RoomHub, request: Request) -> Response:
-    """A follower's stream (?follower=…: its seat is held while it is open) or its lecturer's (?key=…)."""
+    """A follower's stream (?follower=…: its seat is held while it is open; `since`: the room version its page
+    holds the rounds' forms of) or its lecturer's (?key=…)."""
     room, query = request.path_params["room"], request.query_params
     follower = query.get("follower")
     try:
-        hub.state(room)
+        version = hub.state(room).view.version
         if hub.streams >= MAX_STREAMS:
             raise RoomError("the server follows as many rooms' streams as it can; reload in a minute", 503)
         if follower is not None:
             hub.store.attend(room, follower, hold=False)  # held once the stream runs: its end then frees it
+            # a reconnect's Last-Event-ID: the version of the last state this page received
+            since = _since(request.headers.get("last-event-id", query.get("since", "0")), version)
         else:
             hub.store.check_key(room, query.get("key"))
+            since = None
     except RoomError as e:
         return _refusal(e)
-    return StreamingResponse(_stream(hub, room, follower), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+    gz = "gzip" in request.headers.get("accept-encoding", "")
+    return StreamingResponse(_stream(hub, room, follower, since, gz), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no", "Vary": "Accept-Encoding",
+                                      **({"Content-Encoding": "gzip"} if gz else {})})
 
 
-async def _stream(hub: RoomHub, room: str, follower: str | None):
+def deflated(text: str) -> bytes:
+    """`text` as deflate blocks ending in a full flush: a piece of a gzip stream that needs nothing sent before it, so
+    a message is compressed once and the same bytes continue every follower's stream (RFC 1951; the stream never
+    ends cleanly, as a browser's event stream is cut off, not finished)."""
+    squeeze = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return squeeze.compress(text.encode()) + squeeze.flush(zlib.Z_FULL_FLUSH)
+
+
+def _since(text: str, version: int) -> int:
+    """A page's version as a stream's query or header sends it: a whole number from 0 to the room's version."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 12 and int(text) <= version):
+        raise RoomError(f"since must be the version of the follower's page, a whole number from 0 to {version}, "
+                        f"got {text[:20]!r}; reload the page")
+    return int(text)
+
+
+async def _stream(hub: RoomHub, room: str, follower: str | None, since: int | None = None, gz: bool = False):
     """The room's state now, then again after every change (the latest only: a burst of answers is one message
-    to a slow follower), a comment when idle, and a `closed` event when the room has gone. A follower's seat is
-    held while this runs, and GRACE_S after (the room's count then drops: rung once the grace is over)."""
+    to a slow follower), a comment when idle, and a `closed` event when the room has gone. A follower's state also
+    carries the rounds whose form changed after `since` (then after the state it last received); its `id` is the
+    room's version, which the browser sends back on a reconnect. A follower's seat is held while this runs, and
+    GRACE_S after (the room's count then drops: rung once the grace is over). `gz`: gzipped, as the browser asked."""
+    def wire(text: str) -> bytes:
+        return deflated(text) if gz else text.encode()
+
+    def closed(e: RoomError) -> bytes:
+        return wire(f"event: closed\ndata: {json.dumps({'error': str(e)})}\n\n")
+
     hub.streams += 1
     try:
+        if gz:
+            yield GZIP_HEADER
         if follower is not None:
             try:
                 hub.store.attend(room, follower)
             except RoomError as e:
                 follower = None  # it holds no seat to give back
-                yield f"event: closed\ndata: {json.dumps({'error': str(e)})}\n\n"
+                yield closed(e)
                 return
         seen = None
         while True:
             bell = hub.bell(room)  # taken before reading, so a change after the read rings this one
             try:
-                version, data = hub.state(room)
+                sent = hub.state(room)
             except RoomError as e:
-                yield f"event: closed\ndata: {json.dumps({'error': str(e)})}\n\n"
+                yield closed(e)
                 return
-            if version != seen:
-                seen = version
-                yield f"data: {data}\n\n"
+            if sent.key != seen:
+                seen = sent.key
+                try:
+                    if follower is None:
+                        message = wire(f"data: {sent.data}\n\n")
+                    else:
+                        message, since = await hub.message(room, sent, since, gz), sent.view.version
+                except RoomError as e:
+                    yield closed(e)
+                    return
+                yield message
                 continue
             try:
                 await asyncio.wait_for(bell.wait(), KEEPALIVE_S)
             except asyncio.TimeoutError:
-                yield ": idle\n\n"
+                yield wire(": idle\n\n")
     finally:
         hub.streams -= 1
         if follower is not None:
@@ -318,27 +417,3 @@ def _client(request: Request) -> str:
     peer's. A forged header only moves a guesser into the limit on every client together (rooms.py)."""
     forwarded = request.headers.get("x-forwarded-for", "").split(",")[0].strip()
     return forwarded or (request.client.host if request.client else "")
-
-
-def _error_page(message: str) -> str:
-    return _small_page("specviz room", f'<h1>specviz room</h1><p role="alert">{escape(message)}</p>'
-                                       f'<p><a href="../room">Enter a room code</a></p>')
-
-
-def _code_form(message: str) -> str:
-    said = f'<p role="alert">{escape(message)}</p>' if message else ""
-    return _small_page("specviz: join a room", f'<h1>Join a room</h1>{said}<form method="get" action="room"><label>'
-                       f'Code on the projector <input name="code" autocomplete="off" autocapitalize="characters" '
-                       f'maxlength="12" size="8" required></label> <button>Join</button></form>', "sv-room-form")
-
-
-def _small_page(title: str, body: str, kind: str = "") -> str:
-    """A page of a few lines (an error, the code form), styled by room.css like the follower's page."""
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
-            f'content="width=device-width, initial-scale=1"><title>{escape(title)}</title><style>{_small_css()}'
-            f'</style></head><body class="sv-room-page {kind}">{body}</body></html>')
-
-
-@lru_cache(maxsize=1)
-def _small_css() -> str:
-    return text("room.css")

@@ -2,9 +2,9 @@
 room's state and its rules, with no web framework: the page (app/) serves it.
 
     store = RoomStore()
-    opened = store.open(trace_json, quiz_facts(trace))   # OpenedRoom: room id, short code, the lecturer's key
+    opened = store.open(trace_json, quiz_facts(trace), trace_title(trace))  # room id, short code, lecturer's key
     room, follower = store.join(opened.code)              # a student: a follower id (their answers are theirs alone)
-    store.drive(opened.room, opened.key, round_=3, step=0, quiz=True)
+    store.drive(opened.room, opened.key, round_=3, step=0, quiz=True, trace=opened.trace)
     store.answer(opened.room, follower, round_=3, guess=2)
     store.view(opened.room)                              # what every follower sees: the round, the step, counts
 
@@ -15,6 +15,12 @@ follower's stream is open and GRACE_S after (a reload keeps it); a room idle for
 follower per round, which they may change while the round is on the lecturer's screen in quiz mode and nothing of it
 is revealed; nothing one follower sends reaches another but the counts, and those only once the round is revealed.
 Every refusal is a RoomError with a sentence for a person.
+
+What a follower may hold of each round (issue 44) is kept here too, as each round's form (record/quiz_data.py's
+follower_forms: nothing, the quiz form with the steps revealed so far, or the round in full) and the room version at
+which it last changed, so the page and the stream send a round again only when its form changes. A room knows which
+trace it is on (`trace_id`, a hash of its JSON, and a title); a drive names the trace its page shows, and one for
+another trace is refused, so a lecturer's page left on an old trace never moves the room.
 """
 
 from __future__ import annotations
@@ -26,9 +32,9 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable
 
-from specviz.algorithm.theory import expected_tokens_per_pass
-from specviz.record.quiz_data import QuizFacts, RoundFacts, most_accepted, reveal_steps
-from specviz.record.trace import Trace
+from specviz.lecture.room_codes import CODE_ALPHABET, CODE_LENGTH, CODE_RANDOM, is_code, with_check
+from specviz.lecture.room_trace import trace_id
+from specviz.record.quiz_data import QuizFacts, follower_forms
 from specviz.settings.bounds import whole_number
 
 MAX_ROOMS = 50  # rooms at once on one server: each holds its trace (at most record.trace.MAX_TRACE_BYTES)
@@ -36,9 +42,6 @@ MAX_FOLLOWERS = 300  # seats a room: people present at once (a lecture hall of 3
 GRACE_S = 30.0  # a seat outlives its follower's last stream this long: a reload or a phone's dropped Wi-Fi keeps it
 MAX_GONE = 300  # followers gone past GRACE_S still known by id a room (a return keeps their answers); then forgotten
 IDLE_S = 4 * 3600  # a room nobody drove or joined for this long is closed
-CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: read off a projector; 31, a prime
-CODE_RANDOM = 6  # random characters: 31^6 ≈ 8.9e8 codes, one of 50 rooms per ~1.8e7 guesses (docs/lecture.md)
-CODE_LENGTH = CODE_RANDOM + 1  # and a check character: any one wrong character or swapped pair is no code at all
 MISSES_ALLOWED, MISS_WINDOW_S = 10, 60.0  # a client may name well-formed unknown codes this often a minute
 MISSES_ALLOWED_ALL = 60  # and all clients together this often a minute (a client's address can be forged)
 
@@ -51,24 +54,12 @@ class RoomError(ValueError):
         self.status = status
 
 
-def quiz_facts(trace: Trace) -> QuizFacts:
-    """What a room holds of a trace's rounds: each one's largest answer, right answer and reveal steps, and E(α, K) − 1
-    from α as printed (two decimals), so a student who redoes it gets the figure shown."""
-    alpha = round(trace.summary.acceptance_rate, 2)
-    return QuizFacts(alpha, tuple(round_facts(alpha, most_accepted(r), r.n_accepted, reveal_steps(r), r.tree is not None)
-                                  for r in trace.rounds))
-
-
-def round_facts(alpha: float, most: int, accepted: int, steps: int, tree: bool = False) -> RoundFacts:
-    """One round's facts, its E(α, K) − 1 worked out from α (None for a tree round: the formula is a chain's)."""
-    return RoundFacts(most, accepted, steps, tree, None if tree else expected_tokens_per_pass(alpha, most) - 1)
-
-
 @dataclass(frozen=True)
 class OpenedRoom:
     room: str  # the room's id (in the join link)
     code: str  # the short code shown on the projector, an alias of `room`
     key: str  # the lecturer's key: only its holder drives the room; never shown to students
+    trace: str = ""  # trace_id of the trace it was opened on: its lecturer's drives name it
 
 
 @dataclass
@@ -88,11 +79,17 @@ class Room:
     quiz: bool = False
     leading: bool = True  # False once the lecturer's page has left the room's trace (followers are told)
     part: int = 1  # the room's trace: 1, then one more each time the lecturer moves the room to another
+    trace_id: str = ""  # trace_id(trace_json): what a drive must name
+    title: str = ""  # the trace's name for people (trace_title)
     version: int = 0  # bumped on every change a follower must see
     seats: dict[str, Seat] = field(default_factory=dict)  # follower id -> its seat, held or not
     answers: dict[int, dict[str, int]] = field(default_factory=dict)  # round -> follower -> latest guess
     forgotten: dict[int, Counter] = field(default_factory=dict)  # round -> answers of followers no longer known
-    reached: dict[int, int] = field(default_factory=dict)  # round -> the reveal step the lecturer left it at
+    reached: dict[int, int] = field(default_factory=dict)  # round -> the most reveal steps the lecturer showed
+    shown: set[int] = field(default_factory=set)  # rounds the room's screen has shown
+    released: set[int] = field(default_factory=set)  # rounds it showed with quiz mode off: sent in full
+    forms: dict[int, int] = field(default_factory=dict)  # round -> what a follower may hold of it (follower_forms)
+    changed: dict[int, int] = field(default_factory=dict)  # round -> the version at which its form last changed
     touched: float = 0.0
 
     def counts(self, number: int) -> Counter:
@@ -114,6 +111,15 @@ class RoomView:
     revealed: dict[int, dict[int, int]]  # for each round revealed to its last step: answer -> how many gave it
     leading: bool = True
     part: int = 1
+    trace: str = ""  # the room's trace_id, and its title
+    title: str = ""
+    forms: dict[int, int] = field(default_factory=dict)  # round -> its form on a follower's page (follower_forms)
+    changed: dict[int, int] = field(default_factory=dict)  # round -> the version at which that form was reached
+
+    @property
+    def forms_version(self) -> int:
+        """The version of the last change of any round's form: a page built now holds every form up to it."""
+        return max(self.changed.values(), default=0)
 
 
 class RoomStore:
@@ -136,8 +142,9 @@ class RoomStore:
             self._expire()
             return len(self._rooms)
 
-    def open(self, trace_json: str, facts: QuizFacts) -> OpenedRoom:
-        """A new room on a trace (already checked by record.load), with its rounds' facts (quiz_facts)."""
+    def open(self, trace_json: str, facts: QuizFacts, title: str = "the room's trace") -> OpenedRoom:
+        """A new room on a trace (already checked by record.load), with its rounds' facts (quiz_facts) and its title
+        (trace_title)."""
         _check_facts(facts)
         with self._lock:
             self._expire()
@@ -146,34 +153,44 @@ class RoomStore:
                                 f"(a room closes after {self._idle_hours})", 503)
             room, key = secrets.token_urlsafe(16), secrets.token_urlsafe(16)  # 128 bits each
             code = self._new_code()
-            self._rooms[room] = Room(trace_json, facts, key, code, touched=self.clock())
+            r = self._rooms[room] = Room(trace_json, facts, key, code, trace_id=trace_id(trace_json), title=title,
+                                         touched=self.clock())
             self._codes[code] = room
-            return OpenedRoom(room, code, key)
+            self._reform(r)
+            return OpenedRoom(room, code, key, r.trace_id)
 
     def drive(self, room: str, key: str, round_: int, step: int = 0, quiz: bool | None = None,
-              leading: bool | None = None) -> RoomView:
-        """Move the room to `round_` (1-based) and reveal `step`; only the lecturer's key may. `leading`: False
-        while the lecturer's page shows another trace (the room stays where it is, and says so)."""
+              leading: bool | None = None, *, trace) -> RoomView:
+        """Move the room to `round_` (1-based) and reveal `step`; only the lecturer's key may, and only from a page
+        that shows the room's trace (`trace`: the trace_id it shows). `leading`: False while the lecturer's page
+        shows another trace (the room stays where it is, and says so)."""
         with self._lock:
             r = self._lecturers(room, key, "only the lecturer who opened this room can move it; followers step on "
                                             "their own and press Follow to come back")
+            _check_trace(r, trace)
             number = _whole(round_, 1, len(r.facts.rounds), "round")
             r.step = _whole(step, 0, r.facts.rounds[number - 1].steps, f"reveal step of round {number}")
             r.round_ = number
             r.quiz = r.quiz if quiz is None else _flag(quiz, "quiz")
             r.leading = r.leading if leading is None else _flag(leading, "leading")
-            if r.step:
-                r.reached[r.round_] = r.step
+            if r.step:  # never fewer than shown before: a phone keeps what it was sent
+                r.reached[number] = max(r.reached.get(number, 0), r.step)
+            r.shown.add(number)  # on the room's screen now: visible to followers; with quiz mode off, released
+            if not r.quiz:
+                r.released.add(number)
             return self._changed(r)
 
-    def retrace(self, room: str, key: str, trace_json: str, facts: QuizFacts) -> RoomView:
+    def retrace(self, room: str, key: str, trace_json: str, facts: QuizFacts,
+                title: str = "the room's trace") -> RoomView:
         """Move the room to another trace (the one on the lecturer's screen): round 1, quiz off, no answers."""
         _check_facts(facts)
         with self._lock:
             r = self._lecturers(room, key, "only the lecturer who opened this room can move it to another trace")
             r.trace_json, r.facts, r.part, r.leading = trace_json, facts, r.part + 1, True
+            r.trace_id, r.title = trace_id(trace_json), title
             r.round_, r.step, r.quiz = 1, 0, False
             r.answers, r.forgotten, r.reached = {}, {}, {}
+            r.shown, r.released, r.forms, r.changed = set(), set(), {}, {}  # every round's form anew
             return self._changed(r)
 
     def results(self, room: str, key: str) -> tuple[QuizFacts, dict[int, dict[int, int]], dict[int, int]]:
@@ -283,12 +300,24 @@ class RoomStore:
     def _changed(self, r: Room) -> RoomView:
         r.version += 1
         r.touched = self.clock()
+        self._reform(r)
         return self._view(r)
+
+    @staticmethod
+    def _reform(r: Room) -> None:
+        """Each round's form on a follower's page; a round whose form changed is marked with the room's version, so
+        the streams send it again."""
+        forms = follower_forms([f.steps for f in r.facts.rounds], r.reached, r.released, r.shown)
+        for number, form in forms.items():
+            if r.forms.get(number) != form:
+                r.changed[number] = r.version
+        r.forms = forms
 
     def _view(self, r: Room) -> RoomView:
         revealed = {n: dict(r.counts(n)) for n, step in r.reached.items() if step >= r.facts.rounds[n - 1].steps}
         return RoomView(r.round_, r.step, r.quiz, r.version, self._present(r), sum(r.counts(r.round_).values()),
-                        dict(r.reached), revealed, r.leading, r.part)
+                        dict(r.reached), revealed, r.leading, r.part, r.trace_id, r.title, dict(r.forms),
+                        dict(r.changed))
 
     def _held(self, seat: Seat) -> bool:
         return seat.streams > 0 or self.clock() - seat.since <= GRACE_S
@@ -370,27 +399,19 @@ class RoomStore:
             self._misses.clear()
 
 
-def _check_sum(code: str) -> int:
-    """Σ position × value over the code's characters (positions from 1), modulo 31. As 31 is prime and every
-    position below it, one wrong character changes the sum, and so does any swapped pair (by (j − i)(a − b))."""
-    return sum(i * CODE_ALPHABET.index(c) for i, c in enumerate(code, 1)) % len(CODE_ALPHABET)
-
-
-def with_check(random: str) -> str:
-    """`random` and the check character that makes the whole code's sum 0: with_check("222222") -> "2222222"."""
-    n = len(CODE_ALPHABET)
-    value = -_check_sum(random) * pow(len(random) + 1, -1, n) % n  # solve (len + 1) · c ≡ −Σ (mod 31)
-    return random + CODE_ALPHABET[value]
-
-
-def is_code(text: str) -> bool:
-    """Could `text` be a room's code: the length, the alphabet, and the check character that fits."""
-    return len(text) == CODE_LENGTH and all(c in CODE_ALPHABET for c in text) and _check_sum(text) == 0
-
-
 def _check_facts(facts: QuizFacts) -> None:
     if not facts.rounds:
         raise RoomError("a room needs a trace with at least one round")
+
+
+def _check_trace(r: Room, trace) -> None:
+    """A drive must come from a page that shows the room's trace: one left on another moves nothing."""
+    if not isinstance(trace, str) or not trace:
+        raise RoomError("a drive must name the trace its page shows (\"trace\": the id the room gave it); "
+                        "reload the lecturer's page")
+    if not secrets.compare_digest(trace.encode(), r.trace_id.encode()):
+        raise RoomError(f"the room is on {r.title}, not on the trace this page shows: move the room here, or "
+                        f"follow the room (this page's steps do not move it)", 409)
 
 
 def _check_open(r: Room, round_: int) -> None:

@@ -15,12 +15,15 @@ its answer is a path's length, 0 to the tree's depth (`most_accepted`, the one b
 - the quiz's state across a trace (`QuizState`: each round's answer and steps revealed, the score), checked against
   the trace, to and from JSON, and read from a lecture pack (`load_lecture`, with lecture_pack.py);
 - a room's facts (`RoundFacts`, `QuizFacts`: per round the largest answer, the right one, the reveal steps, and
-  E(α, K) − 1, filled in by lecture/rooms.quiz_facts) and the class's mean answer (`mean_guess`).
+  E(α, K) − 1, filled in by lecture/rooms.quiz_facts) and the class's mean answer (`mean_guess`);
+- what a follower's page may hold of each round (`follower_forms`): nothing, the quiz form, or the round in full,
+  the one rule a room (lecture/rooms.py) keeps and a follower's stage (view/follower.py) draws.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Sequence
 
 from specviz.record.lecture_pack import read_pack
 from specviz.record.trace import Round, Trace
@@ -167,3 +170,34 @@ def mean_guess(counts: dict[int, int]) -> float | None:
     """The class's mean answer: Σ answer·count / Σ count. mean_guess({1: 2, 4: 1}) -> 2.0"""
     n = sum(counts.values())
     return sum(g * c for g, c in counts.items()) / n if n else None
+
+
+# --- what a follower may hold of each round ---------------------------------------------------------------------
+
+UNSEEN = -1  # a follower's form of a round not yet visible: a placeholder, nothing of the round
+
+
+def follower_forms(steps: Sequence[int], reached: dict[int, int], released: set[int],
+                   shown: set[int]) -> dict[int, int]:
+    """Each round's form on a follower's page, round (1-based) -> UNSEEN; s with 0 ≤ s < its steps, the quiz form
+    with its first s reveal steps shown; or its steps, the round in full. `steps`: each round's reveal steps;
+    `reached`: the reveal steps the lecturer has shown of each round; `released`: the rounds shown on the room's
+    screen with quiz mode off; `shown`: every round shown on the room's screen.
+
+    A round is released (in full) once revealed to its last step or shown with quiz mode off. It is visible (in
+    quiz form) once shown on the room's screen, or once every round before it is released: its text continues what
+    the rounds before it committed, so it would tell their outcomes.
+
+    >>> follower_forms([1, 3, 2, 2], {2: 1}, {1}, {1, 2})
+    {1: 1, 2: 1, 3: -1, 4: -1}
+    """
+    forms, before_released = {}, True
+    for number, last in enumerate(steps, 1):
+        if number in released or reached.get(number, 0) >= last:
+            forms[number] = last
+        elif number in shown or before_released:
+            forms[number] = reached.get(number, 0)
+        else:
+            forms[number] = UNSEEN
+        before_released = before_released and forms[number] == last
+    return forms

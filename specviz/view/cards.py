@@ -37,7 +37,7 @@ def _bar(kind: str, value: float | None, name: str) -> str:
             f'<i style="width:{width}"></i></span><b>{num(value)}</b></span>')
 
 
-def _rows(tokens: list[TokenProb], chosen_id: int, icon: str, kinds: tuple[str, ...]) -> str:
+def bar_rows(tokens: list[TokenProb], chosen_id: int, icon: str, kinds: tuple[str, ...]) -> str:
     """A table of tokens, one row each, one bar per kind (q, p, r); the chosen token's row is marked `icon`."""
     names = {"q": "q (draft)", "p": "p (target)", "r": "norm(max(0, p − q))"}
     head = "".join(f'<span class="sv-bar-head sv-bar-{k}">{_head(k, names[k])}</span>' for k in kinds)
@@ -70,7 +70,7 @@ def position_card(rnd: Round, i: int, greedy: bool, cut: str = "") -> str:
             f'<div class="sv-pos-head"><span class="sv-pos-n">{i + 1}</span>{quoted(d.text)}'
             f'<span class="sv-verdict" data-step="{step}"><span class="sv-dec-icon">{s.icon}</span> '
             f'<span class="sv-dec-fate">{s.label}</span></span></div>'
-            f'{_proposer(rnd, i)}{_rows(tokens, d.token_id, "▶", ("q", "p"))}'
+            f'{_proposer(rnd, i)}{bar_rows(tokens, d.token_id, "▶", ("q", "p"))}'
             f'<div class="sv-dec-why sv-verdict" data-step="{step}">{_why(d, greedy, cut)}</div></div>')
 
 
@@ -97,14 +97,14 @@ def last_token_card(rnd: Round) -> str:
     if rnd.next_kind == REPLACEMENT and rnd.residual:
         title = (f"Position {rnd.n_accepted + 1} was rejected: the replacement {s.icon} is sampled from "
                  f"norm(max(0, p − q))")
-        body = _rows(top_with(rnd.residual, t), t.token_id, s.icon, ("q", "p", "r"))
+        body = bar_rows(top_with(rnd.residual, t), t.token_id, s.icon, ("q", "p", "r"))
     elif rnd.next_kind == BONUS and rnd.bonus_candidates:
         every = "The one draft accepted" if rnd.k == 1 else f"All {rnd.k} drafts accepted"
         title = (f"{every}: the bonus {s.icon} is drawn from p at position {rnd.k + 1}"
                  if rnd.k else f"Nothing drafted: the target's token {s.icon} is drawn from p")
         if not rnd.next_kept:
             title = f"{every}, ending the text: the bonus {s.icon} is not kept"
-        body = _rows(top_with(rnd.bonus_candidates, t), t.token_id, s.icon, ("p",))
+        body = bar_rows(top_with(rnd.bonus_candidates, t), t.token_id, s.icon, ("p",))
     else:
         title, body = "The last token", ('<div class="sv-muted">This trace did not record the distribution the '
                                           'round\'s last token was drawn from.</div>')

@@ -40,7 +40,7 @@ def token_strip(trace: Trace, index: int) -> str:
     text older than RECENT rounds is marked, so the lecture screen can fold it away (style.css)."""
     rnd = trace.rounds[index]
     old = index - RECENT
-    past = "".join(_past_round(r, old=r.index < old) for r in trace.rounds[:index])
+    past = "".join(past_round(r, old=r.index < old) for r in trace.rounds[:index])
     fold = '<span class="sv-fold" title="earlier text, folded in lecture mode">… </span>' if old > 0 else ""
     return (f'<div class="sv-strip">{_round_header(trace, index)}'
             f'<div class="sv-prompt"><span class="sv-tag">prompt</span>{text_html(trace.prompt)}</div>'
@@ -63,13 +63,13 @@ def _round_header(trace: Trace, index: int) -> str:
             f'<span class="sv-answer" data-step="{reveal_steps(rnd)}"> · {" · ".join(outcome)}</span></div>')
 
 
-def _past_round(rnd: Round, old: bool = False) -> str:
+def past_round(rnd: Round, old: bool = False) -> str:
     title, classes = f"round {rnd.index + 1}", "sv-past sv-old" if old else "sv-past"
-    return "".join(f'{_break_before(t)}<span class="{classes}" title="{title}">{token_html(t, breaks=True)}</span>'
+    return "".join(f'{break_before(t)}<span class="{classes}" title="{title}">{token_html(t, breaks=True)}</span>'
                    for t in committed_texts(rnd))
 
 
-def _break_before(text: str) -> str:
+def break_before(text: str) -> str:
     """Where a line may wrap in the strip: before a token that starts with whitespace (a word's start), never inside a
     word ("t|wo"); the strip's CSS breaks inside a token only when one is wider than the line."""
     return "<wbr>" if text[:1].isspace() else ""
@@ -81,28 +81,28 @@ def _round_tokens(rnd: Round, greedy: bool, cut: str) -> str:
     order = [i for i, d in enumerate(rnd.drafts) if d.fate == ACCEPTED] + [len(rnd.drafts)]
     cut = set(order[len(rnd.committed_ids):])
     shown = order[:-1] if rnd.tree else range(len(rnd.drafts))  # a tree's strip: its path (the tree is drawn)
-    chips = [_chip(rnd.drafts[i].text, rnd.drafts[i].fate, _draft_title(i, rnd.drafts[i], greedy, cut),
+    chips = [chip(rnd.drafts[i].text, rnd.drafts[i].fate, draft_title(i, rnd.drafts[i], greedy, cut),
                    step_of_draft(rnd, i), i in cut) for i in shown]
     last = f"{FATES[rnd.last_kind].label}: {next_text(rnd)}"
     if rnd.tree:  # in the quiz, the path's length is the answer: its chips wait for the reveal (style.css)
         chips = [f'<span class="sv-tree-path">{"".join(chips)}</span>']
-    chips.append(_chip(rnd.next_token.text, rnd.last_kind, last, reveal_steps(rnd), len(rnd.drafts) in cut,
+    chips.append(chip(rnd.next_token.text, rnd.last_kind, last, reveal_steps(rnd), len(rnd.drafts) in cut,
                        last=True))
     return "".join(chips)
 
 
-def _chip(text: str, fate: str, title: str, step: int, cut: bool = False, last: bool = False) -> str:
+def chip(text: str, fate: str, title: str, step: int, cut: bool = False, last: bool = False) -> str:
     """A token of the round on screen; `step`: the quiz step that reveals its fate (the last token's, itself)."""
     s = FATES[fate]
     if cut:
         title += "\n(not committed: the run ended before it)"
     classes = f"sv-tok sv-{fate}" + " sv-cut-off" * cut + " sv-next" * last
-    return (f'{_break_before(text)}<span class="{classes}" data-step="{step}" title="{escape(title)}">'
+    return (f'{break_before(text)}<span class="{classes}" data-step="{step}" title="{escape(title)}">'
             f'{token_html(text)}'
             f'<sup class="sv-icon" aria-label="{s.label}">{s.icon}</sup></span>')
 
 
-def _draft_title(i: int, d: DraftPosition, greedy: bool, cut: str) -> str:
+def draft_title(i: int, d: DraftPosition, greedy: bool, cut: str) -> str:
     return (f"draft {i + 1}: {FATES[d.fate].label} {FATES[d.fate].icon}   “{show(d.text)}” (id {d.token_id})\n"
             f"p (target) = {num(d.p)}   q (draft) = {num(d.q)}\n{verdict_text(d, greedy, cut)}")
 

@@ -110,11 +110,11 @@ def test_the_lab_and_costs_tabs_pass_axe(browser, url, monkeypatch):
 def test_a_followers_page_passes_axe(browser, url):
     from specviz.app.room_routes import ROOMS
     from specviz.lecture.examples import load_example
-    from specviz.lecture.rooms import quiz_facts
+    from specviz.lecture.room_trace import quiz_facts
 
     trace = load_example("story")
     opened = ROOMS.store.open(trace.to_json(), quiz_facts(trace))
-    ROOMS.store.drive(opened.room, opened.key, 2, quiz=True)
+    ROOMS.store.drive(opened.room, opened.key, 2, quiz=True, trace=opened.trace)
     follower = Page(browser, f"{url}room/{opened.room}", viewport=(390, 844))
     follower.wait_text("#sv-where", "Following: round 2")
     assert violations(follower.page) == []
@@ -205,7 +205,7 @@ def test_quiz_mode_hides_what_a_tooltip_would_give_away(browser, url):
     assert "accepted" not in said  # nothing announced gives the answer away either
     section = f'#stage .sv-round[data-round="{ROUND}"]'
     page.page.click(f"{section} .sv-reveal")
-    page.wait_text("#sv-announce", "Revealed step 1 of")
+    page.wait_text("#sv-announce", "Revealed step 1")
     first = page.page.evaluate(f"() => [...document.querySelectorAll('{chips}')].filter(c => c.title)"
                                ".map(c => c.dataset.step)")
     assert first and set(first) == {"1"}  # only what is revealed has its tooltip back

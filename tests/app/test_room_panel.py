@@ -11,7 +11,7 @@ from specviz.app.room_panel import move_room
 from specviz.app.room_routes import RoomHub
 from specviz.lecture.examples import load_example
 from specviz.lecture.rooms import RoomStore
-from specviz.lecture.rooms import quiz_facts
+from specviz.lecture.room_trace import quiz_facts
 
 
 @pytest.fixture

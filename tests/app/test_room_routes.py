@@ -10,14 +10,13 @@ import time
 
 import httpx
 import pytest
-import uvicorn
-from starlette.applications import Starlette
 
-from specviz.app.room_routes import MAX_BODY, RoomHub, room_routes
+from specviz.app.room_routes import MAX_BODY, RoomHub
 from specviz.lecture.examples import load_example
-from specviz.lecture.rooms import CODE_ALPHABET, GRACE_S, MISSES_ALLOWED, RoomStore, with_check
-from specviz.lecture.rooms import quiz_facts
-from harness.browser import free_port
+from specviz.lecture.room_codes import CODE_ALPHABET, with_check
+from specviz.lecture.rooms import GRACE_S, MISSES_ALLOWED, RoomStore
+from specviz.lecture.room_trace import quiz_facts
+from harness.room_pages import room_server
 from tests.helpers import Clock
 
 
@@ -25,17 +24,8 @@ from tests.helpers import Clock
 def server():
     """(hub, base url): the routes alone on a loopback port, 3 followers a room, 2 rooms, an hour's idle."""
     hub = RoomHub(RoomStore(max_rooms=2, max_followers=3, idle_s=3600, clock=Clock()))
-    port = free_port()
-    config = uvicorn.Config(Starlette(routes=room_routes(hub)), host="127.0.0.1", port=port, log_level="warning")
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not uv.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield hub, f"http://127.0.0.1:{port}"
-    uv.should_exit = True
-    thread.join(10)
+    with room_server(hub) as url:
+        yield hub, url
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +54,7 @@ def test_a_follower_joins_answers_once_and_the_lecturer_alone_drives(http, room)
     assert room.key not in page.text  # the follower's page never carries the lecturer's key
     follower = http.post(f"/room/{room.room}/join", json={}).json()["follower"]
     assert http.post(f"/room/{room.room}/drive", json={"round": 3}).json()["error"].startswith("only the lecturer")
-    assert http.post(f"/room/{room.room}/drive", json={"key": room.key, "round": 3, "quiz": True}).status_code == 200
+    assert http.post(f"/room/{room.room}/drive", json={"key": room.key, "trace": room.trace, "round": 3, "quiz": True}).status_code == 200
     most = quiz_facts(load_example("paris")).rounds[2].most
     ok = http.post(f"/room/{room.room}/answer", json={"follower": follower, "round": 3, "guess": most})
     assert ok.json() == {"answers": {"3": most}}
@@ -74,7 +64,7 @@ def test_a_follower_joins_answers_once_and_the_lecturer_alone_drives(http, room)
     assert past.status_code == 400 and f"from 0 to {most}" in past.json()["error"]
     rejoined = http.post(f"/room/{room.room}/join", json={"follower": follower}).json()
     assert rejoined == {"follower": follower, "answers": {"3": 0}}  # a reconnect keeps the answer
-    http.post(f"/room/{room.room}/drive", json={"key": room.key, "round": 3, "step": 1})
+    http.post(f"/room/{room.room}/drive", json={"key": room.key, "trace": room.trace, "round": 3, "step": 1})
     late = http.post(f"/room/{room.room}/answer", json={"follower": follower, "round": 3, "guess": 1})
     assert late.status_code == 409 and "closed when the lecturer began revealing" in late.json()["error"]
 
@@ -83,31 +73,36 @@ def test_a_follower_joins_answers_once_and_the_lecturer_alone_drives(http, room)
     (b"not json", 400, "not JSON"), (b"[1, 2]", 400, "JSON object"), (b"x" * (MAX_BODY + 1), 413, "at most"),
     (json.dumps({"key": "forged", "round": 1}).encode(), 403, "only the lecturer"),
     (json.dumps({"round": 2, "step": 99}).encode(), 403, "only the lecturer"),  # the key is checked first
-    (b'{"key": "%s", "round": 2, "quiz": "false"}', 400, "quiz must be true or false"),
-    (b'{"key": "%s", "round": 2, "leading": 0}', 400, "leading must be true or false"),
-    (b'{"key": "%s", "round": "2"}', 400, "whole number"),
+    (b'{"key": "%s", "trace": "%t", "round": 2, "quiz": "false"}', 400, "quiz must be true or false"),
+    (b'{"key": "%s", "trace": "%t", "round": 2, "leading": 0}', 400, "leading must be true or false"),
+    (b'{"key": "%s", "trace": "%t", "round": "2"}', 400, "whole number"),
+    (b'{"key": "%s", "trace": "%t", "round": 2.5}', 400, "whole number"),
+    (b'{"key": "%s", "round": 2}', 400, "must name the trace its page shows"),
+    (b'{"key": "%s", "trace": 7, "round": 2}', 400, "must name the trace its page shows"),
+    (b'{"key": "%s", "trace": ["%t"], "round": 2}', 400, "must name the trace its page shows"),
+    (b'{"key": "%s", "trace": "0123456789abcdef", "round": 2}', 409, "not on the trace this page shows"),
 ])
 def test_bad_requests_get_a_message_and_the_room_goes_on(http, room, body, status, message):
-    body = body.replace(b"%s", room.key.encode())
+    body = body.replace(b"%s", room.key.encode()).replace(b"%t", room.trace.encode())
     answer = http.post(f"/room/{room.room}/drive", content=body, headers={"Content-Type": "application/json"})
     assert answer.status_code == status and message in answer.json()["error"]
-    assert http.post(f"/room/{room.room}/drive", json={"key": room.key, "round": 2}).status_code == 200
+    assert http.post(f"/room/{room.room}/drive", json={"key": room.key, "trace": room.trace, "round": 2}).status_code == 200
 
 
 def test_the_lecturer_downloads_the_results_and_nobody_else_can(server, http, room):
     hub, _ = server
     people = [http.post(f"/room/{room.room}/join", json={}).json()["follower"] for _ in range(3)]
-    http.post(f"/room/{room.room}/drive", json={"key": room.key, "round": 3, "quiz": True})
+    http.post(f"/room/{room.room}/drive", json={"key": room.key, "trace": room.trace, "round": 3, "quiz": True})
     for person, guess in zip(people, (1, 2, 2)):
         http.post(f"/room/{room.room}/answer", json={"follower": person, "round": 3, "guess": guess})
     facts = quiz_facts(load_example("paris"))
-    http.post(f"/room/{room.room}/drive", json={"key": room.key, "round": 3, "step": facts.rounds[2].steps})
-    got = http.post(f"/room/{room.room}/results", json={"key": room.key, "format": "json"})
+    http.post(f"/room/{room.room}/drive", json={"key": room.key, "trace": room.trace, "round": 3, "step": facts.rounds[2].steps})
+    got = http.post(f"/room/{room.room}/results", json={"key": room.key, "trace": room.trace, "format": "json"})
     assert got.status_code == 200 and "attachment" in got.headers["content-disposition"]
     row = got.json()["rounds"][0]
     assert row["histogram"]["1"] == 1 and row["histogram"]["2"] == 2 and row["class_mean"] == round(5 / 3, 4)
     assert row["accepted"] == facts.rounds[2].accepted and row["revealed"] is True
-    csv = http.post(f"/room/{room.room}/results", json={"key": room.key, "format": "csv"})
+    csv = http.post(f"/room/{room.room}/results", json={"key": room.key, "trace": room.trace, "format": "csv"})
     assert csv.headers["content-type"].startswith("text/csv") and csv.text.splitlines()[1].startswith("3,")
     assert not any(p in got.text + csv.text for p in people)  # counts only, no follower id
     other = hub.store.open("{}", facts)
@@ -144,7 +139,7 @@ def test_unknown_full_and_guessed_rooms_say_so(server, http, room):
     assert limited.status_code == 429 and "too many unknown codes" in limited.text
     assert 'class="sv-room-page sv-room-form"' in limited.text and "style=" not in limited.text
     assert "<script" not in http.get("/room?code=<script>x").text  # what was typed comes back escaped
-    assert http.post(f"/room/{room.room}/drive", json={"key": room.key, "round": 2}).status_code == 200
+    assert http.post(f"/room/{room.room}/drive", json={"key": room.key, "trace": room.trace, "round": 2}).status_code == 200
     hub.store._misses.clear(), hub.store._misses_all.clear()
 
 
@@ -174,7 +169,7 @@ def test_the_stream_sends_each_change_counts_only_and_says_when_the_room_closes(
     deadline = time.monotonic() + 20
     while not seen and time.monotonic() < deadline:  # the state on connecting
         time.sleep(0.02)
-    http.post(f"/room/{room.room}/drive", json={"key": room.key, "round": 2, "quiz": True})
+    http.post(f"/room/{room.room}/drive", json={"key": room.key, "trace": room.trace, "round": 2, "quiz": True})
     http.post(f"/room/{room.room}/answer", json={"follower": alice, "round": 2, "guess": 0})
     deadline = time.monotonic() + 20
     while not any(kind == "message" and data["answered"] == 1 for kind, data in list(seen)) \

@@ -8,7 +8,7 @@ import json
 
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.lecture.results import results_csv, results_json
-from specviz.lecture.rooms import round_facts
+from specviz.lecture.room_trace import round_facts
 from specviz.record.quiz_data import QuizFacts
 
 FACTS = QuizFacts(0.62, (round_facts(0.62, 4, 3, 5), round_facts(0.62, 4, 0, 2), round_facts(0.62, 2, 2, 3),

@@ -9,8 +9,9 @@ import threading
 import pytest
 
 from specviz.lecture import rooms
-from specviz.lecture.rooms import (CODE_ALPHABET, CODE_LENGTH, GRACE_S, MISSES_ALLOWED, MISSES_ALLOWED_ALL,
-                                   RoomError, RoomStore, is_code, round_facts, with_check)
+from specviz.lecture.room_codes import CODE_ALPHABET, CODE_LENGTH, is_code, with_check
+from specviz.lecture.room_trace import round_facts
+from specviz.lecture.rooms import GRACE_S, MISSES_ALLOWED, MISSES_ALLOWED_ALL, RoomError, RoomStore
 from specviz.record.quiz_data import QuizFacts
 from tests.helpers import Clock
 
@@ -32,7 +33,7 @@ def test_the_lecturer_drives_and_followers_see_it(store):
     room, follower = store.join(opened.code.lower())  # a code typed in lower case still works
     assert room == opened.room and store.trace_json(room) == ('{"trace": 1}', 1)
     before = store.view(room).version
-    view = store.drive(room, opened.key, round_=3, step=2, quiz=True)
+    view = store.drive(room, opened.key, round_=3, step=2, quiz=True, trace=opened.trace)
     assert (view.round_, view.step, view.quiz, view.followers) == (3, 2, True, 1) and view.version > before
     assert view.reached == {3: 2}
 
@@ -42,7 +43,7 @@ def test_only_the_key_drives(store):
     room, follower = store.join(opened.room)
     for forged in (follower, "", None, opened.key[:-1] + "x", opened.code):
         with pytest.raises(RoomError, match="only the lecturer"):
-            store.drive(room, forged, round_=2)
+            store.drive(room, forged, round_=2, trace=opened.trace)
     assert store.view(room).round_ == 1  # nothing moved
 
 
@@ -50,7 +51,7 @@ def test_answers_are_counted_once_and_never_named(store):
     opened = store.open("{}", facts(0, 4))
     room = opened.room
     alice, bob = store.join(room)[1], store.join(room)[1]
-    store.drive(room, opened.key, round_=2, quiz=True)
+    store.drive(room, opened.key, round_=2, quiz=True, trace=opened.trace)
     store.answer(room, alice, 2, 3)
     view = store.answer(room, bob, 2, 1)
     assert view.answered == 2 and view.revealed == {}  # counted, but not shown before the round is revealed
@@ -67,9 +68,9 @@ def test_answers_are_counted_once_and_never_named(store):
         with pytest.raises(RoomError, match="join the room"):
             store.answer(room, forged, 2, 1)
     assert store.mine(room, alice) == {2: 3} and store.mine(room, bob) == {2: 1}
-    store.drive(room, opened.key, round_=2, step=1)
+    store.drive(room, opened.key, round_=2, step=1, trace=opened.trace)
     assert store.view(room).revealed == {}  # one step of two: not revealed yet
-    view = store.drive(room, opened.key, round_=2, step=2)
+    view = store.drive(room, opened.key, round_=2, step=2, trace=opened.trace)
     assert view.revealed == {2: {3: 1, 1: 1}}
 
 
@@ -78,22 +79,22 @@ def test_answers_are_taken_only_for_the_round_on_screen_before_its_reveal(store)
     room, follower = store.join(opened.code)
     with pytest.raises(RoomError, match="quiz is not open"):
         store.answer(room, follower, 1, 1)
-    store.drive(room, opened.key, round_=2, quiz=True)
+    store.drive(room, opened.key, round_=2, quiz=True, trace=opened.trace)
     with pytest.raises(RoomError, match="open for round 2, the one on the lecturer's screen, not round 3"):
         store.answer(room, follower, 3, 1)
     store.answer(room, follower, 2, 2)
-    store.drive(room, opened.key, round_=2, step=1)
+    store.drive(room, opened.key, round_=2, step=1, trace=opened.trace)
     with pytest.raises(RoomError, match="closed when the lecturer began revealing"):
         store.answer(room, follower, 2, 1)  # no change after the first reveal
     assert store.mine(room, follower) == {2: 2}
     with pytest.raises(RoomError, match="reveal step of round 2 must be from 0 to 2"):
-        store.drive(room, opened.key, round_=2, step=3)
+        store.drive(room, opened.key, round_=2, step=3, trace=opened.trace)
 
 
 def test_a_reconnecting_follower_keeps_its_answers_and_a_forged_id_gets_a_new_one(store):
     opened = store.open("{}", facts(2, 2))
     room, alice = store.join(opened.code)
-    store.drive(room, opened.key, round_=1, quiz=True)
+    store.drive(room, opened.key, round_=1, quiz=True, trace=opened.trace)
     store.answer(room, alice, 1, 2)
     assert store.join(room, follower=alice) == (room, alice)
     again = store.join(room, follower="made-up")[1]
@@ -106,7 +107,7 @@ def test_a_reconnecting_follower_keeps_its_answers_and_a_forged_id_gets_a_new_on
 def test_bad_rounds_and_unknown_rooms_get_a_message(store):
     opened = store.open("{}", facts(0, 4))
     with pytest.raises(RoomError, match="round must be from 1 to 2"):
-        store.drive(opened.room, opened.key, round_=3)
+        store.drive(opened.room, opened.key, round_=3, trace=opened.trace)
     with pytest.raises(RoomError, match="does not exist or has closed"):
         store.view("nope")
     with pytest.raises(RoomError, match="at least one round"):
@@ -129,7 +130,7 @@ def test_full_rooms_and_a_full_server_say_so(store):
 def test_idle_rooms_close_and_free_their_place(store):
     opened = store.open("{}", facts(0, 4))
     store.clock.now += 3000
-    store.drive(opened.room, opened.key, round_=2)  # driving keeps it open
+    store.drive(opened.room, opened.key, round_=2, trace=opened.trace)  # driving keeps it open
     store.clock.now += 3000
     assert store.view(opened.room).round_ == 2
     store.clock.now += 3601
@@ -218,7 +219,7 @@ def test_seats_are_the_people_present(store):
 
 def test_a_hall_with_people_coming_and_going_never_fills(store):
     opened = store.open("{}", facts(0, 2))
-    store.drive(opened.room, opened.key, round_=2, quiz=True)
+    store.drive(opened.room, opened.key, round_=2, quiz=True, trace=opened.trace)
     for hour in range(50):  # 50 waves of 3 people: 150 arrivals in a room of 4 seats
         wave = [store.join(opened.room)[1] for _ in range(3)]
         for p in wave:
@@ -233,7 +234,7 @@ def test_a_hall_with_people_coming_and_going_never_fills(store):
 def test_followers_long_gone_are_forgotten_but_their_answers_counted(store, monkeypatch):
     monkeypatch.setattr(rooms, "MAX_GONE", 2)
     opened = store.open("{}", facts(2))
-    store.drive(opened.room, opened.key, round_=1, quiz=True)
+    store.drive(opened.room, opened.key, round_=1, quiz=True, trace=opened.trace)
     first = []
     for guess in (0, 1, 2, 2, 1):
         follower = store.join(opened.room)[1]
@@ -243,16 +244,16 @@ def test_followers_long_gone_are_forgotten_but_their_answers_counted(store, monk
     store.join(opened.room)
     assert len(store._rooms[opened.room].seats) <= 2 + 1  # two gone kept by id, one present
     assert store.join(opened.room, follower=first[0])[1] != first[0]  # the longest gone is forgotten
-    view = store.drive(opened.room, opened.key, round_=1, step=2)
+    view = store.drive(opened.room, opened.key, round_=1, step=2, trace=opened.trace)
     assert view.revealed == {1: {0: 1, 1: 2, 2: 2}}  # but its answer is still counted
 
 
 def test_the_lecturer_moves_the_room_to_another_trace_and_downloads_results(store):
     opened = store.open('{"trace": 1}', facts(2, 2))
     follower = store.join(opened.room)[1]
-    store.drive(opened.room, opened.key, round_=2, quiz=True)
+    store.drive(opened.room, opened.key, round_=2, quiz=True, trace=opened.trace)
     store.answer(opened.room, follower, 2, 1)
-    store.drive(opened.room, opened.key, round_=2, step=1)
+    store.drive(opened.room, opened.key, round_=2, step=1, trace=opened.trace)
     assert store.results(opened.room, opened.key)[1:] == ({2: {1: 1}}, {2: 1})
     for forged in (None, "", follower, opened.code, 5):
         with pytest.raises(RoomError, match="only the lecturer"):
@@ -262,12 +263,12 @@ def test_the_lecturer_moves_the_room_to_another_trace_and_downloads_results(stor
     other = store.open("{}", facts(1))
     with pytest.raises(RoomError, match="only the lecturer"):  # another room's key
         store.results(opened.room, other.key)
-    view = store.drive(opened.room, opened.key, round_=2, leading=False)
+    view = store.drive(opened.room, opened.key, round_=2, leading=False, trace=opened.trace)
     assert not view.leading and view.round_ == 2
     for bad in ("false", 0, None, [False]):
         with pytest.raises(RoomError, match="must be true or false"):
             store.drive(opened.room, opened.key, round_=2, quiz="no" if bad is None else bad,
-                        leading=None)
+                        leading=None, trace=opened.trace)
     view = store.retrace(opened.room, opened.key, '{"trace": 2}', facts(4, 4, 4))
     assert (view.part, view.round_, view.step, view.quiz, view.leading) == (2, 1, 0, False, True)
     assert store.trace_json(opened.room) == ('{"trace": 2}', 2) and store.results(opened.room, opened.key)[1] == {}
@@ -292,4 +293,4 @@ def test_a_flood_of_joins_is_bounded_and_the_room_goes_on(store):
     for t in threads:
         t.join()
     assert store.view(opened.room).followers == 4 and len(refused) == 36
-    assert store.drive(opened.room, opened.key, round_=2).round_ == 2
+    assert store.drive(opened.room, opened.key, round_=2, trace=opened.trace).round_ == 2

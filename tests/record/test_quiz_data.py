@@ -6,7 +6,8 @@ import json
 import pytest
 
 from specviz.engine import RunSettings
-from specviz.lecture.rooms import RoomError, RoomStore, quiz_facts
+from specviz.lecture.room_trace import quiz_facts
+from specviz.lecture.rooms import RoomError, RoomStore
 from specviz.record.lecture_pack import pack_json
 from specviz.record.quiz_data import QuizState, RoundQuiz, load_lecture, most_accepted, quiz_to_dict
 
@@ -35,7 +36,7 @@ def test_a_tree_rounds_answer_is_bounded_by_its_depth_in_a_pack_and_in_a_room(tr
     store = RoomStore()
     opened = store.open(tree_trace.to_json(), quiz_facts(tree_trace))
     room, follower = store.join(opened.code)
-    store.drive(opened.room, opened.key, round_=n, step=0, quiz=True)
+    store.drive(opened.room, opened.key, round_=n, step=0, quiz=True, trace=opened.trace)
     store.answer(room, follower, round_=n, guess=depth)
     with pytest.raises(RoomError):
         store.answer(room, follower, round_=n, guess=depth + 1)

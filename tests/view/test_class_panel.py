@@ -8,10 +8,10 @@ import pytest
 
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.lecture.examples import load_example
-from specviz.lecture.rooms import round_facts
+from specviz.lecture.room_trace import round_facts
 from specviz.record.quiz_data import QuizFacts, mean_guess
 from specviz.view.class_panel import class_panel
-from specviz.lecture.rooms import quiz_facts
+from specviz.lecture.room_trace import quiz_facts
 
 
 def test_facts_come_from_the_trace():

@@ -17,6 +17,7 @@ import threading
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry, no version check
 
 from specviz.app.errors import message_of  # noqa: E402
+from specviz.engine.kernels import EXACT, PATHS  # noqa: E402
 from specviz.engine.pairs import DEFAULT_PRESET, PRESETS  # noqa: E402
 from specviz.app.serving import DEFAULT_CONCURRENCY, default_engine_loader, launch_kwargs, preset_labels  # noqa: E402
 from specviz.app.page import build_demo  # noqa: E402
@@ -38,10 +39,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"model runs at once across all users (default {DEFAULT_CONCURRENCY}: on a CPU a "
                              "second run only splits the cores); the rest wait in the queue, which stepping through "
                              "rounds never does")
+    parser.add_argument("--kernels", default=os.environ.get("SPECVIZ_KERNELS", "auto"),
+                        help="on a CPU, the path the models' linear layers run on: auto (default: the fastest exact "
+                             "path, measured once on this machine), " + ", ".join(EXACT) + "; refused where this "
+                             "machine cannot run it (docs/engine.md)")
     parser.add_argument("--share", action="store_true", help="also open a public Gradio share link (off by default)")
     args = parser.parse_args(argv)
     if args.concurrency < 1:
         parser.error(f"--concurrency must be at least 1, got {args.concurrency}")
+    if args.kernels not in ("auto", *PATHS):
+        parser.error(f"--kernels must be auto or one of {', '.join(PATHS)}, got {args.kernels!r}")
     args.presets = [name.strip() for name in args.presets.split(",") if name.strip()]
     if not args.presets:
         parser.error("--presets names no preset")
@@ -86,6 +93,7 @@ def load_for_zerogpu(loader, args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    default_engine_loader.kernels = None if args.kernels == "auto" else args.kernels
     if on_zerogpu():
         load_for_zerogpu(default_engine_loader, args)
     else:

@@ -3,8 +3,9 @@
     python -m tools.measure_app
 
 Prints: time until the page is interactive after the server is up (headless Chromium), the same for a bare
-Gradio page (one button, one load event: the floor Gradio itself sets on this machine), and tokens/s of Generate
-through the app (wall clock at the client) vs the engine alone.
+Gradio page (one button, one load event: the floor Gradio itself sets on this machine), a 48-token Generate of the
+code prompt in the page from the click to the summary on screen (the page's own settings: K, adaptive K's rule,
+the kernels the app chose), and tokens/s of Generate through the app (wall clock at the client) vs the engine alone.
 """
 import argparse
 import os
@@ -27,6 +28,25 @@ def interactive_times(browser, url: str, info_text: str, n: int = 3) -> list[flo
     for _ in range(n):
         page = AppPage(browser, url, info=info_text, viewport=None)  # the browser's default viewport
         times.append(page.ready_s)
+        page.close()
+    return times
+
+
+def click_to_summary(browser, url: str, n: int = 5) -> list[float]:
+    """Seconds from the click on Generate (the code prompt, 48 new tokens, the page's other settings as they open)
+    to the run's summary on screen ("Done", the last round shown), each in a fresh tab."""
+    from harness.browser import AppPage
+
+    times = []
+    for _ in range(n):
+        page = AppPage(browser, url, info="target", viewport=None)
+        page.page.fill("#prompt textarea", PROMPT)
+        page.set_number("max-new-tokens", 48)
+        t0 = time.perf_counter()
+        page.page.click("#generate")
+        page.wait_match("#status", r"Done: \d+ rounds")
+        page.wait_nonempty("#summary")
+        times.append(time.perf_counter() - t0)
         page.close()
     return times
 
@@ -61,6 +81,7 @@ def main() -> None:
         with sync_playwright() as pw:
             browser = launch_browser(pw)
             times = interactive_times(browser, url, "target", n=5)
+            generate = click_to_summary(browser, url)
             bare = bare_gradio_page()
             bare_times = interactive_times(browser, serve_demo(bare), "target", n=5)
             bare.close()
@@ -68,6 +89,8 @@ def main() -> None:
         print(f"page interactive after goto: {', '.join(f'{t:.2f}' for t in times)} s (median "
               f"{statistics.median(times):.2f}); a bare Gradio page: {', '.join(f'{t:.2f}' for t in bare_times)} s "
               f"(median {statistics.median(bare_times):.2f})")
+        print(f"a 48-token Generate of the code prompt, click to summary: {', '.join(f'{t:.1f}' for t in generate)} s "
+              f"(median {statistics.median(generate):.1f}) on {engine.kernels} kernels")
 
         client = Client(url, verbose=False)
         args = dict(prompt=PROMPT, preset=DEFAULT_PRESET, k=4, temperature=0, top_p=1, top_k=0, seed=0,

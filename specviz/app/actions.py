@@ -18,6 +18,7 @@ import gradio as gr
 from specviz.view import charts
 from specviz.view import notices
 from specviz.view import summary
+from specviz.view.cost_words import pass_costs_text
 from specviz.engine import Engine, RunSettings
 from specviz.app.errors import message_of, refused_by_zerogpu
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
@@ -82,13 +83,14 @@ def api_outputs(event: str) -> list[str]:
 
 
 def trace_info(trace: Trace) -> str:
-    return notices.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model, recorded=True)
+    return notices.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model, recorded=True,
+                            kernels=trace.kernels)
 
 
 def engine_info(engine: Engine, drafter_name: str | None = None) -> str:
     """The model line: the engine's pair, or with `drafter_name` (a run's trace.draft_model) what a run drafted with."""
     return notices.run_info(engine.device, engine.dtype, drafter_name or engine.draft_name, engine.target_name,
-                           why=engine.dtype_why)
+                            why=engine.dtype_why, kernels=engine.kernels, costs=pass_costs_text(engine.pass_costs))
 
 
 def download(trace: Trace) -> gr.DownloadButton:

@@ -59,8 +59,10 @@ class EngineCache:
     loaded, so a pair that fails to load (a hub model, offline) leaves the working one in place. A preset
     loads once however many sessions ask for it, and loading one never blocks sessions using another."""
 
-    def __init__(self, load_pair: Callable[..., Any] | None = None, measure_at_load: bool = True):
+    def __init__(self, load_pair: Callable[..., Any] | None = None, measure_at_load: bool = True,
+                 kernels: str | None = None):
         self._load_pair = load_pair or _load_pair
+        self.kernels = kernels  # on a CPU, the kernel path every pair loads on (engine/kernels.py; None: auto)
         # Time the pair's passes once loaded (engine/pass_costs.py: seconds), for the cost-aware stop rule. Not on
         # ZeroGPU, where the main process has no GPU to time: there the first run measures in its GPU call
         self.measure_at_load = measure_at_load
@@ -77,7 +79,8 @@ class EngineCache:
             with self._lock:
                 if preset in self._engines:  # another session loaded it while we waited
                     return self._engines[preset]
-            engine = Engine.from_pair(self._load_pair(preset=preset, progress=progress))
+            kernels = {"kernels": self.kernels} if self.kernels else {}  # a stand-in loader (tests) may take none
+            engine = Engine.from_pair(self._load_pair(preset=preset, progress=progress, **kernels))
             engine.warm_up()  # kernel selection happens now, not inside the first Generate's round 1
             if self.measure_at_load:
                 engine.measure_pass_costs()

@@ -8,11 +8,13 @@ import argparse
 from specviz.settings import defaults
 from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES
 from specviz.cli.progress import print_progress
+from specviz.engine.kernels import add_kernels_flag
 
 
 def add_costs_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default=None, help="a preset name (default: the offline packaged pair)")
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
+    add_kernels_flag(p)
     p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS)
     p.add_argument("--alpha", type=float, default=0.8, help="acceptance rate for the predicted speedups")
     p.add_argument("--k", type=int, default=defaults.K, help="draft tokens per round for the predicted speedups")
@@ -25,7 +27,7 @@ def costs_command(a: argparse.Namespace) -> int:
     from specviz.engine import Engine
     from specviz.engine.pairs import load_pair
 
-    engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, progress=print_progress,
+    engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, progress=print_progress, kernels=a.kernels,
                                         draft_weights=a.draft_weights))
     engine.warm_up()
     print(costs_text(pass_timing.measure_costs(engine, progress=print_progress), a.alpha, a.k))

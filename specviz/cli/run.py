@@ -15,6 +15,7 @@ from specviz.view.cost_words import round_note
 from specviz.view.trace_text import ROUND_HEADER, round_line, summary_lines
 from specviz.cli.flags import flag
 from specviz.cli.progress import print_progress
+from specviz.engine.kernels import add_kernels_flag
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
@@ -54,6 +55,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help=f"with --drafter {layers.DRAFTER.key}: {layers.DRAFT_LAYERS.help}")
     p.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
+    add_kernels_flag(p)
     p.add_argument("--device", default="auto")
     p.add_argument("--draft-weights", choices=DRAFT_WEIGHTS,
                    help="int4 / int8: a lighter draft with 4- or 8-bit weights (still exact); full: as loaded; "
@@ -82,13 +84,14 @@ def run_command(a: argparse.Namespace) -> int:
     if a.preset and a.preset not in PRESETS:
         raise ValueError(f"unknown preset {a.preset!r}; known: {', '.join(PRESETS)}")
     check_heads_trained(settings, a.target or PRESETS[a.preset or DEFAULT_PRESET].target)  # before a minute of loading
-    pair = load_pair(a.preset, a.draft, a.target, a.device, a.dtype, progress=print_progress,
+    pair = load_pair(a.preset, a.draft, a.target, a.device, a.dtype, progress=print_progress, kernels=a.kernels,
                      draft_weights=a.draft_weights or DRAFT_WEIGHTS[0])
     engine = Engine.from_pair(pair)
     engine.warm_up()
     shape = f"tree {widths_text(settings.widths)}" if settings.drafter_spec.tree else f"K={settings.k}"
-    print(f"{pair.draft_name} → {pair.target_name} · {pair.device} · {pair.dtype} · {shape} · "
-          f"T={settings.temperature} · seed={settings.seed}", flush=True)
+    print(f"{pair.draft_name} → {pair.target_name} · {pair.device} · {pair.dtype} · {pair.kernels} kernels · {shape} "
+          f"· T={settings.temperature} · seed={settings.seed}", flush=True)
+    print(f"kernels: {pair.dtype_why}", flush=True)
     run = engine.start(a.prompt, settings)
     if not a.quiet:
         print(ROUND_HEADER)

@@ -67,6 +67,7 @@ class RunContext:
     tokenizer: Any  # decodes the output for the trace
     device: str
     dtype: str
+    kernels: str  # the path the linear layers run on (engine/kernels.py); the dtype's name for its own kernels
     target_name: str
     drafter_name: str  # as the trace records it
     draft_memory: DraftMemory | None  # the drafter model's memory (engine/memory.py); None without one
@@ -175,4 +176,5 @@ class DecodingRun:
             dtype=ctx.dtype, prompt=self.prompt, prompt_token_ids=list(self.prompt_ids), rounds=list(self.rounds),
             output_token_ids=new, output_text=ctx.tokenizer.decode(new, skip_special_tokens=True),
             summary=summarize(self.rounds, self.elapsed), eos_token_ids=sorted(ctx.eos_ids),
-            draft_memory=ctx.draft_memory, pass_costs=self.prices, rule_note=self.rule_note)
+            draft_memory=ctx.draft_memory, pass_costs=self.prices, rule_note=self.rule_note,
+            kernels="" if ctx.kernels == ctx.dtype else ctx.kernels)

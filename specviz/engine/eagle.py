@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from specviz.drafters.trained import EAGLE
+from specviz.engine.kernels import activations
 
 WINDOW = 32  # positions a step's attention sees: the most recent target features, then the layer's own guesses
 MLP_FACTOR = 2  # the MLP's width as a multiple of the hidden size
@@ -111,8 +112,8 @@ class EagleDrafter(torch.nn.Module):
         self.layer = EagleLayer(target.config.hidden_size)
         self.embed = target.get_input_embeddings()
         self.lm_head = target.lm_head
-        weight = self.lm_head.weight
-        self.layer.to(device=weight.device, dtype=weight.dtype)
+        self.device, self.dtype = activations(target)  # what the LM head reads (its weights may be float16)
+        self.layer.to(device=self.device, dtype=self.dtype)
         self.provenance = None
 
     @property
@@ -131,13 +132,14 @@ class EagleDrafter(torch.nn.Module):
         return "an EAGLE-style layer"
 
     def to_target_dtype(self) -> "EagleDrafter":
-        self.layer.to(self.lm_head.weight.dtype)
+        self.layer.to(self.dtype)
         return self
 
     def next_features(self, features: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         """(B, L, H) the layer's guesses at the features after each (feature, next token) pair: features (B, L, H),
         tokens (B, L) the token each feature gave."""
-        dtype = self.layer.fc.weight.dtype
+        weight = getattr(self.layer.fc, "weight", None)  # float32 while training; on a packed path, the activations'
+        dtype = weight.dtype if isinstance(weight, torch.nn.Parameter) else self.dtype
         return self.layer(features.to(dtype), self.embed(tokens).to(dtype))
 
     def predict(self, features: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -146,4 +148,4 @@ class EagleDrafter(torch.nn.Module):
 
     def logits(self, feature: torch.Tensor) -> torch.Tensor:
         """The LM head's logits (..., V) of guessed features (..., H)."""
-        return self.lm_head(feature.to(self.lm_head.weight.dtype))
+        return self.lm_head(feature.to(self.dtype))

@@ -34,6 +34,7 @@ from specviz.engine.chain import ChainRun
 from specviz.engine.trained import heads_folder, load_heads
 from specviz.engine.packaged import cache_root
 from specviz.engine.decoding import DecodingRun, RunContext, forward
+from specviz.engine.kernels import put_linears_on
 from specviz.engine.timer import synchronize
 from specviz.engine.lean import LeanCache, LeanDecoder
 from specviz.engine.memory import draft_memory
@@ -49,12 +50,13 @@ class Engine:
     """Holds a draft/target pair and the tokenizer they share; starts runs."""
 
     def __init__(self, draft, target, tokenizer, draft_name="draft", target_name="target", dtype=None,
-                 dtype_why: str = "", lean_draft: bool = True):
+                 dtype_why: str = "", lean_draft: bool = True, kernels: str = ""):
         self.draft, self.target, self.tokenizer = draft, target, tokenizer
         self.draft_name, self.target_name = draft_name, target_name
         self.device = str(next(target.parameters()).device)
         self.dtype = dtype or str(next(target.parameters()).dtype).removeprefix("torch.")
-        self.dtype_why = dtype_why  # why this dtype on this device (pairs.auto_dtype), shown on the page
+        self.dtype_why = dtype_why  # why these kernels and this dtype on this device (pairs.load_pair), on the page
+        self.kernels = kernels or self.dtype  # the path the linear layers run on (kernels.py), or the dtype's own
         # Models of one family may pad their embedding tables to different sizes (Qwen2.5 0.5B: 151936,
         # 7B: 152064); both distributions are taken over the shared ids only, in the baseline too.
         self.vocab = min(draft.config.vocab_size, target.config.vocab_size)
@@ -109,6 +111,7 @@ class Engine:
             heads = load_heads(folder, self.target, self.target_name)
             if heads is None:
                 raise ValueError(how_to_train(spec.trained, self.target_name))
+            put_linears_on(heads.own, self.kernels)  # its own layers on the pair's path, as the draft's are
             self._heads[spec.trained] = heads
         return self._heads[spec.trained]
 
@@ -154,7 +157,7 @@ class Engine:
         run: the run then stops drafting by the threshold rule, and the trace says why."""
         if self.pass_costs is None:
             self.measure_pass_costs()
-        problem = self.pass_costs.problem(self.device, self.dtype, self.target_name)
+        problem = self.pass_costs.problem(self.device, self.dtype, self.target_name, self.kernels)
         if problem is None and drafter is not self.draft and drafter not in self._draft_steps:
             self._draft_steps[drafter] = pass_costs.draft_step_s(self, drafter)  # self-speculation's N layers
         if problem is None:
@@ -176,7 +179,7 @@ class Engine:
     @classmethod
     def from_pair(cls, pair) -> "Engine":
         return cls(pair.draft, pair.target, pair.tokenizer, pair.draft_name, pair.target_name, pair.dtype,
-                   getattr(pair, "dtype_why", ""))
+                   getattr(pair, "dtype_why", ""), kernels=getattr(pair, "kernels", ""))
 
     def warm_up(self) -> None:
         """One short pass through each model: the first call on CPU pays for kernel selection (seconds),
@@ -235,7 +238,8 @@ class Engine:
         return RunContext(prompt_ids=ids, target=self.target, drafter=drafter,
                           new_draft_cache=partial(self.new_draft_cache, drafter), vocab=self.vocab,
                           eos_ids=self.eos_ids, text=self.text, tokenizer=self.tokenizer, device=self.device,
-                          dtype=self.dtype, target_name=self.target_name, drafter_name=drafter_name,
+                          dtype=self.dtype, kernels=self.kernels, target_name=self.target_name,
+                          drafter_name=drafter_name,
                           draft_memory=self.memory_of(drafter))
 
     def run(self, prompt: str, settings: RunSettings, details: bool = True, baseline: bool = False,

@@ -19,6 +19,11 @@ def cpu_flags() -> str:
     return ", ".join(f for f in SPEED_FLAGS if f in flags) or "none of avx2, avx512, amx"
 
 
+def native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 natively (avx512_bf16 or AMX), where torch's bfloat16 is fast."""
+    return bool((_cpuinfo_words() or set()) & {"avx512_bf16", "amx_bf16"})
+
+
 def machine(device: str) -> str:
     """'AMD EPYC, 2 cores (2 threads), avx2 avx512f avx512_bf16, no AMX' on a CPU; the GPU's name on CUDA."""
     if torch.device(device).type == "cuda":

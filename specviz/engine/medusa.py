@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from specviz.drafters.trained import MEDUSA
+from specviz.engine.kernels import activations
 
 
 class ResBlock(torch.nn.Module):
@@ -44,8 +45,8 @@ class MedusaHeads(torch.nn.Module):
         hidden = target.config.hidden_size
         self.blocks = torch.nn.ModuleList(ResBlock(hidden) for _ in range(n))
         self.lm_head = target.lm_head
-        weight = target.lm_head.weight
-        self.blocks.to(device=weight.device, dtype=weight.dtype)
+        self.device, self.dtype = activations(target)  # what the LM head reads (its weights may be float16)
+        self.blocks.to(device=self.device, dtype=self.dtype)
         self.provenance = None  # trained.Provenance, once trained or loaded
 
     @property
@@ -58,8 +59,8 @@ class MedusaHeads(torch.nn.Module):
         return self.blocks
 
     def to_target_dtype(self) -> "MedusaHeads":
-        """The blocks in the LM head's dtype, as they run once loaded (training keeps them in float32)."""
-        self.blocks.to(self.lm_head.weight.dtype)
+        """The blocks in the target's activations' dtype, as they run once loaded (training keeps them in float32)."""
+        self.blocks.to(self.dtype)
         return self
 
     @property
@@ -69,10 +70,17 @@ class MedusaHeads(torch.nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """Logits (..., n, V) from hidden states (..., H): head i's guess at the token i + 1 places past the next."""
-        x = hidden.to(self.blocks[0].linear.weight.dtype)
-        return self.lm_head(torch.stack([block(x) for block in self.blocks], dim=-2).to(self.lm_head.weight.dtype))
+        x = hidden.to(_dtype_of(self.blocks[0], self.dtype))
+        return self.lm_head(torch.stack([block(x) for block in self.blocks], dim=-2).to(self.dtype))
 
     def head(self, i: int, hidden: torch.Tensor) -> torch.Tensor:
         """Head i's logits (..., V) alone (training reads one head at a time; its blocks may be float32 there)."""
         block = self.blocks[i]
-        return self.lm_head(block(hidden.to(block.linear.weight.dtype)).to(self.lm_head.weight.dtype))
+        return self.lm_head(block(hidden.to(_dtype_of(block, self.dtype))).to(self.dtype))
+
+
+def _dtype_of(block: ResBlock, default: torch.dtype) -> torch.dtype:
+    """The dtype a block computes in: its own weights' (float32 while training), or the activations' once its layer
+    runs on a packed path (kernels.Fp16Linear keeps float32 activations)."""
+    weight = getattr(block.linear, "weight", None)
+    return weight.dtype if isinstance(weight, torch.nn.Parameter) else default

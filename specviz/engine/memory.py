@@ -3,6 +3,9 @@ the part it shares with the target (self-speculation shares every weight), and i
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+
 import torch
 
 from specviz.record.trace import DraftMemory
@@ -21,6 +24,10 @@ def draft_memory(draft, target) -> DraftMemory | None:
     for t in {id(t): t for t in _tensors(draft)}.values():
         size = t.numel() * t.element_size()
         shared, own = (shared + size, own) if t.data_ptr() in owned_by_target else (shared, own + size)
+    target_modules = {id(m) for m in target.modules()}
+    for m in draft.modules():  # weights packed for a kernel (kernels.Fp16Linear) are no tensor torch counts
+        packed = getattr(m, "packed_bytes", 0)
+        shared, own = (shared + packed, own) if id(m) in target_modules else (shared, own + packed)
     config = getattr(draft, "config", None)
     if config is None:  # drafting heads (engine/medusa.py, eagle.py): blocks and the target's LM head, no KV cache of their own
         return DraftMemory(weights_bytes=own, shared_bytes=shared, kv_bytes_per_token=0)
@@ -29,3 +36,15 @@ def draft_memory(draft, target) -> DraftMemory | None:
     element = torch.empty((), dtype=draft.dtype).element_size()  # the cache holds keys and values in compute dtype
     kv = 2 * config.num_hidden_layers * heads * head_dim * element
     return DraftMemory(weights_bytes=own, shared_bytes=shared, kv_bytes_per_token=kv)
+
+
+def give_back_freed_memory() -> None:
+    """Return the memory freed while loading to the system (glibc keeps freed blocks for reuse otherwise: a pair put
+    on a kernel path frees the weights it repacked, and the process would go on holding their gigabytes)."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        if libc is not None and hasattr(libc, "malloc_trim"):
+            libc.malloc_trim(0)
+    except OSError:  # not glibc (macOS, musl): nothing to trim, or no way to ask
+        pass

@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
 from specviz.settings.bounds import DTYPE_CHOICES, Progress
+from specviz.engine.kernels import EXACT, Choice, apply_path, check_rows, choose_path
+from specviz.engine.machine import native_bf16
+from specviz.engine.memory import give_back_freed_memory
+from specviz.engine.packaged import cache_root
 from specviz.engine.packaged import PACKAGED_PREFIX, prepare_packaged
 from specviz.engine.quant import FULL, pick_weights, quantize_linears, weights_name
 
@@ -51,7 +54,8 @@ class ModelPair:
     target_name: str
     device: str
     dtype: str
-    dtype_why: str = ""  # why auto chose this dtype on this device (the page shows it)
+    dtype_why: str = ""  # why these kernels and dtype on this device, and their check (the page shows it)
+    kernels: str = ""  # the path the linear layers run on (kernels.py; on a GPU the dtype's own)
 
 
 # --- device and dtype ------------------------------------------------------------------------------------
@@ -74,14 +78,6 @@ def pick_device(device: str | None = None) -> str:
     return device
 
 
-def _cpu_has_bf16() -> bool:
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
 def pick_dtype(dtype: str | None, device: str) -> str:
     """The dtype to load in: as asked, or for auto the one auto_dtype gives this device."""
     if dtype in (None, "", "auto"):
@@ -92,8 +88,8 @@ def pick_dtype(dtype: str | None, device: str) -> str:
 
 
 def auto_dtype(device: str) -> tuple[str, str]:
-    """(dtype, why): bfloat16 only where the device computes it natively; float16 on GPUs without it (T4 and
-    older, Apple silicon); float32 on CPUs without it, where bfloat16 would be emulated."""
+    """(dtype, why): on a GPU bfloat16 only where it computes it natively, else float16 (T4 and older, Apple
+    silicon); on a CPU float32, the activations of every exact kernel path (kernels.py)."""
     if device.startswith("cuda"):
         name = torch.cuda.get_device_name(device)
         if torch.cuda.is_bf16_supported(including_emulation=False):
@@ -103,9 +99,9 @@ def auto_dtype(device: str) -> tuple[str, str]:
                            f"half the memory of float32")
     if device == "mps":
         return "float16", "Apple-silicon GPUs compute float16 natively (bfloat16 needs a recent macOS)"
-    if _cpu_has_bf16():
-        return "bfloat16", "this CPU computes bfloat16 natively (avx512_bf16 or AMX)"
-    return "float32", "this CPU has no native bfloat16 (no avx512_bf16 or AMX), where it would be emulated"
+    native = "it computes bfloat16 natively, but" if native_bf16() else "bfloat16 would be emulated here, and"
+    return "float32", (f"on a CPU the kernels decide (engine/kernels.py), all in float32 activations: {native} "
+                       f"bfloat16's rows are not independent, so it is not exact")
 
 
 # --- loading ---------------------------------------------------------------------------------------------
@@ -157,44 +153,79 @@ def check_same_tokenizer(a, b, names: tuple[str, str]) -> None:
 
 def load_pair(preset: str | None = None, draft: str | None = None, target: str | None = None,
               device: str | None = None, dtype: str | None = None,
-              progress: Progress | None = None, draft_weights: str = "auto") -> ModelPair:
+              progress: Progress | None = None, draft_weights: str = "auto", kernels: str | None = None) -> ModelPair:
     """Load a draft/target pair by preset name, or by two model ids (hub ids, local folders or
     "packaged:<name>"). Raises ValueError with a readable message for anything that cannot work.
 
-    draft_weights: "int8" or "int4" gives the draft int8 or int4 weights (quant.py: a lighter draft, still exact),
-    "full" keeps them as loaded, "auto" takes on CPU whichever of the three this CPU runs fastest, full weights
-    elsewhere. The target is never quantized."""
+    kernels: on a CPU, the path the linear layers run on (kernels.py: auto, the fastest exact one measured here;
+    or a name); on a GPU the dtype's own. draft_weights: "int8" or "int4" gives the draft int8 or int4 weights
+    (quant.py: a lighter draft, still exact), "full" keeps them as loaded (on the kernels' path), "auto" takes on
+    CPU whichever of the three this CPU runs fastest, full weights elsewhere. The target's weights are never
+    quantized to integers."""
+    draft, target = _pair_ids(preset, draft, target)
+    device = pick_device(device)
+    draft_path = resolve_model(draft, _scaled(progress, 0.0, 0.4))
+    target_path = resolve_model(target, _scaled(progress, 0.4, 0.85))
+    tok_draft, tok_target = load_tokenizer(draft_path), load_tokenizer(target_path)
+    check_same_tokenizer(tok_draft, tok_target, (draft, target))
+    if progress:
+        progress(0.87, "choosing the kernels")
+    choice = choose_kernels(target_path, device, dtype, kernels)
+    weights = pick_weights(draft_weights, device, DTYPES[choice.dtype], choice.path)
+    if progress:
+        progress(0.9, "loading weights")
+    draft_model = load_model(draft_path, device, choice.dtype if weights != FULL else choice.load_dtype)
+    if weights != FULL:
+        quantize_linears(draft_model, weights)  # from float32 weights, its scales in the activations' dtype
+    draft_model = apply_path(draft_model, choice.path)  # what is left: its embedding (and output layer, at full)
+    target_model = apply_path(load_model(target_path, device, choice.load_dtype), choice.path)
+    give_back_freed_memory()
+    return ModelPair(draft_model, target_model, tok_target, weights_name(_short(draft), weights), _short(target),
+                     device, choice.dtype, checked(target_model, choice), choice.path)
+
+
+def _pair_ids(preset: str | None, draft: str | None, target: str | None) -> tuple[str, str]:
+    """(draft id, target id) of a preset, or of the two models named; ValueError for anything else."""
     if draft or target:
         if not (draft and target):
             raise ValueError("give both draft and target, or a preset")
         if preset:  # it would do nothing: the two models name the pair
             raise ValueError(f"give a preset or a draft and a target, not both (preset {preset!r} names a pair "
                              f"too)")
-    else:
-        name = preset or DEFAULT_PRESET
-        if name not in PRESETS:
-            raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
-        draft, target = PRESETS[name].draft, PRESETS[name].target
-    device = pick_device(device)
-    why = auto_dtype(device)[1] if dtype in (None, "", "auto") else "as asked"
-    dtype = pick_dtype(dtype, device)
-    weights = pick_weights(draft_weights, device, DTYPES[dtype])
-    draft_path = resolve_model(draft, _scaled(progress, 0.0, 0.4))
-    target_path = resolve_model(target, _scaled(progress, 0.4, 0.85))
-    tok_draft, tok_target = load_tokenizer(draft_path), load_tokenizer(target_path)
-    check_same_tokenizer(tok_draft, tok_target, (draft, target))
-    if progress:
-        progress(0.9, "loading weights")
-    draft_model = load_model(draft_path, device, dtype)
-    if weights != FULL:
-        quantize_linears(draft_model, weights)
-    return ModelPair(draft_model, load_model(target_path, device, dtype), tok_target,
-                     weights_name(_short(draft), weights), _short(target), device, dtype, why)
+        return draft, target
+    name = preset or DEFAULT_PRESET
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+    return PRESETS[name].draft, PRESETS[name].target
+
+
+def choose_kernels(path: str, device: str, dtype: str | None, kernels: str | None) -> Choice:
+    """The kernels for a model at `path` (its config's shapes) on `device`, by kernels.choose_path; on a GPU the
+    dtype auto_dtype gives it (or the one asked)."""
+    from transformers import AutoConfig
+
+    if device != "cpu":
+        return choose_path(0, 0, device, pick_dtype(dtype, device), kernels)
+    config = AutoConfig.from_pretrained(path)
+    return choose_path(config.hidden_size, config.intermediate_size, device, dtype, kernels, cache_root())
+
+
+def checked(target, choice: Choice) -> str:
+    """The choice's reason, with the loaded target checked on its path (kernels.check_rows): ValueError where the
+    path that should be exact measures otherwise on this model."""
+    if choice.path not in EXACT:
+        return choice.why
+    rows = check_rows(target)
+    if not rows.exact:
+        raise ValueError(f"the {choice.path} kernels are not exact on this target ({rows}): run with --kernels "
+                         f"float32, the reference")
+    return f"{choice.why}; checked on the loaded target: {rows}"
 
 
 def load_target(preset: str | None = None, target: str | None = None, dtype: str | None = None,
-                progress: Progress | None = None) -> tuple[torch.nn.Module, object, str]:
-    """(the target alone on CPU, its tokenizer, its name as a pair names it): what training heads for it reads."""
+                progress: Progress | None = None, kernels: str | None = None) -> tuple[torch.nn.Module, object, str]:
+    """(the target alone on CPU, on the kernels chosen as load_pair chooses them; its tokenizer; its name as a pair
+    names it): what training heads for it reads."""
     if preset and target:  # one would be ignored
         raise ValueError(f"give a preset or a target, not both (preset {preset!r} names a target too)")
     if not target:
@@ -203,9 +234,11 @@ def load_target(preset: str | None = None, target: str | None = None, dtype: str
             raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
         target = PRESETS[name].target
     path = resolve_model(target, progress)
+    choice = choose_kernels(path, "cpu", dtype, kernels)
     if progress:
         progress(0.9, "loading the target's weights")
-    return load_model(path, "cpu", pick_dtype(dtype, "cpu")), load_tokenizer(path), _short(target)
+    model = apply_path(load_model(path, "cpu", choice.load_dtype), choice.path, keep_output_rows=True)
+    return model, load_tokenizer(path), _short(target)
 
 
 def _short(model_id: str) -> str:

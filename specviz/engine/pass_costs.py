@@ -40,7 +40,14 @@ def measure_pass_costs(engine) -> CostProfile:
     return CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, _context(engine),
                        list(TOKENS),
                        target, [1], [target[0]], [draft], time.perf_counter() - started, repeats=REPEATS,
-                       source=SHORT)
+                       source=SHORT, kernels=engine_kernels(engine),
+                       kernels_why=getattr(engine, "dtype_why", ""))
+
+
+def engine_kernels(engine) -> str:
+    """The engine's kernel path as a CostProfile records it: "" for its dtype's own kernels."""
+    kernels = getattr(engine, "kernels", engine.dtype)
+    return "" if kernels == engine.dtype else kernels
 
 
 def draft_step_s(engine, drafter) -> float:

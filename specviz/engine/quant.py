@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from specviz.engine.kernels import FLOAT32, FP16_FBGEMM, Fp16Linear
 from specviz.engine.timer import median_s
 from specviz.settings.bounds import DRAFT_WEIGHTS
 
@@ -82,21 +83,22 @@ class Int4Linear(nn.Module):
 PACKED = {INT8: Int8Linear, INT4: Int4Linear}
 
 
-def pick_weights(draft_weights: str, device: str, dtype: torch.dtype = torch.float32) -> str:
-    """The weights the draft runs with: FULL, INT8 or INT4. "auto": on CPU, whichever this CPU runs a draft
-    fastest (fastest_weights), full weights elsewhere (int8 and int4 are CPU kernels here)."""
+def pick_weights(draft_weights: str, device: str, dtype: torch.dtype = torch.float32, path: str = FLOAT32) -> str:
+    """The weights the draft runs with: FULL (on the pair's kernel path), INT8 or INT4. "auto": on CPU, whichever
+    this CPU runs a draft fastest (fastest_weights), full weights elsewhere (int8 and int4 are CPU kernels here)."""
     if draft_weights not in DRAFT_WEIGHTS:
         raise ValueError(f"draft weights must be one of {', '.join(DRAFT_WEIGHTS)}, got {draft_weights!r}")
     if draft_weights != "auto":
         return draft_weights
-    return fastest_weights(dtype) if device == "cpu" else FULL
+    return fastest_weights(dtype, path=path) if device == "cpu" else FULL
 
 
-_FASTEST: dict[torch.dtype, str] = {}  # measured once per process and dtype
+_FASTEST: dict[tuple, str] = {}  # measured once per process, dtype and path
 _STEPS_PER_PROMPT = 48  # a run's draft steps for each prompt the draft encodes (a 48-token answer, about K per round)
 
 
-def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), layers: int = 8) -> str:
+def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), layers: int = 8,
+                    path: str = FLOAT32) -> str:
     """Time a stack of draft-sized linear layers (Qwen2.5-0.5B's MLP) with each kind of weights, for one row (a
     decoding step) and for 32 (a prompt), and return the kind whose typical run costs least: 48 steps and one
     prompt. The stack is larger than a CPU's caches (8 layers: 70 MB in bfloat16), so it is timed reading from
@@ -106,12 +108,13 @@ def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), la
     A kind no faster than the full weights at one row is not timed on 32: it cannot win, and where its kernel is
     slow (an AVX2-only CPU's int8 and int4) that timing alone would take seconds. The per-layer times on both
     CPUs, and how long this takes, are dated in docs/engine.md ("Which one auto takes")."""
-    if dtype not in _FASTEST:
+    if (dtype, path) not in _FASTEST:
         with torch.inference_mode():
             one, many = (torch.randn(rows, shape[0], dtype=dtype) for rows in (1, 32))
             stack = [nn.Linear(*shape, bias=False).to(dtype) for _ in range(layers)]
-            full_one = stack_time(stack, one)
-            costs = {FULL: _STEPS_PER_PROMPT * full_one + stack_time(stack, many)}
+            full = [Fp16Linear(linear) for linear in stack] if path == FP16_FBGEMM else stack  # as the draft runs
+            full_one = stack_time(full, one)
+            costs = {FULL: _STEPS_PER_PROMPT * full_one + stack_time(full, many)}
             for kind in (INT8, INT4):
                 try:
                     packed = [PACKED[kind](linear) for linear in stack]
@@ -120,8 +123,8 @@ def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), la
                         costs[kind] = _STEPS_PER_PROMPT * packed_one + stack_time(packed, many, repeats=3)
                 except RuntimeError:  # a kernel this torch build or CPU lacks (int4 for float16, say)
                     continue
-        _FASTEST[dtype] = min(costs, key=costs.get)
-    return _FASTEST[dtype]
+        _FASTEST[dtype, path] = min(costs, key=costs.get)
+    return _FASTEST[dtype, path]
 
 
 def stack_time(stack: list[nn.Module], x: torch.Tensor, repeats: int = 5) -> float:

@@ -11,7 +11,6 @@ sentence. The models themselves are engine/medusa.py and engine/eagle.py; their 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -24,6 +23,7 @@ from specviz.drafters.trained import EAGLE, KIND_NAMES, MEDUSA, TRAIN_COMMAND, h
 from specviz.engine.eagle import WINDOW, EagleDrafter
 from specviz.engine.medusa import MedusaHeads
 from specviz.engine.packaged import PACKAGED_PREFIX, cache_root
+from specviz.engine.fingerprint import fingerprint
 from specviz.engine.timer import median_s
 
 WEIGHTS, PROVENANCE = "heads.safetensors", "provenance.json"
@@ -58,7 +58,7 @@ def draft_cost(heads, target, repeats: int = 5) -> tuple[float, float]:
     """(seconds for one draft: every Medusa head from one hidden state, or one EAGLE step over a full window; seconds
     for one target pass over one token at an empty context), each the median of `repeats` timed calls after one
     untimed (timer.median_s): what a draft costs beside a pass."""
-    device = heads.lm_head.weight.device
+    device = heads.device
     hidden = torch.zeros(target.config.hidden_size, device=device)
     token = torch.tensor([[0]], device=device)
     if heads.kind == EAGLE:
@@ -68,18 +68,6 @@ def draft_cost(heads, target, repeats: int = 5) -> tuple[float, float]:
         step = lambda i: heads(hidden)  # noqa: E731
     with torch.inference_mode():
         return median_s(step, device, repeats), median_s(lambda i: target(input_ids=token), device, repeats)
-
-
-def fingerprint(model) -> str:
-    """A hash of the model's parameter names and shapes and of 64 values of each, rounded to bfloat16 (so the same
-    weights loaded in float32 or bfloat16 agree); 16 hex digits. Reads a few kilobytes, not the model."""
-    digest = hashlib.sha256()
-    for name, p in model.named_parameters():
-        flat = p.detach().reshape(-1)
-        sample = flat[:: max(1, flat.numel() // 64)][:64].to("cpu", torch.bfloat16).float()
-        digest.update(f"{name}{tuple(p.shape)}".encode())
-        digest.update(sample.numpy().tobytes())
-    return digest.hexdigest()[:16]
 
 
 def heads_folder(root: Path, target_name: str, kind: str = MEDUSA) -> Path:
@@ -141,6 +129,6 @@ def load_heads(folder: Path, target, target_name: str, build=None):
                          f"`{TRAIN_COMMAND}`")
     heads = build(target, provenance.heads)
     weights = load_file(str(Path(folder) / WEIGHTS))
-    heads.own.load_state_dict({k: v.to(heads.lm_head.weight.dtype) for k, v in weights.items()})
+    heads.own.load_state_dict({k: v.to(heads.dtype) for k, v in weights.items()})
     heads.provenance = provenance
     return heads.eval()

@@ -25,9 +25,11 @@ from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
 from specviz.algorithm.sampling import SamplingSettings, sample, warp
 from specviz.algorithm.tree import TreeShape, sample_distinct
+from specviz.engine.attention import NAME as GROUPED
+from specviz.engine.kernels import activations
 from specviz.engine.decoding import forward_states
 
-TREE_ATTENTION = ("eager", "sdpa")  # attention implementations that take a custom 4D additive mask
+TREE_ATTENTION = ("eager", "sdpa", GROUPED)  # attention implementations that take a custom 4D additive mask
 
 
 def check_tree_attention(model) -> None:
@@ -77,9 +79,9 @@ def tree_forward(model, tokens: Sequence[int], cache: DynamicCache, tree: TreeSh
     past = cache.get_seq_length()
     if not tokens or not 0 <= tree_start < past + len(tokens):  # the root is in the cache or fed now
         raise ValueError(f"the root's slot {tree_start} is neither cached ({past}) nor fed ({len(tokens)} tokens)")
-    embed = model.get_input_embeddings().weight  # the hidden states' dtype (an int8 draft keeps float embeddings)
-    mask, positions = tree_inputs(tree, tree_start, past, len(tokens), embed.dtype, embed.device)
-    inputs = dict(input_ids=torch.tensor([list(tokens)], device=embed.device), attention_mask=mask,
+    device, dtype = activations(model)  # the hidden states' (a float16-fbgemm model keeps float16 embeddings)
+    mask, positions = tree_inputs(tree, tree_start, past, len(tokens), dtype, device)
+    inputs = dict(input_ids=torch.tensor([list(tokens)], device=device), attention_mask=mask,
                   position_ids=positions, cache=cache)
     if states:
         return forward_states(model, keep, **inputs)

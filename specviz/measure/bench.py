@@ -116,7 +116,7 @@ def slow_verify(engine, v: float) -> float:
 
 def _real_engine(a) -> Engine:
     from specviz.engine.pairs import load_pair
-    engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, draft_weights="full"))
+    engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, draft_weights="full", kernels=a.kernels))
     engine.warm_up()
     return engine
 
@@ -168,7 +168,7 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
             temp = 0.0 if mode == "greedy" else temperature
             configs = _configs(engine, ks, peers, max_new, temp)
             results = interleaved(configs, BENCH_PROMPTS[ptype][:per_type], repeats, lambda line: print(line, flush=True))
-            rows += _rows(ptype, mode, ks, results)
+            rows += bar_rows(ptype, mode, ks, results)
             for r in rows[-len(configs):]:
                 print(f"{ptype:8} {mode:7} {r.config:40} {r.tokens_per_s:6.2f} tok/s  x{r.speedup:.2f}", flush=True)
     return rows
@@ -214,7 +214,7 @@ def _configs(engine, ks, peers, max_new, temp) -> dict:
     return configs
 
 
-def _rows(ptype, mode, ks, results: dict) -> list[Row]:
+def bar_rows(ptype, mode, ks, results: dict) -> list[Row]:
     """One row per configuration: medians with their min–max; speedups are run-by-run ratios to the target-only
     run of the same prompt and turn, so both timings share their minute."""
     bases = results.pop("target-only")

@@ -13,6 +13,7 @@ from specviz.settings import defaults
 from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES
 from specviz.settings.needs import Need
 from specviz.settings.prompts import BENCH_PROMPTS
+from specviz.engine.kernels import add_kernels_flag
 
 DEFAULT_TYPES, DEFAULT_REPEATS = "code,factual,story,rewrite", 2
 DRAFTERS_TYPES, DRAFTERS_REPEATS = "code,factual,story,json", 5  # --drafters' when --types or --repeats are not set:
@@ -25,6 +26,7 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="bench-out", help="folder for results.json, report.md, chart.html")
     p.add_argument("--preset", default=None)
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
+    add_kernels_flag(p)
     p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS,
                    help="specviz's draft: int4 or int8 weights, or as loaded (auto: the fastest on this CPU); the "
                         "peer always gets the draft as loaded, and then also rows with specviz's draft")

@@ -115,7 +115,8 @@ def readout(p: CostProfile, alpha: float, k: int) -> str:
                       f"server's pair: “Measure the loaded pair” replaces it), on <b>{escape(p.device)}</b>"
                       if p.recorded else f"Measured on <b>{escape(p.device)}</b>")
     return (f'<div id="cost-readout" style="font-size:20px;line-height:1.5">{where_measured} '
-            f"({escape(p.dtype)}, {escape(p.target)}, a {p.context}-token cache, in {p.seconds:.1f} s): one target "
+            f"({escape(p.dtype)}, {escape(kernels_said(p))}, {escape(p.target)}, a {p.context}-token cache, in "
+            f"{p.seconds:.1f} s): one target "
             f"step t(1) = {p.target_s[0] * 1000:.0f} ms; verifying K = {k} drafts costs v = t({k + 1}) / t(1) = "
             f"<b>{p.v(k):.2f}</b> one-token steps; a draft step costs c = {p.c:.2f} of one. At batch 1 the "
             f"predicted speedup is E / (K·c + v) = <b>{speedup_at_batch(p, alpha, k, 1):.2f}×</b> for α = "
@@ -123,20 +124,27 @@ def readout(p: CostProfile, alpha: float, k: int) -> str:
             f"from the one-sequence curve at that many tokens): {where}.</div>{parts_readout(p)}")
 
 
+def kernels_said(p: CostProfile) -> str:
+    """'float16-fbgemm kernels (why)': the path the measured passes ran on, and why the pair ran on it."""
+    return f"{p.path} kernels" + (f" ({p.kernels_why})" if p.kernels_why else "")
+
+
 def costs_text(p, alpha: float, k: int) -> str:
     """What `python -m specviz costs` prints: t(n)/t(1), the batch steps, v, c, the predicted speedup per batch at
     (α, K) and what a draft from the target's own state costs, part by part."""
     cross = crossover_batch(p, alpha, k)
+    one, more = round(p.t(1) * 1000), round(p.t(k + 1) * 1000)  # v from the printed times, as a student redoes it
     lines = [f"{p.draft} → {p.target} · {p.device} · {p.dtype} · {p.context}-token cache · measured in "
-             f"{p.seconds:.1f} s",
+             f"{p.seconds:.1f} s", f"kernels: {kernels_said(p)}",
              "tokens per pass  " + "  ".join(f"{n:>5}" for n in p.tokens),
              "t(n) / t(1)      " + "  ".join(f"{t / p.target_s[0]:>5.2f}" for t in p.target_s),
              "batch            " + "  ".join(f"{b:>5}" for b in p.batches),
              "target step / t1 " + "  ".join(f"{t / p.target_s[0]:>5.2f}" for t in p.target_batch_s),
              f"speedup, α={alpha} K={k} " + "  ".join(f"{speedup_at_batch(p, alpha, k, b):>5.2f}"
                                                    for b in p.batches),
-             f"t(1) = {p.target_s[0] * 1000:.0f} ms · v = t({k + 1})/t(1) = {p.v(k):.2f} · c = {p.c:.2f} · "
-             + (f"stops paying at batch {cross}" if cross else f"pays at every batch up to {p.batches[-1]}")]
+             f"t(1) = {one} ms · t({k + 1}) = {more} ms · v = t({k + 1})/t(1) = {more / max(one, 1):.2f} · c = "
+             f"{p.c:.2f} · " + (f"stops paying at batch {cross}" if cross else
+                                 f"pays at every batch up to {p.batches[-1]}")]
     if p.parts:  # Medusa heads, the EAGLE-style layer
         lines.append(f"a draft from the target's own state: {parts_line(p.parts)}")
     return "\n".join(lines)

@@ -21,6 +21,7 @@ import time
 
 import torch
 
+from specviz.engine.kernels import activations, put_linears_on
 from specviz.engine.medusa import MedusaHeads
 from specviz.engine.machine import machine
 from specviz.engine.pairs import auto_dtype
@@ -38,21 +39,24 @@ def measure_parts(engine, context: int, target_step: list[float], draft_step: li
     `context` cached tokens that the caller took in this run (measure/pass_timing.py times those)."""
     target = engine.target
     one, every = MedusaHeads(target, n=1).eval(), MedusaHeads(target).eval()  # untrained: W = 0
-    weight = target.lm_head.weight  # (vocab, hidden)
-    hidden = torch.randn(1, weight.shape[1], device=weight.device).to(weight.dtype)  # one position's state
+    for heads in (one, every):  # their blocks on the pair's kernels, as a run's heads are (Engine.heads_for)
+        put_linears_on(heads.own, getattr(engine, "kernels", ""))
+    device, dtype = activations(target)  # what the output layer reads (its weights may be packed, kernels.py)
+    vocab, width = target.lm_head.out_features, target.lm_head.in_features
+    hidden = torch.randn(1, width, device=device).to(dtype)  # one position's state
     with torch.inference_mode():
-        runs = {"head_block_s": time_calls(lambda i: one.blocks[0](hidden), weight.device, repeats),
-                "output_layer_s": time_calls(lambda i: target.lm_head(hidden), weight.device, repeats),
-                "heads_s": time_calls(lambda i: every(hidden), weight.device, repeats),
-                "eagle_layer_s": eagle_layer_times(target, context, repeats),
+        runs = {"head_block_s": time_calls(lambda i: one.blocks[0](hidden), device, repeats),
+                "output_layer_s": time_calls(lambda i: target.lm_head(hidden), device, repeats),
+                "heads_s": time_calls(lambda i: every(hidden), device, repeats),
+                "eagle_layer_s": eagle_layer_times(target, context, repeats, getattr(engine, "kernels", "")),
                 "target_step_s": target_step, "draft_step_s": draft_step}
     medians = {name: statistics.median(times) for name, times in runs.items()}
     spread = {name: [(min(times), max(times))] for name, times in runs.items()}
-    return DraftParts(hidden=weight.shape[1], vocab=weight.shape[0], heads=every.n, context=context, repeats=repeats,
+    return DraftParts(hidden=width, vocab=vocab, heads=every.n, context=context, repeats=repeats,
                       spread=spread, measured=_words(engine), **medians)
 
 
-def eagle_layer_times(target, context: int, repeats: int) -> list[float]:
+def eagle_layer_times(target, context: int, repeats: int, path: str = "") -> list[float]:
     """An EAGLE-style draft step without its output layer: the map from [feature; next token's embedding] (2·hidden)
     to hidden, then one decoder layer of the target's own configuration (its width, heads, KV heads and MLP; random
     weights) on one new position over `context` cached positions."""
@@ -64,18 +68,19 @@ def eagle_layer_times(target, context: int, repeats: int) -> list[float]:
         config.layer_types = config.layer_types[:1]
     config.vocab_size = 16  # the layer reads features (inputs_embeds), never token ids: a token table it never uses
     config.pad_token_id = None  # (the target's padding id lies past those 16)
-    weight = target.lm_head.weight
-    layer = AutoModel.from_config(config).to(device=weight.device, dtype=weight.dtype).eval()
+    device, dtype = activations(target)
+    layer = AutoModel.from_config(config).to(device=device, dtype=dtype).eval()
     hidden = config.hidden_size
-    reduce = torch.nn.Linear(2 * hidden, hidden, device=weight.device, dtype=weight.dtype)
+    reduce = torch.nn.Sequential(torch.nn.Linear(2 * hidden, hidden, device=device, dtype=dtype))
+    put_linears_on(layer, path), put_linears_on(reduce, path)  # on the pair's kernels, as the trained layer runs
     gen = torch.Generator().manual_seed(0)
-    features = torch.randn(1, context, hidden, generator=gen).to(weight.device, weight.dtype)
-    pair = torch.randn(1, 1, 2 * hidden, generator=gen).to(weight.device, weight.dtype)  # [f_t; e(x_t+1)]
+    features = torch.randn(1, context, hidden, generator=gen).to(device, dtype)
+    pair = torch.randn(1, 1, 2 * hidden, generator=gen).to(device, dtype)  # [f_t; e(x_t+1)]
     cache = DynamicCache()
     with torch.inference_mode():
         layer(inputs_embeds=features, cache=cache, use_cache=True)  # the drafter's earlier positions, cached
         return time_passes(lambda i: layer(inputs_embeds=reduce(pair), cache=cache, use_cache=True), cache,
-                           weight.device, repeats, warm_up=1)
+                           device, repeats, warm_up=1)
 
 
 def _words(engine) -> str:

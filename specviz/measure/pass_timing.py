@@ -21,7 +21,7 @@ from copy import deepcopy
 
 import torch
 
-from specviz.engine.pass_costs import time_passes
+from specviz.engine.pass_costs import engine_kernels, time_passes
 from specviz.measure.draft_parts import measure_parts
 from specviz.settings.bounds import Progress
 from specviz.algorithm.theory import expected_tokens_per_pass
@@ -143,4 +143,5 @@ def measure_costs(engine, context: int = CONTEXT, tokens: tuple[int, ...] = NEW_
     return CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, context, list(tokens),
                        medians["target_s"], list(batches), medians["target_batch_s"], medians["draft_batch_s"],
                        time.perf_counter() - started, repeats=repeats, spread=spread if repeats > 1 else {},
-                       parts=parts)
+                       parts=parts, kernels=engine_kernels(engine),
+                       kernels_why=getattr(engine, "dtype_why", ""))

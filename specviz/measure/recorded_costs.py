@@ -47,7 +47,7 @@ def recorded_costs(path: Path = RECORDED) -> CostProfile | None:
         profile = build(CostProfile, json.loads(raw), "recorded costs")
     except (OSError, ValueError, RecursionError):
         return None
-    if not profile.recorded or profile.problem(profile.device, profile.dtype, profile.target):
+    if not profile.recorded or profile.problem(profile.device, profile.dtype, profile.target, profile.path):
         return None
     return profile
 

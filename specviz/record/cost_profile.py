@@ -64,6 +64,13 @@ class CostProfile:
     #                                   "draft_batch_s" -> (least, most) per point; empty: each point timed once
     recorded: str = ""  # a shipped recording's date and machine, in words (measure/recorded_costs.py); empty: live
     parts: DraftParts | None = None  # a draft from the target's own state, part by part; None: not measured
+    kernels: str = ""  # the CPU path its linear layers ran on (engine/kernels.py); "": the dtype's own kernels
+    kernels_why: str = ""  # why the pair ran on those kernels, as its load said (the page and the CLI print it)
+
+    @property
+    def path(self) -> str:
+        """The kernels it measured: its path's name, or its dtype's for the dtype's own kernels."""
+        return self.kernels or self.dtype
 
     def extreme(self, speculation_favoured: bool) -> "CostProfile":
         """This profile at the ends of its spread: every time at the end that favours speculation (the target's
@@ -98,12 +105,12 @@ class CostProfile:
             return _interpolate(self.batches, self.draft_batch_s, batch)
         return self.draft_batch_s[0] * self.target_step(batch) / self.target_step(1)
 
-    def problem(self, device: str, dtype: str, target: str) -> str | None:
-        """Why this profile cannot price a run of `target` on `device` in `dtype` (another device or pair, a time
-        that is missing, not a number, zero or negative); None when it can."""
-        if (self.device, self.dtype, self.target) != (device, dtype, target):
-            return (f"the cost measurement is of {self.target} on {self.device} in {self.dtype}, not of this run's "
-                    f"{target} on {device} in {dtype}")
+    def problem(self, device: str, dtype: str, target: str, kernels: str = "") -> str | None:
+        """Why this profile cannot price a run of `target` on `device` in `dtype` on `kernels` (another device, pair
+        or kernel path, a time that is missing, not a number, zero or negative); None when it can."""
+        if (self.device, self.dtype, self.target, self.path) != (device, dtype, target, kernels or dtype):
+            return (f"the cost measurement is of {self.target} on {self.device} in {self.dtype} ({self.path} kernels), "
+                    f"not of this run's {target} on {device} in {dtype} ({kernels or dtype} kernels)")
         times = [*self.target_s, *self.target_batch_s, *self.draft_batch_s]
         if not self.target_s or not self.draft_batch_s or not all(
                 isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):

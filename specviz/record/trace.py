@@ -16,13 +16,14 @@ from specviz.record.strict_json import build
 from specviz.settings.defaults import as_recorded
 
 FORMAT = "specviz-trace"
-FORMAT_VERSION = 7  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
+FORMAT_VERSION = 8  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
 #                    (no drafts), and the draft reads the prompt in round 2 (before, round 1 drafted too);
 #                    4 added Round.drafter and Round.tree (the tree drafter's rounds), settings.tree_widths;
 #                    5 added DraftPosition.confidence (adaptive K's factors) and Trace.draft_memory;
 #                    6 added the cost-aware rule's record: Round.cost, Trace.pass_costs, Trace.rule_note;
-#                    7 added Baseline.repeats (the run and the target alone timed in turns)
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)  # a version-1 file opens; what it did not record shows as "not recorded"
+#                    7 added Baseline.repeats (the run and the target alone timed in turns);
+#                    8 added Trace.kernels (the CPU path the linear layers ran on)
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)  # a version-1 file opens; what it did not record shows as "not recorded"
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
 MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); a step through that many is slow already
@@ -252,6 +253,7 @@ class Trace:
     draft_memory: DraftMemory | None = None  # None: no draft model (prompt lookup), or recorded before version 5
     pass_costs: PassCosts | None = None  # what the cost-aware rule priced with; None: it did not run
     rule_note: str | None = None  # why a run set to the cost-aware rule ran the threshold rule instead
+    kernels: str = ""  # the path its linear layers ran on (engine/kernels.py: float16-fbgemm, …); "": the dtype's own
     format: str = FORMAT
     format_version: int = FORMAT_VERSION
 

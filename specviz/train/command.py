@@ -15,6 +15,7 @@ from specviz.engine.pairs import load_target
 from specviz.engine.trained import draft_cost, heads_folder, save_heads
 from specviz.settings.bounds import DTYPE_CHOICES, Progress
 from specviz.train.fit import STEPS, TrainPlan, train_heads
+from specviz.engine.kernels import add_kernels_flag
 
 
 def add_train_args(p: argparse.ArgumentParser) -> None:
@@ -35,6 +36,7 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--minutes", type=float, default=d.minutes,
                    help=f"the most the whole training may take (default {d.minutes:g}); it stops early to keep it")
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
+    add_kernels_flag(p)
 
 
 def train_command(a: argparse.Namespace, progress: Progress | None = None) -> int:
@@ -44,7 +46,7 @@ def train_command(a: argparse.Namespace, progress: Progress | None = None) -> in
         raise ValueError(f"train-heads wants 0 < --minutes <= 600, --tokens >= 1024 and --epochs >= 1; got "
                          f"{a.minutes:g}, {a.tokens} and {a.epochs}")
     t0 = time.perf_counter()
-    target, tokenizer, name = load_target(a.preset, a.target, a.dtype, progress=progress)
+    target, tokenizer, name = load_target(a.preset, a.target, a.dtype, progress=progress, kernels=a.kernels)
     loaded = time.perf_counter() - t0
     left = a.minutes - loaded / 60  # --minutes bounds the whole command: the load counts
     if left <= 0.1:

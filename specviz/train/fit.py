@@ -35,7 +35,8 @@ import torch.nn.functional as F
 
 from specviz.drafters.trained import EAGLE, KINDS, MEDUSA
 from specviz.engine.medusa import MedusaHeads
-from specviz.engine.trained import Provenance, builder, fingerprint
+from specviz.engine.fingerprint import fingerprint
+from specviz.engine.trained import Provenance, builder
 from specviz.train.text import windows
 from specviz.train.teacher import Report, StepRows, Subset, Teacher, read_teacher
 

@@ -6,7 +6,9 @@ redo (the survive estimate against the run's rate × the draft's cost), and the 
 from __future__ import annotations
 
 from specviz.algorithm.cost_rule import PROBE_EVERY, predicted_speedup
+from specviz.record.cost_profile import CostProfile
 from specviz.record.trace import DraftChoice, PassCosts, Round, Trace
+from specviz.settings import defaults
 from specviz.settings.bounds import COST_RULE
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
@@ -14,6 +16,17 @@ ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "
 
 def ordinal(n: int) -> str:
     return ORDINALS[n - 1] if n <= len(ORDINALS) else f"{n}th"
+
+
+def pass_costs_text(profile: CostProfile | None, k: int = defaults.K) -> str:
+    """What a target pass costs on the loaded pair's kernels, as the model line says it: 't(1) 79 ms, t(5) 131 ms:
+    v = 1.66, a verify pass over K + 1 = 5 tokens in one-token steps'; '' before any measurement. v is worked out
+    from the two times as printed, so a student who divides them gets it."""
+    if profile is None or not profile.target_s:
+        return ""
+    one, more = round(profile.t(1) * 1000), round(profile.t(k + 1) * 1000)
+    return (f"t(1) {one} ms, t({k + 1}) {more} ms: v = {more / max(one, 1):.2f}, a verify pass over K + 1 = {k + 1} "
+            f"tokens in one-token steps ({profile.source})")
 
 
 def speculation_off(rnd: Round) -> bool:

@@ -1,5 +1,6 @@
 """The page's one-line notices: the status line (busy, done, or what went wrong), the run-info line (device, dtype,
-draft and target) and a placeholder where a panel has nothing yet. Escaped text; the app writes them.
+kernels, draft and target, what a pass costs) and a placeholder where a panel has nothing yet. Escaped text; the app
+writes them.
 """
 
 from __future__ import annotations
@@ -7,12 +8,17 @@ from __future__ import annotations
 from html import escape
 
 
-def run_info(device: str, dtype: str, draft: str, target: str, recorded: bool = False, why: str = "") -> str:
-    """'cpu · bfloat16 · draft X · target Y' (prefixed 'recorded on' for an uploaded trace); `why`, the reason
-    for the dtype, follows it in brackets."""
-    dtype_text = escape(dtype) + (f' <span class="sv-muted">({escape(why)})</span>' if why else "")
-    text = " · ".join([escape(device), dtype_text, f"draft <b>{escape(draft)}</b>", f"target <b>{escape(target)}</b>"])
-    return f'<div class="sv-info">{"recorded on " if recorded else ""}{text}</div>'
+def run_info(device: str, dtype: str, draft: str, target: str, recorded: bool = False, why: str = "",
+             kernels: str = "", costs: str = "") -> str:
+    """'cpu · float32 · float16-fbgemm kernels · draft X · target Y' (prefixed 'recorded on' for an uploaded trace);
+    `kernels`, the CPU path the linear layers ran on, where it is not the dtype's own; `why`, the reason for the
+    kernels and dtype, follows in brackets; `costs`, what a pass costs on them (t(1), t(K + 1), v), after that."""
+    dtype_text = escape(dtype) + (f" · {escape(kernels)} kernels" if kernels and kernels != dtype else "")
+    dtype_text += f' <span class="sv-muted">({escape(why)})</span>' if why else ""
+    parts = [escape(device), dtype_text, f"draft <b>{escape(draft)}</b>", f"target <b>{escape(target)}</b>"]
+    if costs:
+        parts.append(f'<span class="sv-costs">{escape(costs)}</span>')
+    return f'<div class="sv-info">{"recorded on " if recorded else ""}{" · ".join(parts)}</div>'
 
 
 def placeholder(message: str) -> str:

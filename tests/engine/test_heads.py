@@ -9,7 +9,8 @@ import torch
 
 from harness.tiny_models import noisy_copy, tiny_model
 from specviz.engine.medusa import MedusaHeads
-from specviz.engine.trained import Provenance, fingerprint, heads_folder, load_heads, read_provenance, save_heads
+from specviz.engine.fingerprint import fingerprint
+from specviz.engine.trained import Provenance, heads_folder, load_heads, read_provenance, save_heads
 
 
 @pytest.fixture(scope="module")

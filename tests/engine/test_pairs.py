@@ -216,11 +216,14 @@ def test_a_gpu_gets_a_dtype_it_computes_natively(monkeypatch, bf16, capability, 
     assert pairs.pick_dtype("auto", "cuda") == expected and pairs.pick_dtype("float32", "cuda") == "float32"
 
 
-@pytest.mark.parametrize("has_bf16, expected", [(True, "bfloat16"), (False, "float32")])
-def test_a_cpu_gets_bfloat16_only_with_native_support(monkeypatch, has_bf16, expected):
-    monkeypatch.setattr(pairs, "_cpu_has_bf16", lambda: has_bf16)
+@pytest.mark.parametrize("has_bf16", [True, False])
+def test_a_cpu_computes_in_float32_whether_or_not_it_has_bfloat16(monkeypatch, has_bf16):
+    """On a CPU the kernels decide (kernels.py), every exact path in float32 activations: bfloat16, native or not,
+    is not exact (its rows round differently together), and the reason says which it is here."""
+    monkeypatch.setattr(pairs, "native_bf16", lambda: has_bf16)
     dtype, why = pairs.auto_dtype("cpu")
-    assert dtype == expected and ("natively" in why if has_bf16 else "no native bfloat16" in why)
+    assert dtype == "float32" and "not exact" in why
+    assert ("computes bfloat16 natively" if has_bf16 else "would be emulated") in why
 
 
 def test_apple_silicon_comes_after_cuda_and_before_the_cpu(monkeypatch):

@@ -108,4 +108,4 @@ def test_auto_takes_the_kind_this_cpu_runs_fastest(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(quant, "_FASTEST", {})
     measured = quant.fastest_weights(torch.float32, shape=(64, 128), layers=2)  # the real measurement, small layers
-    assert measured in ("full", INT8, INT4) and quant._FASTEST == {torch.float32: measured}
+    assert measured in ("full", INT8, INT4) and quant._FASTEST == {(torch.float32, "float32"): measured}

@@ -4,7 +4,6 @@ The first run on a machine prepares the safetensors cache (~3 minutes); later ru
 loads on SPECVIZ_TEST_DEVICE (unset: auto, as the app does; tools/gpu_check.py sets cuda).
 """
 
-import copy
 import gc
 
 import pytest
@@ -12,8 +11,11 @@ import torch
 from tests.helpers import TEST_DEVICE
 
 from specviz.engine import Engine, RunSettings
+from specviz.engine.kernels import check_rows
 from specviz.engine.lean import LeanCache
-from specviz.engine.pairs import auto_dtype, load_pair, pick_device
+from specviz.engine.kernels import apply_path
+from specviz.engine.pairs import (DEFAULT_PRESET, PRESETS, auto_dtype, load_model, load_pair, pick_device,
+                                  resolve_model)
 from specviz.engine.quant import quantize_linears, weights_name
 
 pytestmark = pytest.mark.real
@@ -69,11 +71,31 @@ def test_auto_dtype_greedy_holds_within_the_caveat():
         assert len(assert_greedy_within_caveat(engine, prompt, RunSettings(k=4, temperature=0, max_new_tokens=10))) >= 4
 
 
-# --- float32: the exact identity (after the half-precision tests: their pair and this one never share memory) ---
+# --- exact paths: the reference, then the fast path every later test runs on ------------------------------------
+
+def test_float32_the_reference_is_exact_and_bfloat16_is_not():
+    """The float32 path (what transformers computes): greedy identity, and its rows independent of their batch-mates
+    (kernels.check_rows); the same target in bfloat16 is not (why auto never chooses it). Loaded and freed here,
+    before the module's fast engine: the two pairs are never in memory together."""
+    engine = Engine.from_pair(load_pair(dtype="float32", device=TEST_DEVICE or None))
+    assert engine.kernels == "float32"
+    trace = engine.run(PROMPTS[0], RunSettings(k=4, temperature=0, max_new_tokens=8), baseline=True)
+    assert trace.output_token_ids == trace.baseline.output_token_ids and trace.kernels == ""
+    assert check_rows(engine.target).exact
+    if engine.device == "cpu":
+        rows = check_rows(engine.target.to(torch.bfloat16))
+        assert not rows.exact and rows.total_variation > 1e-3, rows
+    del engine, trace
+    gc.collect()
+
 
 @pytest.fixture(scope="module")
 def fp32_engine():
-    return Engine.from_pair(load_pair(dtype="float32", device=TEST_DEVICE or None))
+    """The pair on the kernels the app chooses (auto: on a CPU with fbgemm, float16-fbgemm, exact and several times
+    faster than float32), float32 activations: every greedy identity below holds on it."""
+    engine = Engine.from_pair(load_pair(device=TEST_DEVICE or None))
+    assert engine.dtype == "float32" and check_rows(engine.target).exact
+    return engine
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +126,9 @@ def test_fp32_greedy_with_a_quantized_draft_equals_target_only(fp32_engine, targ
     """The lighter drafts (quant.py) through the lean draft pass, beside the full-precision target."""
     if fp32_engine.device != "cpu":
         pytest.skip(f"{weights} draft weights are CPU-only")
-    draft = quantize_linears(copy.deepcopy(fp32_engine.draft), weights)
-    engine = Engine(draft, fp32_engine.target, fp32_engine.tokenizer, weights_name("draft", weights), "target")
+    draft = quantize_linears(load_model(resolve_model(PRESETS[DEFAULT_PRESET].draft), "cpu", "float32"), weights)
+    engine = Engine(apply_path(draft, fp32_engine.kernels), fp32_engine.target, fp32_engine.tokenizer,
+                    weights_name("draft", weights), "target", kernels=fp32_engine.kernels)
     run = engine.start(PROMPTS[0], RunSettings(k=4, temperature=0, max_new_tokens=8))  # the first 8 of 16
     assert isinstance(run.draft_cache, LeanCache)
     for _ in run:

@@ -1,0 +1,402 @@
+"""The kernels a pair runs on a CPU, chosen by measurement on this machine: which of torch's paths computes the
+models' linear layers (nine tenths of a pass) fastest while staying exact.
+
+    path = choose_path(target, dtype_asked="auto", kernels_asked="auto")   # a Choice: the path and why
+    apply_path(model, path.name)                                           # its linear layers on that path
+
+The paths (`PATHS`):
+- float32: torch's own float32 kernels (MKL, oneDNN): the reference, what transformers computes.
+- bfloat16 (not chosen, refused by --kernels): weights and activations in bfloat16, fast where the CPU computes it
+  natively (avx512_bf16 or AMX), but its rows are not independent: a row computed beside others rounds differently
+  (about 1e-3 of its size; over the packaged target, total variation up to 0.03 between a verify pass's rows and
+  one-token steps), so a greedy run may differ from the target alone. `--dtype bfloat16` still runs it, as asked,
+  with that caveat said beside the result.
+- float16-fbgemm: weights stored in float16 and multiplied by fbgemm's kernel (float16 → float32 inside, float32
+  accumulation), activations float32: half the bytes of float32 to read a step, on any x86 CPU with AVX2; and
+  attention through one grouped matmul for any number of rows (attention.py), not transformers' SDPA.
+- int8-dynamic (refused): int8 weights and activations through fbgemm, the activations scaled by one number per
+  tensor: a row's result then depends on the rows computed with it, so a verify pass over K + 1 tokens would not
+  compute what K + 1 one-token steps compute. Asked for, it is measured and refused with the difference.
+
+Exact means a row's output does not depend on which rows are computed with it (`row_difference`): then the verify
+pass scores each draft as a one-token step of the same path would, and speculative decoding's output follows the
+target alone on that path. The weights of the target are never quantized to integers here: a path changes how the
+numbers are multiplied, not which model runs (float16 storage rounds each weight to 11 significant bits).
+
+`auto` times each exact path this machine offers on a stack of linear layers of the target's shapes (one row, a
+decoding step, and K + 1 rows, a verify pass), takes the one whose t(1) + t(K + 1) is least, and remembers it per
+machine and torch build beside the model cache (`kernels.json`), so later starts read it.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from specviz.engine.attention import use_grouped_attention
+from specviz.engine.fingerprint import fingerprint
+from specviz.engine.machine import cpu_flags, machine, native_bf16
+from specviz.engine.timer import median_s
+
+FLOAT32, BFLOAT16, FP16_FBGEMM, INT8_DYNAMIC = "float32", "bfloat16", "float16-fbgemm", "int8-dynamic"
+PATHS = (FLOAT32, BFLOAT16, FP16_FBGEMM, INT8_DYNAMIC)  # what --kernels names (with "auto")
+EXACT = (FLOAT32, FP16_FBGEMM)  # the paths whose rows are independent (docs/engine.md); bfloat16's are not: a row
+#                               computed beside others rounds differently (1e-3 of its size, measured by `refusal`)
+DTYPE_OF = {FLOAT32: "float32", BFLOAT16: "bfloat16", FP16_FBGEMM: "float32", INT8_DYNAMIC: "float32"}  # activations
+WHY_NOT = {BFLOAT16: "it rounds a row's sums to bfloat16 differently beside other rows",
+           INT8_DYNAMIC: "its activations are scaled by one number per tensor"}
+ROWS = 5  # rows of a verify pass the choice and the exactness check time: K + 1 for the default K = 4
+STACK = 6  # layers of the target's MLP shape in the timed stack: more than a CPU's caches hold, as a pass reads
+ROW_TOLERANCE = 1e-5  # the largest difference (relative to the outputs' size) still counted as row-independent, on
+#                       a 1536 × 8960 layer, the most of three inputs: float32 measures 7e-7 (its small-matrix kernel
+#                       sums in another order), float16-fbgemm 0, bfloat16 2e-4, int8-dynamic 2e-2
+CACHE_FILE = "kernels.json"
+
+
+class Fp16Linear(nn.Module):
+    """y = x W^T + b with W stored in float16, packed for fbgemm's kernel (which converts W to float32 in registers
+    and accumulates in float32): half the memory traffic of float32, x and y stay float32. `weight` keeps the float16
+    values unpacked only where asked (`keep_weight`: an output layer that heads and training read row by row)."""
+
+    def __init__(self, linear: nn.Linear, keep_weight: bool = False):
+        super().__init__()
+        half = linear.weight.detach().to(torch.float16)  # the weights as loaded, where they are float16 already
+        bias = None if linear.bias is None else linear.bias.detach().float()
+        self.packed = torch.ops.quantized.linear_prepack_fp16(half.float(), bias)  # a float32 copy, one layer at once
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.register_buffer("weight", half if keep_weight else None)
+
+    @property
+    def packed_bytes(self) -> int:
+        """The packed weights' size (not a tensor torch counts among parameters or buffers): 2 bytes a weight."""
+        return 2 * self.in_features * self.out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features)
+        return torch.ops.quantized.linear_dynamic_fp16(flat, self.packed).reshape(*x.shape[:-1], self.out_features)
+
+
+class Int8DynamicLinear(nn.Module):
+    """fbgemm's dynamic int8 linear (activations quantized with one scale per tensor): kept to measure why it is
+    refused, never to run a model."""
+
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        self.inner = torch.ao.nn.quantized.dynamic.Linear(linear.in_features, linear.out_features, dtype=torch.qint8)
+        self.inner.set_weight_bias(torch.quantize_per_tensor_dynamic(linear.weight.detach(), torch.qint8, False),
+                                   None if linear.bias is None else linear.bias.detach())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x)
+
+
+def add_kernels_flag(parser) -> None:
+    """`--kernels`, as every command that loads a pair takes it (an unknown or impossible value is refused when the
+    pair loads, with what this machine offers)."""
+    parser.add_argument("--kernels", default="auto", metavar="PATH",
+                        help=f"on a CPU, the path the linear layers run on: auto (default: the fastest exact path, "
+                             f"measured once on this machine and remembered), or {', '.join(PATHS)} (bfloat16 and "
+                             f"int8-dynamic are refused: not exact; docs/engine.md)")
+
+
+def available(path: str, device: str = "cpu") -> str | None:
+    """Why `path` cannot run here, or None where it can."""
+    if device != "cpu":
+        return None if path == FLOAT32 else f"{path} is a CPU path; on {device} the dtype alone chooses the kernels"
+    if path in (FP16_FBGEMM, INT8_DYNAMIC) and "fbgemm" not in torch.backends.quantized.supported_engines:
+        return f"this torch build has no fbgemm kernels ({platform.machine()}), which {path} needs"
+    if path == BFLOAT16 and not native_bf16():
+        return "this CPU has no native bfloat16 (no avx512_bf16 or AMX): bfloat16 would be emulated, many times slower"
+    return None
+
+
+def apply_path(model: nn.Module, path: str, keep_output_rows: bool = False) -> nn.Module:
+    """Put the model's linear layers on `path`, in place (a dtype's own kernels: the dtype it was loaded in decides, so
+    nothing changes); its fingerprint is kept from before, as its weights were loaded (engine/trained.py).
+    `keep_output_rows`: the output layer's weights stay readable row by row (`lm_head.weight`, float16), as training
+    heads reads them; a run never does, and the copy costs 0.47 GB for the packaged target."""
+    model.specviz_fingerprint = fingerprint(model)  # read from the parameters that the path replaces
+    if path == FP16_FBGEMM:
+        _replace_linears(model, lambda linear, name: Fp16Linear(linear, keep_weight=keep_output_rows and
+                                                                name == "lm_head"))
+        _tie_embedding(model)
+        _rest_in_float32(model)
+        use_grouped_attention(model)  # one attention code for 1 and K + 1 rows (attention.py)
+    return model
+
+
+def _rest_in_float32(model: nn.Module) -> None:
+    """Every weight but the float16 tables in float32 (the norms, a bias, the rotary frequencies): a model loaded in
+    float16 to save memory computes its activations in float32 on this path (its config says so too: transformers
+    builds attention masks in the config's dtype)."""
+    if getattr(model, "config", None) is not None:
+        model.config.dtype = torch.float32
+    for module in model.modules():
+        if isinstance(module, (Fp16Linear, Fp16Embedding)):
+            continue
+        for name, tensor in [*module.named_parameters(recurse=False), *module.named_buffers(recurse=False)]:
+            if tensor is not None and tensor.is_floating_point() and tensor.dtype != torch.float32:
+                tensor.data = tensor.data.float()
+
+
+def activations(model: nn.Module) -> tuple[torch.device, torch.dtype]:
+    """(device, dtype) of the hidden states a model computes: its final norm's (on every path the norms keep the
+    activations' dtype, while the output layer's weights may be stored in float16)."""
+    norm = getattr(getattr(model, "model", None), "norm", None)
+    weight = getattr(norm, "weight", None)
+    if weight is None:
+        weight = next(p for p in model.parameters() if p.is_floating_point())
+    return weight.device, weight.dtype
+
+
+def put_linears_on(module: nn.Module, path: str) -> nn.Module:
+    """A drafter's own layers (Medusa blocks, the EAGLE layer) on the pair's path, in place (for a dtype's own
+    kernels nothing changes): a draft may be computed any way, verification uses the q it drew from."""
+    if path == FP16_FBGEMM:
+        if isinstance(module, nn.Linear):  # a layer alone: it is its own only linear layer
+            raise ValueError("put_linears_on replaces the linear layers inside a module; wrap a lone one first")
+        _replace_linears(module, lambda linear, name: Fp16Linear(linear))
+    return module
+
+
+def _replace_linears(model: nn.Module, make) -> None:
+    for name, module in list(model.named_modules()):
+        for child_name, child in list(module.named_children()):
+            if isinstance(child, nn.Linear):
+                setattr(module, child_name, make(child, f"{name}.{child_name}".lstrip(".")))
+
+
+def _tie_embedding(model: nn.Module) -> None:
+    """The input embedding in float16 too: the output layer's kept rows where the model ties them (Qwen2.5 does: one
+    151,936 × 1536 table, not two), else its own table rounded the same way."""
+    embed = model.get_input_embeddings()
+    tied = getattr(model.config, "tie_word_embeddings", False) and getattr(model.lm_head, "weight", None) is not None
+    table = model.lm_head.weight if tied else embed.weight.detach().to(torch.float16)
+    model.set_input_embeddings(Fp16Embedding(table))
+
+
+class Fp16Embedding(nn.Module):
+    """A token's row of a float16 table, as float32 (the activations' dtype on the float16-fbgemm path)."""
+
+    def __init__(self, table: torch.Tensor):
+        super().__init__()
+        self.register_buffer("weight", table)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return nn.functional.embedding(ids, self.weight).float()
+
+
+# --- exact: a row's output independent of its batch-mates ---------------------------------------------------------
+
+def stack_of(path: str, hidden: int, inner: int, layers: int = STACK, seed: int = 0) -> list[nn.Module]:
+    """`layers` random linear layers hidden → inner on `path` (the timed stand-in for a model's MLPs)."""
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(layers):
+        linear = nn.Linear(hidden, inner, bias=False)
+        with torch.no_grad():
+            linear.weight.copy_(torch.randn(inner, hidden, generator=gen) / hidden ** 0.5)
+        out.append(Fp16Linear(linear) if path == FP16_FBGEMM else Int8DynamicLinear(linear) if path == INT8_DYNAMIC
+                   else linear.to(torch.bfloat16) if path == BFLOAT16 else linear)
+    return out
+
+
+def row_difference(layer: nn.Module, x: torch.Tensor) -> float:
+    """The largest difference between the rows of x computed together and the same rows one at a time, relative to
+    the outputs' largest size: 0 (or rounding, 1e-7) where each row is computed alone whatever its batch-mates."""
+    with torch.inference_mode():
+        together = layer(x).float()
+        alone = torch.cat([layer(x[i:i + 1]) for i in range(len(x))]).float()
+    return float((together - alone).abs().max() / together.abs().max().clamp(min=1e-12))
+
+
+def measured_difference(path: str, hidden: int = 1536, inner: int = 8960) -> float:
+    """row_difference on a layer of `path` of this shape, the most of three random inputs of ROWS rows."""
+    layer = stack_of(path, hidden, inner, layers=1)[0]
+    return max(row_difference(layer, torch.randn(ROWS, hidden, generator=torch.Generator().manual_seed(seed))
+                              .to(_input_dtype(path))) for seed in range(3))
+
+
+def refusal(path: str, hidden: int = 1536, inner: int = 8960) -> str:
+    """Why a path that is not exact is refused, measured now on a layer of the given shape."""
+    return (f"--kernels {path} is not exact, so specviz refuses it: {ROWS} rows computed together differ from the "
+            f"same rows computed one at a time by {measured_difference(path, hidden, inner):.1e} of the outputs' "
+            f"size (measured now, "
+            f"a {hidden} × {inner} layer; exact paths differ by at most {ROW_TOLERANCE:.0e}): {WHY_NOT[path]}, so a "
+            f"draft's score in a verify pass would depend on the drafts beside it. Here: {offered_here()}")
+
+
+def _input_dtype(path: str) -> torch.dtype:
+    return torch.bfloat16 if path == BFLOAT16 else torch.float32
+
+
+# --- the choice --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Timing:
+    """A path's stack timed here: seconds for one row and for ROWS rows, the least of five."""
+
+    path: str
+    one_s: float
+    rows_s: float
+
+    @property
+    def cost(self) -> float:
+        """What a run pays on this path, in the stack's terms: a decoding step plus a verify pass."""
+        return self.one_s + self.rows_s
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The path a pair runs on, the dtype its activations have, and why, in words the page and the CLI print."""
+
+    path: str  # a name of PATHS on a CPU; on a GPU the dtype's own kernels (the dtype's name)
+    dtype: str
+    why: str
+    timings: tuple[Timing, ...] = ()  # the measurement behind an auto choice (empty: asked for, or read)
+
+    @property
+    def load_dtype(self) -> str:
+        """The dtype to load the weights in: float16 for float16-fbgemm (what it stores, so the pair never passes
+        through float32 in memory: twice the size), else the activations'."""
+        return "float16" if self.path == FP16_FBGEMM else self.dtype
+
+
+def time_paths(hidden: int, inner: int, paths: tuple[str, ...]) -> list[Timing]:
+    """Each path's stack of the target's MLP shape, one row and ROWS rows, interleaved path by path, the least of five
+    after a warm-up: on two cores a moment of other work stalls a two-thread kernel by a scheduler's time slice, so
+    the least time is the kernel's own (a median taken on a busy machine once ranked the paths wrongly)."""
+    stacks = {path: stack_of(path, hidden, inner) for path in paths}
+    one, rows = torch.randn(1, hidden), torch.randn(ROWS, hidden)
+    times: dict[str, list[list[float]]] = {path: [[], []] for path in paths}
+    with torch.inference_mode():
+        for _ in range(5):
+            for path, stack in stacks.items():
+                for j, x in enumerate((one, rows)):
+                    x = x.to(_input_dtype(path))
+                    times[path][j].append(median_s(lambda i: [layer(x) for layer in stack], "cpu", 1))
+    return [Timing(path, min(one_t), min(rows_t)) for path, (one_t, rows_t) in times.items()]
+
+
+def choose_path(hidden: int, inner: int, device: str, dtype_asked: str | None, kernels_asked: str | None,
+                cache: Path | None = None) -> Choice:
+    """The path a pair of these shapes runs on here. Asked for by name: that path, or ValueError saying why it
+    cannot run here and what can; a dtype asked for (float32 is the reference, what transformers computes): its own
+    kernels; neither: the fastest exact path this machine offers, measured once and remembered in `cache`."""
+    kernels_asked = kernels_asked or "auto"
+    if kernels_asked not in ("auto", *PATHS):
+        raise ValueError(f"--kernels must be auto or one of {', '.join(PATHS)}, got {kernels_asked!r}; here: "
+                         f"{offered_here(device)}")
+    if kernels_asked != "auto":
+        return _asked(kernels_asked, device, dtype_asked, hidden, inner)
+    if device != "cpu":
+        return Choice(dtype_asked, dtype_asked, f"the dtype's own kernels on {device}")
+    if dtype_asked not in (None, "", "auto"):
+        exact = "" if dtype_asked == "float32" else ": not an exact path (its rows round differently together)"
+        return Choice(dtype_asked, dtype_asked, f"--dtype {dtype_asked} as asked, torch's own kernels{exact}")
+    return _measured(hidden, inner, cache)
+
+
+def offered_here(device: str = "cpu") -> str:
+    """The paths this machine runs, in words: 'float32, bfloat16, float16-fbgemm (int8-dynamic refused: not exact)'."""
+    runs = [p for p in EXACT if available(p, device) is None]
+    return ", ".join(runs) + (f" ({INT8_DYNAMIC} refused: not exact)" if device == "cpu" else "")
+
+
+def _asked(path: str, device: str, dtype_asked: str | None, hidden: int, inner: int) -> Choice:
+    problem = available(path, device)
+    if problem is not None:
+        raise ValueError(f"--kernels {path} cannot run here: {problem}. Here: {offered_here(device)}")
+    if path not in EXACT:
+        raise ValueError(refusal(path, hidden, inner))
+    if dtype_asked not in (None, "", "auto") and dtype_asked != DTYPE_OF[path]:
+        raise ValueError(f"--kernels {path} computes in {DTYPE_OF[path]}, but --dtype {dtype_asked} was asked: leave "
+                         f"--dtype out, or set it to {DTYPE_OF[path]}")
+    return Choice(path, DTYPE_OF[path], "as asked (--kernels)")
+
+
+def _measured(hidden: int, inner: int, cache: Path | None) -> Choice:
+    key = machine_key(hidden, inner)
+    remembered = _read(cache).get(key) if cache else None
+    if remembered and remembered.get("path") in EXACT and available(remembered["path"]) is None:
+        return Choice(remembered["path"], DTYPE_OF[remembered["path"]],
+                      remembered["why"] + f" (measured before on this machine, read from {CACHE_FILE})")
+    timings = time_paths(hidden, inner, tuple(p for p in EXACT if available(p) is None))
+    best = min(timings, key=lambda t: t.cost)
+    why = (f"the fastest exact path on this CPU, measured at load: a stack of {STACK} {hidden} × {inner} layers, "
+           f"1 and {ROWS} rows: " + ", ".join(f"{t.path} {t.one_s * 1000:.1f} + {t.rows_s * 1000:.1f} ms"
+                                               for t in sorted(timings, key=lambda t: t.cost)))
+    if cache:
+        _write(cache, key, {"path": best.path, "why": why, "timings": [asdict(t) for t in timings]})
+    return Choice(best.path, DTYPE_OF[best.path], why, tuple(timings))
+
+
+def machine_key(hidden: int, inner: int) -> str:
+    """What a remembered choice holds for: this CPU (model and speed flags), this torch build, these shapes."""
+    return f"{machine('cpu').split(',')[0]} | {cpu_flags()} | torch {torch.__version__} | {hidden}x{inner}"
+
+
+def _read(cache: Path) -> dict:
+    try:
+        data = json.loads((Path(cache) / CACHE_FILE).read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write(cache: Path, key: str, value: dict) -> None:
+    try:
+        Path(cache).mkdir(parents=True, exist_ok=True)
+        data = _read(cache)
+        data[key] = value
+        tmp = Path(cache) / (CACHE_FILE + ".part")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(Path(cache) / CACHE_FILE)
+    except OSError:  # a read-only cache: the choice is measured again at the next start
+        pass
+
+
+# --- the loaded model, checked -------------------------------------------------------------------------------------
+
+TV_TOLERANCE = 1e-4  # the most total variation between a row's next-token distribution computed beside others and
+#                      alone that still counts as exact: float32 and float16-fbgemm measure about 2e-6 on the packaged
+#                      target, bfloat16 0.03
+
+
+@dataclass(frozen=True)
+class RowCheck:
+    """ROWS new tokens through the loaded model at once, against the same tokens one at a time on the same cache."""
+
+    total_variation: float  # the largest over the rows, between their next-token distributions
+    argmax_same: bool  # every row's most likely next token the same both ways
+
+    @property
+    def exact(self) -> bool:
+        return self.argmax_same and self.total_variation <= TV_TOLERANCE
+
+    def __str__(self) -> str:
+        return (f"{ROWS} tokens scored together and one at a time differ by total variation "
+                f"{self.total_variation:.1e}, argmax {'identical' if self.argmax_same else 'DIFFERENT'}")
+
+
+def check_rows(model, context: int = 24) -> RowCheck:
+    """The check itself on the loaded model: `context` cached tokens, then ROWS more together and one at a time."""
+    from transformers import DynamicCache
+
+    vocab = model.config.vocab_size
+    ids = torch.arange(context + ROWS).remainder(vocab - 1).add(1)[None]  # any ids the model has
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        cache = DynamicCache()
+        model(input_ids=ids[:, :context].to(device), cache=cache, use_cache=True)
+        together = model(input_ids=ids[:, context:].to(device), cache=cache, use_cache=True).logits[0]
+        cache.crop(-ROWS)  # transformers 5: crop(-n) drops the last n
+        alone = torch.cat([model(input_ids=ids[:, context + i:context + i + 1].to(device), cache=cache,
+                                 use_cache=True).logits[0] for i in range(ROWS)])
+    p, q = torch.softmax(together.float(), -1), torch.softmax(alone.float(), -1)
+    return RowCheck(float(0.5 * (p - q).abs().sum(-1).max()), bool(torch.equal(p.argmax(-1), q.argmax(-1))))

@@ -31,6 +31,7 @@ machine and torch build beside the model cache (`kernels.json`), so later starts
 from __future__ import annotations
 
 import json
+import os
 import platform
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -56,6 +57,9 @@ ROW_TOLERANCE = 1e-5  # the largest difference (relative to the outputs' size) s
 #                       a 1536 × 8960 layer, the most of three inputs: float32 measures 7e-7 (its small-matrix kernel
 #                       sums in another order), float16-fbgemm 0, bfloat16 2e-4, int8-dynamic 2e-2
 CACHE_FILE = "kernels.json"
+ISA_LIMITS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "FBGEMM_ENABLE_INSTRUCTIONS")
+#             variables that make torch's libraries use less of the CPU than it has (an AVX2-only CPU emulated): a
+#             choice measured under them holds only under them
 
 
 class Fp16Linear(nn.Module):
@@ -338,7 +342,9 @@ def _measured(hidden: int, inner: int, cache: Path | None) -> Choice:
 
 def machine_key(hidden: int, inner: int) -> str:
     """What a remembered choice holds for: this CPU (model and speed flags), this torch build, these shapes."""
-    return f"{machine('cpu').split(',')[0]} | {cpu_flags()} | torch {torch.__version__} | {hidden}x{inner}"
+    limits = " ".join(f"{name}={os.environ[name]}" for name in ISA_LIMITS if name in os.environ)  # an emulation
+    return (f"{machine('cpu').split(',')[0]} | {cpu_flags()} | {torch.backends.cpu.get_cpu_capability()} {limits} | "
+            f"torch {torch.__version__} | {hidden}x{inner}")
 
 
 def _read(cache: Path) -> dict:

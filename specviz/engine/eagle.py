@@ -31,6 +31,7 @@ import torch.nn.functional as F
 
 from specviz.drafters.trained import EAGLE
 from specviz.engine.kernels import activations
+from specviz.engine.readout import SubsetReadout
 
 WINDOW = 32  # positions a step's attention sees: the most recent target features, then the layer's own guesses
 MLP_FACTOR = 2  # the MLP's width as a multiple of the hidden size
@@ -111,10 +112,17 @@ class EagleDrafter(torch.nn.Module):
         self.steps = steps
         self.layer = EagleLayer(target.config.hidden_size)
         self.embed = target.get_input_embeddings()
-        self.lm_head = target.lm_head
+        self.lm_head = self.full_head = target.lm_head  # lm_head: what drafts read (use_vocab narrows it)
+        self.vocab_ids = None  # the tokens it drafts over (use_vocab); None: every token
         self.device, self.dtype = activations(target)  # what the LM head reads (its weights may be float16)
         self.layer.to(device=self.device, dtype=self.dtype)
         self.provenance = None
+
+    def use_vocab(self, ids: torch.Tensor, path: str = "") -> None:
+        """Draft over the target's rows for `ids` only (readout.SubsetReadout: q is 0 for every other token, and
+        verification tests each draft against that q, so the output stays exact)."""
+        self.lm_head = SubsetReadout(self.full_head, ids, self.device, self.dtype, path)
+        self.vocab_ids = self.lm_head.ids
 
     @property
     def own(self) -> torch.nn.Module:

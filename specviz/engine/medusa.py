@@ -17,6 +17,7 @@ import torch
 
 from specviz.drafters.trained import MEDUSA
 from specviz.engine.kernels import activations
+from specviz.engine.readout import SubsetReadout
 
 
 class ResBlock(torch.nn.Module):
@@ -44,7 +45,8 @@ class MedusaHeads(torch.nn.Module):
             raise ValueError(f"the number of heads must be a whole number from 1 to 8, got {n!r}")
         hidden = target.config.hidden_size
         self.blocks = torch.nn.ModuleList(ResBlock(hidden) for _ in range(n))
-        self.lm_head = target.lm_head
+        self.lm_head = self.full_head = target.lm_head  # lm_head: what drafts read (use_vocab narrows it)
+        self.vocab_ids = None  # the tokens it drafts over (use_vocab); None: every token
         self.device, self.dtype = activations(target)  # what the LM head reads (its weights may be float16)
         self.blocks.to(device=self.device, dtype=self.dtype)
         self.provenance = None  # trained.Provenance, once trained or loaded
@@ -52,6 +54,12 @@ class MedusaHeads(torch.nn.Module):
     @property
     def n(self) -> int:
         return len(self.blocks)
+
+    def use_vocab(self, ids: torch.Tensor, path: str = "") -> None:
+        """Draft over the target's rows for `ids` only (readout.SubsetReadout: q is 0 for every other token, and
+        verification tests each draft against that q, so the output stays exact)."""
+        self.lm_head = SubsetReadout(self.full_head, ids, self.device, self.dtype, path)
+        self.vocab_ids = self.lm_head.ids
 
     @property
     def own(self) -> torch.nn.Module:

@@ -24,9 +24,11 @@ from specviz.engine.eagle import WINDOW, EagleDrafter
 from specviz.engine.medusa import MedusaHeads
 from specviz.engine.packaged import PACKAGED_PREFIX, cache_root
 from specviz.engine.fingerprint import fingerprint
+from specviz.engine.kernels import put_linears_on
 from specviz.engine.timer import median_s
 
 WEIGHTS, PROVENANCE = "heads.safetensors", "provenance.json"
+VOCAB_KEY = "vocab_ids"  # in WEIGHTS beside the drafter's own weights: the tokens it drafts over, where not all
 FOLDER = "drafting-heads"  # under the model cache: FOLDER / target name / kind
 
 
@@ -52,6 +54,11 @@ class Provenance:
     subset_mass: float = 0.0  # the share of the soft labels' probability that subset kept
     phases: dict = field(default_factory=dict)  # seconds each phase took: teacher, training, held-out check
     machine: str = ""  # where it was trained, in words (engine/machine.py)
+    chain: list[float] = field(default_factory=list)  # held out: per k, the share where heads (steps) 1 … k all agree
+    tree: float = 0.0  # held out: tokens a target pass would give with the default tree, greedy (0: not measured)
+    draft_vocab: int = 0  # the tokens it drafts over (readout.SubsetReadout; 0: every token)
+    draft_vocab_mass: float = 0.0  # the share of the target's own next-token probability on its text those keep
+    vocab_agreement: dict = field(default_factory=dict)  # held out: head 1's agreement drafting over n tokens, by n
 
 
 def draft_cost(heads, target, repeats: int = 5) -> tuple[float, float]:
@@ -89,6 +96,8 @@ def save_heads(heads, provenance: Provenance, folder: Path) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     weights = {k: v.detach().float().cpu().contiguous() for k, v in heads.own.state_dict().items()}
+    if heads.vocab_ids is not None:  # the tokens it drafts over (readout.SubsetReadout)
+        weights[VOCAB_KEY] = heads.vocab_ids.cpu().contiguous()
     save_file(weights, str(folder / WEIGHTS))
     (folder / PROVENANCE).write_text(json.dumps(asdict(provenance), indent=1))
     heads.provenance = provenance
@@ -112,9 +121,10 @@ def builder(kind: str):
     return EagleDrafter if kind == EAGLE else MedusaHeads
 
 
-def load_heads(folder: Path, target, target_name: str, build=None):
-    """The heads (or EAGLE layer) saved in folder, on the target's device and dtype; None where none were saved
-    there; ValueError, in a sentence, for weights trained for another target (another fingerprint)."""
+def load_heads(folder: Path, target, target_name: str, build=None, path: str = ""):
+    """The heads (or EAGLE layer) saved in folder, on the target's device and dtype, their own layers and their
+    output rows on the kernel `path` (kernels.py); None where none were saved there; ValueError, in a sentence, for
+    weights trained for another target (another fingerprint)."""
     provenance = read_provenance(folder)
     if provenance is None:
         return None
@@ -129,6 +139,10 @@ def load_heads(folder: Path, target, target_name: str, build=None):
                          f"`{TRAIN_COMMAND}`")
     heads = build(target, provenance.heads)
     weights = load_file(str(Path(folder) / WEIGHTS))
+    vocab = weights.pop(VOCAB_KEY, None)
     heads.own.load_state_dict({k: v.to(heads.dtype) for k, v in weights.items()})
+    put_linears_on(heads.own, path)
+    if vocab is not None:
+        heads.use_vocab(vocab, path)
     heads.provenance = provenance
     return heads.eval()

@@ -9,13 +9,15 @@ import sys
 import time
 
 from specviz.drafters.trained import KINDS, MEDUSA
+from specviz.engine.kernels import add_kernels_flag
 from specviz.engine.machine import machine as machine_words
 from specviz.engine.packaged import cache_root
 from specviz.engine.pairs import load_target
 from specviz.engine.trained import draft_cost, heads_folder, save_heads
 from specviz.settings.bounds import DTYPE_CHOICES, Progress
-from specviz.train.fit import STEPS, TrainPlan, train_heads
-from specviz.engine.kernels import add_kernels_flag
+from specviz.train.fit import STEPS, TrainPlan
+from specviz.train.text import check_text_folder
+from specviz.train.training import train_heads
 
 
 def add_train_args(p: argparse.ArgumentParser) -> None:
@@ -27,9 +29,17 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--heads", type=int, default=None,
                    help=f"Medusa heads, or the EAGLE layer's draft steps, 1-8 (default {STEPS[MEDUSA]} heads, "
                         f"{STEPS[KINDS[1]]} steps)")
+    p.add_argument("--prompts", type=int, default=d.prompts,
+                   help=f"the most prompts of the page's kinds the target answers first, {d.length} tokens each "
+                        f"(default {d.prompts}; the time bound may end it first); its answers are reused from beside "
+                        f"the model cache")
     p.add_argument("--tokens", type=int, default=d.tokens,
-                   help=f"tokens of offline text the target reads, a tenth held out (default {d.tokens}); what it "
-                        f"read before for this target is reused from beside the model cache")
+                   help=f"tokens of offline text the target reads after answering prompts, a tenth held out (default "
+                        f"{d.tokens}); what it answered and read before for this target is reused from beside the "
+                        f"model cache")
+    p.add_argument("--text", default=None, metavar="FOLDER",
+                   help="also a course's own text: the text files in FOLDER (.txt, .md, .py, …), read before the "
+                        "offline text; the heads then draft that course's words better")
     p.add_argument("--epochs", type=int, default=d.epochs,
                    help=f"the most passes over the training text (default {d.epochs}; the time bound usually ends "
                         f"it first)")
@@ -42,16 +52,17 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
 def train_command(a: argparse.Namespace, progress: Progress | None = None) -> int:
     """Train heads (or an EAGLE layer) for the target (frozen), save them beside the model cache, print their
     provenance and what each phase took."""
-    if not (0 < a.minutes <= 600) or a.tokens < 1024 or a.epochs < 1:
-        raise ValueError(f"train-heads wants 0 < --minutes <= 600, --tokens >= 1024 and --epochs >= 1; got "
-                         f"{a.minutes:g}, {a.tokens} and {a.epochs}")
+    if not (0 < a.minutes <= 600) or a.tokens < 0 or a.prompts < 0 or a.epochs < 1:
+        raise ValueError(f"train-heads wants 0 < --minutes <= 600, --prompts >= 0, --tokens >= 0 and --epochs >= 1; "
+                         f"got {a.minutes:g}, {a.prompts}, {a.tokens} and {a.epochs}")
+    text = check_text_folder(a.text) if a.text is not None else None  # before a minute of loading
     t0 = time.perf_counter()
     target, tokenizer, name = load_target(a.preset, a.target, a.dtype, progress=progress, kernels=a.kernels)
     loaded = time.perf_counter() - t0
     left = a.minutes - loaded / 60  # --minutes bounds the whole command: the load counts
     if left <= 0.1:
         raise ValueError(f"loading the target took {loaded / 60:.1f} min of the {a.minutes:g} allowed: raise --minutes")
-    plan = TrainPlan(kind=a.kind, heads=a.heads, tokens=a.tokens, epochs=a.epochs, minutes=left)
+    plan = TrainPlan(kind=a.kind, heads=a.heads, prompts=a.prompts, tokens=a.tokens, epochs=a.epochs, minutes=left, text=text)
     machine = machine_words(str(next(target.parameters()).device))
     heads, prov = train_heads(target, tokenizer, name, plan, _print_bar, heads_folder(cache_root(), name, "teacher"),
                               machine)
@@ -60,15 +71,20 @@ def train_command(a: argparse.Namespace, progress: Progress | None = None) -> in
     print(f"data: {prov.data}\nthe target read {prov.train_tokens:,} tokens to train on and {prov.heldout_tokens:,} "
           f"held out")
     ph = prov.phases
-    print(f"phases on {machine}: the target loaded in {loaded:.0f} s; text {ph['text']:.0f} s; teacher "
-          f"{ph['teacher']:.0f} s ({ph['teacher_windows_read']} windows read now, {ph['teacher_windows_cached']} from "
-          f"the cache); fit {ph['fit']:.0f} s ({prov.steps} steps); held-out check {ph['check']:.0f} s")
+    print(f"phases on {machine}: the target loaded in {loaded:.0f} s; answering {ph['answers']:.0f} s "
+          f"({ph['answers_given']} answers now, {ph['answers_cached']} from the cache); offline text {ph['text']:.0f} "
+          f"s ({ph['teacher_windows_read']} windows read now, {ph['teacher_windows_cached']} from the cache); fit "
+          f"{ph['fit']:.0f} s ({prov.steps} steps); held-out check {ph['check']:.0f} s")
     print(f"training loss (last 10 steps) {prov.loss:.3f}; softmax over {prov.subset:,} tokens keeping "
           f"{prov.subset_mass:.1%} of the soft labels' mass")
     unit = "head" if heads.kind == MEDUSA else "EAGLE step"
     for i, (agreed, was) in enumerate(zip(prov.agreement, prov.untrained), start=1):
         print(f"{unit} {i} (the token {i} past the next): top-1 agreement with the target, held out: {agreed:.1%} "
               f"(untrained {was:.1%})")
+    chain_of = "a chain of heads" if heads.kind == MEDUSA else "a chain of steps"
+    print(f"greedy, held out: {chain_of} 1 … k all agree: "
+          + ", ".join(f"k = {k} {c:.1%}" for k, c in enumerate(prov.chain, start=1))
+          + f"; tokens a target pass gives: a chain {1 + sum(prov.chain):.2f}, the default tree {prov.tree:.2f}")
     draft_s, pass_s = draft_cost(heads.to_target_dtype(), target)
     what = f"a draft of all {heads.n} heads" if heads.kind == MEDUSA else "one EAGLE step (a full window)"
     print(f"{what}, with the shared output layer: {draft_s * 1000:.1f} ms, "

@@ -27,25 +27,21 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from specviz.drafters.trained import EAGLE, KINDS, MEDUSA
+from specviz.drafters.trained import DEFAULT_HEAD_WIDTHS, EAGLE, MEDUSA
 from specviz.engine.medusa import MedusaHeads
-from specviz.engine.fingerprint import fingerprint
-from specviz.engine.trained import Provenance, builder
-from specviz.train.text import windows
-from specviz.train.teacher import Report, StepRows, Subset, Teacher, read_teacher
+from specviz.train.teacher import Report, StepRows, Subset, Teacher
 
 STEPS = {MEDUSA: 3, EAGLE: 4}  # heads (Medusa) or draft steps (EAGLE) when none are asked for
 EVAL_POSITIONS = {MEDUSA: 1024, EAGLE: 192}  # held-out positions checked (evenly spaced), before and after training:
 #   each costs a full LM head a head (an EAGLE step also a window of its layer), so the check's time stays a minute or
 #   two of the 15 on a 2-core CPU; the agreement's standard error is then about 1.5 points (Medusa), 3.5 (EAGLE)
-HELD_SHARE = 0.15  # the teacher reads held-out text until this share of the bound (at least one window)
 FEATURE_WEIGHT, LABEL_WEIGHT, NOISE = 1.0, 0.1, 0.2  # EAGLE-1's loss weights and its uniform noise's width
+UNROLL_DECAY = 0.5  # the weight of each further step drafted on the layer's own guesses (eagle_loss)
 
 
 @dataclass(frozen=True)
@@ -54,17 +50,24 @@ class TrainPlan:
 
     kind: str = MEDUSA
     heads: int | None = None  # Medusa heads, or the EAGLE layer's draft steps (None: STEPS[kind])
-    tokens: int = 12_288  # teacher tokens read, held-out windows included
-    length: int = 256  # tokens a window
-    holdout: int = 10  # every 10th window is held out
+    prompts: int = 640  # the most prompts the target answers (data.py; the time bound usually ends it first)
+    answer_batch: int = 16  # prompts answered at once: a pass over 16 rows costs little more than over one
+    tokens: int = 4096  # offline text the target reads after answering, held-out windows included
+    text: Path | None = None  # a course's own files, read before the offline text (--text FOLDER)
+    length: int = 128  # tokens a window: an answer's length, and the offline text's windows
+    holdout: int = 10  # every 10th prompt's answer and text window is held out
     epochs: int = 8  # passes over the training positions at most (the time bound usually ends it first)
     batch: int = 256  # positions a step
     lr: float = 1e-3
     top: int = 32  # soft-label tokens kept a position
+    unroll: int = 2  # EAGLE: further steps trained on its own guesses (eagle_loss's training-time test)
     subset: int = 8192  # tokens the training softmax runs over (teacher.Subset)
+    draft_vocab: int = 32768  # tokens it drafts over once trained, the most used first (readout.py; 0: every one)
     negatives: int = 1024  # and a fresh sample of other tokens a step (teacher.StepRows)
     minutes: float = 15.0  # the whole training's bound
-    teacher_share: float = 0.6  # the teacher reads training text until this share of the bound
+    held_share: float = 0.08  # the target answers held-out prompts until this share of the bound (a batch at least)
+    answers_share: float = 0.5  # then training prompts until this share
+    teacher_share: float = 0.58  # then reads offline text until this share; the rest fits and checks
     seed: int = 0
 
     @property
@@ -76,6 +79,36 @@ class TrainPlan:
 class Fitted:
     steps: int
     loss: float  # mean of the last 10 steps
+
+
+@dataclass
+class Agreement:
+    """What the held-out check measured: per head (EAGLE step) its top token against the target's, and what a greedy
+    chain and a tree of the default widths would get from them (drafted on the target's own held-out text)."""
+
+    each: list[float]  # per head or step: the share of positions where its top token is the target's
+    chain: list[float]  # per k: the share where heads (steps) 1 … k all are: what a chain's k-th draft survives
+    tree: float  # tokens a target pass would give with the default tree (widths DEFAULT_HEAD_WIDTHS), greedy
+
+    @property
+    def chain_tokens(self) -> float:
+        """Tokens a target pass gives with the greedy chain of every head: 1 + Σ_k chain[k]."""
+        return 1 + sum(self.chain)
+
+
+def agreement_of(hits: torch.Tensor, in_tree: torch.Tensor) -> Agreement:
+    """hits (P, n): position p's head (step) k's top token is the target's; in_tree (P, n): the target's token is
+    among the default tree's candidates at depth k + 1. A draft survives only after every one before it did."""
+    if not len(hits):
+        return Agreement([0.0] * hits.shape[1], [0.0] * hits.shape[1], 1.0)
+    chain = hits.long().cumprod(1).float().mean(0)
+    tree = 1 + float(in_tree.long().cumprod(1).float().mean(0).sum())
+    return Agreement(hits.float().mean(0).tolist(), chain.tolist(), tree)
+
+
+def tree_widths(n: int) -> list[int]:
+    """The default tree's widths over n depths (its last width where n is deeper than it)."""
+    return [DEFAULT_HEAD_WIDTHS[min(d, len(DEFAULT_HEAD_WIDTHS) - 1)] for d in range(n)]
 
 
 class Clock:
@@ -135,7 +168,7 @@ def fit_medusa(heads: MedusaHeads, teacher: Teacher, subset: Subset, plan: Train
                deadline: float = math.inf) -> Fitted:
     """Adam on the blocks, every head each step on `plan.batch` shuffled positions, the softmax over the subset."""
     gen = torch.Generator().manual_seed(plan.seed)
-    rows, vocab = StepRows(subset, heads.lm_head, plan.negatives, plan.seed), heads.lm_head.weight.shape[0]
+    rows, vocab = StepRows(subset, heads.lm_head, plan.negatives, plan.seed), heads.lm_head.out_features
     pairs = []
     for i in range(heads.n):
         h, ids, probs = head_pairs(teacher, i)
@@ -163,24 +196,27 @@ def _spaced(n: int, most: int) -> torch.Tensor:
 
 
 def agreement_medusa(heads: MedusaHeads, teacher: Teacher, most: int = EVAL_POSITIONS[MEDUSA], batch: int = 256,
-                     clock: Clock | None = None) -> list[float]:
-    """Each head's top-1 agreement with the target's own top token at its position, on `teacher`'s windows (at most
-    `most` positions, evenly spaced), through the full LM head."""
-    out = []
+                     clock: Clock | None = None) -> Agreement:
+    """Every head's top token against the target's own at its position, at the same held-out positions for every
+    head (at most `most`, evenly spaced, each with room for the last head), through the full LM head."""
+    n = heads.n
+    h = teacher.hidden[:, :-n].reshape(-1, teacher.hidden.shape[-1])  # positions every head has a label for
+    labels = torch.stack([teacher.ids[:, 1 + i:teacher.ids.shape[1] - n + 1 + i, 0].reshape(-1) for i in range(n)], 1)
+    pick = _spaced(len(h), most)
+    h, labels, widths = h[pick], labels[pick], tree_widths(n)
+    hits, in_tree = torch.zeros(len(h), n, dtype=torch.bool), torch.zeros(len(h), n, dtype=torch.bool)
     with torch.inference_mode():
-        for i in range(heads.n):
-            h, ids, _ = head_pairs(teacher, i)
-            pick = _spaced(len(h), most)
-            h, top, hits = h[pick], ids[pick, 0], 0
+        for i in range(n):
             for j in range(0, len(h), batch):
-                hits += int((heads.head(i, h[j:j + batch]).argmax(-1) == top[j:j + batch]).sum())
+                top = heads.head(i, h[j:j + batch]).topk(widths[i], -1).indices  # (B, w)
+                hits[j:j + batch, i] = top[:, 0] == labels[j:j + batch, i]
+                in_tree[j:j + batch, i] = (top == labels[j:j + batch, i:i + 1]).any(-1)
                 if clock:
                     clock.tick(i * math.ceil(len(h) / batch) + j // batch + 1)
-            out.append(hits / max(1, len(h)))
-    return out
+    return agreement_of(hits, in_tree)
 
 
-def _check_clock(kind: str, heads: int, held: Teacher, report: Report | None, phase: str) -> Clock:
+def check_clock(kind: str, heads: int, held: Teacher, report: Report | None, phase: str) -> Clock:
     """The progress of one held-out check: its batches (as agreement_medusa and agreement_eagle cut them)."""
     batches = heads * math.ceil(min(EVAL_POSITIONS[MEDUSA], held.positions) / 256) if kind == MEDUSA else \
         math.ceil(EVAL_POSITIONS[EAGLE] / 64)
@@ -190,18 +226,30 @@ def _check_clock(kind: str, heads: int, held: Teacher, report: Report | None, ph
 # --- EAGLE -------------------------------------------------------------------------------------------------------
 
 def eagle_loss(eagle, teacher: Teacher, pick: torch.Tensor, rows: torch.Tensor, subset: Subset,
-               gen: torch.Generator | None) -> torch.Tensor:
+               gen: torch.Generator | None, unroll: int = 0) -> torch.Tensor:
     """EAGLE-1's loss on windows `pick`: smooth L1 from the guessed features to the target's, plus LABEL_WEIGHT × the
-    soft-label cross-entropy of their readout over `rows` (the subset's first: StepRows). gen None: no input noise."""
-    f = teacher.hidden[pick].float()  # (B, L, H)
+    soft-label cross-entropy of their readout over `rows` (the subset's first: StepRows). gen None: no input noise.
+
+    `unroll` more steps train on the layer's own guesses, as drafting runs it after its first step (EAGLE-3's
+    training-time test, simplified): step s + 1 reads step s's guesses as the features, one position further on, and
+    is held to the target's features and labels there, weighted UNROLL_DECAY^s (a later draft counts for less: it
+    is tested only after the ones before it survived)."""
+    f, tokens = teacher.hidden[pick].float(), teacher.tokens[pick]  # (B, L, H), (B, L)
     inputs = f[:, :-1]
     if gen is not None:
         inputs = inputs + (torch.rand(inputs.shape, generator=gen) - 0.5) * NOISE
-    guess = eagle.next_features(inputs, teacher.tokens[pick][:, 1:])  # (B, L-1, H): the feature at t + 1
-    pos, p = subset.labels(teacher.ids[pick][:, 1:], teacher.probs[pick][:, 1:], eagle.lm_head.weight.shape[0])
-    logp = F.log_softmax(guess @ rows.T, -1)
-    label = -(p * logp.gather(-1, pos)).sum(-1).mean()
-    return FEATURE_WEIGHT * F.smooth_l1_loss(guess, f[:, 1:]) + LABEL_WEIGHT * label
+    total, vocab = 0.0, eagle.lm_head.out_features
+    for s in range(1 + unroll):
+        if inputs.shape[1] < 1:
+            break
+        guess = eagle.next_features(inputs, tokens[:, 1 + s:])  # (B, L-1-s, H): the feature one further on
+        pos, p = subset.labels(teacher.ids[pick][:, 1 + s:], teacher.probs[pick][:, 1 + s:], vocab)
+        logp = F.log_softmax(guess @ rows.T, -1)
+        label = -(p * logp.gather(-1, pos)).sum(-1).mean()
+        total = total + UNROLL_DECAY ** s * (FEATURE_WEIGHT * F.smooth_l1_loss(guess, f[:, 1 + s:]) + LABEL_WEIGHT *
+                                            label)
+        inputs = guess[:, :-1]  # step s's guesses, as the next step's features
+    return total
 
 
 def fit_eagle(eagle, teacher: Teacher, subset: Subset, plan: TrainPlan, report: Report | None = None,
@@ -219,24 +267,25 @@ def fit_eagle(eagle, teacher: Teacher, subset: Subset, plan: TrainPlan, report: 
         for j in range(per_epoch):
             if time.perf_counter() > deadline and losses:
                 return _ended(clock, losses, "EAGLE layer learns")
-            _learn(optimizer, eagle_loss(eagle, teacher, order[j * per_step:(j + 1) * per_step], rows(), subset, gen),
-                   losses, clock, "EAGLE layer learns")
+            _learn(optimizer, eagle_loss(eagle, teacher, order[j * per_step:(j + 1) * per_step], rows(), subset, gen,
+                                         plan.unroll), losses, clock, "EAGLE layer learns")
     return _ended(clock, losses, "EAGLE layer learns")
 
 
 def agreement_eagle(eagle, teacher: Teacher, most: int = EVAL_POSITIONS[EAGLE], batch: int = 64,
-                    clock: Clock | None = None) -> list[float]:
-    """Each draft step's top-1 agreement with the target's own top token at its position, drafting as a run does
-    (eagle.predict on the last WINDOW pairs, then on its own guesses), through the full LM head. Anchors: held-out
-    positions a with a full window before them (at most `most`, evenly spaced); the newest token is the text's x_a;
-    step s guesses the feature at a + s − 1 and is compared with the target's top token there; the tokens after the
-    anchor are the text's (what the target saw)."""
+                    clock: Clock | None = None) -> Agreement:
+    """Each draft step's top token against the target's own at its position, drafting as a run does (eagle.predict on
+    the last WINDOW pairs, then on its own guesses), through the full LM head. Anchors: held-out positions a with a
+    full window before them (at most `most`, evenly spaced); the newest token is the text's x_a; step s guesses the
+    feature at a + s − 1 and is compared with the target's top token there; the tokens after the anchor are the
+    text's (what the target saw, and what a chain or a tree on the accepted path feeds)."""
     from specviz.engine.eagle import WINDOW
 
     length, steps = teacher.tokens.shape[1], eagle.n
     anchors = [(w, a) for w in range(len(teacher)) for a in range(WINDOW, length - steps + 1)]
     anchors = [anchors[i] for i in _spaced(len(anchors), most).tolist()]
-    hits = [0] * steps
+    widths = tree_widths(steps)
+    hits, in_tree = torch.zeros(len(anchors), steps, dtype=torch.bool), torch.zeros(len(anchors), steps, dtype=torch.bool)
     with torch.inference_mode():
         for j in range(0, len(anchors), batch):
             w = torch.tensor([a[0] for a in anchors[j:j + batch]])
@@ -246,59 +295,27 @@ def agreement_eagle(eagle, teacher: Teacher, most: int = EVAL_POSITIONS[EAGLE], 
             x = teacher.tokens[w[:, None], back + 1]  # (B, WINDOW): x_{j+1}, the last one the newest token x_a
             for s in range(steps):
                 guess = eagle.predict(f, x)  # (B, H): the feature at a + s
-                hits[s] += int((eagle.logits(guess).argmax(-1) == teacher.ids[w, a + s, 0]).sum())
+                top, label = eagle.logits(guess).topk(widths[s], -1).indices, teacher.ids[w, a + s, 0]
+                hits[j:j + batch, s], in_tree[j:j + batch, s] = top[:, 0] == label, (top == label[:, None]).any(-1)
                 if s + 1 < steps:
                     f = torch.cat([f, guess[:, None].to(f.dtype)], 1)[:, -WINDOW:]
                     x = torch.cat([x, teacher.tokens[w, a + s + 1][:, None]], 1)[:, -WINDOW:]
             if clock:
                 clock.tick(j // batch + 1)
-    return [h / max(1, len(anchors)) for h in hits]
+    return agreement_of(hits, in_tree)
 
 
-# --- the whole training ------------------------------------------------------------------------------------------
+# --- the vocabulary a drafter drafts over ------------------------------------------------------------------------
 
-def train_heads(target, tokenizer, target_name: str, plan: TrainPlan = TrainPlan(), report: Report | None = None,
-                folder: Path | None = None, machine: str = ""):
-    """Trained drafting weights of `plan.kind` for the frozen `target` and their provenance (the caller saves them:
-    heads.save_heads). `folder`: where the teacher's data is cached (None: not cached)."""
-    if plan.kind not in KINDS:
-        raise ValueError(f"the kind of drafter to train must be one of {', '.join(KINDS)}, got {plan.kind!r}")
-    start = time.perf_counter()
-    budget = start + plan.minutes * 60
-    torch.manual_seed(plan.seed)
-    for p in target.parameters():
-        p.requires_grad_(False)  # frozen: only the drafter's own weights learn
-    drafter = builder(plan.kind)(target, plan.n)  # checks the number before any text is read
-    data = windows(tokenizer, plan.tokens, plan.length, plan.holdout)
-    if not data.train or not data.heldout:
-        raise ValueError(f"too little text to train on: {len(data.train)} training and {len(data.heldout)} held-out "
-                         f"windows of {plan.length} tokens (raise --tokens)")
-    t_data = time.perf_counter()
-    got = read_teacher(target, fingerprint(target), data.heldout, data.train, plan.holdout, plan.top, folder, report,
-                       start + plan.teacher_share * plan.minutes * 60, start + HELD_SHARE * plan.minutes * 60)
-    t_teacher = time.perf_counter()
-    subset = Subset.of([got.train], plan.subset)
-    drafter.own.float()  # trained in float32; it runs in the target's dtype once loaded
-    check = agreement_eagle if plan.kind == EAGLE else agreement_medusa
-    before = check(drafter, got.held, clock=_check_clock(plan.kind, drafter.n, got.held, report,
-                                                         "held-out check before training"))
-    check_s = time.perf_counter() - t_teacher  # the held-out check after the fit costs the same again
-    fit = fit_eagle if plan.kind == EAGLE else fit_medusa
-    fitted = fit(drafter, got.train, subset, plan, report, budget - check_s)
-    t_fit = time.perf_counter()
-    after = check(drafter, got.held, clock=_check_clock(plan.kind, drafter.n, got.held, report, "held-out check"))
-    end = time.perf_counter()
-    if report:
-        report("held-out check", 1.0, 0.0)
-    provenance = Provenance(
-        kind=plan.kind, target_name=target_name, target_hash=fingerprint(target), heads=drafter.n,
-        hidden=target.config.hidden_size, data=data.describe(plan.length, plan.holdout),
-        train_tokens=got.train.positions, heldout_tokens=got.held.positions, steps=fitted.steps,
-        loss=round(fitted.loss, 4), agreement=[round(a, 4) for a in after], seconds=round(end - start, 1),
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"), untrained=[round(a, 4) for a in before],
-        subset=len(subset), subset_mass=round(subset.mass, 4), machine=machine,
-        phases={"text": round(t_data - start, 1), "teacher": round(t_teacher - t_data, 1),
-                "teacher_windows_read": got.read_windows, "teacher_windows_cached": got.cached_windows,
-                "fit": round(t_fit - t_teacher - check_s, 1), "check": round(check_s + end - t_fit, 1),
-                "checked_positions": min(EVAL_POSITIONS[plan.kind], got.held.positions)})
-    return drafter.eval(), provenance
+def vocab_agreement(drafter, teacher: Teacher, ranked: torch.Tensor, sizes: tuple[int, ...]) -> dict[int, float]:
+    """Head 1's (EAGLE step 1's) held-out top-1 agreement with the target when it drafts over the `n` most used
+    tokens only (`ranked`, most used first), for each n of `sizes` (0: every token): what a smaller output layer
+    costs in agreement. The drafter is left drafting over every token."""
+    check = agreement_eagle if drafter.kind == EAGLE else agreement_medusa
+    out = {}
+    for n in sizes:
+        if n:
+            drafter.use_vocab(ranked[:n])
+        out[n] = check(drafter, teacher).each[0]
+        drafter.lm_head, drafter.vocab_ids = drafter.full_head, None
+    return out

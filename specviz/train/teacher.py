@@ -58,12 +58,12 @@ class Teacher:
         return Teacher(self.hidden[:n], self.tokens[:n], self.ids[:n], self.probs[:n])
 
 
-def _empty(length: int, hidden: int, top: int) -> Teacher:
+def empty_teacher(length: int, hidden: int, top: int) -> Teacher:
     return Teacher(torch.zeros(0, length, hidden, dtype=torch.bfloat16), torch.zeros(0, length, dtype=torch.long),
                    torch.zeros(0, length, top, dtype=torch.long), torch.zeros(0, length, top, dtype=torch.float16))
 
 
-def _cat(a: Teacher, b: Teacher) -> Teacher:
+def cat_teachers(a: Teacher, b: Teacher) -> Teacher:
     return Teacher(*(torch.cat([x, y]) for x, y in zip((a.hidden, a.tokens, a.ids, a.probs),
                                                        (b.hidden, b.tokens, b.ids, b.probs))))
 
@@ -89,7 +89,7 @@ def teach(target, windows: list[list[int]], top: int, report: Report | None = No
             spent = time.perf_counter() - t0
             report(f"{phase} {len(windows)} windows", (i + 1) / len(windows), spent / (i + 1) * (len(windows) - i - 1))
     if not hidden:
-        return _empty(len(windows[0]) if windows else 0, target.config.hidden_size, top)
+        return empty_teacher(len(windows[0]) if windows else 0, target.config.hidden_size, top)
     return Teacher(torch.stack(hidden), torch.stack(tokens), torch.stack(ids), torch.stack(probs))
 
 
@@ -101,26 +101,35 @@ def _key(fingerprint: str, length: int, holdout: int, top: int) -> dict:
 
 def load_teacher(folder: Path, key: dict) -> tuple[Teacher, Teacher] | None:
     """(held out, train) saved in folder under the same key, or None (none saved, another key, unreadable)."""
-    path = Path(folder) / TEACHER_FILE
-    meta = Path(folder) / (TEACHER_FILE + ".json")
+    return load_parts(folder, TEACHER_FILE, key, ("held", "train"))
+
+
+def save_teacher(folder: Path, key: dict, held: Teacher, train: Teacher) -> None:
+    save_parts(folder, TEACHER_FILE, key, {"held": held, "train": train})
+
+
+def load_parts(folder: Path, file: str, key: dict, parts: tuple[str, ...]) -> tuple[Teacher, ...] | None:
+    """The Teachers saved in folder/file under `key`, one per part, or None (none saved, another key, unreadable)."""
+    path, meta = Path(folder) / file, Path(folder) / (file + ".json")
     try:
         if not path.is_file() or json.loads(meta.read_text()) != key:
             return None
         t = load_file(str(path))
         return tuple(Teacher(t[f"{part}.hidden"], t[f"{part}.tokens"], t[f"{part}.ids"], t[f"{part}.probs"])
-                     for part in ("held", "train"))
+                     for part in parts)
     except (OSError, ValueError, KeyError):
         return None
 
 
-def save_teacher(folder: Path, key: dict, held: Teacher, train: Teacher) -> None:
+def save_parts(folder: Path, file: str, key: dict, parts: dict[str, Teacher]) -> None:
+    """Save the Teachers under `key`, written whole and then renamed (a killed save leaves the old file)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tensors = {f"{part}.{name}": getattr(t, name).contiguous()
-               for part, t in (("held", held), ("train", train)) for name in ("hidden", "tokens", "ids", "probs")}
-    save_file(tensors, str(folder / (TEACHER_FILE + ".part")))
-    (folder / (TEACHER_FILE + ".part")).replace(folder / TEACHER_FILE)
-    (folder / (TEACHER_FILE + ".json")).write_text(json.dumps(key))
+               for part, t in parts.items() for name in ("hidden", "tokens", "ids", "probs")}
+    save_file(tensors, str(folder / (file + ".part")))
+    (folder / (file + ".part")).replace(folder / file)
+    (folder / (file + ".json")).write_text(json.dumps(key))
 
 
 def _matching(cached: Teacher, windows: list[list[int]]) -> int:
@@ -154,7 +163,7 @@ def read_teacher(target, fingerprint: str, held_windows: list[list[int]], train_
     so a later training reads on where this one stopped."""
     length = len((held_windows or train_windows)[0])
     key = _key(fingerprint, length, holdout, top)
-    empty = _empty(length, target.config.hidden_size, top)
+    empty = empty_teacher(length, target.config.hidden_size, top)
     c_held, c_train = (load_teacher(folder, key) if folder is not None else None) or (empty, empty)
     n_held, n_train = _matching(c_held, held_windows), _matching(c_train, train_windows)
     if n_held < min(len(c_held), len(held_windows)):  # other text than the cache's: read it all again
@@ -162,10 +171,11 @@ def read_teacher(target, fingerprint: str, held_windows: list[list[int]], train_
     t0 = time.perf_counter()
     held = c_held.take(n_held)
     if n_held < len(held_windows):
-        held = _cat(held, teach(target, held_windows[n_held:], top, report, held_deadline, "target reads held-out"))
+        held = cat_teachers(held, teach(target, held_windows[n_held:], top, report, held_deadline,
+                                        "target reads held-out"))
     train = c_train.take(n_train)
     if n_train < len(train_windows):
-        train = _cat(train, teach(target, train_windows[n_train:], top, report, deadline))
+        train = cat_teachers(train, teach(target, train_windows[n_train:], top, report, deadline))
     read, seconds = len(held) - n_held + len(train) - n_train, time.perf_counter() - t0
     if folder is not None and read:  # keep the longer of what was cached and what is known now
         save_teacher(folder, key, held if len(held) >= len(c_held) else c_held,
@@ -174,6 +184,17 @@ def read_teacher(target, fingerprint: str, held_windows: list[list[int]], train_
 
 
 # --- the vocabulary subset ---------------------------------------------------------------------------------------
+
+def ranked_tokens(teachers: list[Teacher]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(every token the teachers' labels name, most used first; its total label probability): how much the target
+    uses each token on this text (FR-Spec ranks a drafter's vocabulary by such counts)."""
+    ids = torch.cat([t.ids.reshape(-1) for t in teachers])
+    probs = torch.cat([t.probs.reshape(-1).float() for t in teachers])
+    named, where = torch.unique(ids, return_inverse=True)
+    mass = torch.zeros(len(named)).index_add_(0, where, probs)
+    order = torch.argsort(mass, descending=True)
+    return named[order], mass[order]
+
 
 @dataclass(frozen=True)
 class Subset:
@@ -187,12 +208,9 @@ class Subset:
     def of(cls, teachers: list[Teacher], size: int) -> "Subset":
         """The `size` tokens with the most total label probability over the teachers' positions (all of them where
         fewer were named)."""
-        ids = torch.cat([t.ids.reshape(-1) for t in teachers])
-        probs = torch.cat([t.probs.reshape(-1).float() for t in teachers])
-        named, where = torch.unique(ids, return_inverse=True)
-        mass = torch.zeros(len(named)).index_add_(0, where, probs)
-        keep = torch.topk(mass, min(size, len(named))).indices
-        return cls(named[keep].sort().values, float(mass[keep].sum() / mass.sum()), len(named))
+        ranked, mass = ranked_tokens(teachers)
+        keep = min(size, len(ranked))
+        return cls(ranked[:keep].sort().values, float(mass[:keep].sum() / mass.sum()), len(ranked))
 
     def __len__(self) -> int:
         return len(self.ids)

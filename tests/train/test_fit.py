@@ -1,7 +1,7 @@
-"""train/fit.py, teacher.py and text.py on a tiny target: the offline text is read from this
+"""train/fit.py, training.py, teacher.py and text.py on a tiny target: the offline text is read from this
 machine and split with some held out, the teacher's data is cached on disk and reused, the vocabulary subset keeps
 the labels' mass, training (Medusa heads and the EAGLE layer) lowers the loss and raises held-out agreement, and the
-trained weights carry their provenance, save, load and draft exactly."""
+trained weights carry their provenance, save, load and draft exactly. (The target's own answers: test_answers.py.)"""
 
 from dataclasses import replace
 
@@ -16,11 +16,14 @@ from specviz.engine.medusa import MedusaHeads
 from specviz.engine.trained import load_heads, save_heads
 from specviz.train.text import code_documents, prose_documents, windows
 from specviz.train.teacher import Subset, read_teacher, teach
-from specviz.train.fit import (TrainPlan, agreement_eagle, agreement_medusa, eagle_loss, fit_eagle, fit_medusa, head_pairs, soft_loss, train_heads)
+from specviz.train.fit import (TrainPlan, agreement_eagle, agreement_medusa, agreement_of, eagle_loss, fit_eagle,
+                               fit_medusa, head_pairs, soft_loss)
+from specviz.train.training import train_heads
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-PLAN = TrainPlan(heads=2, tokens=6400, length=64, epochs=4, batch=128, lr=3e-3, top=8, minutes=3.0, negatives=16)
+PLAN = TrainPlan(heads=2, tokens=6400, length=64, epochs=4, batch=128, lr=3e-3, top=8, minutes=3.0, negatives=16,
+                 prompts=20, answer_batch=10)
 
 
 @pytest.fixture(scope="module")
@@ -97,9 +100,9 @@ def test_medusa_training_lowers_the_loss_and_raises_held_out_agreement(target, t
     subset = Subset.of([train], 32)
     heads = MedusaHeads(target, PLAN.heads)
     heads.blocks.float()
-    loss0, before = medusa_loss(heads, train, subset), agreement_medusa(heads, held)
+    loss0, before = medusa_loss(heads, train, subset), agreement_medusa(heads, held).each
     fitted = fit_medusa(heads, train, subset, PLAN)
-    after = agreement_medusa(heads, held)
+    after = agreement_medusa(heads, held).each
     print(f"loss {loss0:.3f} -> {medusa_loss(heads, train, subset):.3f}; agreement {before} -> {after}")
     assert fitted.steps == 4 * 44 and medusa_loss(heads, train, subset) < 0.9 * loss0
     assert all(a > b + 0.03 for a, b in zip(after, before))
@@ -113,11 +116,11 @@ def test_eagle_training_lowers_the_loss_and_raises_held_out_agreement(target, te
     rows, every = subset.rows(eagle.lm_head), torch.arange(len(train))
     with torch.no_grad():
         loss0 = float(eagle_loss(eagle, train, every, rows, subset, None))
-    before = agreement_eagle(eagle, held)
+    before = agreement_eagle(eagle, held).each
     fitted = fit_eagle(eagle, train, subset, replace(PLAN, epochs=6))
     with torch.no_grad():
         loss1 = float(eagle_loss(eagle, train, every, rows, subset, None))
-    after = agreement_eagle(eagle, held)
+    after = agreement_eagle(eagle, held).each
     print(f"EAGLE loss {loss0:.3f} -> {loss1:.3f}; agreement {before} -> {after}")
     assert fitted.steps == 6 * 45 and loss1 < 0.8 * loss0
     assert after[0] > before[0] + 0.03 and after[1] > before[1]
@@ -128,7 +131,7 @@ def test_an_untrained_eagle_layer_is_checked_as_the_targets_own_next_guess(targe
     target's top token at a is what a Medusa head starts at (both guess the token after the newest)."""
     held, _ = teacher
     eagle, heads = EagleDrafter(target, 1), MedusaHeads(target, 1)
-    assert agreement_eagle(eagle, held, most=10_000)[0] == pytest.approx(
+    assert agreement_eagle(eagle, held, most=10_000).each[0] == pytest.approx(
         _medusa_on_anchors(heads, held), abs=1e-9)
 
 
@@ -148,13 +151,19 @@ def test_trained_weights_record_where_they_come_from_and_draft_exactly(target, t
     seen = []
     heads, provenance = train_heads(target, char_tokenizer(), "tiny", replace(PLAN, kind=kind, epochs=1),
                                     lambda phase, done, left: seen.append((phase, done, left)), tmp_path / "teacher")
-    assert provenance.kind == kind and provenance.train_tokens == 90 * 64 and provenance.heldout_tokens == 10 * 64
-    assert provenance.steps == (44 if kind == "medusa" else 45) and len(provenance.agreement) == 2
-    assert all(0 <= a <= 1 for a in provenance.agreement + provenance.untrained) and provenance.subset > 0
-    assert set(provenance.phases) >= {"teacher", "fit", "check"} and provenance.phases["teacher_windows_read"] == 100
+    # 20 prompts (2 held out) answered in 64 tokens each, then 100 windows of offline text (10 held out)
+    assert provenance.kind == kind and provenance.train_tokens == (18 + 90) * 64
+    assert provenance.heldout_tokens == (2 + 10) * 64 and "own answers to 20 prompts" in provenance.data
+    assert provenance.steps == (53 if kind == "medusa" else 54) and len(provenance.agreement) == 2  # 108 windows
+    assert all(0 <= a <= 1 for a in provenance.agreement + provenance.untrained + provenance.chain)
+    assert provenance.chain[1] <= provenance.chain[0] and 1 <= provenance.tree <= 3 and provenance.subset > 0
+    assert set(provenance.phases) >= {"teacher", "fit", "check", "answers"}
+    assert provenance.phases["teacher_windows_read"] == 100 and provenance.phases["answers_given"] == 20
     assert seen[-1][1] == 1.0 and seen[-1][2] == 0 and any("target reads" in s[0] for s in seen)
+    assert any("target answers" in s[0] for s in seen)
     assert not any(p.requires_grad for p in target.parameters())  # the target stayed frozen
     assert (tmp_path / "teacher" / "teacher.safetensors").is_file()
+    assert (tmp_path / "teacher" / "answers.safetensors").is_file()
     loaded = load_heads(save_heads(heads, provenance, tmp_path / kind), target, "tiny")
     assert type(loaded) is type(heads) and loaded.n == 2
     engine = Engine(tiny_model(seed=9), target, tokenizer, target_name="tiny")
@@ -163,9 +172,17 @@ def test_trained_weights_record_where_they_come_from_and_draft_exactly(target, t
     assert trace.output_token_ids == trace.baseline.output_token_ids
 
 
-def test_too_little_text_is_a_sentence(target):
-    with pytest.raises(ValueError, match="too little text to train on"):
-        train_heads(target, char_tokenizer(), "tiny", replace(PLAN, tokens=64 * 5))
+def test_too_little_to_train_on_is_a_sentence(target):
+    with pytest.raises(ValueError, match="too little to train on within the time bound: 0 training and 0 held-out"):
+        train_heads(target, char_tokenizer(), "tiny", replace(PLAN, prompts=0, tokens=64 * 5))
+
+
+def test_a_chain_counts_a_draft_only_after_every_one_before_it_and_a_tree_its_candidates():
+    hits = torch.tensor([[1, 1, 0], [1, 0, 1], [0, 1, 1], [1, 1, 1]], dtype=torch.bool)
+    in_tree = torch.tensor([[1, 1, 1], [1, 1, 1], [1, 1, 0], [1, 1, 1]], dtype=torch.bool)
+    got = agreement_of(hits, in_tree)
+    assert got.each == [0.75, 0.75, 0.75] and got.chain == [0.75, 0.5, 0.25]  # head 3 right 3 times, reached once
+    assert got.chain_tokens == pytest.approx(2.5) and got.tree == pytest.approx(1 + 1 + 1 + 0.75)
 
 
 def test_an_unknown_kind_is_a_sentence(target):

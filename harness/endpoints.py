@@ -43,7 +43,7 @@ def open_example(client, index, lecture: bool = False) -> dict:
 # 24 new tokens, a short run; the order is the handler's signature, the API's parameter list.
 GENERATE_DEFAULTS = {**{name: getattr(RunSettings(), name) for name in ("k", "temperature", "top_p", "top_k", "seed",
                                                                         "drafter", "adaptive", "draft_layers",
-                                                                        "stop_rule")},
+                                                                        "stop_rule", "tree_budget", "tree_depth")},
                      "max_new_tokens": 24, "lecture": False, "tree_widths": widths_text(DEFAULT_WIDTHS)}
 GENERATE_ORDER = [name for name in inspect.signature(ModelActions.generate).parameters
                   if name not in ("self", "prompt", "preset", "progress", "request")]

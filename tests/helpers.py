@@ -165,7 +165,11 @@ def need_cases() -> list[tuple[str, object, dict, dict, str]]:
         ("confidence", 0.5, {"adaptive": True, "stop_rule": "cost"},
          {"adaptive": True, "stop_rule": THRESHOLD_RULE}, "with adaptive K stopping by the confidence threshold"),
         ("draft_layers", 1, {"drafter": "model"}, {"drafter": "layers"}, "with self-speculation"),
-        ("tree_widths", (2, 1), {"drafter": "model"}, {"drafter": "tree"}, "with a tree drafter"),
+        ("tree_widths", (2, 1), {"drafter": "model"}, {"drafter": "tree"}, "with a tree drafter of fixed widths"),
+        ("tree_widths", (2, 1), {"drafter": "shaped"}, {"drafter": "tree"}, "with a tree drafter of fixed widths"),
+        ("tree_budget", 8, {"drafter": "model"}, {"drafter": "shaped"}, "with a shaped tree drafter"),
+        ("tree_budget", 8, {"drafter": "tree"}, {"drafter": "shaped"}, "with a shaped tree drafter"),
+        ("tree_depth", 3, {"drafter": "lookup"}, {"drafter": "shaped"}, "with a shaped tree drafter"),
         *((name, value, greedy, sampled, "when sampling") for name, value in (("top_k", 5), ("top_p", 0.5),
                                                                                ("seed", 3))),
     ]

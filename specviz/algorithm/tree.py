@@ -17,12 +17,22 @@ module decides which path survives, exactly:
   test is the one-child rule against the distribution the child really came from, so the same induction holds. A
   rejected token has p_i < q_i, so the residual leaves it no mass and its removal from q loses nothing; when q_i has
   no mass left (q had fewer tokens than children), the remaining children are not tested.
-- temperature 0: the children are the draft's top-w distinct tokens; a child survives iff it is the target's
-  argmax, else the next token is the argmax. The output is the target's greedy path.
+- a tree shaped per round (algorithm/shaped.py): how many children a node gets is decided as the tree grows, one
+  child at a time, each decision taken BEFORE the child it adds is drawn and from draft-side numbers only (the path
+  scores, the q left at the node after its earlier children; never p, never a verification draw); the children are
+  drawn without replacement and verified by the rule above. The same induction holds, because it holds conditional
+  on any history: at child i's test the child is a draw from q_i (whatever led to drawing it: its earlier siblings,
+  other nodes' draws) and is tested against q_i, and a rejection leaves p_(i+1) = norm(max(0, p_i − q_i)) whichever
+  token was rejected, so later decisions that read that token cannot tilt the token leaving the node away from p_i.
+  Each child drawn is kept: drawing several and keeping the best-scoring ones would break it (a kept child is then
+  not a draw from q_i; tests/engine/test_shaped_run.py's negative control plants exactly that).
+- temperature 0: the children are the draft's top distinct tokens; a child survives iff it is the target's
+  argmax, else the next token is the argmax. The output is the target's greedy path, whatever the tree's shape.
 At a leaf the walk ends with a bonus token sampled from p there.
 
 Nodes are numbered breadth-first with the root as node 0: widths (2, 1) give nodes 0 (root), 1 and 2 (depth 1),
-3 (child of 1) and 4 (child of 2). Notation as in sampling.py: p = target, q = draft.
+3 (child of 1) and 4 (child of 2); a shaped tree is given by its parents instead, numbered in the order drawn.
+Notation as in sampling.py: p = target, q = draft.
 """
 
 from __future__ import annotations
@@ -51,25 +61,35 @@ def parse_widths(text: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class TreeShape:
-    """A tree from its widths per depth: widths[d] children for every node at depth d (the root is depth 0).
+    """A tree from its widths per depth, widths[d] children for every node at depth d (the root is depth 0), or from
+    its parents: a tree shaped per round (algorithm/shaped.py), whose widths are then empty. Either way the nodes are
+    numbered breadth-first, so each depth's nodes are consecutive, and a node's children are in the order they were
+    drafted (the order verification tests them in).
 
     >>> t = TreeShape((2, 1))
     >>> t.parents, t.depth
     ((-1, 0, 0, 1, 2), (0, 1, 1, 2, 2))
+    >>> TreeShape(parents=(-1, 0, 0, 2)).depth
+    (0, 1, 1, 2)
     """
 
-    widths: tuple[int, ...]
-    parents: tuple[int, ...] = field(init=False)  # parents[i] < i; -1 for the root
+    widths: tuple[int, ...] = ()
+    parents: tuple[int, ...] | None = None  # parents[i] < i; -1 for the root. Given for a shaped tree, else built
     depth: tuple[int, ...] = field(init=False)  # 0 for the root
     kids: tuple[tuple[int, ...], ...] = field(init=False, repr=False)  # kids[i]: node i's children, in order
     _ancestry: torch.Tensor = field(init=False, repr=False, compare=False)  # built once: every pass needs it
 
     def __post_init__(self):
-        widths = check_widths(self.widths)
-        parents, depth, level = [-1], [0], [0]
-        for d, w in enumerate(widths, start=1):
-            level = [_add(parents, depth, u, d) for u in level for _ in range(w)]  # breadth-first
-        object.__setattr__(self, "widths", widths)
+        if self.parents is None:
+            widths = check_widths(self.widths)
+            parents, depth, level = [-1], [0], [0]
+            for d, w in enumerate(widths, start=1):
+                level = [_add(parents, depth, u, d) for u in level for _ in range(w)]  # breadth-first
+            object.__setattr__(self, "widths", widths)
+        elif self.widths:
+            raise ValueError("a tree is given by its widths or by its parents, not both")
+        else:
+            parents, depth = check_parents(self.parents)
         object.__setattr__(self, "parents", tuple(parents))
         object.__setattr__(self, "depth", tuple(depth))
         object.__setattr__(self, "kids", tuple(tuple(i for i, u in enumerate(parents) if u == v)
@@ -80,13 +100,19 @@ class TreeShape:
         object.__setattr__(self, "_ancestry", seen)
 
     @property
+    def shaped(self) -> bool:
+        """Built from its parents (a tree shaped per round), not from widths."""
+        return not self.widths
+
+    @property
     def n_nodes(self) -> int:
         """Nodes including the root."""
         return len(self.parents)
 
     @property
     def max_depth(self) -> int:
-        return len(self.widths)
+        """The deepest node's depth: len(widths) for a tree of widths."""
+        return max(self.depth)
 
     def children(self, node: int) -> list[int]:
         return list(self.kids[node])
@@ -128,6 +154,31 @@ def check_widths(widths: Sequence[int]) -> tuple[int, ...]:
         raise ValueError(f"a tree of widths {widths_text(out)} drafts {n} nodes; at most "
                          f"{MAX_TREE_NODES} are allowed (narrow a depth or drop one)")
     return out
+
+
+def check_parents(parents: Sequence[int]) -> tuple[list[int], list[int]]:
+    """(parents, depths) of a tree given by its parents, or ValueError: the root first (parent -1), every other node's
+    parent an earlier node, the nodes breadth-first (depths never falling), within the bounds a tree of widths has.
+
+    >>> check_parents((-1, 0, 1, 0))
+    Traceback (most recent call last):
+    ValueError: a tree's nodes must be numbered breadth-first: node 3 (depth 1) follows a node of depth 2
+    """
+    if isinstance(parents, (str, bytes)) or not isinstance(parents, Sequence) or not parents or parents[0] != -1:
+        raise ValueError(f"a tree's parents must be a sequence of whole numbers from the root's -1; got {parents!r}")
+    depth = [0]
+    for i, u in enumerate(parents[1:], start=1):
+        if type(u) is not int or not 0 <= u < i:
+            raise ValueError(f"node {i}'s parent must be an earlier node, got {u!r}")
+        depth.append(depth[u] + 1)
+        if depth[i] < depth[i - 1]:
+            raise ValueError(f"a tree's nodes must be numbered breadth-first: node {i} (depth {depth[i]}) follows a "
+                             f"node of depth {depth[i - 1]}")
+    if len(parents) - 1 > MAX_TREE_NODES:
+        raise ValueError(f"a tree of {len(parents) - 1} drafted nodes; at most {MAX_TREE_NODES} are allowed")
+    if len(parents) > 1:
+        DEPTH_BOUND.check(max(depth), "the tree's depth")
+    return list(parents), depth
 
 
 @dataclass

@@ -19,6 +19,7 @@ from specviz.view import charts
 from specviz.view import notices
 from specviz.view import summary
 from specviz.view.cost_words import pass_costs_text
+from specviz.view.style import speed
 from specviz.engine import Engine, RunSettings
 from specviz.app.errors import message_of, refused_by_zerogpu
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
@@ -139,14 +140,16 @@ class ModelActions:
         return info, status or gr.skip()
 
     def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture, drafter,
-                 adaptive, draft_layers, tree_widths, stop_rule=RunSettings.stop_rule, progress=gr.Progress(),
+                 adaptive, draft_layers, tree_widths, stop_rule=RunSettings.stop_rule,
+                 tree_budget=RunSettings.tree_budget, tree_depth=RunSettings.tree_depth, progress=gr.Progress(),
                  request: gr.Request = None):
         """The trace and the round view after each round (at most every MIN_FRAME_S), then once more. The
         inputs arrive as sent (the event skips Gradio's preprocessing), so every one is checked here."""
         try:
             settings = settings_from(k=k, temperature=temperature, top_p=top_p, top_k=top_k, seed=seed,
                                      max_new_tokens=max_new_tokens, drafter=drafter, adaptive=adaptive,
-                                     draft_layers=draft_layers, tree_widths=tree_widths, stop_rule=stop_rule)
+                                     draft_layers=draft_layers, tree_widths=tree_widths, stop_rule=stop_rule,
+                                     tree_budget=tree_budget, tree_depth=tree_depth)
             prompt = check_prompt(prompt)
             engine = self.engine(preset, progress)
             # A prompt too long for the context fails here, before any model runs; the run starts from these ids,
@@ -226,7 +229,7 @@ class ModelActions:
         turns = len(result.repeats.speculative) if result.repeats else 1
         message = (f"Baseline: the run and the target alone timed in {turns} interleaved turns each (fewer than the "
                    f"{PUBLISHED_TURNS} a recording takes: a shared server); in the median turn the target alone made "
-                   f"{len(result.output_token_ids)} tokens at {result.tokens_per_s:.1f} tok/s.")
+                   f"{len(result.output_token_ids)} tokens at {speed(result.tokens_per_s)} tok/s.")
         return {self.out.trace: timed, self.out.status: notices.status(message, "done"),
                 self.out.panels.summary: summary.summary_html(timed), self.out.download: download(timed),
                 self.out.panels.timeline: charts.timeline(timed)}
@@ -264,7 +267,8 @@ class ModelActions:
         example, baseline = EXAMPLES[names[index]], "with" if trace.baseline else "without"
         return self.show_trace(trace, lecture, f"Recorded example “{example.title}” ({len(trace.rounds)} rounds, "
                                                f"{baseline} its target-only baseline; no model needed to step "
-                                               f"through it): {example.description}")
+                                               f"through it): {example.description} "
+                                               f"{summary.speedup_sentence(trace)}".rstrip())
 
     def open_first_example(self, lecture):
         """The page's first load opens examples.FIRST at once, so the page is never empty while models prepare."""

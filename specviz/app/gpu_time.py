@@ -77,7 +77,7 @@ def seconds_per_token(speed: PairSpeed | None, drafter_key: str = TARGET_ONLY, d
 
 def drafts_per_round(settings: RunSettings) -> int:
     """K for a chain; a tree drafts one level per step, so its depth."""
-    return len(settings.widths) if settings.drafter_spec.tree else settings.k
+    return settings.depth if settings.drafter_spec.tree else settings.k
 
 
 def ask(run_seconds: float) -> int:

@@ -14,7 +14,7 @@ from specviz.drafters.tree import DEFAULT_WIDTHS
 from specviz.engine import RunSettings
 from specviz.engine.request import CONTRACT_DEFAULTS, asked_of, refuse_unneeded
 from specviz.settings.needs import unmet
-from specviz.settings.bounds import MAX_K, Bound, check_prompt_given, short_repr
+from specviz.settings.bounds import DEPTH_BOUND, MAX_K, MAX_TREE_NODES, Bound, check_prompt_given, short_repr
 from specviz.algorithm.tree import parse_widths
 
 
@@ -39,6 +39,8 @@ LIMITS = {
     "seed": Limit("seed", 0, 2**31 - 1, True),  # what a page's number field holds exactly
     "max_new_tokens": Limit("max new tokens", 1, 512, True),  # a long run is a slow run for everyone sharing
     "draft_layers": Limit("draft layers", 0, 1024, True),  # the engine checks N against the target's layers
+    "tree_budget": Limit("node budget", 1, MAX_TREE_NODES, True),  # a shaped tree's: the run's own bounds
+    "tree_depth": Limit("most depth", 0, DEPTH_BOUND.high, True),
 }
 # What the page's controls hold until changed, and where it puts a control that does nothing in the current state
 # (app/controls.py): the contract's defaults (settings/defaults.py), the tree's default widths shown
@@ -58,7 +60,8 @@ def setting(value, field: str) -> int | float:
 
 
 def settings_from(*, k, temperature, top_p, top_k, seed, max_new_tokens, drafter, adaptive, draft_layers,
-                  tree_widths, stop_rule=RunSettings.stop_rule) -> RunSettings:
+                  tree_widths, stop_rule=RunSettings.stop_rule, tree_budget=RunSettings.tree_budget,
+                  tree_depth=RunSettings.tree_depth) -> RunSettings:
     """RunSettings from the page's fields (numbers arrive as floats); ValueError names the first bad one. A field
     that would do nothing beside the others (settings/needs.py) must be at the page's default, where the page puts
     a control it disables; an API client that sets one gets a sentence naming what it needs."""
@@ -68,7 +71,8 @@ def settings_from(*, k, temperature, top_p, top_k, seed, max_new_tokens, drafter
                   top_k=setting(top_k, "top_k"), seed=setting(seed, "seed"),
                   max_new_tokens=setting(max_new_tokens, "max_new_tokens"), drafter=drafter or RunSettings.drafter,
                   adaptive=False if adaptive is None else adaptive,  # RunSettings refuses 1, "yes" or []
-                  draft_layers=setting(draft_layers, "draft_layers"), stop_rule=stop_rule or RunSettings.stop_rule)
+                  draft_layers=setting(draft_layers, "draft_layers"), stop_rule=stop_rule or RunSettings.stop_rule,
+                  tree_budget=setting(tree_budget, "tree_budget"), tree_depth=setting(tree_depth, "tree_depth"))
     if (tree_widths or "").strip():
         values["tree_widths"] = parse_widths(tree_widths)
     # what the page sends for a control that does nothing now: left out, so that the run asks the contract's default

@@ -26,7 +26,7 @@ from specviz.lecture.examples import EXAMPLES
 from specviz.app.lab_tab import build_lab
 from specviz.app.room_panel import HREF_JS, RoomPanel, build_room_panel, open_linked, wire_room_panel
 from specviz.app.room_routes import ROOMS, RoomHub
-from specviz.drafters import DEFAULT, REGISTRY, layers, tree
+from specviz.drafters import DEFAULT, REGISTRY, layers, shaped_tree, tree
 from specviz.engine.request import RunSettings
 from specviz.settings.bounds import STOP_RULES, widths_text
 from specviz.settings.prompts import EXAMPLE_PROMPTS
@@ -53,7 +53,9 @@ INFO = {"k": "", "top_p": "", "top_k": "", "seed": "",
                      f"threshold: the product of the draft's own probabilities of its drafts falls below "
                      f"{RunSettings().confidence}",
         "draft_layers": f"with the drafter “{layers.DRAFTER.label}”: {layers.DRAFT_LAYERS.help}",
-        "tree_widths": f"with the drafter “{tree.DRAFTER.label}”: {tree.TREE_WIDTHS.help}"}
+        "tree_widths": f"with the drafter “{tree.DRAFTER.label}”: {tree.TREE_WIDTHS.help}",
+        "tree_budget": f"with a shaped tree (“{shaped_tree.DRAFTER.label}”): {shaped_tree.TREE_BUDGET_PARAM.help}",
+        "tree_depth": f"with a shaped tree: {shaped_tree.TREE_DEPTH_PARAM.help}"}
 
 
 def _opening(setting: str) -> dict:
@@ -90,6 +92,8 @@ class Page:
     stop_rule: gr.Radio  # RunSettings.stop_rule: how adaptive K stops (the threshold, or cost-aware)
     draft_layers: gr.Number  # RunSettings.draft_layers: self-speculation's N (0: half the target's layers)
     tree_widths: gr.Textbox  # RunSettings.tree_widths as text, 2-2-1-1 (read with the tree drafter only)
+    tree_budget: gr.Number  # RunSettings.tree_budget: a shaped tree's most nodes (read with a shaped tree only)
+    tree_depth: gr.Number  # RunSettings.tree_depth: a shaped tree's most depth (0: its drafter's default)
     generate: gr.Button
     baseline: gr.Button
     info: gr.HTML
@@ -123,7 +127,8 @@ class Page:
     def needy(self) -> list[Needy]:
         """The controls whose setting only applies with another (settings/needs.py), each with its INFO line."""
         named = {"adaptive": self.adaptive, "stop_rule": self.stop_rule, "draft_layers": self.draft_layers,
-                 "tree_widths": self.tree_widths, **{f.name: getattr(self.settings, f.name) for f in fields(Settings)}}
+                 "tree_widths": self.tree_widths, "tree_budget": self.tree_budget, "tree_depth": self.tree_depth,
+                 **{f.name: getattr(self.settings, f.name) for f in fields(Settings)}}
         return [Needy(setting, named[setting], info) for setting, info in INFO.items()]
 
     def inputs_of(self, handler) -> list:
@@ -175,7 +180,7 @@ def _settings_row(presets: dict[str, str], default_preset: str):
     """The pair and every setting of a run, in two rows: in one row, below 1920 px wide the last columns were
     squeezed to a word per line and the pair's name was cut off. The minimum widths of each row fit a 1024 px
     window (tests/app/test_lecture_browser.py checks 1024 to 1920); the drafter's own options take a third.
-    -> preset, Settings, drafter, adaptive, stop rule, draft layers, tree widths"""
+    -> preset, Settings, drafter, adaptive, stop rule, draft layers, tree widths, tree budget, tree depth"""
     with gr.Row(equal_height=True):
         preset = gr.Dropdown([(label, name) for name, label in presets.items()], value=default_preset,
                              label="Draft → target pair", elem_id="preset", scale=3, min_width=420)
@@ -208,7 +213,12 @@ def _settings_row(presets: dict[str, str], default_preset: str):
                                  elem_id="draft-layers", scale=1, min_width=220, **_opening("draft_layers"))
         tree_widths = gr.Textbox(widths_text(tree.DEFAULT_WIDTHS), label=f"Tree widths ({tree.DRAFTER.label})",
                                  elem_id="tree-widths", scale=1, min_width=220, **_opening("tree_widths"))
-    return preset, settings, drafter, adaptive, stop_rule, draft_layers, tree_widths
+        tree_budget = gr.Number(d.tree_budget, **limits("tree_budget"), precision=0, label="Shaped tree: node budget",
+                                elem_id="tree-budget", scale=1, min_width=220, **_opening("tree_budget"))
+        tree_depth = gr.Number(d.tree_depth, **limits("tree_depth"), precision=0,
+                               label="Shaped tree: most depth (0 = default)", elem_id="tree-depth", scale=1,
+                               min_width=220, **_opening("tree_depth"))
+    return preset, settings, drafter, adaptive, stop_rule, draft_layers, tree_widths, tree_budget, tree_depth
 
 
 def _panels() -> tuple[RoundView, RoomPanel]:
@@ -246,8 +256,8 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
                 pack_file = gr.File(label="Lecture pack (trace + quiz)", interactive=False, elem_id="pack-file",
                                     height=70)
                 quiz_state = gr.Textbox(visible=False)
-        preset, settings, drafter, adaptive, stop_rule, draft_layers, tree_widths = _settings_row(presets,
-                                                                                                 default_preset)
+        (preset, settings, drafter, adaptive, stop_rule, draft_layers, tree_widths, tree_budget,
+         tree_depth) = _settings_row(presets, default_preset)
         with gr.Row(equal_height=True):
             info = gr.HTML(notices.placeholder("Loading models…"), label="Run info", elem_id="run-info")
             upload = gr.File(label="Open a recorded trace (JSON)", file_types=[".json"], type="filepath",
@@ -267,7 +277,8 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
     panels.slider = slider
     return Page(trace=trace, lecture=lecture, quiz=quiz, controls=controls, prompt=prompt, preset=preset,
                 settings=settings, drafter=drafter, adaptive=adaptive, stop_rule=stop_rule, draft_layers=draft_layers,
-                tree_widths=tree_widths, generate=generate, baseline=baseline, info=info, status=status,
+                tree_widths=tree_widths, tree_budget=tree_budget, tree_depth=tree_depth, generate=generate,
+                baseline=baseline, info=info, status=status,
                 download=download, pack=pack, pack_file=pack_file, quiz_state=quiz_state, upload=upload,
                 examples=examples, previous=previous, next=next_, play=play, present=present, pace=pace, timer=timer,
                 panels=panels, room=room)

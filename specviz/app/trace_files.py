@@ -66,7 +66,7 @@ def _prune_downloads(root: Path) -> None:
 
 # The settings box's controls, by the names Generate reads them by (RunSettings' fields beside the prompt)
 CONTROLS = ("prompt", "k", "temperature", "top_p", "top_k", "seed", "max_new_tokens", "drafter", "adaptive",
-            "stop_rule", "draft_layers", "tree_widths")
+            "stop_rule", "draft_layers", "tree_widths", "tree_budget", "tree_depth")
 
 
 def controls_of(trace: Trace) -> dict:

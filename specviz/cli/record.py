@@ -7,7 +7,7 @@ import argparse
 
 from specviz.record.stats import speedups
 from specviz.record.trace import MAX_TURNS, PUBLISHED_TURNS
-from specviz.view.summary import spread_text
+from specviz.view.summary import speedup_text
 from specviz.cli.progress import print_progress
 
 
@@ -62,7 +62,7 @@ def recorded_line(r) -> str:
     from specviz.lecture.examples import rejections, shown
 
     s, both = r.trace.summary, speedups(r.trace)
-    speedup = f"speedup {spread_text(both[0])}".replace("×", "x") if both else "baseline: no tokens"
+    speedup = f"speedup {speedup_text(both[0])}".replace("×", "x") if both else "baseline: no tokens"
     return (f"{r.example.name:<9} {shown(r.path)}: {r.size / 1024:.0f} KiB · {s.n_rounds} rounds · {s.n_new_tokens} "
             f"tokens · acceptance {s.acceptance_rate:.2f} · {s.tokens_per_pass:.2f} tokens/pass · "
             f"{rejections(r.trace)} rejections · K {sorted({x.k for x in r.trace.rounds})} · {speedup}")

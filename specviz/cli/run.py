@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specviz.drafters import REGISTRY, layers, tree
+from specviz.drafters import REGISTRY, SHAPED_TREES, layers, tree
+from specviz.drafters.shaped_tree import SHAPED_PARAMS
 from specviz.settings.bounds import (DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, RUN_BOUNDS, STOP_RULES, THRESHOLD_RULE,
                                      check_prompt_given, widths_text)
 from specviz.settings.needs import NEEDS
@@ -53,6 +54,9 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                         f"{widths_text(tree.DEFAULT_WIDTHS)}; --k is then unused")
     p.add_argument(layers.DRAFT_LAYERS.flag, type=int,
                    help=f"with --drafter {layers.DRAFTER.key}: {layers.DRAFT_LAYERS.help}")
+    shaped = ", ".join(SHAPED_TREES)
+    for param in SHAPED_PARAMS:  # --tree-budget, --tree-depth
+        p.add_argument(param.flag, type=int, dest=param.name, help=f"with --drafter {shaped}: {param.help}")
     p.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
     add_kernels_flag(p)
@@ -88,7 +92,7 @@ def run_command(a: argparse.Namespace) -> int:
                      draft_weights=a.draft_weights or DRAFT_WEIGHTS[0])
     engine = Engine.from_pair(pair)
     engine.warm_up()
-    shape = f"tree {widths_text(settings.widths)}" if settings.drafter_spec.tree else f"K={settings.k}"
+    shape = settings.tree_text if settings.drafter_spec.tree else f"K={settings.k}"
     print(f"{pair.draft_name} → {pair.target_name} · {pair.device} · {pair.dtype} · {pair.kernels} kernels · {shape} "
           f"· T={settings.temperature} · seed={settings.seed}", flush=True)
     print(f"kernels: {pair.dtype_why}", flush=True)
@@ -117,7 +121,8 @@ def run_command(a: argparse.Namespace) -> int:
 
 RULE_FLAGS = ("stop_rule", "confidence")  # refused whenever typed where their need is unmet (run_settings)
 RUN_FLAGS = ("k", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "adaptive", "confidence", "stop_rule",
-             "drafter", "draft_layers")  # the `run` flags that are RunSettings fields of the same name
+             "drafter", "draft_layers", "tree_budget", "tree_depth")  # the `run` flags that are RunSettings fields
+#                                                                            of the same name
 
 
 def run_settings(a: argparse.Namespace):

@@ -1,5 +1,6 @@
 """The drafter registry: every way a round gets its drafts (the draft model, prompt lookup, self-speculation, a draft
-tree, a tree with distinct siblings, Medusa heads and an EAGLE-style layer, each as a chain and as a tree), each
+tree, a tree with distinct siblings, a tree shaped per round, Medusa heads and an EAGLE-style layer, each as a chain,
+a tree and a shaped tree), each
 declared once in its own module as a `Drafter` (base.py): its key, label, where its drafts come from,
 its parameters and the sentences the round view says about it. The page, the CLI, the API, the bench and the Lab
 read `REGISTRY`; the engine reads a drafter's `source` and `tree` to run it. Adding a drafter is one module here
@@ -8,20 +9,23 @@ read `REGISTRY`; the engine reads a drafter's `source` and `tree` to run it. Add
 Imports settings only (no torch), so the record, the view and the page may read it.
 """
 
-from specviz.drafters import distinct_tree, eagle, layers, lookup, medusa, model, tree
+from specviz.drafters import distinct_tree, eagle, layers, lookup, medusa, model, shaped_tree, tree
 from specviz.settings.bounds import short_repr
 from specviz.drafters.base import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARGET_STATE, Drafter, Param
 
 MODEL, LOOKUP, LAYERS, TREE, DISTINCT = model.DRAFTER, lookup.DRAFTER, layers.DRAFTER, tree.DRAFTER, distinct_tree.DRAFTER
-HEADS, HEADS_TREE, EAGLE, EAGLE_TREE = medusa.DRAFTER, medusa.TREE, eagle.DRAFTER, eagle.TREE
+SHAPED = shaped_tree.DRAFTER
+HEADS, HEADS_TREE, HEADS_SHAPED = medusa.DRAFTER, medusa.TREE, medusa.SHAPED
+EAGLE, EAGLE_TREE, EAGLE_SHAPED = eagle.DRAFTER, eagle.TREE, eagle.SHAPED
 # in the order the page offers them
-REGISTRY: dict[str, Drafter] = {d.key: d for d in (MODEL, LOOKUP, LAYERS, TREE, DISTINCT, HEADS, HEADS_TREE, EAGLE,
-                                                   EAGLE_TREE)}
-__all__ = ["REGISTRY", "CHAINS", "DEFAULT", "MODEL", "LOOKUP", "LAYERS", "TREE", "DISTINCT", "HEADS", "HEADS_TREE",
-           "EAGLE", "EAGLE_TREE", "drafter", "Drafter", "Param", "DRAFT_MODEL", "TARGET_LAYERS", "EARLIER_TEXT",
-           "TARGET_STATE", "recorded"]
+REGISTRY: dict[str, Drafter] = {d.key: d for d in (MODEL, LOOKUP, LAYERS, TREE, DISTINCT, SHAPED, HEADS, HEADS_TREE,
+                                                   HEADS_SHAPED, EAGLE, EAGLE_TREE, EAGLE_SHAPED)}
+__all__ = ["REGISTRY", "CHAINS", "SHAPED_TREES", "DEFAULT", "MODEL", "LOOKUP", "LAYERS", "TREE", "DISTINCT", "SHAPED",
+           "HEADS", "HEADS_TREE", "HEADS_SHAPED", "EAGLE", "EAGLE_TREE", "EAGLE_SHAPED", "drafter", "Drafter", "Param",
+           "DRAFT_MODEL", "TARGET_LAYERS", "EARLIER_TEXT", "TARGET_STATE", "recorded"]
 DEFAULT = MODEL  # what a run drafts with when nothing is chosen
 CHAINS = {key: d for key, d in REGISTRY.items() if d.chain}  # what the Lab's comparison runs side by side
+SHAPED_TREES = {key: d for key, d in REGISTRY.items() if d.shaped}  # trees grown per round (drafters/shaped_tree.py)
 
 
 def drafter(key) -> Drafter:

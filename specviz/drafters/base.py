@@ -44,6 +44,9 @@ class Drafter:
     #                     draws and explains its rounds
     tree_said: str = "The draft model proposed a tree, one draft pass per depth"  # a tree round's opening words
     distinct: bool = False  # a tree drafter whose siblings are drawn without replacement (verified accordingly)
+    shaped: bool = False  # a tree grown each round where the draft's own path probabilities are highest, within a
+    #                       node budget (algorithm/shaped.py), instead of fixed widths; its siblings are distinct
+    default_depth: int = 0  # a shaped tree's most depth when none is set (RunSettings.tree_depth 0)
     params: tuple[Param, ...] = ()
     propose: Callable[[list[int], int], list[int]] | None = None  # EARLIER_TEXT: (ids so far, k) -> up to k drafts
     nothing_found: str = ""  # why a round drafted nothing while tokens were left (a copy with no match)

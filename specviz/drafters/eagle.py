@@ -4,9 +4,11 @@ embedding of the token after it, guesses the feature at the next position, and r
 LM head; later steps run on the layer's own guesses. The features are those the last verify pass already computed,
 so no target pass drafts: a draft costs one step of the small layer and the shared output layer (engine/eagle.py).
 A chain drafts one step a token (at most the steps it was trained for); a tree runs one step a depth, every node on
-its own path, and the existing tree pass verifies them."""
+its own path, and the existing tree pass verifies them; a shaped tree runs one step a depth too, growing where the
+layer's path probabilities are highest, within a node budget (drafters/shaped_tree.py)."""
 
 from specviz.drafters.base import TARGET_STATE, Drafter, plural
+from specviz.drafters.shaped_tree import SHAPED_PARAMS
 from specviz.drafters.trained import DEFAULT_HEAD_WIDTHS, EAGLE
 from specviz.drafters.tree import TREE_WIDTHS
 
@@ -35,3 +37,10 @@ TREE = Drafter(key="eagle-tree", card_said=_card_said, label="EAGLE-style layer,
                           "step a depth, each node's children guessed on its own path"),
                trained=EAGLE, default_widths=DEFAULT_EAGLE_WIDTHS, chart_symbol="star-triangle-down",
                chart_dash="dot")
+# A shaped tree (drafters/shaped_tree.py): one step a depth, every node on its own path, as the fixed tree
+SHAPED = Drafter(key="eagle-shaped", card_said=_card_said, label="EAGLE-style layer, shaped tree", source=TARGET_STATE,
+                 tree=True, distinct=True, shaped=True, params=SHAPED_PARAMS,
+                 default_depth=len(DEFAULT_EAGLE_WIDTHS),
+                 tree_said=("The EAGLE layer grew a tree shaped this round from the target's own features, with no "
+                            "draft model: one step a depth, each node's children guessed on its own path"),
+                 trained=EAGLE, chart_symbol="star-square", chart_dash="dot")

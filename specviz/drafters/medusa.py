@@ -2,12 +2,14 @@
 places past the next one (Cai et al. 2024). The hidden state is the one the last verify pass already computed, so
 drafting runs no model pass: each head is one block and the target's shared output layer (engine/medusa.py).
 A chain takes each head's top choice (sampled: a draw from each head's q), so K is at most the number of heads; a
-tree takes each head's top candidates at its depth and the existing tree pass verifies them.
+tree takes each head's top candidates at its depth and the existing tree pass verifies them; a shaped tree grows
+where the heads' path probabilities are highest, within a node budget (drafters/shaped_tree.py).
 
 Heads are trained on this machine for one target (`python -m specviz train-heads`); until they are, choosing this
 drafter says how to train them."""
 
 from specviz.drafters.base import TARGET_STATE, Drafter, plural
+from specviz.drafters.shaped_tree import SHAPED_PARAMS
 from specviz.drafters.trained import DEFAULT_HEAD_WIDTHS, MEDUSA
 from specviz.drafters.tree import TREE_WIDTHS
 
@@ -31,3 +33,9 @@ TREE = Drafter(key="heads-tree", card_said=_card_said, label="Medusa heads, tree
                tree_said=("The Medusa heads proposed a tree from the target's own last hidden state, with no draft "
                           "pass (head d gave the candidates at depth d, the same under every node of that depth)"),
                trained=MEDUSA, default_widths=DEFAULT_HEAD_WIDTHS, chart_symbol="triangle-down", chart_dash="longdashdot")
+# A shaped tree (drafters/shaped_tree.py): head d's q at every node of depth d, each node's children drawn from it
+SHAPED = Drafter(key="heads-shaped", card_said=_card_said, label="Medusa heads, shaped tree", source=TARGET_STATE,
+                 tree=True, distinct=True, shaped=True, params=SHAPED_PARAMS, default_depth=len(DEFAULT_HEAD_WIDTHS),
+                 tree_said=("The Medusa heads grew a tree shaped this round from the target's own last hidden state, "
+                            "with no draft pass (head d's q at every node of depth d)"),
+                 trained=MEDUSA, chart_symbol="triangle-left", chart_dash="longdashdot")

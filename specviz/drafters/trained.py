@@ -28,12 +28,16 @@ def how_to_train(kind: str, target_name: str) -> str:
 
 
 
-def check_depth(kind: str, n: int, widths) -> None:
+def check_depth(kind: str, n: int, widths=(), depth: int = 0) -> None:
     """ValueError where a tree drafted by trained weights of `kind` (n heads, or n steps trained for) would be deeper
-    than they reach: the one statement of that bound, asked before any pass (engine.Engine.draft_for)."""
+    than they reach: a tree of these `widths`, or a shaped tree of this most `depth`. The one statement of that bound,
+    asked before any pass (engine.Engine.check_drafter)."""
     if len(widths) > n:
         raise ValueError(f"a tree of {KIND_NAMES[kind]} is at most {n} deep ({DEPTH_SAID[kind]}), got widths "
                          f"{widths_text(widths)}")
+    if depth > n:
+        raise ValueError(f"a tree of {KIND_NAMES[kind]} is at most {n} deep ({DEPTH_SAID[kind]}), got a shaped tree's "
+                         f"most depth of {depth}")
 
 
 DEFAULT_HEAD_WIDTHS = (3, 2, 1)  # a trained drafter's tree shape when none is set: one depth per head (Medusa's default

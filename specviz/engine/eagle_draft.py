@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from specviz.algorithm.sampling import SamplingSettings, sample, warp
+from specviz.algorithm.shaped import Growth, grow_tree
 from specviz.algorithm.tree import TreeShape
 from specviz.engine.eagle import WINDOW
 from specviz.engine.tree_pass import children
@@ -65,3 +66,30 @@ def eagle_tree(eagle, features: torch.Tensor, ids: list[int], tree: TreeShape, s
         x = torch.cat([x.repeat_interleave(w, 0), torch.tensor(kids, device=x.device)[:, None]], 1)[:, -WINDOW:]
     qs.append(torch.zeros(len(tree.level(tree.max_depth)), vocab))  # leaves: no children drafted
     return tokens, torch.cat(qs)
+
+
+def eagle_shaped(eagle, features: torch.Tensor, ids: list[int], growth: Growth, sampling: SamplingSettings,
+                 vocab: int, generator: torch.Generator | None) -> tuple[list[int], torch.Tensor, TreeShape]:
+    """A tree shaped this round (algorithm/shaped.py), as tree_pass.draft_shaped returns it: one EAGLE step a depth
+    for every node of the depth at once, each on its own path, as eagle_tree's."""
+    return grow_tree(growth, _ShapedSteps(eagle, features, ids, vocab), sampling, generator)
+
+
+class _ShapedSteps:
+    """One EAGLE step a depth of a growing tree: each frontier node's path (the committed pairs, then its ancestors'
+    guessed features and tokens), the last step's guesses kept for the children it grows."""
+
+    def __init__(self, eagle, features: torch.Tensor, ids: list[int], vocab: int):
+        self.eagle, self.vocab = eagle, vocab
+        self.f, self.x = _pairs(features, ids)  # the root's path: (1, L, H), (1, L)
+        self.nodes, self.guess = [0], None  # the nodes of the last step, in its rows, and their guessed features
+
+    def __call__(self, g: Growth) -> torch.Tensor:
+        frontier = g.frontier()
+        if self.guess is not None:  # a child's path: its parent's, then the parent's guessed feature and its own token
+            rows = torch.tensor([self.nodes.index(g.parents[c]) for c in frontier], device=self.f.device)
+            self.f = torch.cat([self.f, self.guess[:, None].to(self.f.dtype)], 1)[rows][:, -WINDOW:]
+            tokens = torch.tensor([[g.tokens[c]] for c in frontier], device=self.x.device)
+            self.x = torch.cat([self.x[rows], tokens], 1)[:, -WINDOW:]
+        self.guess, self.nodes = self.eagle.predict(self.f, self.x), frontier  # (frontier, H)
+        return self.eagle.logits(self.guess)[:, :self.vocab].float().cpu()

@@ -34,7 +34,6 @@ from specviz.engine.chain import ChainRun
 from specviz.engine.trained import heads_folder, load_heads
 from specviz.engine.packaged import cache_root
 from specviz.engine.decoding import DecodingRun, RunContext, forward
-from specviz.engine.kernels import put_linears_on
 from specviz.engine.timer import synchronize
 from specviz.engine.lean import LeanCache, LeanDecoder
 from specviz.engine.memory import draft_memory
@@ -61,7 +60,7 @@ class Engine:
         # 7B: 152064); both distributions are taken over the shared ids only, in the baseline too.
         self.vocab = min(draft.config.vocab_size, target.config.vocab_size)
         self.max_positions = min(getattr(m.config, "max_position_embeddings", 1 << 30) for m in (draft, target))
-        self.eos_ids = _eos_ids(target, tokenizer)
+        self.eos_ids = eos_ids(target, tokenizer)
         self._text: dict[int, str] = {}
         self._early: dict[int, object] = {}  # self-speculation's drafts, one per N (they share the target's weights)
         self.lean_draft = lean_draft  # draft with lean.py's pass where the draft's architecture allows (same logits)
@@ -81,7 +80,9 @@ class Engine:
         self.layers_for(settings)
         if spec.source == TARGET_STATE:
             heads = self.heads_for(spec)
-            if spec.tree:
+            if spec.shaped:
+                check_depth(spec.trained, heads.n, depth=settings.depth)
+            elif spec.tree:
                 check_depth(spec.trained, heads.n, settings.widths)
 
     def draft_for(self, settings: RunSettings) -> tuple[object | None, str]:
@@ -108,10 +109,9 @@ class Engine:
         another target."""
         if spec.trained not in self._heads:
             folder = heads_folder(cache_root(), self.target_name, spec.trained)
-            heads = load_heads(folder, self.target, self.target_name)
+            heads = load_heads(folder, self.target, self.target_name, path=self.kernels)  # on the pair's kernels
             if heads is None:
                 raise ValueError(how_to_train(spec.trained, self.target_name))
-            put_linears_on(heads.own, self.kernels)  # its own layers on the pair's path, as the draft's are
             self._heads[spec.trained] = heads
         return self._heads[spec.trained]
 
@@ -202,7 +202,7 @@ class Engine:
         if settings.drafter_spec.tree:
             for model in (self.draft, self.target):
                 check_tree_attention(model)  # a pair whose attention takes no custom mask fails before any pass
-            ahead, what = len(settings.widths), "the tree's depth"
+            ahead, what = settings.depth, "the tree's depth"
         if len(ids) + settings.max_new_tokens + ahead + 1 > self.max_positions:
             raise ValueError(f"prompt ({len(ids)} tokens) + max_new_tokens ({settings.max_new_tokens}) + {what} "
                              f"exceeds the models' context of {self.max_positions} tokens")
@@ -219,8 +219,9 @@ class Engine:
         the runs in flight on this device, this one included, which the cost-aware rule prices drafts at.
         `prompt_ids`: encode(prompt, settings), where the caller has checked the prompt with it already (the page
         does, before its GPU call), so that the prompt is tokenised once."""
-        if settings.drafter_spec.tree:
-            settings = replace(settings, tree_widths=settings.widths)  # the trace records the widths used
+        if settings.drafter_spec.tree:  # the trace records the shape used: the widths, or a shaped tree's depth
+            shape = dict(tree_depth=settings.depth) if settings.drafter_spec.shaped else dict(tree_widths=settings.widths)
+            settings = replace(settings, **shape)
             return TreeRun(self._context(prompt, settings, prompt_ids), prompt, settings, details)
         settings = replace(settings, draft_layers=self.layers_for(settings))  # and self-speculation's N
         if settings.drafter_spec.source == TARGET_STATE:  # a head a draft: K is at most the number of heads
@@ -276,7 +277,8 @@ class Engine:
                         len(new) / total if total > 0 else 0.0, steps)
 
 
-def _eos_ids(model, tokenizer) -> set[int]:
+def eos_ids(model, tokenizer) -> set[int]:
+    """The ids that end a text for this model: its generation config's, its config's and its tokenizer's."""
     ids = set()
     for source in (getattr(model, "generation_config", None), model.config, tokenizer):
         value = getattr(source, "eos_token_id", None)

@@ -3,7 +3,7 @@ layer per head, from the hidden state the target's last verify pass left (`Decod
 LM head gave the newest committed token).
 
 Head i (0-based) guesses the token i + 1 places past that newest token, so head i drafts position i of a chain, or
-depth i of a tree. Its guess does not depend on the earlier drafts (a head never sees them): its q is the same
+depth i of a tree (fixed widths, or shaped per round). Its guess does not depend on the earlier drafts (a head never sees them): its q is the same
 whatever they are, so it is the q each draft was drawn from, and the rejection sampler's test (algorithm/sampling.py,
 algorithm/tree.py) keeps the output exact.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from specviz.algorithm.sampling import SamplingSettings, sample, warp
+from specviz.algorithm.shaped import Growth, grow_tree
 from specviz.algorithm.tree import TreeShape
 from specviz.engine.tree_pass import children
 
@@ -47,3 +48,12 @@ def heads_tree(heads, hidden: torch.Tensor, root: int, tree: TreeShape, sampling
         tokens.extend(children(logits[d].expand(nodes, -1), q, w, sampling, generator, distinct))
     qs.append(torch.zeros(len(tree.level(tree.max_depth)), vocab))  # leaves: no children drafted
     return tokens, torch.cat(qs)
+
+
+def heads_shaped(heads, hidden: torch.Tensor, growth: Growth, sampling: SamplingSettings, vocab: int,
+                 generator: torch.Generator | None) -> tuple[list[int], torch.Tensor, TreeShape]:
+    """A tree shaped this round (algorithm/shaped.py) from heads, as tree_pass.draft_shaped returns it: every node at
+    depth d draws its children from head d's q, the heads read once (no draft pass). At most heads.n deep
+    (trained.check_depth, asked before any pass)."""
+    logits = head_logits(heads, hidden, growth.max_depth, vocab)  # (depths, vocab): head d's row for depth d
+    return grow_tree(growth, lambda g: logits[g.depth[-1]].expand(len(g.frontier()), -1), sampling, generator)

@@ -18,7 +18,7 @@ from specviz.algorithm.tree import check_widths
 from specviz.drafters import DEFAULT, REGISTRY, Drafter, drafter
 from specviz.drafters.tree import DEFAULT_WIDTHS
 from specviz.settings import defaults
-from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, RUN_BOUNDS, STOP_RULES, short_repr
+from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, RUN_BOUNDS, STOP_RULES, short_repr, widths_text
 from specviz.settings.needs import NEEDS, Asked, refusal, unmet
 
 
@@ -41,6 +41,8 @@ class RunSettings:
     draft_layers: int = defaults.DRAFT_LAYERS  # self-speculation's N; 0: half the target's layers
     tree_widths: tuple[int, ...] | None = None  # a tree drafter's children per node at each depth, e.g. (2, 2, 1, 1);
     #                                             None: its default (drafters/tree.py). K is unused there
+    tree_budget: int = defaults.TREE_BUDGET  # a shaped tree's most nodes (drafters/shaped_tree.py)
+    tree_depth: int = defaults.TREE_DEPTH  # a shaped tree's most depth; 0: its drafter's default
 
     def __post_init__(self):
         for name, bound in RUN_BOUNDS.items():  # the one statement of what a run accepts
@@ -73,8 +75,22 @@ class RunSettings:
 
     @property
     def widths(self) -> tuple[int, ...]:
-        """The tree's widths a run of a tree drafter uses."""
+        """The tree's widths a run of a tree drafter of fixed widths uses."""
         return self.tree_widths or self.drafter_spec.default_widths or DEFAULT_WIDTHS
+
+    @property
+    def depth(self) -> int:
+        """How deep a tree drafter's rounds draft at most: its widths' depth, or a shaped tree's most depth (its
+        drafter's default for 0)."""
+        spec = self.drafter_spec
+        return (self.tree_depth or spec.default_depth) if spec.shaped else len(self.widths)
+
+    @property
+    def tree_text(self) -> str:
+        """A tree drafter's shape as asked, in words: 'tree 2-2-1-1', 'shaped tree of at most 16 nodes, 4 deep'."""
+        if self.drafter_spec.shaped:
+            return f"shaped tree of at most {self.tree_budget} nodes, {self.depth} deep"
+        return f"tree {widths_text(self.widths)}"
 
     @property
     def sampling(self) -> SamplingSettings:

@@ -1,5 +1,6 @@
-"""A draft tree through the models: drafting it depth by depth, scoring every node in one target pass, and keeping
-exactly the accepted path's entries in a KV cache.
+"""A draft tree through the models: drafting it depth by depth (to fixed widths, or shaped per round by the draft's
+path probabilities), scoring every node in one target pass, and keeping exactly the accepted path's entries in a KV
+cache.
 
 The tree's nodes (tree.TreeShape: breadth-first, node 0 the root = the last committed token) sit in the cache one
 after another from the root's slot `tree_start` on, so node i's keys live at slot tree_start + i. One pass feeds
@@ -24,6 +25,7 @@ from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
 from specviz.algorithm.sampling import SamplingSettings, sample, warp
+from specviz.algorithm.shaped import Growth, grow_tree
 from specviz.algorithm.tree import TreeShape, sample_distinct
 from specviz.engine.attention import NAME as GROUPED
 from specviz.engine.kernels import activations
@@ -127,6 +129,26 @@ def draft_tree(model, cache: DynamicCache, pending: Sequence[int], tree: TreeSha
         tokens.extend(fed)
     qs.append(torch.zeros(len(tree.level(tree.max_depth)), vocab))  # leaves: no children drafted
     return tokens, torch.cat(qs)
+
+
+def draft_shaped(model, cache: DynamicCache, pending: Sequence[int], growth: Growth, sampling: SamplingSettings,
+                 vocab: int, generator: torch.Generator | None = None) -> tuple[list[int], torch.Tensor, TreeShape]:
+    """Draft a tree shaped this round (algorithm/shaped.py), one draft pass per depth over the nodes the last depth
+    drew, with the mask of the tree grown so far: (tokens, q, the tree's shape), tokens and q as draft_tree gives them.
+
+    pending: the committed tokens the draft cache lacks, ending with the root. Afterwards the cache holds every node
+    but the deepest depth's (nothing is drafted after them), in node order, so keep_path trims it as after
+    draft_tree."""
+    if not pending:
+        raise ValueError("pending must end with the root, the last committed token")
+    tree_start = cache.get_seq_length() + len(pending) - 1
+
+    def step(g: Growth) -> torch.Tensor:
+        frontier = g.frontier()
+        fed = list(pending) if not g.drafted else [g.tokens[i] for i in frontier]  # the root first, then each depth
+        return tree_forward(model, fed, cache, g.shape(), tree_start, len(frontier))[:, :vocab]
+
+    return grow_tree(growth, step, sampling, generator)
 
 
 def children(logits: torch.Tensor, q: torch.Tensor, w: int, sampling: SamplingSettings,

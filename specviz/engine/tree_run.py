@@ -5,7 +5,8 @@ in ONE pass, and the longest surviving path is committed (tree.py's rule: exact 
 
 A round, with the same invariant between rounds as the chain (engine.py: `ids` holds prompt + committed tokens,
 each cache every token of `ids` but the last, at most):
-1. draft: tree_pass.draft_tree, one draft pass per depth (every node of a depth at once, with the tree's mask);
+1. draft: tree_pass.draft_tree, one draft pass per depth (every node of a depth at once, with the tree's mask), or
+   for a tree shaped per round tree_pass.draft_shaped, grown where the draft's path probabilities are highest;
 2. score: tree_pass.score_tree, one target pass over the tokens its cache lacks and every node;
 3. verify: tree.verify_tree walks from the root, accepting at most one child per node;
 4. commit the path's tokens and the next token (cut after EOS or max_new_tokens, as the chain does), and both
@@ -26,11 +27,12 @@ from specviz.engine.decoding import DecodingRun, RunContext
 from specviz.engine.timer import synchronize
 from specviz.algorithm.sampling import sample, warp
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, CacheLengths, DraftPosition, Round, TokenProb, TreeRecord
+from specviz.algorithm.shaped import Growth
 from specviz.algorithm.tree import TreeShape, TreeVerdict, verify_tree
 from specviz.drafters.trained import EAGLE
-from specviz.engine.eagle_draft import eagle_tree
-from specviz.engine.heads_draft import heads_tree
-from specviz.engine.tree_pass import draft_tree, keep_path, score_tree
+from specviz.engine.eagle_draft import eagle_shaped, eagle_tree
+from specviz.engine.heads_draft import heads_shaped, heads_tree
+from specviz.engine.tree_pass import draft_shaped, draft_tree, keep_path, score_tree
 
 
 class TreeRun(DecodingRun):
@@ -55,26 +57,45 @@ class TreeRun(DecodingRun):
     def _round(self) -> Round:
         left = self.s.max_new_tokens - self.n_new
         # A round yields at most depth + 1 tokens: never draft past max_new_tokens. Round 1 is the prefill.
-        depth = min(len(self.s.tree_widths), left - 1) if self.rounds else 0
-        return self._tree_round(self._shape(depth)) if depth else self._target_step()
+        depth = min(self.s.depth, left - 1) if self.rounds else 0
+        return self._tree_round(depth) if depth else self._target_step()
 
-    def _tree_round(self, tree: TreeShape) -> Round:
+    def _draft(self, depth: int) -> tuple[list[int], torch.Tensor, TreeShape, Growth | None]:
+        """The round's tree, at most `depth` deep: (tokens, q, shape, and for a shaped tree its growth). Fixed widths:
+        children i.i.d. from q, or distinct (greedy: the draft's top tokens); shaped: grown where the draft's path
+        probabilities are highest (algorithm/shaped.py), its children distinct."""
+        ctx, s, spec = self.ctx, self.s, self.s.drafter_spec
+        eagle = self.reads_state and spec.trained == EAGLE
+        if spec.shaped:
+            growth = Growth(s.tree_budget, depth, s.sampling.greedy, self.ids[-1])
+            if eagle:  # one EAGLE step a depth (eagle_draft.py)
+                drafted = eagle_shaped(ctx.drafter, self.features, self.ids, growth, s.sampling, ctx.vocab, self.gen)
+            elif self.reads_state:  # heads: head d's q at depth d, no draft pass (heads_draft.py)
+                drafted = heads_shaped(ctx.drafter, self.hidden, growth, s.sampling, ctx.vocab, self.gen)
+            else:
+                drafted = draft_shaped(ctx.drafter, self.draft_cache, self.ids[self.draft_cache.get_seq_length():],
+                                       growth, s.sampling, ctx.vocab, self.gen)
+            return *drafted, growth
+        tree = self._shape(depth)
+        if eagle:
+            tokens, q = eagle_tree(ctx.drafter, self.features, self.ids, tree, s.sampling, ctx.vocab, self.gen,
+                                   spec.distinct)
+        elif self.reads_state:
+            tokens, q = heads_tree(ctx.drafter, self.hidden, self.ids[-1], tree, s.sampling, ctx.vocab, self.gen,
+                                   spec.distinct)
+        else:
+            tokens, q = draft_tree(ctx.drafter, self.draft_cache, self.ids[self.draft_cache.get_seq_length():], tree,
+                                   s.sampling, ctx.vocab, self.gen, spec.distinct)
+        return tokens, q, tree, None
+
+    def _tree_round(self, depth: int) -> Round:
         ctx, s = self.ctx, self.s
         root_slot = len(self.ids) - 1  # the root, the last committed token, sits here in both caches
 
-        # 1. Draft: the tree, depth by depth; children i.i.d. from q (greedy: the draft's top tokens).
+        # 1. Draft: the tree, depth by depth (its widths, or shaped by the draft's path probabilities).
         before = self._cache_lengths()
         t0 = time.perf_counter()
-        distinct = s.drafter_spec.distinct
-        if self.reads_state and s.drafter_spec.trained == EAGLE:  # one EAGLE step a depth (eagle_draft.py)
-            tokens, q = eagle_tree(ctx.drafter, self.features, self.ids, tree, s.sampling, ctx.vocab, self.gen,
-                                   distinct)
-        elif self.reads_state:  # heads: each depth's children from one head, no draft pass (heads_draft.py)
-            tokens, q = heads_tree(ctx.drafter, self.hidden, self.ids[-1], tree, s.sampling, ctx.vocab, self.gen,
-                                   distinct)
-        else:
-            tokens, q = draft_tree(ctx.drafter, self.draft_cache, self.ids[self.draft_cache.get_seq_length():], tree,
-                                   s.sampling, ctx.vocab, self.gen, distinct)
+        tokens, q, tree, growth = self._draft(depth)
         synchronize(ctx.device)
         t1 = time.perf_counter()
         drafted = self._cache_lengths()
@@ -87,7 +108,8 @@ class TreeRun(DecodingRun):
         p = warp(logits[:, :ctx.vocab], s.sampling)
 
         # 3. Verify: the surviving path, then a replacement from the last residual or a bonus at a leaf.
-        verdict = verify_tree(tree, tokens, p, q, self.gen, greedy=s.sampling.greedy, distinct=distinct)
+        verdict = verify_tree(tree, tokens, p, q, self.gen, greedy=s.sampling.greedy,
+                              distinct=s.drafter_spec.distinct)
         synchronize(ctx.device)
         t2 = time.perf_counter()
         verified = self._cache_lengths()
@@ -101,7 +123,7 @@ class TreeRun(DecodingRun):
             keep_path(self.draft_cache, root_slot, kept)
         lengths = [before, drafted, verified, self._cache_lengths()]  # (draft, target) at each moment
         cache = CacheLengths(draft=[d for d, _ in lengths], target=[t for _, t in lengths])
-        return self._record(tree, tokens, p, q, verdict, committed, t1 - t0, t2 - t1, cache)
+        return self._record(tree, tokens, p, q, verdict, committed, t1 - t0, t2 - t1, cache, growth)
 
     def _target_step(self) -> Round:
         """One target pass and one token, no drafts: round 1 (the prefill, exactly as in a chain run) or the last
@@ -124,9 +146,11 @@ class TreeRun(DecodingRun):
                      draft_time_s=0.0, verify_time_s=t1 - t0, stop=self.stop, cache=cache, drafter=self.s.drafter)
 
     def _record(self, tree: TreeShape, tokens: list[int], p: torch.Tensor, q: torch.Tensor, v: TreeVerdict,
-                committed: list[int], draft_time: float, verify_time: float, cache: CacheLengths) -> Round:
+                committed: list[int], draft_time: float, verify_time: float, cache: CacheLengths,
+                growth: Growth | None) -> Round:
         """Turn one tree round's tensors into a Round: the drafted nodes as its drafts, breadth-first, each with p
-        and q read at its parent (where it was drafted and tested), and the shape and path as its TreeRecord."""
+        and q read at its parent (where it was drafted and tested), and the shape and path as its TreeRecord (a
+        shaped tree's with its budget and each node's factor of its path score)."""
         ctx = self.ctx
         parents = torch.tensor(tree.parents[1:], dtype=torch.long)
         index = torch.tensor(tokens[1:], dtype=torch.long)
@@ -148,7 +172,8 @@ class TreeRun(DecodingRun):
         next_prob = TokenProb(nxt, ctx.text(nxt), float(p[last, nxt]), float(q[last, nxt]) if rejected else None,
                               float(v.residual[nxt]) if sampled else None)
         record = TreeRecord(widths=list(tree.widths), parents=list(tree.parents), depth=list(tree.depth),
-                            root_id=tokens[0], root_text=ctx.text(tokens[0]), path=list(v.path), test_p=v.test_p[1:])
+                            root_id=tokens[0], root_text=ctx.text(tokens[0]), path=list(v.path), test_p=v.test_p[1:],
+                            budget=growth.budget if growth else 0, factors=growth.factors[1:] if growth else [])
         return Round(index=len(self.rounds), k=tree.n_nodes - 1, drafts=drafts, n_accepted=v.n_accepted,
                      next_token=next_prob, next_kind=v.next_kind, residual=residual,
                      bonus_candidates=self._bonus_top(p[last]) if self.details and not rejected else None,

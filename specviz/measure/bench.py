@@ -10,8 +10,9 @@ ratio c, and the predicted speedup E/(K·c+v) beside the measured one (for the c
 prediction). `--rules` runs only the stop rules side by side (fixed K = 4, the threshold rule, the cost-aware rule,
 transformers' heuristic); `--verify-cost V` makes every verify pass dearer, as on a machine where it is compute-bound
 (`slow_verify`). `--drafters` runs only the drafters side by side at one K (the draft model, self-speculation, Medusa
-heads and the EAGLE-style layer, the last two where trained), on code, a fact, a story and JSON, with each one's
-acceptance by position. Writes results.json, report.md and chart.html to --out (bench_report.py).
+heads and the EAGLE-style layer, the last two where trained), with the trees beside the chains (the draft model's and
+the heads' of fixed widths, and the shaped trees of the draft model, the heads and the EAGLE layer), on code, a fact,
+a story and JSON, with each chain's acceptance by position. Writes results.json, report.md and chart.html to --out (bench_report.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from specviz.drafters import LAYERS, LOOKUP, MODEL, REGISTRY, TREE
+from specviz.drafters import HEADS_TREE, LAYERS, LOOKUP, MODEL, REGISTRY, SHAPED_TREES, TREE
 from specviz.engine import Engine, RunSettings
 from specviz.engine.quant import FULL, pick_weights, quantize_linears, weights_name
 from specviz.engine.timer import time_calls
@@ -88,13 +89,27 @@ def bench_command(a: argparse.Namespace) -> int:
 
 def drafters_ks(engine, layer_ns: list[int]) -> dict:
     """--drafters' configurations: every drafter at DRAFTERS_K, self-speculation at each N asked (none asked: half
-    the target's layers), the trained drafters on the target's own state; ValueError (how to train them) where one
-    is not trained for this target."""
+    the target's layers), the trained drafters on the target's own state, and the trees (DRAFTERS_TREES); ValueError
+    (how to train them, or a tree deeper than they reach) where one cannot run for this target."""
     for spec in OWN_STATE:
         engine.heads_for(spec)
+    for key in DRAFTERS_TREES:
+        engine.check_drafter(RunSettings(drafter=key))
     default_n = engine.layers_for(RunSettings(drafter=LAYERS.key))
     return {"chain": [DRAFTERS_K], "copy": [], "layer_ns": layer_ns or [default_n], "layers_k": DRAFTERS_K,
-            "own_state": [spec.key for spec in OWN_STATE], "drafters_only": True}
+            "own_state": [spec.key for spec in OWN_STATE], "trees": DRAFTERS_TREES, "drafters_only": True}
+
+
+# --drafters' trees, each at its default shape, beside the chains: the draft model's and the heads' of fixed widths,
+# and every shaped tree (the draft model's, the heads', the EAGLE layer's)
+DRAFTERS_TREES = (TREE.key, HEADS_TREE.key, *SHAPED_TREES)
+
+
+def tree_config(key: str) -> str:
+    """A tree's row in the bench: 'specviz tree 2-2-1-1', 'specviz heads-tree 3-2-1', 'specviz shaped ≤16 nodes'."""
+    s = RunSettings(drafter=key)
+    shape = f"≤{s.tree_budget} nodes" if s.drafter_spec.shaped else widths_text(s.widths)
+    return f"specviz {key} {shape}"
 
 
 def slow_verify(engine, v: float) -> float:
@@ -205,6 +220,8 @@ def _configs(engine, ks, peers, max_new, temp) -> dict:
         widths = ks["widths"]
         configs[f"{TREE_CONFIG} {widths_text(widths)}"] = lambda prompt, seed: engine.run(
             prompt, settings(seed, drafter=TREE.key, tree_widths=widths))
+    for key in ks.get("trees", []):  # at each drafter's default shape
+        configs[tree_config(key)] = lambda prompt, seed, key=key: engine.run(prompt, settings(seed, drafter=key))
     for name, (kind, assistant) in peers.items():
         configs[name] = lambda prompt, seed, kind=kind, assistant=assistant: _transformers_tokens_per_s(
             engine, prompt, max_new, temp, kind, assistant, seed)
@@ -231,11 +248,11 @@ def bar_rows(ptype, mode, ks, results: dict) -> list[Row]:
         values = {key: [f[key] for f in figures] for key in figures[0]}
         positions = pooled_positions(runs)
         values["decode_speedup"] = [f["decode_tps"] / b for f, b in zip(figures, base_decode)]
-        if name.startswith(TREE_CONFIG):  # the chain's cost model does not fit a tree: a draft pass makes a
-            for key in ("c", "predicted"):  # whole depth of nodes, so c per drafted token and E/(K·c+v) mislead
+        tree = name.startswith(TREE_CONFIG) or name in map(tree_config, ks.get("trees", []))
+        if tree:  # the chain's cost model does not fit a tree: a draft pass makes a whole depth of nodes, so c per
+            for key in ("c", "predicted"):  # drafted token and E/(K·c+v) mislead
                 values.pop(key)
-        k = statistics.median(values["mean_k"]) if "adaptive" in name or "cost-aware" in name \
-            or name.startswith(TREE_CONFIG) \
+        k = statistics.median(values["mean_k"]) if "adaptive" in name or "cost-aware" in name or tree \
             else int(name.rsplit("=", 1)[1])  # a tree's K: its mean drafted nodes per round
         rows.append(_row(ptype, mode, name, k, values, base_tps, positions))
     return rows

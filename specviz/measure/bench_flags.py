@@ -55,7 +55,9 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drafters", action="store_true",
                    help=f"only the drafters side by side at K = {DRAFTERS_K}: the draft model, self-speculation "
                         "(--draft-layers, default half the target's layers), Medusa heads and the EAGLE-style layer "
-                        f"(trained with train-heads), with acceptance by position; default types {DRAFTERS_TYPES}, "
+                        "(trained with train-heads), with acceptance by position, and beside them the trees: the "
+                        "draft model's and the heads' of fixed widths, and the shaped trees of the draft model, the "
+                        f"heads and the EAGLE layer, each at its default shape; default types {DRAFTERS_TYPES}, "
                         f"{DRAFTERS_REPEATS} repeats")
     p.add_argument("--quick", action="store_true", help="a smoke run: tiny settings, finishes in minutes")
     p.add_argument("--tiny", action="store_true", help="random-weight tiny models instead of the real pair (CI)")

@@ -45,7 +45,8 @@ def load_trace(raw) -> Trace:
 
 # --- what the types alone cannot say ---------------------------------------------------------------------
 
-SETTING_NUMBERS = ("k", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "confidence")
+SETTING_NUMBERS = ("k", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "confidence", "tree_budget",
+                   "tree_depth")
 _FATES = (ACCEPTED, REJECTED, DISCARDED)
 
 
@@ -173,14 +174,12 @@ def _check_committed(rnd: Round, accepted: list[int], where: str) -> None:
 
 
 def _check_tree(rnd: Round, where: str) -> None:
-    """A tree: a shape its widths give, fates that follow one path from the root, the committed tokens along it."""
+    """A tree: a shape its widths give (or, shaped per round, its parents within its budget), fates that follow one
+    path from the root, the committed tokens along it."""
     t, k, where = rnd.tree, rnd.k, f"{where}.tree"
     if not _draws_trees(rnd):
         trees = " or ".join(repr(key) for key, d in REGISTRY.items() if d.tree)
         raise ValueError(f"{where}: only the tree drafter's rounds record a tree (drafter {trees})")
-    if not DEPTH_BOUND.allows(len(t.widths)) or not all(WIDTH_BOUND.allows(w) for w in t.widths):
-        raise ValueError(f"{where}.widths should be {DEPTH_BOUND.describe()} widths, each "
-                         f"{WIDTH_BOUND.describe()}")
     if not (k == len(rnd.drafts) == len(t.test_p) == len(t.parents) - 1 == len(t.depth) - 1 <= MAX_TREE_NODES):
         raise ValueError(f"{where}: k, drafts, parents, depth and test_p disagree on the number of nodes (at most "
                          f"{MAX_TREE_NODES} drafted)")
@@ -188,10 +187,36 @@ def _check_tree(rnd: Round, where: str) -> None:
             not 0 <= t.parents[i] < i or t.depth[i] != t.depth[t.parents[i]] + 1 for i in range(1, k + 1)):
         raise ValueError(f"{where}: each node's parent should be an earlier node, its depth one more than the "
                          f"parent's (the root, node 0: parent -1, depth 0)")
+    if REGISTRY[rnd.drafter].shaped:
+        _check_shaped(rnd, where)
+    else:
+        _check_widths(rnd, where)
+    _check_tree_walk(rnd, where)
+
+
+def _check_widths(rnd: Round, where: str) -> None:
+    """A tree of fixed widths: within their bounds, every node at depth d with widths[d] children, no budget."""
+    t = rnd.tree
+    if not DEPTH_BOUND.allows(len(t.widths)) or not all(WIDTH_BOUND.allows(w) for w in t.widths):
+        raise ValueError(f"{where}.widths should be {DEPTH_BOUND.describe()} widths, each "
+                         f"{WIDTH_BOUND.describe()}")
     kids = Counter(t.parents[1:])
     if any(kids[u] != (t.widths[d] if d < len(t.widths) else 0) for u, d in enumerate(t.depth)):
         raise ValueError(f"{where}: every node at depth d should have widths[d] children")
-    _check_tree_walk(rnd, where)
+    if t.budget or t.factors:
+        raise ValueError(f"{where}: only a shaped tree records a budget and factors")
+
+
+def _check_shaped(rnd: Round, where: str) -> None:
+    """A tree shaped per round (algorithm/shaped.py): no widths, at most its budget of nodes, breadth-first (depths
+    never falling), at most DEPTH_BOUND deep, a factor per node."""
+    t = rnd.tree
+    if t.widths or not 1 <= t.budget <= MAX_TREE_NODES or not 1 <= rnd.k <= t.budget:
+        raise ValueError(f"{where}: a shaped tree records no widths and a budget from 1 to {MAX_TREE_NODES} that its "
+                         f"nodes (at least one) stay within")
+    if t.depth != sorted(t.depth) or not DEPTH_BOUND.allows(t.deepest) or len(t.factors) != rnd.k:
+        raise ValueError(f"{where}: a shaped tree's nodes should be breadth-first, at most {DEPTH_BOUND.high:g} deep, "
+                         f"each with its factor")
 
 
 def _check_tree_walk(rnd: Round, where: str) -> None:
@@ -226,6 +251,7 @@ def _probabilities(rnd: Round):
                     ("overlap", d.overlap), ("confidence", d.confidence))
         tokens += d.candidates
     yield from (("test_p", value) for value in (rnd.tree.test_p if rnd.tree else []))
+    yield from (("factors", value) for value in (rnd.tree.factors if rnd.tree else []))
     for t in tokens:
         yield from (("p", t.p), ("q", t.q), ("residual", t.residual))
 

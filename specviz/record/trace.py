@@ -16,14 +16,16 @@ from specviz.record.strict_json import build
 from specviz.settings.defaults import as_recorded
 
 FORMAT = "specviz-trace"
-FORMAT_VERSION = 8  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
+FORMAT_VERSION = 9  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
 #                    (no drafts), and the draft reads the prompt in round 2 (before, round 1 drafted too);
 #                    4 added Round.drafter and Round.tree (the tree drafter's rounds), settings.tree_widths;
 #                    5 added DraftPosition.confidence (adaptive K's factors) and Trace.draft_memory;
 #                    6 added the cost-aware rule's record: Round.cost, Trace.pass_costs, Trace.rule_note;
 #                    7 added Baseline.repeats (the run and the target alone timed in turns);
-#                    8 added Trace.kernels (the CPU path the linear layers ran on)
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)  # a version-1 file opens; what it did not record shows as "not recorded"
+#                    8 added Trace.kernels (the CPU path the linear layers ran on), and TreeRecord.budget and
+#                    .factors with settings.tree_budget and tree_depth (a tree shaped per round);
+#                    9 added TimedRun.pass_s and later_pass_s (each turn's target-pass seconds: its own ceiling)
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)  # a version-1 file opens; what it did not record shows as "not recorded"
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
 MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); a step through that many is slow already
@@ -91,6 +93,29 @@ class TreeRecord:
     path: list[int]  # the accepted nodes, the root's child first: their tokens are committed before next_token
     test_p: list[float | None]  # per drafted node: p'(x), what its test compared with q(x): p(x), or after a rejected
     #                             sibling the residual's value at x; None where never tested
+    budget: int = 0  # a tree shaped per round (algorithm/shaped.py): its node budget, and widths is then empty; 0: a
+    #                  tree of fixed widths
+    factors: list[float] = field(default_factory=list)  # a shaped tree's, per drafted node: the draft's own probability
+    #                       of its token where it was drafted (q; at temperature 0 the draft's at temperature 1), the
+    #                       factor it adds to its path's score; a node's path score is the product along its path
+
+    @property
+    def shaped(self) -> bool:
+        """Grown per round within a node budget, not drafted to fixed widths."""
+        return self.budget > 0
+
+    @property
+    def deepest(self) -> int:
+        """The tree's depth: its deepest node's (len(widths) for a tree of widths)."""
+        return max(self.depth)
+
+    def path_factors(self, node: int) -> list[float]:
+        """The factors along node's path, root side first: their product is its path score."""
+        out = []
+        while node > 0:
+            out.append(self.factors[node - 1])
+            node = self.parents[node]
+        return out[::-1]
 
 
 @dataclass
@@ -212,6 +237,10 @@ class TimedRun:
     tokens: int  # new tokens
     total_s: float
     first_s: float  # to the first token: round 1, or the target alone's first step (each also encodes the prompt)
+    pass_s: float | None = None  # the speculative run's target passes, all rounds (the sum of their verify times):
+    #                              what its turn's ceiling is priced from; None: the target alone, or not recorded
+    #                              (format versions 7-8)
+    later_pass_s: float | None = None  # the same after round 1 (the decode speed's ceiling); None as pass_s
 
 
 @dataclass

@@ -77,6 +77,21 @@ class Bound:
         return low_ok and high_ok and (self.whole or not other.whole)
 
 
+# A draft tree's bounds (tree.TreeShape checks them). Why these: a node costs one token in the target's verify pass,
+# which is nearly free only while the pass stays memory-bound (docs/benchmarks.md, "Why it pays", dates each t(n)/t(1)
+# it quotes: nearly flat to 9 tokens in bfloat16 on a 2-core CPU, steep in float32 on an AVX2-only one), and the
+# page draws every node with its token, p and q, which stays legible up to about 32 nodes. Wider than 4 mostly
+# repeats tokens (children are i.i.d. samples from a peaked q), and deeper than 6 rarely survives (a path of depth d
+# survives with about alpha^d).
+WIDTH_BOUND = Bound(1, 4, whole=True)  # children per node at one depth
+DEPTH_BOUND = Bound(1, 6, whole=True)  # depths below the root
+MAX_TREE_NODES = 32  # drafted nodes (the root, already committed, not counted)
+# A tree shaped per round (algorithm/shaped.py) grows no node whose value (its parent's path probability × the
+# likeliest token left there) is below this share of the root's: the draft's own confidence is a fair proxy for
+# acceptance (EAGLE-2), so such a node would almost never survive, and each node costs a row of the verify pass
+SHAPED_FLOOR = 0.01
+
+
 # What a run accepts: RunSettings and SamplingSettings check these, the page offers a subset (inputs.LIMITS).
 RUN_BOUNDS = {
     "k": Bound(1, MAX_K, whole=True),
@@ -88,18 +103,9 @@ RUN_BOUNDS = {
     "confidence": Bound(0, 1, open_high=True),  # adaptive K's threshold on the product of the draft's probabilities
     "draft_layers": Bound(0, 1024, whole=True),  # self-speculation's N (0: half the target's layers); the engine
     #                                              checks it against the target's own layer count
+    "tree_budget": Bound(1, MAX_TREE_NODES, whole=True),  # a shaped tree's node budget (algorithm/shaped.py)
+    "tree_depth": Bound(0, DEPTH_BOUND.high, whole=True),  # a shaped tree's most depth; 0: its drafter's default
 }
-
-
-# A draft tree's bounds (tree.TreeShape checks them). Why these: a node costs one token in the target's verify pass,
-# which is nearly free only while the pass stays memory-bound (docs/benchmarks.md, "Why it pays", dates each t(n)/t(1)
-# it quotes: nearly flat to 9 tokens in bfloat16 on a 2-core CPU, steep in float32 on an AVX2-only one), and the
-# page draws every node with its token, p and q, which stays legible up to about 32 nodes. Wider than 4 mostly
-# repeats tokens (children are i.i.d. samples from a peaked q), and deeper than 6 rarely survives (a path of depth d
-# survives with about alpha^d).
-WIDTH_BOUND = Bound(1, 4, whole=True)  # children per node at one depth
-DEPTH_BOUND = Bound(1, 6, whole=True)  # depths below the root
-MAX_TREE_NODES = 32  # drafted nodes (the root, already committed, not counted)
 
 
 def check_prompt_given(prompt) -> str:

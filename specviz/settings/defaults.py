@@ -22,6 +22,9 @@ ADAPTIVE = False  # each round drafts K: the algorithm as the explanation, the q
 STOP_RULE = COST_RULE  # how adaptive K stops: each further draft must pay for its cost on this machine
 CHAT = True  # the prompt wrapped in the tokenizer's chat template, where it has one
 DRAFT_LAYERS = 0  # self-speculation's N; 0: half the target's layers
+TREE_BUDGET = 16  # a shaped tree's drafted nodes, at most (algorithm/shaped.py): the fixed tree 2-2-1-1's 14, and two
+#                   more for where this round's draft is surest
+TREE_DEPTH = 0  # a shaped tree's most depth; 0: its drafter's default (drafters/shaped_tree.py)
 
 STOP_RULE_BEFORE = THRESHOLD_RULE  # how adaptive K stopped before there were stop rules (trace format 6)
 

@@ -32,10 +32,10 @@ class DrafterFacts:
     """What the needs read of a drafter (drafters/base.py's Drafter says the same in its own terms)."""
 
     key: str
-    tree: bool  # drafts a tree, whose widths set its size (no K, no adaptive K)
+    tree: bool  # drafts a tree, whose widths or budget set its size (no K, no adaptive K)
     runs_draft_model: bool  # steps the pair's draft model (its weights: --draft-weights)
     runs_a_model: bool  # steps a model at all (a copying drafter has no probabilities to stop by)
-    reads: frozenset[str]  # the RunSettings fields only it reads (draft_layers, tree_widths)
+    reads: frozenset[str]  # the RunSettings fields only it reads (draft_layers, tree_widths, tree_budget, ...)
     own_passes: bool = True  # drafts by a model pass of its own (the draft model, the target's layers): what the
     #                          cost-aware rule prices; Medusa heads draft from the verify pass's state and run none
 
@@ -91,7 +91,8 @@ def _sampled(asked: Asked) -> bool:
 
 
 NEEDS = {need.setting: need for need in (
-    Need("k", "with a chain drafter (a tree's widths set its size)", "drafter", "", _drafter(lambda d: not d.tree),
+    Need("k", "with a chain drafter (a tree's widths or budget set its size)", "drafter", "",
+         _drafter(lambda d: not d.tree),
          drafters=lambda d: not d.tree, contract=False),
     Need("adaptive", "with a chain drafter that runs a model (adaptive K sets a chain's length by the model's own "
                      "probabilities; a tree has a fixed shape), and with Medusa heads or the EAGLE layer only by "
@@ -104,8 +105,10 @@ NEEDS = {need.setting: need for need in (
          lambda a: a.adaptive and a.stop_rule == THRESHOLD),
     Need("draft_layers", "with self-speculation", "drafter", "", _drafter(lambda d: "draft_layers" in d.reads),
          drafters=lambda d: "draft_layers" in d.reads),
-    Need("tree_widths", "with a tree drafter", "drafter", "", _drafter(lambda d: "tree_widths" in d.reads),
-         drafters=lambda d: "tree_widths" in d.reads),
+    Need("tree_widths", "with a tree drafter of fixed widths", "drafter", "",
+         _drafter(lambda d: "tree_widths" in d.reads), drafters=lambda d: "tree_widths" in d.reads),
+    *(Need(name, "with a shaped tree drafter", "drafter", "", _drafter(lambda d, name=name: name in d.reads),
+           drafters=lambda d, name=name: name in d.reads) for name in ("tree_budget", "tree_depth")),
     Need("draft_weights", "with a drafter that runs the draft model", "drafter", "",
          _drafter(lambda d: d.runs_draft_model), drafters=lambda d: d.runs_draft_model, contract=False),
     *(Need(name, "when sampling (at temperature 0 the most likely token is taken)", "temperature", "above 0",

@@ -9,6 +9,7 @@ step (reveal.py: a tree round is revealed at once).
 
 from __future__ import annotations
 
+import math
 from html import escape
 from typing import Callable
 
@@ -18,7 +19,7 @@ from specviz.record.quiz_data import reveal_steps
 from specviz.view.token_text import quoted, token_html
 from specviz.view.style import FATES, e_formula, num, verdict_numbers
 from specviz.algorithm.theory import expected_tokens_per_pass
-from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Round, Trace
+from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Round, Trace, TreeRecord
 
 
 def _kids(rnd: Round) -> list[list[int]]:
@@ -32,48 +33,102 @@ def proposer(spec: Drafter) -> Callable[[int], str] | None:
     return spec.card_said
 
 
+def shape_text(t: TreeRecord, nodes: int) -> str:
+    """A tree round's shape in a head or a line: 'tree 2-2-1 (15 nodes)', or 'a shaped tree of 12 nodes, 4 deep'."""
+    if t.shaped:
+        return f"a shaped tree of {nodes} nodes, {t.deepest} deep"
+    return f"tree {widths_text(t.widths)} ({nodes} nodes)"
+
+
 def tree_card(trace: Trace, index: int) -> str:
     """The round's tree, root first, with a caption that says how to read it (and, where the drafter says who
-    proposed each depth, who did: on each node and in the caption)."""
+    proposed each depth, who did: on each node and in the caption; in a shaped tree, why each node was grown)."""
     rnd = trace.rounds[index]
     t, kids, step = rnd.tree, _kids(rnd), reveal_steps(rnd)
-    said = proposer(trace.drafter_spec)
+    said, greedy = proposer(trace.drafter_spec), trace.settings.get("temperature") == 0
     root = (f'<span class="sv-tree-node sv-tree-root" title="the root: the last committed token">'
             f'{token_html(t.root_text)}</span>')
-    shape = widths_text(t.widths)
-    return (f'<div class="sv-tree" data-step="{step}"><div class="sv-panel-title">The draft tree {shape}: '
-            f'{rnd.k} nodes, {len(t.widths)} deep, scored in one target pass</div>'
-            f'<ul class="sv-tree-list"><li>{root}{_subtree(rnd, 0, kids, step, said)}</li></ul>'
+    title = (f"The draft tree, shaped this round: {rnd.k} nodes, {t.deepest} deep, within a budget of {t.budget}"
+             if t.shaped else f"The draft tree {widths_text(t.widths)}: {rnd.k} nodes, {t.deepest} deep")
+    return (f'<div class="sv-tree" data-step="{step}"><div class="sv-panel-title">{title}, scored in one target '
+            f'pass</div><ul class="sv-tree-list"><li>{root}{_subtree(rnd, 0, kids, step, said, greedy)}</li></ul>'
             f'<div class="sv-muted sv-tree-key">Each node: its token, then p (target) and q (draft) of it, both '
-            f'read where it was drafted. {FATES[ACCEPTED].icon} on the accepted path · {FATES[REJECTED].icon} tested '
-            f'and rejected · greyed: never tested.{_depths(t.widths, said)}</div></div>')
+            f'read where it was drafted{_path_key(t, greedy)}. {FATES[ACCEPTED].icon} on the accepted path · '
+            f'{FATES[REJECTED].icon} tested and rejected · greyed: never tested.{_depths(t.deepest, said)}</div></div>')
 
 
-def _depths(widths: list[int], said) -> str:
+def _path_key(t: TreeRecord, greedy: bool) -> str:
+    """The caption's words on a shaped tree's path probabilities: ', then its path probability …'; '' otherwise."""
+    if not t.shaped:
+        return ""
+    before = "" if greedy else " (each q as the draft gave it, before a node's earlier children were taken out)"
+    return (f", then its path probability: {_along(greedy)}, multiplied{before}. The tree grew, depth by depth, "
+            f"where those were highest, within its budget of {t.budget} nodes")
+
+
+def _along(greedy: bool) -> str:
+    """What a shaped tree's path probability multiplies, in words."""
+    return ("the draft's own probabilities along its path (at temperature 1: at 0 its q is one-hot)" if greedy else
+            "the draft's own q along its path")
+
+
+def _depths(depths: int, said) -> str:
     """' Depth 1: Proposed by head 1, from …' for each depth, where the drafter says who proposed it; else ''."""
     if said is None:
         return ""
-    return "".join(f'<span class="sv-tree-depth"> Depth {d + 1}: {escape(said(d))}.</span>'
-                   for d in range(len(widths)))
+    return "".join(f'<span class="sv-tree-depth"> Depth {d + 1}: {escape(said(d))}.</span>' for d in range(depths))
 
 
-def _subtree(rnd: Round, node: int, kids: list[list[int]], step: int, said) -> str:
+def _subtree(rnd: Round, node: int, kids: list[list[int]], step: int, said, greedy: bool) -> str:
     if not kids[node]:
         return ""
-    items = "".join(f'<li>{_node(rnd, c, step, said)}{_subtree(rnd, c, kids, step, said)}</li>' for c in kids[node])
+    items = "".join(f'<li>{_node(rnd, c, step, said, greedy)}{_subtree(rnd, c, kids, step, said, greedy)}</li>'
+                    for c in kids[node])
     return f'<ul>{items}</ul>'
 
 
-def _node(rnd: Round, i: int, step: int, said=None) -> str:
+def _node(rnd: Round, i: int, step: int, said=None, greedy: bool = False) -> str:
     """Node i: its token, fate icon and p, q; its title says all that and, where the drafter says it, who proposed it
-    (a heads tree: the head of its depth). That line tells nothing of the verdict, so a quiz may show it before."""
+    (a heads tree: the head of its depth). That line tells nothing of the verdict, so a quiz may show it before; nor
+    does a shaped tree's why, which stays shown (its own title, no reveal step)."""
     d = rnd.drafts[i - 1]
     s = FATES[d.fate]
     who = f"\n{said(rnd.tree.depth[i] - 1)}" if said else ""
     title = f"node {i}: {s.label} {s.icon}\np (target) = {num(d.p)}   q (draft) = {num(d.q)}{who}"
+    why = ""
+    if rnd.tree.shaped:
+        formula, sentence = grown_why(rnd, i, greedy)
+        why = f'<small class="sv-tree-why" title="{escape(sentence)}">{escape(formula)}</small>'
     return (f'<span class="sv-tree-node sv-tree-{d.fate}" data-step="{step}" title="{escape(title)}">'
             f'{token_html(d.text)}<sup class="sv-icon sv-verdict" data-step="{step}">{s.icon}</sup>'
-            f'<small class="sv-tree-pq">p {num(d.p)} · q {num(d.q)}</small></span>')
+            f'<small class="sv-tree-pq">p {num(d.p)} · q {num(d.q)}</small>{why}</span>')
+
+
+def grown_why(rnd: Round, i: int, greedy: bool) -> tuple[str, str]:
+    """Why a shaped tree's node i was grown, in terms known before any verdict: (the formula shown on the node,
+    'path 0.42 = 0.81 × 0.52', and the sentence its title says: that path probability worked out from the factors
+    printed, and that the node was among the best within the round's budget)."""
+    t = rnd.tree
+    factors, score = product_shown(t.path_factors(i))
+    worked = f" = {' × '.join(factors)}" if len(factors) > 1 else ""
+    what = (_along(greedy) if len(factors) > 1 else
+            f"the draft's own {'probability (at temperature 1)' if greedy else 'q'} of it at the root")
+    sentence = (f"Grown for its path probability {score}{worked}, {what}: when depth {t.depth[i]} grew, its parent's "
+                f"next child was the best candidate left (the parent's path probability × the likeliest token left "
+                f"there), among the best within the budget of {t.budget} nodes.")
+    return f"path {score}{worked}", sentence
+
+
+def product_shown(factors: list[float]) -> tuple[list[str], str]:
+    """The factors and their product as printed, with just enough figures that the printed factors, multiplied and
+    rounded as the product is, give the printed product: ([0.81, 0.52]) -> (['0.81', '0.52'], '0.42')."""
+    score = math.prod(factors)
+    for figures in (0, 3, 4, 5, 6):
+        print_ = num if not figures else (lambda x, f=figures: f"{x:#.{f}g}")
+        shown = [print_(f) for f in factors]
+        if print_(math.prod(float(x) for x in shown)) == print_(score):
+            return shown, print_(score)
+    return [repr(f) for f in factors], repr(score)
 
 
 def path_verdicts(trace: Trace, index: int) -> str:
@@ -133,12 +188,12 @@ def tree_against_chain(trace: Trace, index: int) -> str:
     rnd, s = trace.rounds[index], trace.summary
     alpha = s.acceptance_rate if s else 0.0
     chain = expected_tokens_per_pass(alpha, rnd.k)
-    same_depth = expected_tokens_per_pass(alpha, len(rnd.tree.widths))
+    same_depth = expected_tokens_per_pass(alpha, rnd.tree.deepest)
     return (f'<div class="sv-tree-vs sv-answer" data-step="{reveal_steps(rnd)}">This tree drafted {rnd.k} tokens '
             f'and its pass gave <b>{rnd.tokens_this_pass}</b>; the run averaged '
             f'{num(s.tokens_per_pass if s else 0.0)} tokens per target pass. By the chain\'s formula '
             f'E = {e_formula(alpha)} at this run\'s α = {num(alpha)} (accepted over tested nodes), a '
-            f'chain gives {num(same_depth)} tokens per pass with K = {len(rnd.tree.widths)} (as many draft passes '
+            f'chain gives {num(same_depth)} tokens per pass with K = {rnd.tree.deepest} (as many draft passes '
             f'as this tree) and {num(chain)} with K = {rnd.k} (as many drafted tokens), but that chain pays '
             f'{rnd.k} draft steps and a verify pass over {rnd.k + 1} tokens for them: tokens per pass alone do not '
             f'say which is faster.</div>')

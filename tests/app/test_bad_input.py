@@ -20,6 +20,7 @@ import httpx  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 from specviz.app import inputs
+from specviz.drafters import SHAPED
 from specviz.app import trace_files as trace_io
 from specviz.record.trace import MAX_TRACE_BYTES, Trace  # noqa: E402
 from harness import endpoints  # noqa: E402
@@ -117,7 +118,8 @@ def bound_rows():
 
 @pytest.mark.parametrize("field, value, ok", bound_rows(), ids=lambda v: str(v))
 def test_each_setting_at_below_and_above_its_bounds(client, field, value, ok):
-    outputs = generate(client, **{field: value})
+    shaped = {"drafter": SHAPED.key} if SHAPED.reads(field) else {}  # the fields only a shaped tree reads
+    outputs = generate(client, **{field: value}, **shaped)
     if field == "max_new_tokens" and value == inputs.LIMITS[field].high:  # the page allows 512; the tiny models don't
         assert CONTEXT in text(outputs["status"])
     elif field == "draft_layers" and ok and value:  # within the page's bound, but the draft model reads no N

@@ -9,6 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from specviz.settings.defaults import TREE_BUDGET
+
 os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on the hub
 
 from gradio_client import Client  # noqa: E402
@@ -193,10 +195,15 @@ def test_the_drafter_choice_reaches_the_engine(client, tmp_path):
     recorded = load_trace(Path(value(final["download"])).read_bytes())
     assert recorded.settings["drafter"] == "lookup" and recorded.draft_model == "prompt lookup"
     params = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/generate"]["parameters"]
-    last = [(p["parameter_name"], p["parameter_has_default"], p["parameter_default"]) for p in params[-5:]]
+    last = [(p["parameter_name"], p["parameter_has_default"], p["parameter_default"]) for p in params[-7:]]
     assert last == [("drafter", True, "model"), ("adaptive", True, False),  # older clients get what they got, and
-                    ("draft_layers", True, 0), ("tree_widths", True, "2-2-1-1"), ("stop_rule", True, "cost")]  # the
-    #                                                                               page's rule should they tick adaptive
+                    ("draft_layers", True, 0), ("tree_widths", True, "2-2-1-1"), ("stop_rule", True, "cost"),  # the
+                    ("tree_budget", True, TREE_BUDGET), ("tree_depth", True, 0)]  # page's rule should they tick adaptive
+    job = client.submit("def fib(n):", "tiny", 4, 0.0, 1.0, 0, 0, 12, False, "shaped", False, 0, "2-2-1-1", "cost", 6,
+                        api_name="/generate")
+    final = named("generate", job.result())
+    assert "Done" in final["status"] and load_trace(Path(value(final["download"])).read_bytes()).settings[
+        "tree_budget"] == 6
     job = client.submit("def fib(n):", "tiny", 4, 0.0, 1.0, 0, 0, 12, False, "tree", False, 0, "3-1",
                         api_name="/generate")
     final = named("generate", job.result())

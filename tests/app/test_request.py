@@ -35,7 +35,7 @@ def test_the_apis_parameters_follow_the_handlers_signature(api):
     # the same names in the same order as before the contract: API clients keep working
     assert [p["parameter_name"] for p in api["/generate"]["parameters"]] == generate_parameters() == [
         "prompt", "preset", "k", "temperature", "top_p", "top_k", "seed", "max_new_tokens", "lecture", "drafter",
-        "adaptive", "draft_layers", "tree_widths", "stop_rule"]
+        "adaptive", "draft_layers", "tree_widths", "stop_rule", "tree_budget", "tree_depth"]
 
 
 @pytest.mark.parametrize("event", sorted(EVENT_OUTPUTS))
@@ -68,7 +68,7 @@ def test_the_page_the_cli_and_the_api_share_one_default_per_setting(api):
     page = {p["parameter_name"]: p["parameter_default"] for p in api["/generate"]["parameters"]
             if p["parameter_has_default"]}
     for name in ("k", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "adaptive", "stop_rule",
-                 "drafter", "draft_layers"):
+                 "drafter", "draft_layers", "tree_budget", "tree_depth"):
         assert page[name] == cli_defaults[name] == getattr(contract, name), name
     assert contract.temperature is defaults.TEMPERATURE is SamplingSettings().temperature
     assert contract.stop_rule is defaults.STOP_RULE and contract.adaptive is defaults.ADAPTIVE

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz.drafters import CHAINS, DEFAULT, REGISTRY, drafter, recorded
+from specviz.drafters import CHAINS, DEFAULT, REGISTRY, SHAPED_TREES, drafter, recorded
 from specviz.drafters.base import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARGET_STATE
 from specviz.drafters.lookup import prompt_lookup
 from tests.helpers import ROOT
@@ -16,22 +16,25 @@ PACKAGE = ROOT / "specviz"
 
 def test_each_drafter_is_declared_once_with_its_own_key_and_label():
     # what traces and API clients use (issue 35 added the Medusa heads and the EAGLE layer, as chains and as trees)
-    assert list(REGISTRY) == ["model", "lookup", "layers", "tree", "distinct", "heads", "heads-tree", "eagle",
-                              "eagle-tree"]
+    # (issue 45 the trees shaped per round, for the draft model, the heads and the EAGLE layer)
+    assert list(REGISTRY) == ["model", "lookup", "layers", "tree", "distinct", "shaped", "heads", "heads-tree",
+                              "heads-shaped", "eagle", "eagle-tree", "eagle-shaped"]
     assert len({d.label for d in REGISTRY.values()}) == len(REGISTRY)
     assert all(key == d.key for key, d in REGISTRY.items())
     assert {d.source for d in REGISTRY.values()} == {DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARGET_STATE}
     assert DEFAULT is REGISTRY["model"] and list(CHAINS) == ["model", "lookup", "layers", "heads", "eagle"]
     assert all(d.proposed for d in CHAINS.values())  # every chain drafter says what it proposed
     assert REGISTRY["lookup"].propose is prompt_lookup and not REGISTRY["lookup"].has_draft_cache
-    assert [key for key, d in REGISTRY.items() if d.tree] == ["tree", "distinct", "heads-tree", "eagle-tree"]
+    assert [key for key, d in REGISTRY.items() if d.tree] == ["tree", "distinct", "shaped", "heads-tree",
+                                                              "heads-shaped", "eagle-tree", "eagle-shaped"]
+    assert list(SHAPED_TREES) == ["shaped", "heads-shaped", "eagle-shaped"]
     assert REGISTRY["distinct"].distinct and not REGISTRY["heads"].has_draft_cache
     assert {d.trained for d in REGISTRY.values() if d.source == TARGET_STATE} == {"medusa", "eagle"}
 
 
 def test_an_unknown_drafter_is_refused_by_name():
-    with pytest.raises(ValueError, match="drafter must be one of model, lookup, layers, tree, distinct, heads, heads-tree, "
-                                         "eagle, eagle-tree, got 'medusa'"):
+    with pytest.raises(ValueError, match="drafter must be one of model, lookup, layers, tree, distinct, shaped, heads, "
+                                         "heads-tree, heads-shaped, eagle, eagle-tree, eagle-shaped, got 'medusa'"):
         drafter("medusa")
     assert recorded({}) is DEFAULT and recorded({"drafter": "lookup"}) is REGISTRY["lookup"]
 

@@ -17,7 +17,7 @@ from transformers import DynamicCache
 
 from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
 from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
-from specviz.drafters import EAGLE, EAGLE_TREE, HEADS, HEADS_TREE
+from specviz.drafters import EAGLE, EAGLE_TREE, HEADS, HEADS_TREE, SHAPED_TREES
 from specviz.engine import Engine, RunSettings, chain, tree_run
 from specviz.engine.decoding import forward, forward_states
 from specviz.settings.bounds import COST_RULE, THRESHOLD_RULE
@@ -171,20 +171,22 @@ def _wrong_verify(p, q, drafts, generator=None):
     return v
 
 
-def two_token_chi_square(drafter, monkeypatch=None, patch=None, runs=None) -> tuple[int, float]:
+def two_token_chi_square(drafter, monkeypatch=None, patch=None, runs=None, eagle_scale=3.0) -> tuple[int, float]:
     """Tiny target over an 8-token vocabulary with random heads: tokens 2 and 3 of `runs` seeded runs (round 1, the
     prefill, makes token 1; round 2's drafts decide tokens 2 and 3) against the target alone's
     p(y2, y3) = sum_x p(x) p(y2 | x) p(y3 | x, y2), chi-squared over the 64 cells (expected < 5 pooled). `patch`:
-    (module, name, wrong rule) for a negative control; `runs`: N_RUNS unless given."""
+    (module, name, wrong rule) for a negative control; `runs`: N_RUNS unless given; `eagle_scale`: the EAGLE layer's
+    random weights (at 3.0 its q is nearly one-hot here; at 0.3 it stays near the target's spread distribution)."""
     target = tiny_model(seed=3, layers=2, vocab=8)
     with torch.no_grad():
         target.lm_head.weight.mul_(0.1)
     engine = Engine(noisy_copy(target, 1.0, seed=1), target, char_tokenizer())
     engine.use_heads(tiny_heads(target, n=2, scale=3.0, seed=1))
-    engine.use_heads(tiny_eagle(target, steps=2, scale=3.0, seed=1))
+    engine.use_heads(tiny_eagle(target, steps=2, scale=eagle_scale, seed=1))
     engine.eos_ids = set()  # every run makes exactly its tokens
     settings = RunSettings(drafter=drafter, k=2, temperature=1.0, max_new_tokens=4, chat=False,
-                           tree_widths=(2, 2) if drafter in (HEADS_TREE.key, EAGLE_TREE.key) else None)
+                           tree_widths=(2, 2) if drafter in (HEADS_TREE.key, EAGLE_TREE.key) else None,
+                           tree_depth=2 if drafter in SHAPED_TREES else 0)  # the tiny heads' two steps
     ids = engine.encode("abc", settings)  # ids 2, 3, 4: inside the 8-token vocabulary
     with torch.inference_mode():
         rows = lambda contexts: warp(target(torch.tensor(contexts)).logits[:, -1],  # noqa: E731

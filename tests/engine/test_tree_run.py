@@ -115,7 +115,7 @@ def test_eos_ends_the_run_where_the_target_alone_would(tiny_pair, tokenizer):
     (dict(tree_widths=(1,) * 7), "depth .* must be a whole number from 1 to 6"),
     (dict(tree_widths=(2, 2, 2, 2, 2)), "drafts 62 nodes; at most 32"),
     (dict(tree_widths="2-2"), "sequence of whole numbers"),
-    (dict(tree_widths=(2, 1), drafter="lookup"), "tree_widths applies only with a tree drafter: set drafter to tree"),
+    (dict(tree_widths=(2, 1), drafter="lookup"), "tree_widths applies only with a tree drafter of fixed widths: set drafter to tree"),
     (dict(tree_widths=(2, 1), drafter="model"), "tree_widths applies only with a tree drafter"),
     (dict(adaptive=True), "adaptive applies only with a chain drafter that runs a model"),
 ])

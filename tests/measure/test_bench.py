@@ -72,7 +72,8 @@ def test_the_drafters_side_by_side_with_acceptance_by_position(tiny_pair, tokeni
     each at K = 4 (the heads' chain capped at its 3 heads), interleaved; every chain row's acceptance by position is
     its distinct runs' tested and accepted drafts added up (a greedy repeat once), printed as accepted ÷ tested."""
     from specviz.engine import Engine
-    from specviz.measure.bench import drafters_ks, run_bench
+    from specviz.measure.bench import DRAFTERS_TREES, drafters_ks, run_bench, tree_config
+    from specviz.settings.defaults import TREE_BUDGET
     from specviz.measure.bench_report import markdown_report
     from specviz.record.stats import per_position
     from tests.helpers import tiny_eagle, tiny_heads
@@ -88,9 +89,13 @@ def test_the_drafters_side_by_side_with_acceptance_by_position(tiny_pair, tokeni
     monkeypatch.setattr(Engine, "run", lambda self, *a, _run=Engine.run, **k: runs.append(_run(self, *a, **k))
                         or runs[-1])
     rows = run_bench(engine, drafters_ks(engine, []), ["greedy"], ["json"], 1, 2, 12, 1.0, peer=False)
+    trees = [tree_config(key) for key in DRAFTERS_TREES]
+    assert trees == ["specviz tree 2-2-1-1", "specviz heads-tree 3-2-1", f"specviz shaped ≤{TREE_BUDGET} nodes",
+                     f"specviz heads-shaped ≤{TREE_BUDGET} nodes", f"specviz eagle-shaped ≤{TREE_BUDGET} nodes"]
     assert [r.config for r in rows] == ["target-only", "specviz K=4", "specviz layers N=1 K=4", "specviz heads K=3",
-                                        "specviz eagle K=4"]
-    for row, (first, second) in zip(rows[1:], [runs[i::4] for i in range(4)]):  # interleaved: every 4th run
+                                        "specviz eagle K=4", *trees]
+    drafted = len(rows) - 1
+    for row, (first, second) in zip(rows[1:5], [runs[i::drafted] for i in range(4)]):  # interleaved: every run
         assert first.output_token_ids == second.output_token_ids  # greedy: the repeat drafted and decided the same
         want = [[c.tested, c.accepted] for c in per_position(first)]
         assert row.by_position == want and sum(t for t, _ in row.by_position) > 0  # counted once, not twice

@@ -57,7 +57,7 @@ def test_only_the_settings_given_are_refused():
 def test_the_contract_refuses_only_what_sweeps_and_records_never_carry():
     """RunSettings asks contract_only: K beside a tree, the seed at temperature 0 and the load option stay out."""
     assert {n.setting for n in unmet(set(NEEDS), asked(drafter=TREE), contract_only=True)} == {
-        "adaptive", "stop_rule", "confidence", "draft_layers"}
+        "adaptive", "stop_rule", "confidence", "draft_layers", "tree_budget", "tree_depth"}
 
 
 def flag(setting):

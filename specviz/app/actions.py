@@ -20,7 +20,10 @@ from specviz.view import notices
 from specviz.view import summary
 from specviz.view.cost_words import pass_costs_text
 from specviz.view.style import speed
+from specviz.drafters import REGISTRY
 from specviz.engine import Engine, RunSettings
+from specviz.engine.pairs import PRESETS
+from specviz.engine.trained import check_heads_trained
 from specviz.app.errors import message_of, refused_by_zerogpu
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
 from specviz.app.inputs import check_preset, check_prompt, settings_from
@@ -132,6 +135,18 @@ class ModelActions:
         except Exception as e:  # a hub id offline, a full disk while preparing, not enough memory: say which
             gr.Warning(html.escape(message_of(e)))
             return notices.placeholder("No model pair loaded."), notices.status(message_of(e), "error")
+
+    def drafter_note(self, drafter, preset) -> str:
+        """What the page says the moment a drafter is chosen: for Medusa heads or the EAGLE layer not trained yet for
+        this pair's target, that they are not and the command that trains them (read from the weights' folder: no
+        model loads); '' otherwise. -> the drafter's note"""
+        if not isinstance(drafter, str) or drafter not in REGISTRY or preset not in self.presets or preset not in PRESETS:
+            return ""  # a drafter or pair the page does not offer: Generate says what is wrong with it
+        try:
+            check_heads_trained(RunSettings(drafter=drafter), PRESETS[preset].target)
+        except ValueError as e:
+            return notices.status(str(e), "error")
+        return ""
 
     def show_model_pair_first(self, preset, progress=gr.Progress()):
         """The page's first load: as show_model_pair, but a success leaves the status line alone, since it

@@ -88,6 +88,7 @@ class Page:
     preset: gr.Dropdown
     settings: Settings
     drafter: gr.Radio  # RunSettings.drafter, a key of the drafter registry
+    drafter_note: gr.HTML  # what the chosen drafter lacks before a run (untrained heads), or nothing
     adaptive: gr.Checkbox  # RunSettings.adaptive: K per round, the slider's K the most
     stop_rule: gr.Radio  # RunSettings.stop_rule: how adaptive K stops (the threshold, or cost-aware)
     draft_layers: gr.Number  # RunSettings.draft_layers: self-speculation's N (0: half the target's layers)
@@ -180,12 +181,14 @@ def _settings_row(presets: dict[str, str], default_preset: str):
     """The pair and every setting of a run, in two rows: in one row, below 1920 px wide the last columns were
     squeezed to a word per line and the pair's name was cut off. The minimum widths of each row fit a 1024 px
     window (tests/app/test_lecture_browser.py checks 1024 to 1920); the drafter's own options take a third.
-    -> preset, Settings, drafter, adaptive, stop rule, draft layers, tree widths, tree budget, tree depth"""
+    -> preset, Settings, drafter, its note, adaptive, stop rule, draft layers, tree widths, tree budget, tree depth"""
     with gr.Row(equal_height=True):
         preset = gr.Dropdown([(label, name) for name, label in presets.items()], value=default_preset,
                              label="Draft → target pair", elem_id="preset", scale=3, min_width=420)
         drafter = gr.Radio([(d.label, key) for key, d in REGISTRY.items()], value=DEFAULT.key, label="Drafter",
                            elem_id="drafter", scale=2, min_width=320)
+    # said the moment a trained drafter is chosen that is not trained yet for the pair (actions.drafter_note)
+    drafter_note = gr.HTML("", elem_id="drafter-note", padding=False)
     d = RunSettings()  # the request contract's defaults (settings/defaults.py), the CLI's and the API's too
     with gr.Row():
         settings = Settings(
@@ -208,6 +211,7 @@ def _settings_row(presets: dict[str, str], default_preset: str):
         stop_rule = gr.Radio([(name, key) for key, name in STOP_RULES.items()], value=d.stop_rule,
                              label="Adaptive K stops by", elem_id="stop-rule", scale=2, min_width=260,
                              **_opening("stop_rule"))
+    with gr.Row(equal_height=True):  # what only some drafters read: a row of their own, so none squeezes the rest
         draft_layers = gr.Number(d.draft_layers, **limits("draft_layers"), precision=0,
                                  label=f"Draft layers N ({layers.DRAFTER.label})",
                                  elem_id="draft-layers", scale=1, min_width=220, **_opening("draft_layers"))
@@ -218,7 +222,8 @@ def _settings_row(presets: dict[str, str], default_preset: str):
         tree_depth = gr.Number(d.tree_depth, **limits("tree_depth"), precision=0,
                                label="Shaped tree: most depth (0 = default)", elem_id="tree-depth", scale=1,
                                min_width=220, **_opening("tree_depth"))
-    return preset, settings, drafter, adaptive, stop_rule, draft_layers, tree_widths, tree_budget, tree_depth
+    return (preset, settings, drafter, drafter_note, adaptive, stop_rule, draft_layers, tree_widths, tree_budget,
+            tree_depth)
 
 
 def _panels() -> tuple[RoundView, RoomPanel]:
@@ -256,7 +261,7 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
                 pack_file = gr.File(label="Lecture pack (trace + quiz)", interactive=False, elem_id="pack-file",
                                     height=70)
                 quiz_state = gr.Textbox(visible=False)
-        (preset, settings, drafter, adaptive, stop_rule, draft_layers, tree_widths, tree_budget,
+        (preset, settings, drafter, drafter_note, adaptive, stop_rule, draft_layers, tree_widths, tree_budget,
          tree_depth) = _settings_row(presets, default_preset)
         with gr.Row(equal_height=True):
             info = gr.HTML(notices.placeholder("Loading models…"), label="Run info", elem_id="run-info")
@@ -276,7 +281,8 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
     panels, room = _panels()
     panels.slider = slider
     return Page(trace=trace, lecture=lecture, quiz=quiz, controls=controls, prompt=prompt, preset=preset,
-                settings=settings, drafter=drafter, adaptive=adaptive, stop_rule=stop_rule, draft_layers=draft_layers,
+                settings=settings, drafter=drafter, drafter_note=drafter_note, adaptive=adaptive, stop_rule=stop_rule,
+                draft_layers=draft_layers,
                 tree_widths=tree_widths, tree_budget=tree_budget, tree_depth=tree_depth, generate=generate,
                 baseline=baseline, info=info, status=status,
                 download=download, pack=pack, pack_file=pack_file, quiz_state=quiz_state, upload=upload,
@@ -307,6 +313,8 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     # After the opening, never beside it: both write the info line (a cached pair's could land first, then be lost)
     opened.then(models.show_model_pair_first, [p.preset], [p.info, p.status], **private, **loads)
     p.preset.change(models.show_model_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)
+    for trigger in (p.drafter, p.preset):  # an untrained drafter says so when chosen, not at Generate
+        trigger.change(models.drafter_note, [p.drafter, p.preset], [p.drafter_note], queue=False, **private, **quick)
     # Generate pressed during a run: the first listener stops the running one after its round; the second
     # queues the new run, which starts when the model is free. ("multiple" on both: the page sends every press at
     # once. With the default, "once", a press made while the first press's stop was still on its way (a busy

@@ -158,6 +158,12 @@ def activations(model: nn.Module) -> tuple[torch.device, torch.dtype]:
     return weight.device, weight.dtype
 
 
+def path_of(model: nn.Module) -> str:
+    """The kernel path a loaded model's linear layers run on: FP16_FBGEMM where apply_path packed them, else '' (its
+    dtype's own kernels)."""
+    return FP16_FBGEMM if any(isinstance(m, Fp16Linear) for m in model.modules()) else ""
+
+
 def put_linears_on(module: nn.Module, path: str) -> nn.Module:
     """A drafter's own layers (Medusa blocks, the EAGLE layer) on the pair's path, in place (for a dtype's own
     kernels nothing changes): a draft may be computed any way, verification uses the q it drew from."""

@@ -19,7 +19,7 @@ from specviz.lab.explorer import Explorer
 from specviz.measure.measured import MeasuredPoint
 from specviz.lab.joint import JointMonteCarlo
 from specviz.lab.playground import SAMPLER_LABELS, MonteCarlo, Playground, ToyPair
-from specviz.view.style import FATES, GRID, INK, P_COLOR, Q_COLOR, edge, hatch
+from specviz.view.style import FATES, GRID, INK, P_COLOR, Q_COLOR, edge, hatch, speed
 from specviz.record.trace import ACCEPTED, BONUS, REPLACEMENT
 
 ACCEPTED_NAME = f"{FATES[ACCEPTED].icon} accepted"
@@ -251,5 +251,5 @@ def compare_figure(rows: list[CompareRow], font_size: int = FONT_SIZE) -> go.Fig
     )
     base = next((r for r in rows if r.k is None), None)
     title = ("Drafters compared" if base is None else
-             f"Drafters compared · the target alone: {base.tokens_per_s:.2f} tokens/s in this run")
+             f"Drafters compared · the target alone: {speed(base.tokens_per_s)} tokens/s in this run")
     return _figure(data, layout, title, font_size, plot_px=320, foot_lines=4, head_lines=2)

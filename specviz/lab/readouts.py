@@ -13,7 +13,7 @@ from specviz.measure import measured
 from specviz.lab import joint
 from specviz.lab import playground
 from specviz.view.token_text import token_html
-from specviz.view.style import FATES, INK, Q_COLOR
+from specviz.view.style import FATES, INK, Q_COLOR, speed
 from specviz.algorithm.theory import expected_tokens_per_pass, round_cost, round_size_probs, speedup
 from specviz.record.stats import drafted_a_tree
 from specviz.record.trace import ACCEPTED, REPLACEMENT, Trace
@@ -155,8 +155,8 @@ def card_steps(q: explorer.Question) -> list[tuple[str, str]]:
         ("What a round costs", f"K draft steps of c each, then one verify pass (v = 1 target pass): K·c + v = "
          f"{k} × {c:.2f} + 1 = <b>{cost:.2f}</b> target passes"),
         ("The speedup", f"E / (K·c + v) = {e:.2f} / {cost:.2f} = <b>{gain:.2f}×</b>"),
-        ("Tokens per second", f"{q.target_tokens_per_s:g} tokens/s × {gain:.2f} = "
-         f"<b>{q.target_tokens_per_s * gain:.0f} tokens/s</b>"),
+        ("Tokens per second", f"{speed(q.target_tokens_per_s)} tokens/s × {gain:.2f} = "
+         f"<b>{speed(q.target_tokens_per_s * float(f'{gain:.2f}'))} tokens/s</b>"),  # from the printed speedup
     ]
 
 
@@ -178,7 +178,7 @@ def card_html(q: explorer.Question, shown: int) -> str:
             status = f"The card is fully revealed: there is no further step. “{RESTART}” asks it again."
     question = (f"A draft model's tokens are each accepted with probability α = {q.alpha:.2f}; a round drafts K = "
                 f"{q.k} tokens; a draft step costs c = {q.c:.2f} target passes, and verifying the K drafts costs "
-                f"one target pass (v = 1). The target alone generates {q.target_tokens_per_s:g} tokens/s (a figure "
+                f"one target pass (v = 1). The target alone generates {speed(q.target_tokens_per_s)} tokens/s (a figure "
                 f"assumed for the question, not measured here). How many tokens/s does speculative decoding give?")
     return (f'<div id="lab-card" style="{TEXT};border:3px solid {INK};border-radius:8px;padding:8px 16px">'
             f'<div style="font-size:26px;font-weight:bold">Test yourself</div><p>{question}</p>'
@@ -270,5 +270,5 @@ def _run_status(rows, ks, seconds, layers, drafters) -> str:
     best = max(rows[1:], key=lambda r: r.speedup)  # rows[0] is the target alone
     return (f'<div style="{TEXT}">✓ {total} runs in {seconds:.0f} s. Fastest: '
             f"<b>{html.escape(best.label)} at K = {best.k}, {best.speedup:.2f}×</b> the target alone "
-            f"({best.tokens_per_s:.2f} vs {rows[0].tokens_per_s:.2f} tokens/s), α = {best.acceptance_rate:.2f}, "
+            f"({speed(best.tokens_per_s)} vs {speed(rows[0].tokens_per_s)} tokens/s), α = {best.acceptance_rate:.2f}, "
             f"{best.tokens_per_pass:.2f} tokens per target pass.</div>")

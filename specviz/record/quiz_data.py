@@ -35,7 +35,7 @@ from specviz.settings.bounds import short_repr, whole_number
 def most_accepted(rnd: Round) -> int:
     """The most drafts a round could have accepted, the largest answer its quiz offers: its K, or for a tree round
     the tree's depth (the longest path)."""
-    return len(rnd.tree.widths) if rnd.tree else rnd.k
+    return rnd.tree.deepest if rnd.tree else rnd.k
 
 
 def examined(rnd: Round) -> int:

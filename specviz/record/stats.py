@@ -7,7 +7,9 @@ one home of the numbers the engine saves in the summary and the page, the CLI, t
 - Speedups as a paper publishes them (`speedups`): with the baseline's repeats, the median of the turns' ratios with
   their range (`Spread`), each beside the most it could be if drafting were free (`Ceiling`: the run's tokens over
   the seconds of its own target passes, over the target alone's tokens/s; a speedup above it is timing noise or a
-  fault, never a result).
+  fault, never a result). Since format version 9 each turn records its own passes' seconds, so each turn has its own
+  ceiling (`turn_ceilings`) and the ceilings' median and range stand beside the speedups': a turn's speedup never
+  passes its own ceiling (its passes are part of its wall clock), so neither does any printed end of the range.
 - The rounds after the first, whose target pass also encodes the prompt (`later_rounds`): `step_times` and
   `mean_drafts`, from which measure/measured.py reads the cost model's c and v.
 - Round sizes: `set_k`, the K a run was set to; `round_shares` of all rounds (the Lab's measured point), and
@@ -164,14 +166,37 @@ def ceiling(rounds: list[Round], alone: float | None) -> Ceiling | None:
 @dataclass(frozen=True)
 class Speedup:
     """A measured speedup beside the most it could be if drafting were free (its `Ceiling`, priced from the run's own
-    passes); above it, the timing is noise (or a fault), never a result."""
+    passes); above it, the timing is noise (or a fault), never a result. With turns that recorded their passes
+    (format version 9), each turn's own ceiling too: `ceilings`, their median and range, and `over`, the turns whose
+    speedup passed their own ceiling (none can, unless the file's times disagree with each other)."""
 
     value: Spread  # one value and runs = 1 where there are no repeats
-    ceiling: Ceiling | None  # None: the rounds recorded no pass times, so no ceiling is known
+    ceiling: Ceiling | None  # the run shown's; None: the rounds recorded no pass times, so no ceiling is known
+    ceilings: Spread | None = None  # each turn's own ceiling; None: one run each, or turns recorded before version 9
+    over: int = 0  # turns whose speedup is above their own ceiling
+
+    @property
+    def per_turn(self) -> bool:
+        """Whether each turn's ceiling is known (the turns recorded their target passes)."""
+        return self.ceilings is not None
 
     @property
     def beyond(self) -> bool:
+        """Not a result: a turn above its own ceiling; without ceilings per turn, the median above the run shown's."""
+        if self.ceilings is not None:
+            return self.over > 0
         return self.ceiling is not None and self.value.median > self.ceiling.value
+
+
+def run_lengths(trace: Trace) -> list[tuple[int, int]]:
+    """(the run's tokens, the target alone's) of each turn, or of the one run each; [] without a baseline or summary.
+    Where they differ a speedup compares tokens/s of runs of different lengths (view/summary.py says so)."""
+    s, b = trace.summary, trace.baseline
+    if not (s and b):
+        return []
+    if b.repeats is not None:
+        return [(x.tokens, t.tokens) for x, t in zip(b.repeats.speculative, b.repeats.target)]
+    return [(s.n_new_tokens, len(b.output_token_ids))]
 
 
 def run_speed(t: TimedRun) -> float:
@@ -190,25 +215,57 @@ def turn_speedups(r: Repeats) -> list[float]:
 
 def turn_decode_speedups(r: Repeats) -> list[float]:
     """Each turn's decode speed over its target alone's (turns where either side has one token only left out)."""
+    return [s / t for s, t in _decode_pairs(r)]
+
+
+def _decode_pairs(r: Repeats) -> list[tuple[float, float]]:
     pairs = [(run_decode_speed(s), run_decode_speed(t)) for s, t in zip(r.speculative, r.target)]
-    return [s / t for s, t in pairs if s and t]
+    return [(s, t) for s, t in pairs if s and t]
+
+
+def turn_ceilings(r: Repeats) -> list[float] | None:
+    """Each turn's ceiling, whole runs: its run's tokens over the seconds of its own target passes, over its target
+    alone's tokens/s. 48 tokens in 6.0 s of passes against 2.0 tok/s alone: 4.0. None where a turn did not record its
+    passes (format versions 7-8)."""
+    if any(not s.pass_s for s in r.speculative):
+        return None
+    return [s.tokens / s.pass_s / run_speed(t) for s, t in zip(r.speculative, r.target)]
+
+
+def turn_decode_ceilings(r: Repeats) -> list[float] | None:
+    """Each turn's ceiling of the decode speed: its tokens after round 1 over its passes after round 1, over its target
+    alone's decode speed (the turns turn_decode_speedups keeps, in the same order); None as turn_ceilings."""
+    turns = [(s, t) for s, t in zip(r.speculative, r.target) if run_decode_speed(s) and run_decode_speed(t)]
+    if any(not s.later_pass_s for s, _ in turns):
+        return None
+    return [(s.tokens - 1) / s.later_pass_s / run_decode_speed(t) for s, t in turns]
+
+
+def _against(values: list[float], ceilings: list[float] | None, shown: Ceiling | None) -> Speedup:
+    """A speedup's turns beside each turn's own ceiling, where known, and the run shown's."""
+    if not ceilings:
+        return Speedup(spread(values), shown)
+    return Speedup(spread(values), shown, spread(ceilings), sum(v > c for v, c in zip(values, ceilings)))
 
 
 def speedups(trace: Trace) -> tuple[Speedup, Speedup | None] | None:
     """(the whole run's speedup, the decode speed's or None) with their ceilings: the median and range over the
-    baseline's repeats, or this one run's ratio where it has none; None without a baseline or a summary."""
+    baseline's repeats (beside each turn's own ceiling where the turns recorded their passes), or this one run's ratio
+    where it has none; None without a baseline or a summary."""
     s, b = trace.summary, trace.baseline
     if not (s and b and trace.rounds and s.tokens_per_s > 0 and b.tokens_per_s > 0):
         return None
     later = later_rounds(trace.rounds)
+    shown = ceiling(trace.rounds, b.tokens_per_s), ceiling(later, baseline_decode_speed(b))
     if b.repeats is not None:
-        whole, decode = turn_speedups(b.repeats), turn_decode_speedups(b.repeats)
+        ratios = turn_decode_speedups(b.repeats)
+        whole = _against(turn_speedups(b.repeats), turn_ceilings(b.repeats), shown[0])
+        decode = _against(ratios, turn_decode_ceilings(b.repeats), shown[1]) if ratios else None
     else:
         one = decode_speed(trace), baseline_decode_speed(b)
-        whole, decode = [s.tokens_per_s / b.tokens_per_s], [one[0] / one[1]] if all(one) else []
-    return (Speedup(spread(whole), ceiling(trace.rounds, b.tokens_per_s)),
-            Speedup(spread(decode), ceiling(later, baseline_decode_speed(b))) if decode and len(trace.rounds) > 1
-            else None)
+        whole = Speedup(spread([s.tokens_per_s / b.tokens_per_s]), shown[0])
+        decode = Speedup(spread([one[0] / one[1]]), shown[1]) if all(one) else None
+    return whole, decode if len(trace.rounds) > 1 else None
 
 
 # --- the rounds after the first ----------------------------------------------------------------------------------

@@ -35,13 +35,13 @@ GREEDY = SamplingSettings(temperature=0.0)
 
 def answer(target, tokenizer, prompts: list[Prompt], length: int, top: int, batch: int, eos_ids: set[int],
            report: Report | None = None, deadline: float = math.inf, seed: int = 0,
-           phase: str = "target answers") -> Teacher:
+           phase: str = "target answers", at_least_one: bool = True) -> Teacher:
     """The target's answers to `prompts` in batches of `batch` (stops before `deadline`, having answered one batch
-    at least): a window of `length` positions per answer."""
+    at least unless not `at_least_one`): a window of `length` positions per answer."""
     gen = torch.Generator().manual_seed(seed)
     parts, t0, batches = [], time.perf_counter(), math.ceil(len(prompts) / batch)
     for b in range(batches):
-        if parts and time.perf_counter() > deadline:
+        if (parts or not at_least_one) and time.perf_counter() > deadline:
             break
         chunk = prompts[b * batch:(b + 1) * batch]
 
@@ -131,8 +131,8 @@ class AnswersRead:
 def read_answers(target, tokenizer, fingerprint: str, held: list[Prompt], train: list[Prompt], length: int, top: int,
                  batch: int, eos_ids: set[int], folder: Path | None, report: Report | None = None,
                  held_deadline: float = math.inf, deadline: float = math.inf) -> AnswersRead:
-    """The target's answers to the held-out prompts (until `held_deadline`, one batch at least), then to the training
-    prompts (until `deadline`); the answers saved in `folder` before, to the same prompts in the same order, are
+    """The target's answers to the held-out prompts (until `held_deadline`, one batch at least where none are saved),
+    then to the training prompts (until `deadline`, likewise); the answers saved in `folder` before, to the same prompts in the same order, are
     reused, and what was answered now is saved there (None: no disk cache), so a later training answers on."""
     key = {"target": fingerprint, "length": length, "top": top, "held": _hashes(held), "train": _hashes(train)}
     cached = _cached(folder, key, length, target.config.hidden_size, top)
@@ -140,7 +140,8 @@ def read_answers(target, tokenizer, fingerprint: str, held: list[Prompt], train:
     for part, prompts, until in (("held", held, held_deadline), ("train", train, deadline)):
         have = cached[part]
         new = answer(target, tokenizer, prompts[len(have):], length, top, batch, eos_ids, report, until, seed=len(have),
-                     phase=f"target answers {'held-out ' if part == 'held' else ''}prompts") \
+                     phase=f"target answers {'held-out ' if part == 'held' else ''}prompts",
+                     at_least_one=not len(have)) \
             if len(have) < len(prompts) else empty_teacher(length, target.config.hidden_size, top)
         parts[part] = cat_teachers(have, new)
     answered = len(parts["held"]) + len(parts["train"]) - len(cached["held"]) - len(cached["train"])

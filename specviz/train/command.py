@@ -9,15 +9,19 @@ import sys
 import time
 
 from specviz.drafters.trained import KINDS, MEDUSA
-from specviz.engine.kernels import add_kernels_flag
+from specviz.engine.kernels import add_kernels_flag, path_of
 from specviz.engine.machine import machine as machine_words
 from specviz.engine.packaged import cache_root
 from specviz.engine.pairs import load_target
-from specviz.engine.trained import draft_cost, heads_folder, save_heads
+from specviz.engine.trained import draft_cost, heads_folder, load_heads, save_heads
 from specviz.settings.bounds import DTYPE_CHOICES, Progress
 from specviz.train.fit import STEPS, TrainPlan
 from specviz.train.text import check_text_folder
 from specviz.train.training import train_heads
+
+
+FINISH_MINUTES = 0.5  # kept from the training for what follows it: saving, reloading the weights as a run drafts
+#                    and timing a draft, and the interpreter's own start (a 15-minute run took 15:15 without it)
 
 
 def add_train_args(p: argparse.ArgumentParser) -> None:
@@ -59,10 +63,11 @@ def train_command(a: argparse.Namespace, progress: Progress | None = None) -> in
     t0 = time.perf_counter()
     target, tokenizer, name = load_target(a.preset, a.target, a.dtype, progress=progress, kernels=a.kernels)
     loaded = time.perf_counter() - t0
-    left = a.minutes - loaded / 60  # --minutes bounds the whole command: the load counts
+    left = a.minutes - loaded / 60 - FINISH_MINUTES  # --minutes bounds the whole command: the load counts
     if left <= 0.1:
         raise ValueError(f"loading the target took {loaded / 60:.1f} min of the {a.minutes:g} allowed: raise --minutes")
-    plan = TrainPlan(kind=a.kind, heads=a.heads, prompts=a.prompts, tokens=a.tokens, epochs=a.epochs, minutes=left, text=text)
+    plan = TrainPlan(kind=a.kind, heads=a.heads, prompts=a.prompts, tokens=a.tokens, epochs=a.epochs, minutes=left,
+                     text=text)
     machine = machine_words(str(next(target.parameters()).device))
     heads, prov = train_heads(target, tokenizer, name, plan, _print_bar, heads_folder(cache_root(), name, "teacher"),
                               machine)
@@ -85,7 +90,8 @@ def train_command(a: argparse.Namespace, progress: Progress | None = None) -> in
     print(f"greedy, held out: {chain_of} 1 … k all agree: "
           + ", ".join(f"k = {k} {c:.1%}" for k, c in enumerate(prov.chain, start=1))
           + f"; tokens a target pass gives: a chain {1 + sum(prov.chain):.2f}, the default tree {prov.tree:.2f}")
-    draft_s, pass_s = draft_cost(heads.to_target_dtype(), target)
+    drafting = load_heads(folder, target, name, path=path_of(target))  # as a run drafts: on the target's kernels
+    draft_s, pass_s = draft_cost(drafting, target)
     what = f"a draft of all {heads.n} heads" if heads.kind == MEDUSA else "one EAGLE step (a full window)"
     print(f"{what}, with the shared output layer: {draft_s * 1000:.1f} ms, "
           f"{draft_s / pass_s:.2f} of a one-token target pass ({pass_s * 1000:.1f} ms), medians of 5 here")

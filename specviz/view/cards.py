@@ -37,13 +37,19 @@ def _bar(kind: str, value: float | None, name: str) -> str:
             f'<i style="width:{width}"></i></span><b>{num(value)}</b></span>')
 
 
+# The columns a card may draw: its class's suffix -> (its symbol, its name in full). The residual is p′, Leviathan et
+# al.'s name for norm(max(0, p − q)): "r" names the uniform draw only (the verdicts' r).
+COLUMNS = {"q": ("q", "q (draft)"), "p": ("p", "p (target)"), "res": ("p′", "p′ = norm(max(0, p − q))")}
+
+
 def bar_rows(tokens: list[TokenProb], chosen_id: int, icon: str, kinds: tuple[str, ...]) -> str:
-    """A table of tokens, one row each, one bar per kind (q, p, r); the chosen token's row is marked `icon`."""
-    names = {"q": "q (draft)", "p": "p (target)", "r": "norm(max(0, p − q))"}
-    head = "".join(f'<span class="sv-bar-head sv-bar-{k}">{_head(k, names[k])}</span>' for k in kinds)
+    """A table of tokens, one row each, one bar per kind (q, p, res: the residual p′); the chosen token's row is
+    marked `icon`."""
+    head = "".join(f'<span class="sv-bar-head sv-bar-{k}">{_head(*COLUMNS[k])}</span>' for k in kinds)
+    names = {k: name for k, (_, name) in COLUMNS.items()}
     rows = []
     for t in tokens:
-        values = {"q": t.q, "p": t.p, "r": t.residual}
+        values = {"q": t.q, "p": t.p, "res": t.residual}
         mine = t.token_id == chosen_id
         mark = f'<span class="sv-mark">{icon}</span>' if mine else '<span class="sv-mark"></span>'
         rows.append(f'<div class="sv-bar-row{" sv-chosen" * mine}">{mark}<code class="sv-bar-tok">'
@@ -52,11 +58,10 @@ def bar_rows(tokens: list[TokenProb], chosen_id: int, icon: str, kinds: tuple[st
             f'<span></span><span></span>{head}</div>{"".join(rows)}</div>')
 
 
-def _head(kind: str, name: str) -> str:
-    """A column's head: its symbol, then who it belongs to ("q", " (draft)"). The page reads the whole name (the
-    residual's symbol r only in the presenter view, whose narrow columns show the symbols alone: present.css)."""
-    who = name[1:] if name.startswith(kind) else name
-    return f'<span class="sv-bar-sym">{kind}</span><span class="sv-bar-who">{who}</span>'
+def _head(symbol: str, name: str) -> str:
+    """A column's head: its symbol, then who it belongs to ("q", " (draft)"; "p′", " = norm(max(0, p − q))"). The
+    presenter view, whose narrow columns show the symbols alone (present.css), reads the symbol only."""
+    return f'<span class="sv-bar-sym">{symbol}</span><span class="sv-bar-who">{name.removeprefix(symbol)}</span>'
 
 
 def position_card(rnd: Round, i: int, greedy: bool, cut: str = "") -> str:
@@ -97,7 +102,7 @@ def last_token_card(rnd: Round) -> str:
     if rnd.next_kind == REPLACEMENT and rnd.residual:
         title = (f"Position {rnd.n_accepted + 1} was rejected: the replacement {s.icon} is sampled from "
                  f"norm(max(0, p − q))")
-        body = bar_rows(top_with(rnd.residual, t), t.token_id, s.icon, ("q", "p", "r"))
+        body = bar_rows(top_with(rnd.residual, t), t.token_id, s.icon, ("q", "p", "res"))
     elif rnd.next_kind == BONUS and rnd.bonus_candidates:
         every = "The one draft accepted" if rnd.k == 1 else f"All {rnd.k} drafts accepted"
         title = (f"{every}: the bonus {s.icon} is drawn from p at position {rnd.k + 1}"

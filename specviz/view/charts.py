@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 from specviz.view.cost_words import speculation_off
 from specviz.record.quiz_data import most_accepted
-from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, e_formula, edge, hatch, show
+from specviz.view.style import FATES, FONT, GRID, INK, P_COLOR, Q_COLOR, e_formula, edge, hatch, show, speed
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, Trace
 
@@ -176,7 +176,7 @@ def timeline(trace: Trace, font_size: int = 15) -> go.Figure:
                      hovertemplate="%{text} tokens at %{x:.2f} s<extra></extra>"))
     note, alone_s, alone_n = _baseline_lane(trace, data)
     made = trace.summary.n_new_tokens
-    title = f"Where the time goes: {made} tokens in {starts:.2f} s of rounds ({made / starts:.1f} tok/s)" + note
+    title = f"Where the time goes: {made} tokens in {starts:.2f} s of rounds ({speed(made / starts)} tok/s)" + note
     end = max(starts, alone_s)
     if alone_n and alone_n != made:  # two samples of different lengths: equal bars would hide the speedup
         lane, n, seconds = (0, made, starts) if made < alone_n else (1, alone_n, alone_s)
@@ -215,5 +215,5 @@ def _baseline_lane(trace: Trace, data: list) -> tuple[str, float, int]:
     data.append(_segments((steps, bases, [f"token {i + 1}: {s * 1000:.0f} ms" for i, s in enumerate(steps)]),
                           LANES[1], "target step", INK, ""))
     alone = sum(steps)
-    return (f" · the target alone: {len(steps)} tokens in {alone:.2f} s ({len(steps) / alone:.1f} tok/s){note}", alone,
+    return (f" · the target alone: {len(steps)} tokens in {alone:.2f} s ({speed(len(steps) / alone)} tok/s){note}", alone,
             len(steps))

@@ -10,6 +10,7 @@ from specviz.record.cost_profile import CostProfile
 from specviz.record.trace import DraftChoice, PassCosts, Round, Trace
 from specviz.settings import defaults
 from specviz.settings.bounds import COST_RULE
+from specviz.view.style import significant
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
@@ -49,19 +50,37 @@ def round_note(rnd: Round, prices: PassCosts | None, eos_ids=()) -> str:
     if last.drafted:
         said.append(f"each of its {rnd.k} draft{'s' * (rnd.k != 1)} paid for its cost; {_why_no_more(rnd, prices, eos_ids)}.")
         return " ".join(said)
-    worth = d.rate * last.cost
-    survive, value = _apart(last.survive, worth)
+    survive, rate, cost, value = weighing(last.survive, d.rate, last.cost)
     what = ("no draft would have paid, so the round is a plain target step, as decoding alone makes it"
             if n == 1 else f"it stopped at {rnd.k}")
     said.append(f"the {ordinal(n)} draft's estimated chance of surviving was {survive} (an estimate from the draft's "
                 f"own probabilities and this run's acceptance so far, not a measured probability). It would have cost "
-                f"{_cost(last, n, prices)} of a target step, which at this run's rate makes {d.rate:.2f} × "
-                f"{last.cost:.3g} = {value} tokens. {survive} < {value}: the draft would have added fewer tokens "
-                f"than its cost makes at that rate, so {what}.")
+                f"{_cost(cost, last, n, prices)} of a target step, which at this run's rate makes {rate} × {cost} = "
+                f"{value} tokens. {survive} < {value}: the draft would have added fewer tokens than its cost makes at "
+                f"that rate, so {what}.")
     if last.gain < 0 and n < len(prices.v) - 1:
         said.append("Drafting on past it would not have paid either (at best "
                     f"{last.gain:.2g} tokens).")
     return " ".join(said)
+
+
+def round_reason(rnd: Round, prices: PassCosts | None, eos_ids=()) -> str:
+    """round_note in one line, for the presenter view (view/why_k.py): why the cost-aware rule drafted rnd.k tokens,
+    with the one comparison that decided it; '' where it did not weigh this round.
+
+    'no draft would pay: the first's chance of surviving, 0.41, is below 1.20 × 0.45 = 0.54 tokens, what its cost
+    makes at this run's rate'; 'each of its 8 drafts paid for its cost; K = 8 is the most a round drafts'."""
+    if rnd.cost is None or prices is None or not rnd.cost.choices:
+        return ""
+    d, last, n = rnd.cost, rnd.cost.choices[-1], len(rnd.cost.choices)
+    if d.choices[0].probe:
+        return f"a probe: after {PROBE_EVERY} rounds without drafts it drafted one anyway, to measure again"
+    if last.drafted:
+        return f"each of its {rnd.k} draft{'s' * (rnd.k != 1)} paid for its cost; {_why_no_more(rnd, prices, eos_ids)}"
+    survive, rate, cost, value = weighing(last.survive, d.rate, last.cost)
+    what = "no draft would pay" if n == 1 else f"it stopped at {rnd.k}"
+    return (f"{what}: the {ordinal(n)} draft's estimated chance of surviving, {survive}, is below {rate} × {cost} = "
+            f"{value} tokens, what its cost makes at this run's rate")
 
 
 def _why_no_more(rnd: Round, prices: PassCosts, eos_ids) -> str:
@@ -78,21 +97,31 @@ def _rate_words(rate: float) -> str:
             if rate <= 1.0 else f"this run was making {rate:.2f} tokens per target step of cost")
 
 
-def _cost(choice: DraftChoice, n: int, prices: PassCosts) -> str:
-    """'0.182 (c = 0.135 for the draft step + v(4) − v(3) = 0.047 for the longer verify pass)'."""
-    longer = prices.v[n] - prices.v[n - 1]
-    return (f"{choice.cost:.3g} (c = {prices.c:.3g} for the draft step + v({n}) − v({n - 1}) = {longer:.3g} for the "
-            f"longer verify pass)")
+def _cost(cost: str, choice: DraftChoice, n: int, prices: PassCosts) -> str:
+    """'0.182 (c = 0.135 for the draft step + v(4) − v(3) = 0.047 for the longer verify pass)': the printed cost
+    (weighing's) with its two parts, to as many figures as it, more where the printed parts would not add up to it."""
+    longer, figures = prices.v[n] - prices.v[n - 1], len(cost.replace(".", "").lstrip("0"))
+    for digits in range(figures, figures + 6):
+        c, more = significant(prices.c, digits), significant(longer, digits)
+        if significant(float(c) + float(more), figures) == cost:
+            break
+    return f"{cost} (c = {c} for the draft step + v({n}) − v({n - 1}) = {more} for the longer verify pass)"
 
 
-def _apart(low: float, high: float) -> tuple[str, str]:
-    """Both numbers to 3 significant digits, or as many more as it takes for the printed first to be below the
-    printed second (as the numbers are: the rule stopped because the first was below)."""
-    for digits in range(3, 9):
-        a, b = f"{low:.{digits}g}", f"{high:.{digits}g}"
-        if float(a) < float(b):
-            return a, b
-    return a, b
+def weighing(survive: float, rate: float, cost: float) -> tuple[str, str, str, str]:
+    """(survive, rate, cost, rate × cost) as printed beside the rule's comparison: three significant figures, more
+    where needed (the rate and the cost may carry a figure more than the product), so that the printed rate times the
+    printed cost, rounded as the product is printed, gives the printed product, and the printed survive stays below
+    it, as the numbers are (the rule stopped because it was).
+    weighing(0.41, 1.2, 0.45) -> ('0.410', '1.20', '0.450', '0.540')"""
+    for digits in range(3, 10):
+        rate_s, cost_s = significant(rate, digits), significant(cost, digits)
+        for fewer in range(digits, 2, -1):
+            survive_s, value_s = significant(survive, fewer), significant(rate * cost, fewer)
+            if (significant(float(rate_s) * float(cost_s), fewer) == value_s
+                    and float(survive_s) < float(value_s)):
+                return survive_s, rate_s, cost_s, value_s
+    return repr(survive), repr(rate), repr(cost), repr(rate * cost)
 
 
 def run_account(trace: Trace) -> tuple[str, str, str] | None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from html import escape
 
-from specviz.settings.bounds import ADAPTIVE_CONFIDENCE
+from specviz.settings.bounds import ADAPTIVE_CONFIDENCE, SHAPED_FLOOR
 from specviz.view.cost_words import round_note, speculation_off
 from specviz.view.style import cut_by, verdict_numbers, zero_note
 from specviz.view.token_text import quoted
-from specviz.record.trace import BONUS, Round, Trace
+from specviz.record.trace import BONUS, Round, Trace, TreeRecord
 
 
 def explanation(trace: Trace, index: int) -> str:
@@ -24,7 +24,7 @@ def explanation(trace: Trace, index: int) -> str:
         parts.append(f"{escape(round_note(rnd, trace.pass_costs, trace.eos_token_ids))} The target's pass gave {quoted(rnd.next_token.text)} "
                      f"directly.")
     elif rnd.k == 0:
-        parts.append(f"{_why_nothing_drafted(trace, index)}, so nothing was drafted: the target's pass gave "
+        parts.append(f"{why_nothing_drafted(trace, index)}, so nothing was drafted: the target's pass gave "
                      f"{quoted(rnd.next_token.text)} directly.")
     elif rnd.tree:
         parts.append(_explain_tree(trace, rnd))
@@ -62,7 +62,7 @@ def _first_round_note(trace: Trace, index: int) -> str:
             f"drafting took longer than in the rounds after it.")
 
 
-def _why_nothing_drafted(trace: Trace, index: int) -> str:
+def why_nothing_drafted(trace: Trace, index: int) -> str:
     """A round drafts nothing when it is round 1 (the target's prefill, format version 3), when one token is
     left, or when prompt lookup finds no earlier match to copy."""
     if index == 0 and trace.format_version >= 3:
@@ -82,16 +82,29 @@ def _adaptive_note(trace: Trace, rnd: Round) -> str:
     return fell_back + _threshold_note(trace, rnd)
 
 
+def stopped_by_threshold(trace: Trace, rnd: Round) -> bool:
+    """Whether adaptive K's threshold rule stopped this round short of K: it drafted fewer than K, and neither the
+    end-of-text token nor the tokens left stopped it."""
+    settings = trace.settings
+    left = settings.get("max_new_tokens", 0) - sum(r.tokens_this_pass for r in trace.rounds[:rnd.index])
+    return bool(settings.get("adaptive") and rnd.drafts and rnd.k < min(settings.get("k", 0), left - 1)
+                and rnd.drafts[-1].token_id not in (trace.eos_token_ids or []))
+
+
+def threshold_product(trace: Trace, rnd: Round) -> str:
+    """The product the threshold rule compared, written out ('0.91 × 0.26 = 0.237'), or '' where the trace kept no
+    factors."""
+    factors = [d.confidence for d in rnd.drafts]
+    return "" if None in factors else _product_text(factors, trace.settings.get("confidence", ADAPTIVE_CONFIDENCE))
+
+
 def _threshold_note(trace: Trace, rnd: Round) -> str:
     """Why a round under the threshold rule drafted fewer than K (its last draft is not EOS and tokens were left)."""
     settings = trace.settings
-    left = settings.get("max_new_tokens", 0) - sum(r.tokens_this_pass for r in trace.rounds[:rnd.index])
-    if (not settings.get("adaptive") or rnd.k >= min(settings.get("k", 0), left - 1)
-            or rnd.drafts[-1].token_id in (trace.eos_token_ids or [])):
+    if not stopped_by_threshold(trace, rnd):
         return ""
     threshold = settings.get("confidence", ADAPTIVE_CONFIDENCE)
-    factors = [d.confidence for d in rnd.drafts]
-    product = "fell below" if None in factors else f"{_product_text(factors, threshold)}, below"
+    product = f"{threshold_product(trace, rnd)}, below" if threshold_product(trace, rnd) else "fell below"
     return (f" With adaptive K it stopped at {rnd.k} of at most {settings.get('k')}: the product of the "
             f"draft's own probabilities of its drafts at temperature 1 (not the warped q on the cards), {product} "
             f"{threshold:g}. That product is the draft's own estimate that all of them survive, not the chance "
@@ -140,15 +153,27 @@ def _explain_tree(trace: Trace, rnd: Round) -> str:
             "rejected sibling, the residual norm(max(0, p′ − q)) it left")
     how = ("its top tokens" if greedy else "drawn without replacement, so siblings are distinct" if distinct
            else "independent draws, so some repeat")
-    widths = ", ".join(map(str, t.widths))
-    return (f"{trace.drafter_spec.tree_said}: {widths} "
-            f"{'children' if greedy else 'samples from q'} per node at depths 1 to {len(t.widths)} "
-            f"({how}), {rnd.k} nodes in all. The "
+    return (f"{trace.drafter_spec.tree_said}: {_tree_shape(t, rnd.k, greedy, how)}. The "
             f"target scored every node in <b>one</b> forward pass: a tree attention mask lets each node see only the "
             f"prefix and its own ancestors, and its position is the prefix length plus its depth. Walking from the "
             f"root, {rule}; at most one child per node survives, so the accepted nodes form one path, here "
             f"{rnd.n_accepted} long. That keeps the output distributed as the target's own (in exact arithmetic)."
             + ("" if greedy or distinct else _duplicates_note(rnd)))
+
+
+def _tree_shape(t: TreeRecord, k: int, greedy: bool, how: str) -> str:
+    """How the round's tree was shaped: its widths per depth, or grown where the draft's path probabilities were
+    highest within its budget."""
+    if not t.shaped:
+        widths = ", ".join(map(str, t.widths))
+        return (f"{widths} {'children' if greedy else 'samples from q'} per node at depths 1 to {t.deepest} ({how}), "
+                f"{k} nodes in all")
+    return (f"a shaped tree of {k} nodes, {t.deepest} deep, grown where the draft's own path probabilities (its "
+            f"{'probabilities at temperature 1' if greedy else 'q'} multiplied along each path) were highest, within "
+            f"a budget of {t.budget} nodes: each depth drew, one child at a time, the best candidate left (a node's "
+            f"path probability × the likeliest token left there), each depth at most its share of the nodes left, "
+            f"none below {SHAPED_FLOOR:.0%} of the root's ({how}), every child decided before it was drawn and "
+            f"kept once drawn")
 
 
 def _duplicates_note(rnd: Round) -> str:

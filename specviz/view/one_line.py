@@ -1,22 +1,29 @@
 """A round in one plain sentence: the line the presenter view shows under the cards (assets/present.css), where the
-page shows the full explanation (explanation.py) that no projector fits beside the cards.
+page shows the full explanation (explanation.py) that no projector fits beside the cards; for an adaptive round, why it
+drafted as many as it did (why_k.py: the cost-aware rule's deciding comparison) after it.
 
-Pure function of a Round (no gradio, no models); token text goes through token_text.quoted, so it is escaped.
+Pure function of a round of a trace (no gradio, no models); token text goes through token_text.quoted, and the
+reason through html.escape, so both are escaped.
 
->>> from specviz.record.trace import Round, TokenProb
->>> round_in_one_line(Round(0, 0, [], 0, TokenProb(1, "a", 1.0), "bonus", None, None, [1], 0.0, 0.0))
+>>> from specviz.record.trace import Round, TokenProb, Trace
+>>> one = Round(0, 0, [], 0, TokenProb(1, "a", 1.0), "bonus", None, None, [1], 0.0, 0.0)
+>>> round_in_one_line(Trace({}, "d", "t", "cpu", "float32", "", [], [one], [1], "a"), 0)
 '<div class="sv-words">In words: nothing was drafted; the target\\'s pass gave <code class="sv-q-tok">“a”</code> on its own: <b>1 token for one target pass</b>.</div>'
 """
 
 from __future__ import annotations
 
-from specviz.record.trace import BONUS, REPLACEMENT, Round
+from html import escape
+
+from specviz.record.trace import BONUS, REPLACEMENT, Trace
 from specviz.view.token_text import quoted
+from specviz.view.why_k import why_k
 
 LISTED = 4  # accepted tokens the line quotes; past that it counts them, so that it stays one line
 
 
-def round_in_one_line(rnd: Round) -> str:
+def round_in_one_line(trace: Trace, index: int) -> str:
+    rnd = trace.rounds[index]
     n, last = rnd.tokens_this_pass, quoted(rnd.next_token.text)
     kept = [quoted(d.text) for d in rnd.accepted_drafts]
     agreed = ("nothing" if not kept else kept[0] if len(kept) == 1 else f"{', '.join(kept[:-1])} and {kept[-1]}"
@@ -35,5 +42,7 @@ def round_in_one_line(rnd: Round) -> str:
         said = f"the target kept {every} and {bonus}"
     else:
         said = f"the target kept {agreed} and gave {last}"
+    # a round that drafted nothing says why on its card (stage.py); an adaptive one here, after what it did
+    why = why_k(trace, index) if rnd.k else ""
     return (f'<div class="sv-words">In words: {said}: <b>{n} token{"s" * (n != 1)} for one target pass</b>.'
-            f'</div>')
+            f'{" " + escape(why) + "." if why else ""}</div>')

@@ -27,6 +27,7 @@ from specviz.view.stage import quiz_bar
 from specviz.view.strip import RECENT, break_before, chip, draft_title, past_round
 from specviz.view.style import cut_by, num
 from specviz.view.token_text import quoted, text_html, token_html
+from specviz.view.tree import shape_text
 
 # The cards' and the strip's own markup is reused (cards.bar_rows, strip.chip, strip.past_round), so a quiz form's
 # bars, fate chips and earlier text look exactly like the full round's.
@@ -57,7 +58,7 @@ def quiz_section(trace: Trace, number: int, revealed: int = 0, shown: bool = Fal
 def round_head(trace: Trace, number: int) -> str:
     """'Round 3 of 13 · K = 4' (a tree: its shape and nodes): the head without what the round decided."""
     rnd = trace.rounds[number - 1]
-    shape = f"tree {widths_text(rnd.tree.widths)} ({rnd.k} nodes)" if rnd.tree else f"K = {rnd.k}"
+    shape = shape_text(rnd.tree, rnd.k) if rnd.tree else f"K = {rnd.k}"
     return f'<div class="sv-round-head"><b>Round {number} of {len(trace.rounds)}</b> · {shape}</div>'
 
 
@@ -104,15 +105,16 @@ def quiz_card(rnd: Round, i: int, greedy: bool) -> str:
 def tree_in_quiz_form(rnd: Round) -> str:
     """A tree round before its reveal: each depth's drafted nodes, each with its token and q; no parents, no path,
     no fates."""
-    depths = len(rnd.tree.widths)
+    depths = rnd.tree.deepest
     rows = []
     for depth in range(1, depths + 1):
         nodes = "".join(f'<span class="sv-tree-node">{token_html(rnd.drafts[i - 1].text)}<small class="sv-tree-pq">'
                         f'q {num(rnd.drafts[i - 1].q)}</small></span> '
                         for i in range(1, len(rnd.tree.depth)) if rnd.tree.depth[i] == depth)
         rows.append(f"<li><b>Depth {depth}:</b> {nodes}</li>")
+    shape = "shaped this round" if rnd.tree.shaped else widths_text(rnd.tree.widths)
     return (f'<div class="sv-tree sv-tree-quiz"><div class="sv-panel-title">The draft tree '
-            f'{widths_text(rnd.tree.widths)}: {rnd.k} nodes, {depths} deep, by depth</div>'
+            f'{shape}: {rnd.k} nodes, {depths} deep, by depth</div>'
             f'<ul class="sv-tree-depths">{"".join(rows)}</ul>'
             f'<div class="sv-muted sv-tree-key">Each node: its token and q (draft), read where it was drafted. '
             f'Which node hangs from which, and the path the target keeps, come at the reveal.</div></div>')

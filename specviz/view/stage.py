@@ -11,6 +11,8 @@ Pure functions of a trace (no gradio, no models).
 
 from __future__ import annotations
 
+from html import escape
+
 from specviz.view.cards import last_token_card, position_card
 from specviz.view.style import cut_by
 from specviz.view.cache_cells import cache_rows
@@ -22,6 +24,7 @@ from specviz.view.strip import token_strip
 from specviz.record.trace import Trace
 from specviz.view.tree import path_verdicts, tree_against_chain, tree_cache, tree_card
 from specviz.view.one_line import round_in_one_line
+from specviz.view.why_k import why_k
 
 
 def stage_html(trace: Trace | None, current: int, quiz: QuizState | None = None, latest_only: bool = False,
@@ -51,15 +54,21 @@ def round_section(trace: Trace, number: int, shown: bool, quiz: QuizState | None
         cards, caches = tree_card(trace, i) + path_verdicts(trace, i), tree_cache(trace, i) + tree_against_chain(trace, i)
     else:
         cards, caches = "".join(position_card(rnd, j, greedy, cut_by(trace.settings)) for j in range(len(rnd.drafts))), cache_rows(trace, i)
-        cards += "" if rnd.drafts else ('<div class="sv-pos sv-muted">Nothing was drafted this round (the '
-                                        'explanation below says why).</div>')
+        cards += "" if rnd.drafts else nothing_drafted(trace, i)
         cards += last_token_card(rnd)
     return (f'<section class="sv-round" data-round="{number}" data-k="{most}" data-accepted="{rnd.n_accepted}" '
             f'data-steps="{reveal_steps(rnd)}" data-revealed="{revealed}"{guess}{"" if shown else " hidden"}>'
             f'{token_strip(trace, i)}{quiz_bar(most, tree=rnd.tree is not None)}'
             f'<div class="sv-cards">{cards}</div>'
-            f'<div class="sv-answer sv-after" data-step="{reveal_steps(rnd)}">{round_in_one_line(rnd)}{caches}'
+            f'<div class="sv-answer sv-after" data-step="{reveal_steps(rnd)}">{round_in_one_line(trace, i)}{caches}'
             f'{explanation(trace, i)}</div></section>')
+
+
+def nothing_drafted(trace: Trace, index: int) -> str:
+    """The card of a round that drafted nothing, in the row where its drafts would be: why, in one line (why_k.py), so
+    the presenter view, which has no room for the explanation, says it too. It gives no answer away: with nothing
+    drafted, the quiz's only answer is 0."""
+    return f'<div class="sv-pos sv-muted sv-none">Nothing was drafted this round. {escape(why_k(trace, index))}.</div>'
 
 
 def quiz_bar(k: int, tree: bool = False) -> str:

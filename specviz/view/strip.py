@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from html import escape
 
-from specviz.settings.bounds import widths_text
 from specviz.record.quiz_data import reveal_steps, step_of_draft
 from specviz.view.style import FATES, cut_by, num, show, verdict_text
 from specviz.view.token_text import text_html, token_html
+from specviz.view.tree import shape_text
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, DraftPosition, Round, Trace
 
 
@@ -53,10 +53,10 @@ def _round_header(trace: Trace, index: int) -> str:
     rnd = trace.rounds[index]
     last = {REPLACEMENT: "1 replacement", BONUS: "1 bonus", PLAIN: "the target's token"}[rnd.last_kind] + (
         "" if rnd.next_kept else " not kept")
-    accepted = (f"a path of {rnd.n_accepted} of {len(rnd.tree.widths)} nodes accepted" if rnd.tree and rnd.k
+    accepted = (f"a path of {rnd.n_accepted} of {rnd.tree.deepest} nodes accepted" if rnd.tree and rnd.k
                 else f"{rnd.n_accepted} of {rnd.k} draft{'s' * (rnd.k != 1)} accepted" if rnd.k else "nothing drafted")
     result = f"{accepted} + {last} = {rnd.tokens_this_pass} token{'s' * (rnd.tokens_this_pass != 1)} for 1 target pass"
-    shape = f"tree {widths_text(rnd.tree.widths)} ({rnd.k} nodes)" if rnd.tree else f"K = {rnd.k}"
+    shape = shape_text(rnd.tree, rnd.k) if rnd.tree else f"K = {rnd.k}"
     outcome = [result] + ([{"eos": "the run ended: end of text"}.get(rnd.stop, "the run ended: max new tokens")]
                           if rnd.stop else [])
     return (f'<div class="sv-round-head"><b>Round {index + 1} of {len(trace.rounds)}</b> · {shape}'

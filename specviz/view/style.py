@@ -151,21 +151,39 @@ def zero_note(p: float, cut: str) -> str:
 
 
 def verdict_numbers(p: float, q: float, r: float, accepted: bool) -> tuple[str, str, str, str]:
-    """(p, q, min(1, p/q), r) as printed beside an acceptance test, with just enough digits that a student who redoes
-    the test from the printed numbers reaches its decision: the printed ratio is min(1, p/q) of the printed p and q,
-    and the printed r lies on the decision's side of both it and that quotient.
+    """(p, q, min(1, p/q), r) as printed beside an acceptance test. min(1, p/q) is worked out from the recorded p and
+    q, never from their rounded print, and each gets just enough digits that the equation holds as printed: the
+    printed p over the printed q, rounded as the ratio is printed, gives the printed ratio (so the operands may carry a
+    digit more than the ratio), and the printed r lies on the decision's side of both the ratio and that quotient.
 
     >>> verdict_numbers(0.00395, 0.00553, 0.72, False)   # at two digits, 0.004/0.0055 = 0.727 > 0.72 would accept
     ('0.00395', '0.00553', '0.714', '0.720')
+    >>> verdict_numbers(0.2189, 0.2227, 0.5, True)       # not min(1, 0.22/0.22) = 1.00: the draft could be rejected
+    ('0.219', '0.223', '0.98', '0.50')
     """
+    ratio = min(1.0, p / q) if q > 0 else 1.0
     for extra in range(8):
-        shown = [_digits(x, extra) for x in (p, q, r)]
-        p_s, q_s, r_s = (float(x) for x in shown)
-        exact = min(1.0, p_s / q_s) if q_s > 0 else 1.0
-        ratio = _digits(exact, extra)
-        if (r_s < exact) == (r_s < float(ratio)) == accepted:
-            return shown[0], shown[1], ratio, shown[2]
-    return repr(p), repr(q), repr(min(1.0, p / q) if q > 0 else 1.0), repr(r)  # float noise at the 8th digit
+        p_s, q_s = _digits(p, extra), _digits(q, extra)
+        redone = min(1.0, float(p_s) / float(q_s)) if float(q_s) > 0 else 1.0  # what a student gets from them
+        for fewer in range(extra, -1, -1):  # the ratio and r to as many digits as hold, at most the operands'
+            ratio_s, r_s = _digits(ratio, fewer), _digits(r, fewer)
+            if (_digits(redone, fewer) == ratio_s
+                    and (float(r_s) < redone) == (float(r_s) < float(ratio_s)) == (r < ratio) == accepted):
+                return p_s, q_s, ratio_s, r_s
+    return repr(p), repr(q), repr(ratio), repr(r)  # float noise at the 8th digit: every digit, so it holds exactly
+
+
+def speed(x: float) -> str:
+    """A speed in tokens/s for people, by one rule everywhere: three significant figures, so a slow turn keeps its
+    figures as a fast one does: 0.1534 -> '0.153'; 7.7 -> '7.70'; 14.04 -> '14.0'; 103.4 -> '103'; 1234.5 -> '1234'.
+    (Where an equation quotes speeds, summary.ceiling_text adds digits until it holds as printed.)"""
+    return significant(x, 3)
+
+
+def significant(x: float, digits: int) -> str:
+    """x to `digits` significant figures, trailing zeros kept, never in exponent form: significant(2.5, 3) -> '2.50'."""
+    text = f"{x:#.{digits}g}"
+    return f"{x:.0f}" if "e" in text else text.rstrip(".")
 
 
 def verdict_text(d: DraftPosition, greedy: bool = False, cut: str = "") -> str:

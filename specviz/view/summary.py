@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from html import escape
 
-from specviz.record.stats import (Ceiling, Speedup, baseline_decode_speed, decode_speed, run_speed, speedups,
-                                  turn_speedups)
+from specviz.record.stats import (Ceiling, Speedup, baseline_decode_speed, decode_speed, run_lengths, run_speed,
+                                  speedups, turn_ceilings, turn_speedups)
 from specviz.record.trace import Trace
 from specviz.view.acceptance import acceptance_html
 from specviz.view.cost_words import run_account
 from specviz.view.notices import placeholder
+from specviz.view.style import significant, speed
 from specviz.view.token_text import text_html
 
 
@@ -25,13 +26,13 @@ def summary_html(trace: Trace) -> str:
              ("tokens / target pass", f"{s.tokens_per_pass:.2f}", "new tokens divided by target passes"),
              ("target passes", f"{s.n_rounds} for {s.n_new_tokens} tokens",
               f"{s.n_new_tokens - s.n_rounds} target passes saved (new tokens − passes)"),
-             ("speed", f"{s.tokens_per_s:.1f} tok/s", f"{s.n_new_tokens} tokens in {s.total_time_s:.2f} s")]
+             ("speed", f"{speed(s.tokens_per_s)} tok/s", f"{s.n_new_tokens} tokens in {s.total_time_s:.2f} s")]
     items += _latency_items(trace) + _memory_items(trace) + [item for item in [run_account(trace)] if item]
     both = speedups(trace)
     if both is not None:
         b = trace.baseline
-        items.append(("vs target alone", speedup_text(both[0]),
-                      f"target-only decoding: {b.tokens_per_s:.1f} tok/s, {len(b.output_token_ids)} tokens "
+        items.append(("vs target alone", speedup_text(both[0]) + lengths_text(trace),
+                      f"target-only decoding: {speed(b.tokens_per_s)} tok/s, {len(b.output_token_ids)} tokens "
                       f"in {b.total_time_s:.2f} s"))
     cells = "".join(f'<span class="sv-stat" title="{escape(why)}"><span class="sv-stat-name">{name}</span> '
                     f'<span class="sv-stat-value">{value}</span></span>' for name, value, why in items)
@@ -39,7 +40,7 @@ def summary_html(trace: Trace) -> str:
             f'{baseline_report(trace)}')
 
 
-# --- speedups as a paper publishes them: median, range, runs, machine; none above its ceiling --------------------
+# --- speedups as a paper publishes them: median, range, runs, machine; beside each turn's ceiling, none above it --
 
 def spread_text(sp: Speedup) -> str:
     """'2.14× (1.98–2.30, 5 runs each, interleaved)'; one run: '2.14× (one run each)'."""
@@ -49,23 +50,72 @@ def spread_text(sp: Speedup) -> str:
     return f"{v.median:.2f}× ({v.low:.2f}–{v.high:.2f}, {v.runs} runs each, interleaved)"
 
 
+NOT_PER_TURN = "ceiling per turn not recorded"
+
+
+def ceiling_range_text(sp: Speedup) -> str:
+    """The ceiling a speedup is printed beside, the same way: each turn's own as a median and range ('ceiling 2.61×
+    (2.12–3.05)': no end of the speedup's range can pass it), the one run's ('ceiling 2.30×'), or, for turns timed
+    before format version 9 recorded their passes, NOT_PER_TURN."""
+    if sp.ceilings is not None:
+        c = sp.ceilings
+        return f"ceiling {c.median:.2f}× ({c.low:.2f}–{c.high:.2f})"
+    if sp.value.runs > 1:
+        return NOT_PER_TURN
+    return f"ceiling {sp.ceiling.value:.2f}×" if sp.ceiling else "no ceiling: no pass times recorded"
+
+
+def passed_ceiling(sp: Speedup) -> str:
+    """The ceiling a speedup beyond it passed: each turn's own ('1.10× (1.05–1.20)'), else the run shown's ('5.00×')."""
+    return ceiling_range_text(sp).removeprefix("ceiling ") if sp.per_turn else f"{sp.ceiling.value:.2f}×"
+
+
 NO_RESULT = "no result: above its ceiling, see below"
 
 
 def speedup_text(sp: Speedup) -> str:
-    """The speedup as a result, or, above its ceiling, no result (speedup_notes says why)."""
-    return NO_RESULT if sp.beyond else spread_text(sp)
+    """The speedup as a result beside its ceiling, or, above its ceiling, no result (speedup_notes says why)."""
+    return NO_RESULT if sp.beyond else f"{spread_text(sp)}; {ceiling_range_text(sp)}"
+
+
+def lengths_text(trace: Trace) -> str:
+    """Where the run and the target alone made different numbers of tokens (sampling, or an end of text on one side
+    only), their tokens/s compare runs of different lengths, and the page says so: '; runs of different lengths,
+    compared in tokens/s: 48 tokens against the target alone's 36'; '' where every turn's lengths agree."""
+    turns = run_lengths(trace)
+    if all(mine == alone for mine, alone in turns):
+        return ""
+    return (f"; runs of different lengths, compared in tokens/s: {_span(t[0] for t in turns)} tokens against the "
+            f"target alone's {_span(t[1] for t in turns)}")
+
+
+def _span(numbers) -> str:
+    """[48, 48] -> '48'; [36, 30] -> '30–36'."""
+    low, high = min(numbers := list(numbers)), max(numbers)
+    return f"{low}" if low == high else f"{low}–{high}"
+
+
+def speedup_sentence(trace: Trace) -> str:
+    """The whole run's speedup in one sentence, as the recorded examples' gallery says it when one opens: 'Speedup over
+    the target alone: 2.42× (1.96–2.90, 5 runs each, interleaved); ceiling per turn not recorded.'; '' without a
+    baseline."""
+    both = speedups(trace)
+    if both is None:
+        return ""
+    if both[0].beyond:
+        return "Its speedup over the target alone is no result: above its ceiling (the summary says why)."
+    return f"Speedup over the target alone: {speedup_text(both[0])}{lengths_text(trace)}."
 
 
 def speedup_notes(trace: Trace) -> str:
-    """Said in the page, not in a tooltip: a speedup above its ceiling, the ceiling worked out from its numbers, and
-    where the timings come from (the machine, the turns, the one run shown)."""
+    """Said in the page, not in a tooltip: a speedup above its ceiling, the ceilings worked out from their numbers,
+    and where the timings come from (the machine, the turns, the one run shown)."""
     both = speedups(trace)
     if both is None:
         return ""
     named = [(sp, what) for sp, what in zip(both, ("whole run", "decode speed")) if sp]
     notes = [_beyond_note(sp, what, trace) for sp, what in named if sp.beyond]
-    notes += [_ceiling_note(trace, named), _timing_note(trace)]
+    notes += [_ceiling_note(trace, named), _turn_ceilings_note(trace), _timing_note(trace)]
     return "".join(f'<div class="sv-baseline sv-muted">{note}</div>' for note in notes if note)
 
 
@@ -73,18 +123,21 @@ def _beyond_note(sp: Speedup, what: str, trace: Trace) -> str:
     if trace.baseline.repeats is None:  # one run each: its ratio and its ceiling come from the same timings
         why = ("its rounds' target passes add up to more than its own wall clock, which no run can do, so the "
                "file's times are not one run's")
+    elif sp.per_turn:
+        why = (f"in {sp.over} of its turns the run's target passes add up to more than its own wall clock, which no "
+               "run can do, so the file's times disagree")
     else:
         why = ("more than the target passes of the run shown allow even with drafting free; the ratio is the "
                "turns' median, and the turns are other runs of the same settings, so the machine ran at another "
                "speed while some were timed")
-    return (f"⚠ The {what}'s measured ratio, {spread_text(sp)}, is above its ceiling, {sp.ceiling.value:.2f}× "
+    return (f"⚠ The {what}'s measured ratio, {spread_text(sp)}, is above its ceiling, {passed_ceiling(sp)} "
             f"(worked out below): {why}. So it is timing noise (or a fault), not a speedup, and is not shown as "
             f"one; press <b>Baseline</b> to time it again.")
 
 
 def _ceiling_note(trace: Trace, named: list[tuple[Speedup, str]]) -> str:
-    """The ceiling's formula and its numbers, so a student can redo it; and why it is not the tokens per target
-    pass where it lies above it."""
+    """The ceiling's formula and its numbers for the run shown, so a student can redo it; and why it is not the tokens
+    per target pass where it lies above it."""
     priced = [(sp.ceiling, what) for sp, what in named if sp.ceiling]
     if not priced:
         return "No ceiling: the rounds hold no target pass times to price the run with."
@@ -95,17 +148,39 @@ def _ceiling_note(trace: Trace, named: list[tuple[Speedup, str]]) -> str:
                   f"these rounds took {c.pass_s / c.passes:.3f} s on average, the target alone "
                   f"{1 / c.alone:.3f} s a token, so on average a round's pass cost less than the target alone's step."
                   for c, what in above)
-    return ("Ceiling, the most the run could gain if drafting were free (its rounds would then take only their "
+    shown = " of the run shown" if trace.baseline.repeats is not None else ""
+    return (f"Ceiling{shown}, the most the run could gain if drafting were free (its rounds would then take only their "
             "target passes): (tokens ÷ seconds of the run's target passes) ÷ the target alone's tokens/s. "
             + _first_upper("; ".join(parts)) + "." + why)
 
 
+def _turn_ceilings_note(trace: Trace) -> str:
+    """Each turn's own ceiling beside its speedup (format version 9), or why the turns have none."""
+    r = trace.baseline.repeats
+    if r is None:
+        return ""
+    ceilings = turn_ceilings(r)
+    if ceilings is None:
+        return (f"Each turn's own ceiling is not recorded: these turns were timed before the trace format (version "
+                f"9) kept each turn's target-pass seconds, so the ceiling above is the run shown's alone and another "
+                f"turn's speedup may pass it; recorded again, each turn's speedup stands beside its own ceiling.")
+    pairs = ", ".join(f"{x:.2f} ≤ {c:.2f}" for x, c in zip(turn_speedups(r), ceilings))
+    return (f"Each turn's speedup beside its own ceiling (its run's tokens ÷ the seconds of its own target passes ÷ "
+            f"its target alone's tokens/s): {pairs}. A turn's passes are part of its own clock, so no turn passes "
+            f"its ceiling, and no end of the speedup's range passes the same end of the ceiling's.")
+
+
 def ceiling_text(c: Ceiling) -> str:
-    """'63 tokens in 7.231 s of passes = 8.713 tok/s ÷ 3.163 tok/s alone = 2.75×': the ceiling, redone from its
-    numbers (seconds to three decimals, speeds to four figures: the quotient of the printed figures gives the
-    printed ceiling to within a unit of its last digit)."""
-    return (f"{c.tokens} tokens in {c.pass_s:.3f} s of passes = {c.tokens / c.pass_s:#.4g} tok/s ÷ {c.alone:#.4g} "
-            f"tok/s alone = {c.value:.2f}×")
+    """'63 tokens in 7.231 s of passes = 8.71 tok/s ÷ 3.16 tok/s alone = 2.75×': the ceiling, redone from its numbers.
+    Seconds to three decimals and speeds to three figures (style.speed's rule), more of each where the quotient of
+    the printed figures would not give the printed ceiling."""
+    result = f"{c.value:.2f}"
+    for decimals, digits in ((decimals, digits) for decimals in range(3, 9) for digits in range(3, 9)):
+        seconds = f"{c.pass_s:.{decimals}f}"
+        rate, alone = significant(c.tokens / float(seconds), digits), significant(c.alone, digits)
+        if f"{float(rate) / float(alone):.2f}" == result:
+            break
+    return f"{c.tokens} tokens in {seconds} s of passes = {rate} tok/s ÷ {alone} tok/s alone = {result}×"
 
 
 def _first_upper(text: str) -> str:
@@ -119,13 +194,12 @@ def _timing_note(trace: Trace) -> str:
         return ("Timed once each, not in turns: one run's ratio, with no spread to say how much of it is noise; "
                 "press <b>Baseline</b> to time the run and the target alone in turns.")
     turns = ", ".join(f"{x:.2f}" for x in turn_speedups(r))
-    shown = b.tokens_per_s
     warm = f"after {r.warm_up} untimed run{'s' * (r.warm_up != 1)} of each" if r.warm_up else "with no warm-up run"
     return (f"Timed on {escape(r.machine)}: {len(r.speculative)} turns of this prompt and settings (the speculative "
             f"run, then the target alone), {warm}; each turn's ratio of tokens/s: {turns}. The median and range "
             f"above are of these ratios; on a shared machine the range is wide, and that is the honest figure. The "
-            f"target alone shown is the median turn's ({shown:.1f} tok/s; "
-            f"{', '.join(f'{run_speed(t):.1f}' for t in r.target)} in the turns), {_run_shown(trace)}.")
+            f"target alone shown is the median turn's ({speed(b.tokens_per_s)} tok/s; "
+            f"{', '.join(speed(run_speed(t)) for t in r.target)} in the turns), {_run_shown(trace)}.")
 
 
 def _run_shown(trace: Trace) -> str:
@@ -134,7 +208,7 @@ def _run_shown(trace: Trace) -> str:
     s, r = trace.summary, trace.baseline.repeats
     if any(t.total_s == s.total_time_s and t.tokens == s.n_new_tokens for t in r.speculative):
         return "and so is the run shown"
-    return f"while the run shown was timed apart, before the turns ({s.tokens_per_s:.1f} tok/s)"
+    return f"while the run shown was timed apart, before the turns ({speed(s.tokens_per_s)} tok/s)"
 
 
 def _latency_items(trace: Trace) -> list[tuple[str, str, str]]:
@@ -143,7 +217,7 @@ def _latency_items(trace: Trace) -> list[tuple[str, str, str]]:
     s, b = trace.summary, trace.baseline
     decode = decode_speed(trace)
     ttft = _duration(s.first_token_time_s)
-    speed = f"{decode:.1f} tok/s" if decode else "– (one round)"
+    rate = f"{speed(decode)} tok/s" if decode else "– (one round)"
     same_prefill = trace.format_version >= 3  # round 1 is then the target's own first step, as the baseline's
     why = ("round 1, the target's prefill alone, as the target alone's first step: the same work, so any "
            "difference between the two is run-to-run noise, not speculation" if same_prefill else
@@ -156,9 +230,9 @@ def _latency_items(trace: Trace) -> list[tuple[str, str, str]]:
         elif s.first_token_time_s > 0:
             ttft += f" vs {_duration(b.first_token_time_s)} ({b.first_token_time_s / s.first_token_time_s:.2f}×)"
         if decode and b_decode:
-            speed += f" vs {b_decode:.1f} ({_decode_ratio(trace, decode / b_decode)})"
+            rate += f" vs {speed(b_decode)} ({_decode_ratio(trace, decode / b_decode)})"
     return [("time to first token", ttft, why),
-            ("decode speed", speed, "tokens/s after the first round (after the first token for the target alone): "
+            ("decode speed", rate, "tokens/s after the first round (after the first token for the target alone): "
              "throughput, apart from the prompt's encoding")]
 
 
@@ -169,7 +243,8 @@ def _decode_ratio(trace: Trace, shown: float) -> str:
         return f"{shown:.2f}×"
     if sp.beyond:
         return NO_RESULT
-    return f"{shown:.2f}×" if sp.value.runs == 1 else f"{shown:.2f}× here; over the turns {spread_text(sp)}"
+    return (f"{shown:.2f}×; {ceiling_range_text(sp)}" if sp.value.runs == 1 else
+            f"{shown:.2f}× here; over the turns {speedup_text(sp)}")
 
 
 def _memory_items(trace: Trace) -> list[tuple[str, str, str]]:

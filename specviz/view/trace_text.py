@@ -13,8 +13,8 @@ from specviz.record.stats import per_position, round_sizes, set_k, speedups
 from specviz.record.trace import ACCEPTED, DISCARDED, REJECTED, Round, Trace
 from specviz.settings.bounds import widths_text
 from specviz.view.cost_words import run_account
-from specviz.view.style import FATES, show
-from specviz.view.summary import ceiling_text, spread_text
+from specviz.view.style import FATES, show, speed
+from specviz.view.summary import ceiling_text, lengths_text, passed_ceiling, speedup_text, spread_text
 
 ROUND_HEADER = ("round  acc  tok  draft ms  verify ms  drafts (✓ accepted ✗ rejected ░ discarded) → ◆ replacement / "
                 "★ bonus   (· is a space, ⏎ a newline)")  # the columns of round_line
@@ -39,7 +39,9 @@ def tree_drafts(r: Round) -> str:
     path = " ".join(mark(ACCEPTED, r.drafts[c - 1].text) for c in r.tree.path) or "(no node accepted)"
     rejected = " ".join(mark(REJECTED, d.text) for d in r.drafts if d.fate == REJECTED)
     unexamined = sum(d.fate == DISCARDED for d in r.drafts)
-    return (f"tree {widths_text(r.tree.widths)}: {path}" + (f"  rejected {rejected}" if rejected else "")
+    shape = (f"shaped tree of {r.k} nodes, {r.tree.deepest} deep" if r.tree.shaped else
+             f"tree {widths_text(r.tree.widths)}")
+    return (f"{shape}: {path}" + (f"  rejected {rejected}" if rejected else "")
             + f"  ({unexamined} not examined)")
 
 
@@ -49,7 +51,7 @@ def summary_lines(trace: Trace) -> list[str]:
         f"acceptance rate {s.acceptance_rate:.2f} ({s.n_accepted} of {s.n_examined} examined draft tokens; "
         f"{s.n_drafted} drafted)",
         f"tokens per target pass {s.tokens_per_pass:.2f} ({s.n_new_tokens} tokens in {s.n_rounds} passes)",
-        f"speculative {s.tokens_per_s:.2f} tokens/s ({s.total_time_s:.2f} s: draft {s.draft_time_s:.2f}, verify "
+        f"speculative {speed(s.tokens_per_s)} tokens/s ({s.total_time_s:.2f} s: draft {s.draft_time_s:.2f}, verify "
         f"{s.verify_time_s:.2f}; first tokens after {s.first_token_time_s:.2f})",
     ]
     lines += acceptance_lines(trace)
@@ -68,16 +70,18 @@ def summary_lines(trace: Trace) -> list[str]:
 
 
 def speedup_lines(trace: Trace) -> list[str]:
-    """The speedups as the page prints them: median and range over the turns, the machine; none above its ceiling."""
+    """The speedups as the page prints them: median and range over the turns beside each turn's own ceiling (or that
+    it was not recorded), the machine; none above its ceiling; runs of different lengths said to be."""
     b, both = trace.baseline, speedups(trace)
-    lines = [f"target-only {b.tokens_per_s:.2f} tokens/s ({b.total_time_s:.2f} s)"]
+    lines = [f"target-only {speed(b.tokens_per_s)} tokens/s ({b.total_time_s:.2f} s)"]
     for sp, what in zip(both, ("speedup", "decode-speed speedup")):
         if sp is None:
             continue
-        lines.append((f"{what} {spread_text(sp)}" + (
-            f": NOT A RESULT, above its ceiling {sp.ceiling.value:.2f}x (what the run's own target passes allow with "
-            "drafting free): timing noise; time it again" if sp.beyond else "")
-            + (f" (ceiling: {ceiling_text(sp.ceiling)})" if sp.ceiling else "")).replace("×", "x"))
+        said = (f"{spread_text(sp)}: NOT A RESULT, above its ceiling {passed_ceiling(sp)} (what the run's own target "
+                "passes allow with drafting free): timing noise; time it again" if sp.beyond else speedup_text(sp))
+        shown = f" (the run shown's ceiling: {ceiling_text(sp.ceiling)})" if sp.ceiling else ""
+        lengths = lengths_text(trace) if what == "speedup" else ""
+        lines.append(f"{what} {said}{lengths}{shown}".replace("×", "x"))
     if b.repeats:
         lines.append(f"timed on {b.repeats.machine}: {len(b.repeats.speculative)} turns (run, target alone), "
                      f"after {b.repeats.warm_up} warm-up run(s) of each")

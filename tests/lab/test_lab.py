@@ -374,7 +374,8 @@ def card_numbers(q: explorer.Question) -> list[list[str]]:
     """What each step must show, from theory.py: P(n) for each n; E; E − 1; K·c + v; the speedup; tokens/s."""
     e, gain = expected_tokens_per_pass(q.alpha, q.k), speedup(q.alpha, q.k, q.c)
     return [[f"{pr:.3f}" for pr in round_size_probs(q.alpha, q.k)], [f"{e:.2f}"], [f"{e - 1:.2f}"],
-            [f"{round_cost(q.k, q.c):.2f}"], [f"{gain:.2f}×"], [f"{q.target_tokens_per_s * gain:.0f} tokens/s"]]
+            [f"{round_cost(q.k, q.c):.2f}"], [f"{gain:.2f}×"],
+            [f"{q.target_tokens_per_s * round(gain, 2):#.3g} tokens/s"]]  # speeds to 3 figures, from the printed gain
 
 
 def test_the_card_works_the_question_one_step_at_a_time():
@@ -382,7 +383,7 @@ def test_the_card_works_the_question_one_step_at_a_time():
     assert (q.alpha, q.k, q.c, q.target_tokens_per_s) == (0.7, 4, 0.05, 30)
     # worked by hand: 0.3·0.7^j for j < 4 and 0.7^4; (1 − 0.7^5) / 0.3 = 2.7731; 1 + 4 × 0.05; 2.7731 / 1.2 = 2.3109
     assert card_numbers(q) == [["0.300", "0.210", "0.147", "0.103", "0.240"], ["2.77"], ["1.77"], ["1.20"],
-                               ["2.31×"], ["69 tokens/s"]]
+                               ["2.31×"], ["69.3 tokens/s"]]
     steps = lab_render.card_steps(q)
     assert len(steps) == 6
     formulas = ["(1 − α)·α<sup>n−1</sup>", "(1 − α<sup>K+1</sup>) / (1 − α)", "E − 1", "K·c + v", "E / (K·c + v)",
@@ -395,7 +396,7 @@ def test_the_card_works_the_question_one_step_at_a_time():
         assert in_order(html, [n for step in card_numbers(q)[:shown] for n in step])
         hidden = [n for step in card_numbers(q)[shown:] for n in step]
         assert not any(n in html for n in hidden), shown  # the steps to come stay off the card
-        assert "30 tokens/s" in html and "assumed" in html  # the question's speed is not a measurement
+        assert "30.0 tokens/s" in html and "assumed" in html  # the question's speed is not a measurement
     assert "Work it out first" in lab_render.card_html(q, 0) and "2 of 6 steps shown" in lab_render.card_html(q, 2)
     assert "All 6 steps shown" in lab_render.card_html(q, 6)
 
@@ -405,11 +406,11 @@ def test_the_card_follows_its_question():
     q = explorer.Question(alpha=0.8, k=3, c=0.1, target_tokens_per_s=20)
     # by hand: 0.2·0.8^j for j < 3 and 0.8^3; (1 − 0.8^4) / 0.2 = 2.952; 1 + 3 × 0.1; 2.952 / 1.3 = 2.2708
     assert card_numbers(q) == [["0.200", "0.160", "0.128", "0.512"], ["2.95"], ["1.95"], ["1.30"], ["2.27×"],
-                               ["45 tokens/s"]]
+                               ["45.4 tokens/s"]]
     html = lab_render.card_html(q, 6)
     assert in_order(html, [n for step in card_numbers(q) for n in step])
-    assert "α = 0.80" in html and "K = 3" in html and "20 tokens/s" in html and "for n = 1 … 4" in html
-    assert not any(old in html for old in ("0.300", "2.77", "2.31×", "69 tokens/s"))
+    assert "α = 0.80" in html and "K = 3" in html and "20.0 tokens/s" in html and "for n = 1 … 4" in html
+    assert not any(old in html for old in ("0.300", "2.77", "2.31×", "69.3 tokens/s"))
     for bad in (dict(alpha=1.0), dict(alpha=-0.1), dict(k=0), dict(c=-0.5), dict(target_tokens_per_s=0)):
         with pytest.raises(ValueError, match="not a question"):
             explorer.Question(**{**dict(alpha=0.7, k=4, c=0.05, target_tokens_per_s=30), **bad})
@@ -424,7 +425,7 @@ def test_a_reveal_past_the_last_step_and_start_over():
         seen.append((shown, revealed, html.count('<li id="lab-card-step-')))
     assert seen == [(1, False, 1), (2, False, 2), (3, False, 3), (4, False, 4), (5, False, 5), (6, True, 6),
                     (7, True, 6), (7, True, 6)]
-    assert "fully revealed" in html and "Start over" in html and "69 tokens/s" in html
+    assert "fully revealed" in html and "Start over" in html and "69.3 tokens/s" in html
     assert "fully revealed" in lab_render.card_html(explorer.QUESTION, 99)
     assert lab_render.card_html(explorer.QUESTION, -3) == lab_render.card_html(explorer.QUESTION, 0)
     shown, html, revealed = lab_ui.on_restart()

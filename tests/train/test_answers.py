@@ -85,3 +85,14 @@ def test_a_folder_too_large_for_the_time_bound_is_refused(tmp_path, monkeypatch)
     (tmp_path / "big.txt").write_text("x" * 200)
     with pytest.raises(ValueError, match="more than a training reads in its time bound"):
         check_text_folder(Path(tmp_path))
+
+def test_a_later_training_past_its_deadlines_answers_nothing_more(target, tmp_path):
+    """One batch at least is answered only where none is saved: a later training whose deadlines have passed reads
+    what is saved and spends no time on one more batch of either part."""
+    tokenizer = char_tokenizer()
+    first = read_answers(target, tokenizer, "fp", PROMPTS[:2], PROMPTS[2:], 8, 4, 1, {0}, tmp_path,
+                         held_deadline=0.0, deadline=0.0)  # past at once: one batch of one each, as none was saved
+    assert (first.answered, len(first.held), len(first.train)) == (2, 1, 1)
+    later = read_answers(target, tokenizer, "fp", PROMPTS[:2], PROMPTS[2:], 8, 4, 1, {0}, tmp_path,
+                         held_deadline=0.0, deadline=0.0)
+    assert (later.cached, later.answered, len(later.held), len(later.train)) == (2, 0, 1, 1)

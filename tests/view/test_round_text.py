@@ -131,7 +131,7 @@ def test_summary_separates_latency_from_throughput(trace):
     html = summary.summary_html(trace)
     assert "time to first token" in html and "decode speed" in html
     assert f"{s.first_token_time_s * 1000:.0f} ms vs {b.first_token_time_s * 1000:.0f} ms" in html  # tiny: < 1 s
-    assert f"{decode_speed(trace):.1f} tok/s vs {baseline_decode_speed(b):.1f}" in html
+    assert f"{style.speed(decode_speed(trace))} tok/s vs {style.speed(baseline_decode_speed(b))}" in html  # 3 figures
     later = sum(r.tokens_this_pass for r in trace.rounds[1:]) / (s.total_time_s - s.first_token_time_s)
     assert decode_speed(trace) == pytest.approx(later)
 

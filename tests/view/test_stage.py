@@ -23,7 +23,7 @@ SCRIPT = "<script>alert(1)</script>"
 
 
 def bar_values(html: str, kind: str) -> list[float]:
-    """The widths of one kind of bar (q, p, r) in a card, as probabilities, rows in order."""
+    """The widths of one kind of bar (q, p, res: the residual p′) in a card, as probabilities, rows in order."""
     return [float(w) / 100 for w in re.findall(rf'sv-bar-{kind}"[^>]*><span class="sv-track"><i style="width:([\d.]+)%"',
                                                html)]
 
@@ -58,7 +58,7 @@ def test_the_last_card_after_a_rejection_draws_the_residual(trace):
     rnd = next(r for r in trace.rounds if r.next_kind == REPLACEMENT)
     html = cards.last_token_card(rnd)
     row = chosen_row(html)
-    assert bar_values(row, "r") == [pytest.approx(rnd.next_token.residual, abs=1e-3)]
+    assert bar_values(row, "res") == [pytest.approx(rnd.next_token.residual, abs=1e-3)]
     assert bar_values(row, "p") == [pytest.approx(rnd.next_token.p, abs=1e-3)]
     assert "◆" in row and f"Position {rnd.n_accepted + 1} was rejected" in html and "norm(max(0, p − q))" in html
 

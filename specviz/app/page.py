@@ -292,11 +292,17 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
 
 # --- events: all the wiring, in one place -------------------------------------------------------------------
 
+def _wire_drafter_note(p: Page, models: ModelActions) -> None:
+    """An untrained drafter says so the moment it is chosen (or the pair changes), not at Generate."""
+    for trigger in (p.drafter, p.preset):
+        trigger.change(models.drafter_note, [p.drafter, p.preset], [p.drafter_note], queue=False,
+                       show_progress="hidden", api_visibility="private")
+
+
 def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     nav, step_view = [p.trace, p.panels.slider, p.lecture], p.panels.step_outputs()
-    # Re-rendering records needs no model and no queue. Navigation and Generate take their inputs as sent
-    # (preprocess=False) and check them themselves, so a bad value from an API client gets a message, not a
-    # traceback from a component's preprocessing.
+    # Re-rendering records needs no model and no queue. Navigation and Generate take their inputs as sent (preprocess=
+    # False) and check them themselves: a bad value from an API client gets a message, not a preprocessing traceback.
     quick = dict(show_progress="hidden", concurrency_limit=None)
     steps = dict(quick, preprocess=False, queue=False)
     loads = dict(show_progress_on=[p.info], concurrency_limit=None)  # EngineCache makes loading safe to share
@@ -313,8 +319,7 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     # After the opening, never beside it: both write the info line (a cached pair's could land first, then be lost)
     opened.then(models.show_model_pair_first, [p.preset], [p.info, p.status], **private, **loads)
     p.preset.change(models.show_model_pair, [p.preset], [p.info, p.status], api_name="load_pair", **loads)
-    for trigger in (p.drafter, p.preset):  # an untrained drafter says so when chosen, not at Generate
-        trigger.change(models.drafter_note, [p.drafter, p.preset], [p.drafter_note], queue=False, **private, **quick)
+    _wire_drafter_note(p, models)
     # Generate pressed during a run: the first listener stops the running one after its round; the second
     # queues the new run, which starts when the model is free. ("multiple" on both: the page sends every press at
     # once. With the default, "once", a press made while the first press's stop was still on its way (a busy

@@ -6,6 +6,8 @@ the budget, its depth within the bound."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -52,7 +54,7 @@ def test_greedy_shaped_trees_equal_the_target_alone_in_float32(engine, drafter, 
 @pytest.mark.skipif(available(FP16_FBGEMM) is not None, reason="fbgemm does not run on this machine")
 @pytest.mark.parametrize("drafter", DRAFTERS)
 def test_greedy_shaped_trees_equal_the_target_alone_on_the_fast_kernels(tiny_pair, tokenizer, drafter):
-    draft, target = (apply_path(m, FP16_FBGEMM) for m in tiny_pair)
+    draft, target = (apply_path(copy.deepcopy(m), FP16_FBGEMM) for m in tiny_pair)  # the shared pair untouched
     trace = shaped_engine(draft, target, tokenizer).run(PROMPT, RunSettings(drafter=drafter, temperature=0,
                                                                             max_new_tokens=40), baseline=True)
     assert trace.output_token_ids == trace.baseline.output_token_ids and trace.summary.n_accepted > 0

@@ -171,18 +171,23 @@ def _wrong_verify(p, q, drafts, generator=None):
     return v
 
 
-def two_token_chi_square(drafter, monkeypatch=None, patch=None, runs=None, eagle_scale=3.0) -> tuple[int, float]:
+def two_token_chi_square(drafter, monkeypatch=None, patch=None, runs=None, eagle_scale=3.0,
+                         subset: torch.Tensor | None = None) -> tuple[int, float]:
     """Tiny target over an 8-token vocabulary with random heads: tokens 2 and 3 of `runs` seeded runs (round 1, the
     prefill, makes token 1; round 2's drafts decide tokens 2 and 3) against the target alone's
     p(y2, y3) = sum_x p(x) p(y2 | x) p(y3 | x, y2), chi-squared over the 64 cells (expected < 5 pooled). `patch`:
     (module, name, wrong rule) for a negative control; `runs`: N_RUNS unless given; `eagle_scale`: the EAGLE layer's
-    random weights (at 3.0 its q is nearly one-hot here; at 0.3 it stays near the target's spread distribution)."""
+    random weights (at 3.0 its q is nearly one-hot here; at 0.3 it stays near the target's spread distribution);
+    `subset`: the heads and the layer draft over these tokens only (engine/readout.py)."""
     target = tiny_model(seed=3, layers=2, vocab=8)
     with torch.no_grad():
         target.lm_head.weight.mul_(0.1)
     engine = Engine(noisy_copy(target, 1.0, seed=1), target, char_tokenizer())
-    engine.use_heads(tiny_heads(target, n=2, scale=3.0, seed=1))
-    engine.use_heads(tiny_eagle(target, steps=2, scale=eagle_scale, seed=1))
+    heads, eagle = tiny_heads(target, n=2, scale=3.0, seed=1), tiny_eagle(target, steps=2, scale=eagle_scale, seed=1)
+    for drafting in (heads, eagle):
+        if subset is not None:
+            drafting.use_vocab(subset)
+        engine.use_heads(drafting)
     engine.eos_ids = set()  # every run makes exactly its tokens
     settings = RunSettings(drafter=drafter, k=2, temperature=1.0, max_new_tokens=4, chat=False,
                            tree_widths=(2, 2) if drafter in (HEADS_TREE.key, EAGLE_TREE.key) else None,
@@ -202,9 +207,9 @@ def two_token_chi_square(drafter, monkeypatch=None, patch=None, runs=None, eagle
         out = engine.run("abc", replace(settings, seed=seed), details=False).output_token_ids
         counts[out[1] * 8 + out[2]] += 1
     expected = exact / exact.sum() * runs
-    small = expected < 5
-    stat, pval = stats.chisquare(np.append(counts[~small], counts[small].sum()),
-                                 np.append(expected[~small], expected[small].sum()))
+    small = expected < 5  # cells too small for chi-squared are pooled into one, where there are any
+    pooled = ([counts[small].sum()], [expected[small].sum()]) if small.any() else ([], [])
+    stat, pval = stats.chisquare(np.append(counts[~small], pooled[0]), np.append(expected[~small], pooled[1]))
     print(f"engine, {drafter}, {runs} runs, tokens 2-3: chi2 = {stat:.1f}, dof = {int((~small).sum())}, p = {pval:.3g}")
     return int((~small).sum()), float(pval)
 

@@ -6,20 +6,17 @@ load, on the fast kernels too."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-import numpy as np
 import pytest
 import torch
-from scipy import stats
 
 from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
-from specviz.algorithm.sampling import SamplingSettings, sample, warp
+from specviz.algorithm.sampling import SamplingSettings, warp
 from specviz.drafters import EAGLE, HEADS, HEADS_TREE
 from specviz.engine import Engine, RunSettings, chain, heads_draft
 from specviz.engine.fingerprint import fingerprint
 from specviz.engine.kernels import FP16_FBGEMM, apply_path, available
 from specviz.engine.trained import Provenance, load_heads, save_heads
+from tests.engine.test_heads_run import two_token_chi_square
 from tests.helpers import tiny_eagle, tiny_heads
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -43,27 +40,8 @@ def small_engine(subset: torch.Tensor | None) -> tuple[Engine, torch.nn.Module]:
 
 
 def chi_square(drafter: str, subset: torch.Tensor | None, runs: int = RUNS) -> float:
-    """Tokens 2 and 3 of `runs` seeded runs against the target alone's p(y2, y3), as test_heads_run.py does."""
-    engine, target = small_engine(subset)
-    settings = RunSettings(drafter=drafter, k=2, temperature=1.0, max_new_tokens=4, chat=False,
-                           tree_widths=(2, 2) if drafter == HEADS_TREE.key else None)
-    ids = engine.encode("abc", settings)
-    with torch.inference_mode():
-        rows = lambda contexts: warp(target(torch.tensor(contexts)).logits[:, -1],  # noqa: E731
-                                     SamplingSettings(temperature=1.0))
-        p1, p2 = rows([ids])[0], rows([ids + [x] for x in range(8)])
-        p3 = rows([ids + [x, y] for x in range(8) for y in range(8)]).reshape(8, 8, 8)
-    exact = (p1[:, None, None] * p2[:, :, None] * p3).sum(0).flatten().double().numpy()
-    counts = np.zeros(64)
-    for seed in range(runs):
-        out = engine.run("abc", replace(settings, seed=seed), details=False).output_token_ids
-        counts[out[1] * 8 + out[2]] += 1
-    expected = exact / exact.sum() * runs
-    small = expected < 5  # cells too small for chi-squared are pooled into one, when there are any
-    pooled = [counts[small].sum()], [expected[small].sum()]
-    if not small.any():
-        pooled = [], []
-    return float(stats.chisquare(np.append(counts[~small], pooled[0]), np.append(expected[~small], pooled[1]))[1])
+    """Tokens 2 and 3 of `runs` seeded runs against the target alone's p(y2, y3) (test_heads_run.py's test)."""
+    return two_token_chi_square(drafter, runs=runs, subset=subset)[1]
 
 
 def test_drafts_stay_in_the_subset_and_q_is_zero_outside_it():

@@ -17,7 +17,7 @@ from specviz.engine.machine import native_bf16
 from specviz.engine.memory import give_back_freed_memory
 from specviz.engine.packaged import cache_root
 from specviz.engine.packaged import PACKAGED_PREFIX, prepare_packaged
-from specviz.engine.quant import FULL, pick_weights, quantize_linears, weights_name
+from specviz.engine.quant import FULL, packed_dtype, pick_weights, quantize_linears, weights_name
 
 
 @dataclass(frozen=True)
@@ -174,14 +174,22 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     weights = pick_weights(draft_weights, device, DTYPES[choice.dtype], choice.path)
     if progress:
         progress(0.9, "loading weights")
-    draft_model = load_model(draft_path, device, choice.dtype if weights != FULL else choice.load_dtype)
-    if weights != FULL:
-        quantize_linears(draft_model, weights)  # from float32 weights, its scales in the activations' dtype
-    draft_model = apply_path(draft_model, choice.path)  # what is left: its embedding (and output layer, at full)
+    draft_model = load_draft(draft_path, device, choice, weights)
     target_model = apply_path(load_model(target_path, device, choice.load_dtype), choice.path)
     give_back_freed_memory()
     return ModelPair(draft_model, target_model, tok_target, weights_name(_short(draft), weights), _short(target),
                      device, choice.dtype, checked(target_model, choice), choice.path)
+
+
+def load_draft(path: str, device: str, choice: Choice, weights: str) -> torch.nn.Module:
+    """The draft at `path` with full weights on the kernels' path, or with int8 or int4 weights (quant.py) computing
+    in quant.packed_dtype: on the float16-fbgemm path of a CPU with native bfloat16, bfloat16, where those kernels
+    are fast (the packed layers then take no other path: the float16-fbgemm one would turn its activations float32)."""
+    if weights == FULL:
+        return apply_path(load_model(path, device, choice.load_dtype), choice.path)
+    packed = packed_dtype(DTYPES[choice.dtype], choice.path)
+    draft = quantize_linears(load_model(path, device, str(packed).removeprefix("torch.")), weights)
+    return draft if packed != DTYPES[choice.dtype] else apply_path(draft, choice.path)
 
 
 def _pair_ids(preset: str | None, draft: str | None, target: str | None) -> tuple[str, str]:

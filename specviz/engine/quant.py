@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from specviz.engine.kernels import FLOAT32, FP16_FBGEMM, Fp16Linear
+from specviz.engine.machine import native_bf16
 from specviz.engine.timer import median_s
 from specviz.settings.bounds import DRAFT_WEIGHTS
 
@@ -93,6 +94,15 @@ def pick_weights(draft_weights: str, device: str, dtype: torch.dtype = torch.flo
     return fastest_weights(dtype, path=path) if device == "cpu" else FULL
 
 
+def packed_dtype(dtype: torch.dtype, path: str = FLOAT32) -> torch.dtype:
+    """The activations an int8 or int4 draft computes in: bfloat16 beside float16-fbgemm on a CPU that computes
+    bfloat16 natively, the pair's own dtype elsewhere. Why the draft may leave the target's dtype: the output
+    follows the target whatever q the draft draws from (this module's docstring), and these kernels are fast in
+    bfloat16 only (on an avx512_bf16 EPYC, 8 draft-sized MLP layers for one row: int4 1.6 ms in bfloat16 and
+    32 ms in float32, against 2.8 ms for the float16-fbgemm full weights; 2026-12-03)."""
+    return torch.bfloat16 if path == FP16_FBGEMM and native_bf16() else dtype
+
+
 _FASTEST: dict[tuple, str] = {}  # measured once per process, dtype and path
 _STEPS_PER_PROMPT = 48  # a run's draft steps for each prompt the draft encodes (a 48-token answer, about K per round)
 
@@ -115,9 +125,11 @@ def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), la
             full = [Fp16Linear(linear) for linear in stack] if path == FP16_FBGEMM else stack  # as the draft runs
             full_one = stack_time(full, one)
             costs = {FULL: _STEPS_PER_PROMPT * full_one + stack_time(full, many)}
+            small = packed_dtype(dtype, path)  # what a packed draft computes in (bfloat16 where native)
+            one, many = one.to(small), many.to(small)
             for kind in (INT8, INT4):
                 try:
-                    packed = [PACKED[kind](linear) for linear in stack]
+                    packed = [PACKED[kind](linear.to(small)) for linear in stack]
                     packed_one = stack_time(packed, one, repeats=3)
                     if packed_one < 0.9 * full_one:
                         costs[kind] = _STEPS_PER_PROMPT * packed_one + stack_time(packed, many, repeats=3)

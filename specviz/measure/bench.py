@@ -61,10 +61,11 @@ def bench_command(a: argparse.Namespace) -> int:
         raise ValueError(f"--types must name prompt kinds of {', '.join(BENCH_PROMPTS)}, got {', '.join(unknown)}")
     engine = _tiny_engine() if a.tiny else _real_engine(a)
     peer_draft = engine.draft  # transformers gets the draft as loaded: the setup its users would run
-    weights = pick_weights(a.draft_weights, engine.device, next(engine.target.parameters()).dtype)
+    weights = pick_weights(a.draft_weights, engine.device, _activations(engine), engine.kernels)
     if weights != FULL:
-        engine = Engine(quantize_linears(copy.deepcopy(engine.draft), weights), engine.target, engine.tokenizer,
-                        weights_name(engine.draft_name, weights), engine.target_name, engine.dtype)
+        engine = Engine(_packed_draft(a, engine, weights), engine.target, engine.tokenizer,
+                        weights_name(engine.draft_name, weights), engine.target_name, engine.dtype,
+                        engine.dtype_why, engine.kernels)
     ks = {"chain": [int(k) for k in a.ks.split(",")], "copy": [int(k) for k in a.lookup_ks.split(",")],
           "adaptive": a.adaptive_k, "widths": parse_widths(a.tree) if a.tree else None,
           "layer_ns": [int(n) for n in a.draft_layers.split(",") if n.strip()], "layers_k": a.layers_k}
@@ -134,6 +135,22 @@ def _real_engine(a) -> Engine:
     engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, draft_weights="full", kernels=a.kernels))
     engine.warm_up()
     return engine
+
+
+def _activations(engine: Engine) -> torch.dtype:
+    """The dtype the target computes in (float32 on the float16-fbgemm path, whose weights are float16)."""
+    from specviz.engine.kernels import activations
+    return activations(engine.target)[1]
+
+
+def _packed_draft(a, engine: Engine, weights: str) -> torch.nn.Module:
+    """The draft with int8 or int4 weights beside the full one the peer runs: loaded again as load_pair would load
+    it (pairs.load_draft: on the float16-fbgemm path its linear layers are no longer plain, nothing to quantize)."""
+    if a.tiny:
+        return quantize_linears(copy.deepcopy(engine.draft), weights)
+    from specviz.engine.kernels import Choice
+    from specviz.engine.pairs import _pair_ids, load_draft, resolve_model
+    return load_draft(resolve_model(_pair_ids(a.preset, None, None)[0]), engine.device, Choice(engine.kernels, engine.dtype, ""), weights)
 
 
 def _tiny_engine() -> Engine:

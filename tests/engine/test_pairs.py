@@ -34,6 +34,24 @@ def test_load_pair_from_local_folders(tiny_folders):
     assert pair.draft.config.num_hidden_layers == 2 and pair.tokenizer.decode([5, 6]) == "de"
 
 
+@pytest.mark.parametrize("native, expected", [(True, "bfloat16"), (False, "float32")])
+def test_a_packed_draft_beside_float16_fbgemm_computes_in_bfloat16_where_native(tiny_folders, monkeypatch, native,
+                                                                              expected):
+    """int4's and int8's kernels are fast in bfloat16 only; the float16-fbgemm path would turn them float32."""
+    import torch
+
+    from specviz.engine import quant
+    from specviz.engine.kernels import FP16_FBGEMM, Choice
+    from specviz.engine.quant import Int8Linear
+    monkeypatch.setattr(quant, "native_bf16", lambda: native)
+    draft = pairs.load_draft(tiny_folders[0], "cpu", Choice(FP16_FBGEMM, "float32", ""), "int8")
+    assert isinstance(draft.model.layers[0].mlp.up_proj, Int8Linear)
+    assert draft.model.norm.weight.dtype == getattr(torch, expected)
+    with torch.inference_mode():
+        assert draft(torch.tensor([[5, 6, 7]])).logits.isfinite().all()
+    assert quant.packed_dtype(torch.float32, "float32") == torch.float32  # the float32 path keeps its own
+
+
 @pytest.mark.parametrize("bad, word", [("", "empty"), ("no such model!", "unknown model"),
                                        ("packaged:Nope", "unknown packaged model")])
 def test_bad_model_ids_are_named(bad, word):

@@ -16,7 +16,7 @@ from specviz.drafters import REGISTRY
 from specviz.record.quiz_data import reveal_steps, step_of_draft
 from specviz.view.strip import next_text
 from specviz.view.token_text import quoted, token_html
-from specviz.view.style import FATES, num, verdict_parts
+from specviz.view.style import FATES, num, tested_p, verdict_parts
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, DraftPosition, Round, TokenProb
 
 TOP_TOKENS = 4  # candidate tokens per card: the drafted one and its strongest rivals
@@ -76,7 +76,8 @@ def position_card(rnd: Round, i: int, greedy: bool, cut: str = "") -> str:
             f'<span class="sv-verdict" data-step="{step}"><span class="sv-dec-icon">{s.icon}</span> '
             f'<span class="sv-dec-fate">{s.label}</span></span></div>'
             f'{_proposer(rnd, i)}{bar_rows(tokens, d.token_id, "▶", ("q", "p"))}'
-            f'<div class="sv-dec-why sv-verdict" data-step="{step}">{_why(d, greedy, cut)}</div></div>')
+            f'<div class="sv-dec-why sv-verdict" data-step="{step}">{_why(d, greedy, cut, tested_p(rnd, i))}'
+            f'</div></div>')
 
 
 def _proposer(rnd: Round, i: int) -> str:
@@ -86,9 +87,9 @@ def _proposer(rnd: Round, i: int) -> str:
     return f'<div class="sv-pos-from sv-muted">{escape(said)}</div>' if said else ""
 
 
-def _why(d: DraftPosition, greedy: bool, cut: str) -> str:
+def _why(d: DraftPosition, greedy: bool, cut: str, tested: float | None = None) -> str:
     """The verdict written out, its working in spans that a narrow card hides (style.verdict_parts)."""
-    parts = (verdict_parts(d, greedy, cut) if d.fate != DISCARDED else
+    parts = (verdict_parts(d, greedy, cut, tested) if d.fate != DISCARDED else
              [("", "not examined"), ("more", ": an earlier draft was rejected")])
     return "".join(f'<span class="sv-why-{role}">{escape(text)}</span>' if role else escape(text)
                    for role, text in parts)

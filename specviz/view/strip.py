@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from specviz.record.quiz_data import reveal_steps, step_of_draft
-from specviz.view.style import FATES, cut_by, num, show, verdict_text
+from specviz.view.style import FATES, cut_by, num, show, tested_p, verdict_text
 from specviz.view.token_text import text_html, token_html
 from specviz.view.tree import shape_text
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, DraftPosition, Round, Trace
@@ -81,8 +81,9 @@ def _round_tokens(rnd: Round, greedy: bool, cut: str) -> str:
     order = [i for i, d in enumerate(rnd.drafts) if d.fate == ACCEPTED] + [len(rnd.drafts)]
     cut = set(order[len(rnd.committed_ids):])
     shown = order[:-1] if rnd.tree else range(len(rnd.drafts))  # a tree's strip: its path (the tree is drawn)
-    chips = [chip(rnd.drafts[i].text, rnd.drafts[i].fate, draft_title(i, rnd.drafts[i], greedy, cut),
-                   step_of_draft(rnd, i), i in cut) for i in shown]
+    chips = [chip(rnd.drafts[i].text, rnd.drafts[i].fate,
+                  draft_title(i, rnd.drafts[i], greedy, cut, tested_p(rnd, i)), step_of_draft(rnd, i), i in cut)
+             for i in shown]
     last = f"{FATES[rnd.last_kind].label}: {next_text(rnd)}"
     if rnd.tree:  # in the quiz, the path's length is the answer: its chips wait for the reveal (style.css)
         chips = [f'<span class="sv-tree-path">{"".join(chips)}</span>']
@@ -102,9 +103,9 @@ def chip(text: str, fate: str, title: str, step: int, cut: bool = False, last: b
             f'<sup class="sv-icon" aria-label="{s.label}">{s.icon}</sup></span>')
 
 
-def draft_title(i: int, d: DraftPosition, greedy: bool, cut: str) -> str:
+def draft_title(i: int, d: DraftPosition, greedy: bool, cut: str, tested: float | None = None) -> str:
     return (f"draft {i + 1}: {FATES[d.fate].label} {FATES[d.fate].icon}   “{show(d.text)}” (id {d.token_id})\n"
-            f"p (target) = {num(d.p)}   q (draft) = {num(d.q)}\n{verdict_text(d, greedy, cut)}")
+            f"p (target) = {num(d.p)}   q (draft) = {num(d.q)}\n{verdict_text(d, greedy, cut, tested)}")
 
 
 def legend() -> str:

@@ -13,7 +13,7 @@ import pytest
 from specviz.engine import Engine, RunSettings
 from specviz.lecture.examples import EXAMPLES, load_example
 from specviz.view.stage import stage_html
-from specviz.view.style import verdict_numbers
+from specviz.view.style import tested_p as p_tested, verdict_numbers
 
 NUMBER = r"(\d+(?:\.\d+)?(?:e-\d+)?)"
 VERDICT = re.compile(rf"r = {NUMBER} ([<≥]) min\(1, {NUMBER}/{NUMBER}\) = {NUMBER}[^→]*→ (accept|reject)")
@@ -58,11 +58,10 @@ def checked_verdicts(page: str) -> int:
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
 def test_every_verdict_of_a_shipped_example_adds_up(name):
+    """Every round (a tree's node tested after a rejected sibling compares r with p′/q: its card once printed p/q)."""
     trace = load_example(name)
-    if trace.settings.get("temperature") == 0:
-        assert checked_verdicts(stage_html(trace, 1)) == 0  # greedy rounds print no draw
-    else:
-        assert checked_verdicts(stage_html(trace, 1)) > 0
+    found = sum(checked_verdicts(stage_html(trace, i)) for i in range(len(trace.rounds)))
+    assert (found == 0) == (trace.settings.get("temperature") == 0)  # greedy rounds print no draw
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -95,11 +94,13 @@ def test_the_story_examples_round_no_longer_reads_as_accept():
 def test_the_printed_ratio_is_the_recorded_p_over_the_recorded_q(name):
     """Every tested draft of a sampled example: min(1, p/q) from its recorded p and q, to the printed ratio's last
     digit, and the printed operands give it too."""
-    tested = [d for r in load_example(name).rounds for d in r.drafts if d.fate != "discarded"]
-    for d in tested:
-        p, q, ratio, r = verdict_numbers(d.p, d.q, d.uniform, d.fate == "accepted")
+    tested = [(d, p_tested(r, i)) for r in load_example(name).rounds for i, d in enumerate(r.drafts)
+              if d.fate != "discarded"]
+    for d, p_test in tested:  # a tree node after a rejected sibling: the residual's p′ (TreeRecord.test_p)
+        p_used = d.p if p_test is None else p_test
+        p, q, ratio, r = verdict_numbers(p_used, d.q, d.uniform, d.fate == "accepted")
         check_verdict(r, "<" if d.fate == "accepted" else "≥", p, q, ratio,
-                      "accept" if d.fate == "accepted" else "reject", (d.p, d.q))
+                      "accept" if d.fate == "accepted" else "reject", (p_used, d.q))
 
 
 @pytest.mark.parametrize("p, q, not_printed", [(0.2189, 0.2227, "1.00"), (0.0316, 0.3906, "0.082"),

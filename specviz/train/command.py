@@ -20,8 +20,9 @@ from specviz.train.text import check_text_folder
 from specviz.train.training import train_heads
 
 
-FINISH_MINUTES = 0.5  # kept from the training for what follows it: saving, reloading the weights as a run drafts
-#                    and timing a draft, and the interpreter's own start (a 15-minute run took 15:15 without it)
+FINISH_MINUTES = 1.0  # kept from the training for what follows it: saving, reloading the weights as a run drafts
+#                    and timing a draft, and the interpreter's own start (a 15-minute run took 15:15 without it, an
+#                    EAGLE one 15:41 with half a minute kept: its held-out check ran past the bound by 40 s)
 
 
 def add_train_args(p: argparse.ArgumentParser) -> None:

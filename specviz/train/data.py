@@ -35,19 +35,20 @@ class TeacherData:
 
 def teacher_data(target, tokenizer, fingerprint: str, plan, eos_ids: set[int], folder: Path | None,
                  report: Report | None, start: float) -> TeacherData:
-    """The answers until plan.answers_share of the bound (held-out prompts until plan.held_share), then the offline
-    text until plan.teacher_share; everything read before for this target is reused from `folder`."""
-    bound = plan.minutes * 60
+    """The answers until the plan's answers share of the bound (held-out prompts until plan.held_share), then the
+    offline text until its teacher share (TrainPlan.shares); everything read before for this target is reused from
+    `folder`."""
+    bound, (answers_share, teacher_share) = plan.minutes * 60, plan.shares
     prompts = training_prompts(plan.prompts)
     held_prompts = prompts[plan.holdout - 1::plan.holdout]
     train_prompts = [p for i, p in enumerate(prompts) if i % plan.holdout != plan.holdout - 1]
     answers = read_answers(target, tokenizer, fingerprint, held_prompts, train_prompts, plan.length, plan.top,
                            plan.answer_batch, eos_ids, folder, report, start + plan.held_share * bound,
-                           start + plan.answers_share * bound)
+                           start + answers_share * bound)
     t_text = time.perf_counter()
     text = windows(tokenizer, plan.tokens, plan.length, plan.holdout, plan.text)
     read = read_teacher(target, fingerprint, text.heldout, text.train, plan.holdout, plan.top, folder, report,
-                        start + plan.teacher_share * bound, math.inf) if text.train and text.heldout else None
+                        start + teacher_share * bound, math.inf) if text.train and text.heldout else None
     held = cat_teachers(answers.held, read.held) if read else answers.held
     train = cat_teachers(answers.train, read.train) if read else answers.train
     answer_tokens = answers.held.positions + answers.train.positions

@@ -44,6 +44,13 @@ FEATURE_WEIGHT, LABEL_WEIGHT, NOISE = 1.0, 0.1, 0.2  # EAGLE-1's loss weights an
 UNROLL_DECAY = 0.5  # the weight of each further step drafted on the layer's own guesses (eagle_loss)
 
 
+SHARES = {MEDUSA: (0.7, 0.75), EAGLE: (0.35, 0.4)}  # a kind's answers_share and teacher_share: until when it reads.
+#   Answers are what drafters learn most from (2026-12-03, float16-fbgemm: 96 answers in half the bound gave head 1
+#   35 % held out, 224 in 0.7 of it 44.8 %); they are kept for the next training of this target, so the EAGLE layer,
+#   trained after the heads, reads them again and fits longer: its steps cost 1.3 s against the heads' 0.2 s (with
+#   0.7 it fitted 168 s of 934 and agreed 26 % at step 1)
+
+
 @dataclass(frozen=True)
 class TrainPlan:
     """What a training reads and does; the defaults fit 15 minutes on this project's 2-core CPU (docs/drafters.md)."""
@@ -67,10 +74,16 @@ class TrainPlan:
     minutes: float = 15.0  # the whole training's bound
     held_share: float = 0.0  # the target answers held-out prompts until this share of the bound, a batch at least:
     #                          one batch, 16 answers (2,048 positions), is twice what the check reads
-    answers_share: float = 0.7  # then training prompts until this share: answers are what the heads learn most from
-    #                             (2026-12-03, float16-fbgemm: 96 answers in half the bound gave head 1 35 % held out)
-    teacher_share: float = 0.75  # then reads offline text until this share; the rest fits and checks
+    answers_share: float | None = None  # then training prompts until this share (None: SHARES[kind])
+    teacher_share: float | None = None  # then reads offline text until this share; the rest fits and checks
     seed: int = 0
+
+    @property
+    def shares(self) -> tuple[float, float]:
+        """(answers_share, teacher_share): as given, else the kind's own (SHARES)."""
+        answers, teacher = SHARES[self.kind]
+        return (answers if self.answers_share is None else self.answers_share,
+                teacher if self.teacher_share is None else self.teacher_share)
 
     @property
     def n(self) -> int:

@@ -20,13 +20,13 @@ import torch
 from specviz.drafters.trained import EAGLE, KINDS
 from specviz.engine.engine import eos_ids
 from specviz.engine.fingerprint import fingerprint
+from specviz.engine.readout import SUBSET_SIZES
 from specviz.engine.trained import Provenance, builder
 from specviz.train.data import teacher_data
 from specviz.train.fit import (EVAL_POSITIONS, TrainPlan, agreement_eagle, agreement_medusa, check_clock, fit_eagle,
                                fit_medusa, vocab_agreement)
 from specviz.train.teacher import Report, Subset, ranked_tokens
 
-VOCAB_SIZES = (1024, 4096, 16384, 32768)  # the drafting vocabularies whose held-out agreement a training reports
 
 
 def train_heads(target, tokenizer, target_name: str, plan: TrainPlan = TrainPlan(), report: Report | None = None,
@@ -56,7 +56,7 @@ def train_heads(target, tokenizer, target_name: str, plan: TrainPlan = TrainPlan
     fitted = fit(drafter, got.train, subset, plan, report, budget - check_s)
     t_fit = time.perf_counter()
     ranked, mass = ranked_tokens([got.train])  # the tokens the target uses most on its own text, first
-    by_size = vocab_agreement(drafter, got.held, ranked, tuple(n for n in VOCAB_SIZES if n < len(ranked)) + (0,))
+    by_size = vocab_agreement(drafter, got.held, ranked, tuple(n for n in SUBSET_SIZES if n < len(ranked)) + (0,))
     keep = min(plan.draft_vocab, len(ranked)) if plan.draft_vocab else 0
     if keep:
         drafter.use_vocab(ranked[:keep])  # as it will draft: the check below reads what drafting reads

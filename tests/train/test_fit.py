@@ -188,3 +188,14 @@ def test_a_chain_counts_a_draft_only_after_every_one_before_it_and_a_tree_its_ca
 def test_an_unknown_kind_is_a_sentence(target):
     with pytest.raises(ValueError, match="must be one of medusa, eagle, got 'hydra'"):
         train_heads(target, char_tokenizer(), "tiny", replace(PLAN, kind="hydra"))
+
+
+def test_each_kind_reads_until_its_own_shares_unless_told():
+    """The EAGLE layer fits longer than the heads (its steps cost more); a share given is kept for either kind."""
+    from specviz.drafters.trained import EAGLE as LAYER, MEDUSA
+    from specviz.train.fit import SHARES
+
+    assert TrainPlan().shares == SHARES[MEDUSA] and TrainPlan(kind=LAYER).shares == SHARES[LAYER]
+    assert SHARES[LAYER][0] < SHARES[MEDUSA][0]
+    assert replace(TrainPlan(), kind=LAYER).shares == SHARES[LAYER]  # none were given: the new kind's
+    assert TrainPlan(kind=LAYER, answers_share=0.5).shares == (0.5, SHARES[LAYER][1])

@@ -335,7 +335,7 @@ def _measured(hidden: int, inner: int, cache: Path | None) -> Choice:
     remembered = _read(cache).get(key) if cache else None
     if remembered and remembered.get("path") in EXACT and available(remembered["path"]) is None:
         return Choice(remembered["path"], DTYPE_OF[remembered["path"]],
-                      remembered["why"] + f" (measured before on this machine, read from {CACHE_FILE})")
+                      remembered["why"] + " (measured before on this machine and remembered beside the model cache)")
     timings = time_paths(hidden, inner, tuple(p for p in EXACT if available(p) is None))
     best = min(timings, key=lambda t: t.cost)
     why = (f"the fastest exact path on this CPU, measured at load: a stack of {STACK} {hidden} × {inner} layers, "

@@ -17,6 +17,9 @@ from torch import nn
 
 from specviz.engine.kernels import Fp16Linear, put_linears_on
 
+SUBSET_SIZES = (1024, 4096, 16384, 32768)  # the subsets a training reports held-out agreement for and the Costs
+#                                            tab times a draft over (train/fit.py's draft_vocab is one of them)
+
 
 def output_rows(head: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     """An output layer's rows for `ids`, float32 (one packed for its kernels is unpacked for it, for a moment)."""

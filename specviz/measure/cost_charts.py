@@ -192,7 +192,22 @@ def parts_readout(p: CostProfile) -> str:
             f"({f['draft_step_s'] / t1:.2f} of t(1)). An {EAGLE_NAME} (one decoder layer of the target's shape on "
             f"one new position, random weights): {ms(d.eagle_layer_s)} ms + the output layer "
             f"{ms(d.output_layer_s)} ms = {_fig(eagle)} ms a draft step ({eagle / t1:.2f} of t(1)). Untrained "
-            f"heads and a random layer are timed: a part costs the same whatever its weights.</div>")
+            f"heads and a random layer are timed: a part costs the same whatever its weights.{rows_said(d, f)}</div>")
+
+
+def rows_said(d, f: dict) -> str:
+    """The heads' draft over fewer output rows (FR-Spec, engine/readout.py), each ratio from the printed figures,
+    with head 1's held-out agreement at that size where heads were trained on the recording's machine; '' where the
+    sizes were not timed."""
+    if not d.rows:
+        return ""
+    t1, agreed = f["target_step_s"], d.rows_agreement or [None] * len(d.rows)
+    each = [f"{n:,} rows {ms(s)} ms ({float(ms(s)) / t1:.3f} of t(1)"
+            + (f", head 1 agreeing {a:.1%} held out)" if a is not None else ")")
+            for n, s, a in zip(d.rows, d.rows_heads_s, agreed)]
+    return (f" <b>Drafting over fewer rows</b> (FR-Spec: the output layer's rows for the tokens the target uses most; "
+            f"q is 0 for every other token, and verification against that q keeps the output exact): all {d.heads} "
+            f"heads over {'; '.join(each)}; over all {d.vocab:,}, {ms(d.heads_s)} ms above.")
 
 
 def _fewer(f: dict, head: float, heads: int) -> str:

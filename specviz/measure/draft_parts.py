@@ -23,6 +23,7 @@ import torch
 
 from specviz.engine.kernels import activations, put_linears_on
 from specviz.engine.medusa import MedusaHeads
+from specviz.engine.readout import SUBSET_SIZES
 from specviz.engine.machine import machine
 from specviz.engine.pairs import auto_dtype
 from specviz.engine.pass_costs import time_passes
@@ -50,10 +51,37 @@ def measure_parts(engine, context: int, target_step: list[float], draft_step: li
                 "heads_s": time_calls(lambda i: every(hidden), device, repeats),
                 "eagle_layer_s": eagle_layer_times(target, context, repeats, getattr(engine, "kernels", "")),
                 "target_step_s": target_step, "draft_step_s": draft_step}
+        rows = [n for n in SUBSET_SIZES if n < vocab]
+        by_rows = [subset_heads_times(every, n, engine, repeats, hidden) for n in rows]
     medians = {name: statistics.median(times) for name, times in runs.items()}
     spread = {name: [(min(times), max(times))] for name, times in runs.items()}
+    spread["rows_heads_s"] = [(min(times), max(times)) for times in by_rows]
     return DraftParts(hidden=width, vocab=vocab, heads=every.n, context=context, repeats=repeats,
-                      spread=spread, measured=_words(engine), **medians)
+                      spread=spread, measured=_words(engine), rows=rows,
+                      rows_heads_s=[statistics.median(times) for times in by_rows],
+                      rows_agreement=trained_agreement(engine, rows), **medians)
+
+
+def subset_heads_times(heads: MedusaHeads, n: int, engine, repeats: int, hidden: torch.Tensor) -> list[float]:
+    """All the heads' draft over the first n tokens' output rows (which rows does not change the time, only how
+    many; a trained run reads the n its target uses most), on the pair's kernels; the heads read all rows after."""
+    heads.use_vocab(torch.arange(n), getattr(engine, "kernels", ""))
+    try:
+        return time_calls(lambda i: heads(hidden), hidden.device, repeats)
+    finally:
+        heads.lm_head, heads.vocab_ids = heads.full_head, None
+
+
+def trained_agreement(engine, rows: list[int]) -> list[float]:
+    """Head 1's held-out agreement over each subset size, from the provenance of heads trained on this machine for
+    this target (train/training.py measures it at these sizes); [] where none are, or they lack a size."""
+    from specviz.drafters.trained import MEDUSA
+    from specviz.engine.packaged import cache_root
+    from specviz.engine.trained import heads_folder, read_provenance
+
+    said = read_provenance(heads_folder(cache_root(), engine.target_name, MEDUSA))
+    agreement = (said.vocab_agreement or {}) if said else {}
+    return [agreement[str(n)] for n in rows] if all(str(n) in agreement for n in rows) else []
 
 
 def eagle_layer_times(target, context: int, repeats: int, path: str = "") -> list[float]:

@@ -32,13 +32,22 @@ class DraftParts:
     repeats: int = 1  # timings of each part; the medians above, their least and most in `spread`
     spread: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # a field's name -> [(least, most)]
     measured: str = ""  # when, on what machine, in what dtype, in words
+    rows: list[int] = field(default_factory=list)  # FR-Spec (engine/readout.py): the heads' draft timed over the n
+    #                                               most used tokens' output rows, for each n here; empty: not timed
+    rows_heads_s: list[float] = field(default_factory=list)  # all `heads` heads over those rows, one per n
+    rows_agreement: list[float] = field(default_factory=list)  # head 1's held-out agreement at each n, as the
+    #                                  training of the heads on this machine measured it; empty: none trained here
 
     def problem(self) -> str | None:
         """Why these figures cannot be shown (a time missing, not a number, zero or negative); None when they can."""
         times = [self.head_block_s, self.output_layer_s, self.heads_s, self.eagle_layer_s, self.target_step_s,
                  self.draft_step_s]
-        if not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):
+        if not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in [*times, *self.rows_heads_s]):
             return "the draft parts' measurement holds a time that is missing, not a number, zero or negative"
+        if len(self.rows_heads_s) != len(self.rows) or len(self.rows_agreement) not in (0, len(self.rows)):
+            return "the draft parts' subset sizes, times and agreements do not line up"
+        if not all(0 < n <= self.vocab for n in self.rows) or not all(0 <= a <= 1 for a in self.rows_agreement):
+            return "the draft parts' subset sizes or agreements are out of range"
         return None
 
 

@@ -114,6 +114,6 @@ def test_auto_measures_once_and_remembers_per_machine(tmp_path):
     assert first.path in kernels.EXACT and first.timings and "measured at load" in first.why
     assert all(t.one_s > 0 and t.rows_s > 0 for t in first.timings)
     again = choose_path(64, 128, "cpu", "auto", "auto", tmp_path)
-    assert again.path == first.path and "read from kernels.json" in again.why and not again.timings
+    assert again.path == first.path and "remembered beside the model cache" in again.why and not again.timings
     (tmp_path / kernels.CACHE_FILE).write_text("not json")  # a broken file is measured again, not trusted
     assert choose_path(64, 128, "cpu", None, None, tmp_path).timings

@@ -147,3 +147,36 @@ def test_the_shipped_recording_prices_a_draft_from_the_targets_own_state():
     d = shipped.parts
     assert (d.hidden, d.vocab, d.context) == (1536, 151936, shipped.context) and "avx" in d.measured
     check_arithmetic(cost_charts.readout(shipped, 0.8, 4))
+
+
+def test_the_heads_draft_over_fewer_rows_is_timed_and_its_ratios_redo(profile, tiny_pair):
+    """FR-Spec's subsets (engine/readout.py): the heads' draft is timed over n rows (the tiny target's 82-token
+    vocabulary is below every size the real one is timed at, so its parts have none, and n = 16 is timed here), each
+    printed ratio from the printed figures; with head 1's agreement where heads were trained here; sizes that do not
+    line up are refused."""
+    import torch
+
+    from specviz.engine.readout import SUBSET_SIZES
+    from specviz.measure.draft_parts import subset_heads_times
+
+    _, target = tiny_pair
+    d = profile.parts
+    assert d.rows == [n for n in SUBSET_SIZES if n < d.vocab] and d.rows_agreement == []  # none trained for it
+    heads = MedusaHeads(target).eval()
+    with torch.inference_mode():
+        times = subset_heads_times(heads, 16, None, 2, torch.randn(1, d.hidden))
+    assert len(times) == 2 and all(t > 0 for t in times) and heads.lm_head is heads.full_head  # all rows after
+    timed = dataclasses.replace(d, rows=[16, 64], rows_heads_s=[min(times), 2 * max(times)])
+    trained = dataclasses.replace(timed, rows_agreement=[0.45, 0.44])
+    for parts in (timed, trained):
+        assert parts.problem() is None
+        text = re.sub(r"<[^>]+>", "", cost_charts.parts_readout(dataclasses.replace(profile, parts=parts)))
+        t1 = float(re.search(r"t\(1\) = ([\d.]+) ms", text.split("Measured", 1)[1]).group(1))
+        said = re.findall(r"([\d,]+) rows ([\d.]+) ms \(([\d.]+) of t\(1\)(?:, head 1 agreeing ([\d.]+) ?%)?", text)
+        assert [int(n.replace(",", "")) for n, *_ in said] == [16, 64]
+        for _, ms, ratio, _ in said:
+            assert float(ratio) == pytest.approx(float(ms) / t1, abs=6e-4)
+        assert [a for *_, a in said] == (["45.0", "44.0"] if parts is trained else ["", ""])
+    assert dataclasses.replace(timed, rows_heads_s=timed.rows_heads_s[:-1]).problem() is not None
+    assert dataclasses.replace(timed, rows_agreement=[1.5, 0.4]).problem() is not None
+    assert "fewer rows" not in cost_charts.parts_readout(profile)

@@ -48,7 +48,7 @@ def tree_trace(tiny_pair, tokenizer):
 
 @pytest.fixture(scope="module")
 def traces(tree_trace):
-    return {**{name: load_example(name) for name in EXAMPLES}, "tree": tree_trace}
+    return {**{name: load_example(name) for name in EXAMPLES}, "tiny-tree": tree_trace}
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +138,7 @@ def open_room(hub, trace):
     return hub.store.open(trace.to_json(), quiz_facts(trace), trace_title(trace))
 
 
-@pytest.mark.parametrize("name", [*EXAMPLES, "tree"])
+@pytest.mark.parametrize("name", [*EXAMPLES, "tiny-tree"])
 def test_a_follower_fetches_only_what_the_room_released(server, http, traces, name):
     hub, base = server
     trace = traces[name]
@@ -176,7 +176,7 @@ def test_a_follower_fetches_only_what_the_room_released(server, http, traces, na
         hub.ring(opened.room)
 
 
-@pytest.mark.parametrize("name", [*EXAMPLES, "tree"])
+@pytest.mark.parametrize("name", [*EXAMPLES, "tiny-tree"])
 def test_the_leak_check_finds_the_answer_in_the_old_page(traces, name):
     """Negative control: the page built the old way (every round in full) gives every round away, and a quiz form
     with one thing of the verdict planted in it is caught."""

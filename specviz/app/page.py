@@ -336,8 +336,8 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
                      **one_model_run)
     p.upload.upload(models.open_trace, [p.upload, p.lecture, p.preset], p.outputs.of("open_trace"),
                     api_name="open_trace", show_progress="minimal")
-    p.examples.click(models.open_example, [p.examples, p.lecture], p.outputs.of("open_example"),
-                     api_name="open_example", **quick)
+    example = p.examples.click(models.open_example, [p.examples, p.lecture], p.outputs.of("open_example"),
+                               api_name="open_example", **quick)
     # Stepping: the browser shows the round at once (each event's js, assets/stepping.js), then tells the server, which
     # moves the slider and the chart's mark. Only /show_round is public: the buttons' number is the new round.
     # "multiple": every press steps (Gradio's default drops a press while the one before awaits the server).
@@ -358,12 +358,17 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     p.quiz.change(None, [p.quiz], None, js="(on) => { window.svQuiz(on); }")
     p.pack.click(lecture_pack, [p.trace, p.quiz_state], [p.pack_file, p.status], api_name="lecture_pack",
                  js="(trace, state) => [trace, window.svQuizState()]", **quick)
-    _wire_layout(demo, p)
+    _wire_layout(demo, p, opened, example)
 
 
-def _wire_layout(demo: gr.Blocks, p: Page) -> None:
-    """Where the page's own state changes the page: the settings folded on a phone, and the controls whose setting
-    only applies with another enabled or not (app/controls.py)."""
+def _wire_layout(demo: gr.Blocks, p: Page, first_load, example) -> None:
+    """Where the page's own state changes the page: the settings folded on a phone, the round brought into view once
+    an example or a link has opened it (assets/first_screen.js), and the controls whose setting only applies with
+    another enabled or not (app/controls.py)."""
     for opened in (demo.load, p.examples.click, p.upload.upload):
         opened(None, None, None, js=FOLD_JS, api_visibility="private")
+    # after the event, when what it opened is on the page: before, the status and the settings above the round
+    # still had their old heights
+    first_load.then(None, None, None, js="() => { window.svOpenedLink(); }", api_visibility="private")
+    example.then(None, None, None, js="() => { window.svOpenedExample(); }", api_visibility="private")
     wire_needs(p.needy(), p.drafter, p.adaptive, p.settings.temperature)

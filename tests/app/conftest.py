@@ -1,4 +1,5 @@
-"""Fixtures of the app's tests: the tiny engine with a count of its forward passes."""
+"""Fixtures of the app's tests: the tiny engine with a count of its forward passes, and the app served on it under the
+real pairs' names."""
 
 from __future__ import annotations
 
@@ -29,3 +30,18 @@ def models(tiny_pair, tokenizer):
     calls = ModelCalls(draft, target)
     yield Engine(draft, target, tokenizer, "tiny-draft", "tiny-target"), calls
     calls.remove()
+
+
+@pytest.fixture(scope="module")
+def named_pairs_url(models):
+    """The app on the tiny pair under every real pair's name (serving.preset_labels), served in this process: for a
+    page that must hold the longest names the controls show (test_lecture_browser.py), or that reads what a real
+    pair's target has on this machine, its trained drafters (test_controls_browser.py)."""
+    from harness.browser import serve
+    from specviz.app.serving import preset_labels
+
+    engine, _ = models
+    labels = preset_labels()
+    demo, url = serve(lambda preset, progress: engine, labels, next(iter(labels)))
+    yield url
+    demo.close()

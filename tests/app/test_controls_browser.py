@@ -47,3 +47,25 @@ def test_controls_follow_what_their_setting_needs(browser, url):
     for name in ("seed", "top-k", "top-p"):
         wait_enabled(page, name, False, "Applies only when sampling")
     page.close()
+
+
+def test_an_untrained_drafter_says_so_when_chosen(browser, named_pairs_url, models, tmp_path, monkeypatch):
+    """Issue 46: choosing Medusa heads or the EAGLE layer where none is trained for the pair's target says so under the
+    drafter, with the command that trains it, before any Generate (no model runs); the draft model takes it away."""
+    from specviz.drafters import EAGLE, HEADS, MODEL
+    from specviz.drafters.trained import TRAIN_COMMAND
+
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))  # where trained weights would be (actions.drafter_note): none
+    _, calls = models
+    passes = calls.n
+    page = AppPage(browser, named_pairs_url)
+    note = "() => document.getElementById('drafter-note').textContent.trim()"
+    assert page.page.evaluate(note) == ""  # the draft model, as the page opens
+    for drafter in (HEADS, EAGLE):
+        page.page.locator("#drafter").get_by_label(drafter.label, exact=True).check()
+        said = page.wait_text("#drafter-note", "trained for", TRAIN_COMMAND)
+        assert drafter.label in said and ("--kind eagle" in said) == (drafter is EAGLE), said
+        page.page.locator("#drafter").get_by_label(MODEL.label, exact=True).check()
+        page.wait_js(f"() => ({note})() === ''")
+    assert calls.n == passes and "Recorded example" in page.text("#status")  # nothing generated meanwhile
+    page.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.browser import AppPage, serve
+from harness.browser import AppPage
 from tests.helpers import BROWSER, FIXTURE  # noqa: E402 (a real recorded trace, 7 rounds)
 
 SHOWN = "#stage .sv-round:not([hidden])"
@@ -65,15 +65,10 @@ GUESS_RECORDER = """() => {
 
 
 @pytest.fixture(scope="module")
-def url(models):
-    """This module's app, in place of conftest's `url`: the tiny pair under every real pair's name."""
-    from specviz.app.serving import preset_labels
-
-    engine, _ = models
-    labels = preset_labels()  # the real pairs' names (the longest text the controls hold), each the tiny pair
-    demo, url = serve(lambda preset, progress: engine, labels, next(iter(labels)))
-    yield url
-    demo.close()
+def url(named_pairs_url):
+    """This module's app, in place of conftest's `url`: the tiny pair under every real pair's name (the longest text
+    the controls hold)."""
+    return named_pairs_url
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The main page on a phone (issue 36), in a real browser at 390x844: after opening each shipped example, the settings
-are folded, the round's head and strip lie within the first screen, and no card of any round runs past the stage,
-in normal and in lecture mode. One tab for all of it; every round is measured at once (all sections shown for one
-read, then hidden again as they were).
+are folded, the round's head and strip lie within the first screen, no card of any round runs past the stage, and the
+residual's card shows every number whole (issue 46), in normal and in lecture mode. One tab for all of it; every round
+is measured at once (all sections shown for one read, then hidden again as they were).
 
 Headless Debian Chromium against the app served in this process (the examples need no model).
 """
@@ -9,12 +9,38 @@ Headless Debian Chromium against the app served in this process (the examples ne
 import pytest
 
 from harness.browser import Page
-from specviz.lecture.examples import EXAMPLES, FIRST
+from specviz.lecture.examples import EXAMPLES, FIRST, load_example
+from specviz.record.trace import REPLACEMENT
 from tests.helpers import BROWSER
 
 pytestmark = BROWSER
 PHONE = (390, 844)
 SHOWN = "#stage .sv-round:not([hidden])"
+
+# Every residual card (p′ = norm(max(0, p − q)) beside q and p, after a rejection) of every round (all shown for this one
+# read, as in MEASURE): how many, each element in them whose text is cut (wider inside than its box: a number, a token
+# cut with "…") or that reaches past its card, and the smallest type in them.
+RESIDUAL = """() => {
+  const sections = [...document.querySelectorAll('#stage .sv-round')], hidden = sections.map(s => s.hidden);
+  sections.forEach(s => { s.hidden = false; });
+  const cards = [...document.querySelectorAll('#stage .sv-round .sv-last:has(.sv-bar-res)')], cut = [];
+  let smallest = Infinity;
+  for (const card of cards) {
+    const edge = card.getBoundingClientRect(), round = card.closest('.sv-round').dataset.round;
+    for (const e of [card, ...card.querySelectorAll('*')]) {
+      const b = e.getBoundingClientRect();
+      if (!b.width) continue;
+      if ([...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()))
+        smallest = Math.min(smallest, parseFloat(getComputedStyle(e).fontSize));
+      if ((e.scrollWidth > e.clientWidth + 1 || b.left < edge.left - 0.5 || b.right > edge.right + 0.5) && cut.length < 5)
+        cut.push(`round ${round}: ${e.tagName.toLowerCase()}.${e.className} "${e.textContent.slice(0, 24)}" ` +
+                 `${Math.round(b.left)}..${Math.round(b.right)}, ${e.scrollWidth} wide in ${e.clientWidth} ` +
+                 `(card ${Math.round(edge.left)}..${Math.round(edge.right)})`);
+    }
+  }
+  sections.forEach((s, i) => { s.hidden = hidden[i]; });
+  return {cards: cards.length, cut, smallest};
+}"""
 
 # Where the shown round's head and strip lie on the page (top and bottom from the page's top), whether the settings
 # are folded, and every element of every round (all shown for this one read) that reaches past the stage's edges.
@@ -62,13 +88,18 @@ def open_example(page: Page, index: int, title: str) -> None:
     page.page.evaluate("() => window.scrollTo(0, 0)")
 
 
+def measure(page: Page) -> dict:
+    """MEASURE's reading, and RESIDUAL's as its "residual"."""
+    return page.page.evaluate(MEASURE) | {"residual": page.page.evaluate(RESIDUAL)}
+
+
 @pytest.fixture(scope="module")
 def measured(browser, url) -> dict:
-    """(mode, example) -> MEASURE's reading, every shipped example in normal then in lecture mode, in one tab."""
+    """(mode, example) -> `measure`'s reading, every shipped example in normal then in lecture mode, in one tab."""
     page = Page(browser, url, viewport=PHONE)
     page.wait_text("#status", "Recorded example")
     page.wait_js("() => !document.querySelector('#controls > .label-wrap.open')")  # folded as the page opened
-    out = {("normal", FIRST): page.page.evaluate(MEASURE)}
+    out = {("normal", FIRST): measure(page)}
     for mode in ("normal", "lecture"):
         if mode == "lecture":
             page.page.click("#lecture-mode input[type=checkbox]")
@@ -76,7 +107,7 @@ def measured(browser, url) -> dict:
         for index, (name, example) in enumerate(EXAMPLES.items()):
             if (mode, name) not in out:
                 open_example(page, index, example.title)
-                out[mode, name] = page.page.evaluate(MEASURE)
+                out[mode, name] = measure(page)
     page.close()
     return out
 
@@ -106,3 +137,15 @@ def test_a_long_status_scrolls_whole_rather_than_pushing_the_round_down(measured
     m = measured["normal", "spices"]["status"]
     assert EXAMPLES["spices"].description in m["text"]
     assert m["overflow"] == "auto" and m["scroll"] > m["client"] and m["client"] < 120
+
+
+@pytest.mark.parametrize("mode, name", CASES)
+def test_the_residual_card_shows_every_number_whole(measured, mode, name):
+    """Issue 46: the residual's card (three numbers a row: q, p and p′) once cut "0.00020" to "0.0002(" at 390 px. Every
+    such card of every round: nothing cut, nothing past the card, and no type under the phone's smallest (the bars'
+    numbers, 12.24 px: 0.9 of 0.85 rem)."""
+    m = measured[mode, name]["residual"]
+    rejections = sum(1 for r in load_example(name).rounds if r.next_kind == REPLACEMENT and r.residual)
+    assert m["cards"] == rejections, m  # every card measured
+    assert m["cut"] == [], m["cut"]
+    assert m["smallest"] >= 12 or not rejections, m

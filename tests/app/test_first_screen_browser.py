@@ -1,0 +1,75 @@
+"""The round on the first screen (issue 46), in a real browser at 1280x720: opening a recorded example from the list, a
+link that opens one and leaving the presenter view (Esc, or P) each bring the round into view (assets/first_screen.js),
+smoothly unless the system asks for reduced motion; a plain visit stays at the top, where the round is not on the
+first screen (the negative control).
+
+Headless Debian Chromium against the app served in this process (the examples need no model). The page scrolls
+smoothly and the machine is busy: every check waits for its condition.
+"""
+
+from harness.browser import AppPage, Page
+from specviz.lecture.examples import EXAMPLES
+from tests.helpers import BROWSER
+
+pytestmark = BROWSER
+DESK = (1280, 720)
+
+# Whether any part of the round on the stage lies inside the window
+IN_VIEW = """() => { const r = document.querySelector('#stage .sv-round:not([hidden])')?.getBoundingClientRect();
+  return Boolean(r) && r.top < innerHeight && r.bottom > 0; }"""
+# From now on, each scroll the page asks for, as [the element's id, its behavior]: smooth, or auto under reduced motion
+RECORD_SCROLLS = """() => { window.__scrolls = []; const real = Element.prototype.scrollIntoView;
+  Element.prototype.scrollIntoView = function (options) {
+    window.__scrolls.push([this.id, options?.behavior ?? '']); return real.call(this, options); }; }"""
+SCROLLS = "() => window.__scrolls.filter(([id]) => id === 'status' || id === 'sv-nav')"
+# The live region says the head of the round on the stage
+SAID = """() => { const head = document.querySelector('#stage .sv-round:not([hidden]) .sv-round-head');
+  return Boolean(head) && document.getElementById('sv-announce').textContent === head.textContent.trim(); }"""
+
+
+def test_opening_an_example_brings_its_round_into_view(browser, url):
+    page = AppPage(browser, url, viewport=DESK)
+    try:
+        page.settle()  # a plain visit is not scrolled: after a pause, the page is still at its top
+        assert page.page.evaluate("() => scrollY") == 0 and not page.page.evaluate(IN_VIEW)
+        page.page.evaluate(RECORD_SCROLLS)
+        page.page.locator("#recorded-examples button").nth(list(EXAMPLES).index("paris")).click()
+        page.wait_text("#status", EXAMPLES["paris"].title)
+        page.wait_js(IN_VIEW)
+        assert page.page.evaluate(SCROLLS) == [["status", "smooth"]]
+        page.wait_js(SAID)  # said to a screen reader, the focus left where it was
+        assert not page.page.evaluate("() => document.getElementById('stage').contains(document.activeElement)")
+        assert page.page.evaluate("() => document.querySelector('#controls > .label-wrap.open') !== null")  # unfolded
+    finally:
+        page.close()
+
+
+def test_a_link_opens_the_page_at_its_round(browser, url):
+    page = Page(browser, f"{url}?example=paris&round=3&step=1", viewport=DESK)
+    try:
+        page.wait_text("#status", "at round 3 from a link")
+        page.wait_js(IN_VIEW)
+        assert page.text("#stage .sv-round:not([hidden]) .sv-round-head").startswith("Round 3 of")
+    finally:
+        page.close()
+
+
+def test_leaving_the_presenter_view_returns_to_the_round(browser, url):
+    """Esc, then P twice (in, out), under reduced motion: each leaving scrolls at once, not smoothly."""
+    page = Page(browser, f"{url}?example=paris&round=3&present=1", viewport=DESK)
+    try:
+        page.wait_text("#status", "from a link")
+        page.wait_js("() => document.body.classList.contains('sv-present')")
+        page.page.emulate_media(reduced_motion="reduce")
+        page.page.evaluate(RECORD_SCROLLS)
+        for leave in ("Escape", "p"):
+            page.page.evaluate("() => window.scrollTo(0, 0)")  # where a link that presents leaves the page below
+            if leave == "p":
+                page.page.keyboard.press("p")
+                page.wait_js("() => document.body.classList.contains('sv-present')")
+            page.page.keyboard.press(leave)
+            page.wait_js("() => !document.body.classList.contains('sv-present')")
+            page.wait_js(IN_VIEW)
+        assert page.page.evaluate(SCROLLS) == [["status", "auto"]] * 2
+    finally:
+        page.close()

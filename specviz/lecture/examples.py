@@ -196,14 +196,14 @@ EXAMPLES = {e.name: e for e in [
             "Each round's weighing is on the page.",
             POOR_DRAFT_PROMPT, RunSettings(k=8, temperature=1.0, seed=3, max_new_tokens=24, adaptive=True,
                                            stop_rule=COST_RULE), _shows_short_rounds),
-    Example("tree", "Story, draft tree",
+    Example("story-tree", "Story, draft tree",
             f"The story opening again, drafted as a tree ({TREE_WIDTHS[0]} children at each of the first two depths, "
             "then one): the target scores every node in one pass; where it rejects a draft, the draft's sibling is "
             "tested against the residual max(0, p − q) and may be kept, so the round goes on where a chain would "
             "have stopped.",
             STORY_PROMPT, RunSettings(temperature=0.8, top_p=0.95, seed=2, max_new_tokens=30, drafter=TREE.key,
                                       tree_widths=TREE_WIDTHS), _shows_tree),
-    Example("heads", "Code, Medusa heads",
+    Example("code-heads", "Code, Medusa heads",
             "The Fibonacci function drafted by three Medusa heads trained here on the target's own answers "
             "(`python -m specviz train-heads`): no draft model runs; each head reads the target's last hidden state "
             "and guesses the token 1, 2 or 3 places ahead, a later head kept only after every head before it was; "

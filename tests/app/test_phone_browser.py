@@ -145,7 +145,8 @@ def test_the_residual_card_shows_every_number_whole(measured, mode, name):
     such card of every round: nothing cut, nothing past the card, and no type under the phone's smallest (the bars'
     numbers, 12.24 px: 0.9 of 0.85 rem)."""
     m = measured[mode, name]["residual"]
-    rejections = sum(1 for r in load_example(name).rounds if r.next_kind == REPLACEMENT and r.residual)
+    rejections = sum(1 for r in load_example(name).rounds if r.next_kind == REPLACEMENT and r.residual
+                     and r.tree is None)  # a tree draws its residual in its own card (not measured here)
     assert m["cards"] == rejections, m  # every card measured
     assert m["cut"] == [], m["cut"]
     assert m["smallest"] >= 12 or not rejections, m

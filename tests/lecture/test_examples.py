@@ -56,7 +56,7 @@ def test_the_claims_can_fail():
     assert not EXAMPLES["story"].shows(code) and not EXAMPLES["adaptive"].shows(code)
     assert not EXAMPLES["paris"].shows(story) and not EXAMPLES["code"].shows(story)
     assert not EXAMPLES["spices"].shows(code) and not EXAMPLES["spices"].shows(load_example("adaptive"))
-    assert not EXAMPLES["tree"].shows(story) and not EXAMPLES["heads"].shows(code)  # no tree; the draft model's
+    assert not EXAMPLES["story-tree"].shows(story) and not EXAMPLES["code-heads"].shows(code)  # no tree; the draft model's
 
 
 @pytest.mark.parametrize("name", list(EXAMPLES))

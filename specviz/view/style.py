@@ -212,11 +212,20 @@ def verdict_parts(d: DraftPosition, greedy: bool = False, cut: str = "",
     if greedy:
         return ([("more", "same top token as the target "), ("", "→ accept")] if ok else
                 [("more", "the target's top token differs "), ("", "→ reject")])
-    residual = tested is not None and abs(tested - d.p) >= 5e-7
+    residual = tested_residual(d, tested)
     p, q, ratio, r = verdict_numbers(tested if residual else d.p, d.q, d.uniform, ok)
-    said = " (p′: the residual after the rejected sibling)" if residual else zero_note(d.p, cut)
+    said = RESIDUAL_SAID if residual else zero_note(d.p, cut)
     return [("", f"r = {r} {'<' if ok else '≥'} "), ("min", f"min(1, {p}/{q}) = "), ("", ratio),
             ("more", f" → {'accept' if ok else 'reject'}{said}")]
+
+
+RESIDUAL_SAID = " (p′: the residual after the rejected sibling)"
+
+
+def tested_residual(d: DraftPosition, tested: float | None) -> bool:
+    """Whether the test compared q with something other than p: a recorded p′ that differs from p (beyond the float32
+    noise of reading one value twice)."""
+    return tested is not None and abs(tested - d.p) >= 5e-7
 
 
 def tested_p(rnd, i: int) -> float | None:

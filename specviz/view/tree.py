@@ -17,7 +17,7 @@ from specviz.drafters import Drafter
 from specviz.settings.bounds import widths_text
 from specviz.record.quiz_data import reveal_steps
 from specviz.view.token_text import quoted, token_html
-from specviz.view.style import FATES, e_formula, num, verdict_numbers
+from specviz.view.style import FATES, RESIDUAL_SAID, e_formula, num, tested_residual, verdict_numbers
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Round, Trace, TreeRecord
 
@@ -174,7 +174,7 @@ def _test_text(rnd: Round, i: int, greedy: bool, distinct: bool = False) -> str:
     ok = d.fate == ACCEPTED
     if greedy:
         return "is the target's top token → accept" if ok else "is not the target's top token → reject"
-    residual = "" if p_test is None or abs(p_test - d.p) < 5e-7 else " (p′: the residual after the rejected sibling)"
+    residual = RESIDUAL_SAID if tested_residual(d, p_test) else ""
     if distinct and residual:
         residual = " (p′: the residual after the rejected sibling; q′: q without it, renormalised)"
     p, q, ratio, r = verdict_numbers(d.p if p_test is None else p_test, d.q, d.uniform, ok)

@@ -50,6 +50,8 @@ def record_command(a: argparse.Namespace) -> int:
         if not examples.speedup_is_a_result(r.trace):
             print(f"  WARNING: its speedup is no result (fewer than {PUBLISHED_TURNS} turns, or above its ceiling, "
                   f"what its own target passes allow with drafting free: timing noise); record it again")
+        for why in examples.unsteady(r.trace):
+            print(f"  WARNING: recorded on a busy machine: {why}; record it again on a quiet one")
     if a.costs:
         from specviz.measure.recorded_costs import record_costs
         profile = record_costs(engine, progress=print_progress)

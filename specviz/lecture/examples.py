@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from specviz.drafters import LOOKUP
+from specviz.drafters import HEADS, LOOKUP, TREE
 from specviz.engine import Engine, RunSettings
 from specviz.engine.repeats import timed_run
 from specviz.settings.bounds import COST_RULE, THRESHOLD_RULE, Progress
@@ -99,6 +99,8 @@ def _shows_adaptive(trace: Trace) -> bool:
     return bool(ks) and trace.settings["adaptive"] and min(ks) < max(ks) == trace.settings["k"] and code
 
 
+TREE_WIDTHS = (2, 2, 1, 1)  # the tree example's children per node at each depth
+
 # The adaptive example's run, and how its description says the rule stops (the recording named no rule: the threshold)
 ADAPTIVE = RunSettings(k=8, temperature=0.7, seed=1, max_new_tokens=48, adaptive=True, stop_rule=COST_RULE)
 STOPS = {THRESHOLD_RULE: f"the draft stops once the product of its own probabilities of its drafts (at temperature 1) "
@@ -107,13 +109,31 @@ STOPS = {THRESHOLD_RULE: f"the draft stops once the product of its own probabili
                     "what it costs on this machine"}
 
 
-def _shows_plain_rounds(trace: Trace) -> bool:
-    # most rounds after the first drafted nothing because the rule found no draft worth its cost (not a probe), and
-    # some drafted: the rule chose, round by round
+def _shows_short_rounds(trace: Trace) -> bool:
+    # most rounds after the first drafted one token at most, because the rule found no further draft worth its cost,
+    # and some drafted more: the rule chose, round by round
     later = _cost_rounds(trace)
-    plain = [r for r in later if r.k == 0 and r.cost is not None and r.cost.choices and not r.cost.choices[0].drafted]
-    return (trace.settings.get("stop_rule") == COST_RULE and len(plain) > len(later) / 2
-            and any(r.k for r in later))
+    short = [r for r in later if r.k <= 1 and r.cost is not None and r.cost.choices
+             and not r.cost.choices[-1].drafted]
+    return (trace.settings.get("stop_rule") == COST_RULE and len(short) > len(later) / 2
+            and any(r.k >= 2 for r in later))
+
+
+def sibling_saves(trace: Trace) -> int:
+    """Tree rounds that kept a node whose earlier sibling was rejected: where a chain would have stopped."""
+    def saved(tree) -> bool:
+        return any(tree.parents[j] == tree.parents[node] for node in tree.path for j in range(1, node))
+    return sum(1 for r in trace.rounds if r.tree is not None and saved(r.tree))
+
+
+def _shows_tree(trace: Trace) -> bool:
+    return trace.settings.get("drafter") == TREE.key and sibling_saves(trace) >= 1
+
+
+def _shows_heads(trace: Trace) -> bool:
+    # the heads' text is the target's own, and a later head earned its keep: a round kept two drafts or more
+    same = trace.baseline is not None and trace.baseline.output_token_ids == trace.output_token_ids
+    return trace.settings.get("drafter") == HEADS.key and same and any(r.n_accepted >= 2 for r in trace.rounds)
 
 
 def speedup_is_a_result(trace: Trace) -> bool:
@@ -123,6 +143,25 @@ def speedup_is_a_result(trace: Trace) -> bool:
     both = speedups(trace)
     return (both is not None and trace.baseline.repeats is not None
             and len(trace.baseline.repeats.speculative) >= PUBLISHED_TURNS and not any(sp and sp.beyond for sp in both))
+
+
+STEADY = 1.5  # the slowest turn of a side over its fastest, at most: beyond it the machine was busy while recording
+MAX_C = 1.0  # a draft step priced above one target step: a 0.5B draft cannot cost more than its 1.5B target, unless
+#              the machine was busy while the pair's costs were measured (issue 46: c = 1.45 on an overloaded one)
+
+
+def unsteady(trace: Trace) -> list[str]:
+    """Why a recording was made on a busy machine, in words (empty: it was not): a side whose turns differ by more
+    than STEADY times, or a cost-aware c above MAX_C."""
+    why = []
+    repeats = trace.baseline.repeats if trace.baseline else None
+    for side, runs in ((("speculative", repeats.speculative), ("target alone", repeats.target)) if repeats else ()):
+        rates = [run.tokens / run.total_s for run in runs if run.total_s > 0]
+        if rates and max(rates) > STEADY * min(rates):
+            why.append(f"the {side}'s turns ran at {min(rates):.2f}-{max(rates):.2f} tokens/s (over {STEADY:g}x)")
+    if trace.pass_costs is not None and trace.pass_costs.c > MAX_C:
+        why.append(f"a draft step priced at c = {trace.pass_costs.c:.2f} target steps (over {MAX_C:g})")
+    return why
 
 
 EXAMPLES = {e.name: e for e in [
@@ -150,13 +189,27 @@ EXAMPLES = {e.name: e for e in [
             f"Adaptive K (at most {ADAPTIVE.k}) on code: {STOPS[ADAPTIVE.stop_rule]}, so rounds draft different "
             f"numbers of tokens: all {ADAPTIVE.k} in some, fewer in others; each round's explanation says why.",
             CODE_ONLY_PROMPT, ADAPTIVE, _shows_adaptive),
-    Example("spices", "Drafts poorly, K = 0",
-            "Made-up spice names sampled at temperature 1 with adaptive K and the cost-aware rule: the small draft "
-            "guesses the target's invented words poorly, so in most rounds the rule finds that no draft would pay "
-            "for its cost and chooses K = 0, a plain target step (after 16 such rounds in a row it drafts one "
-            "anyway, to measure again); each round's weighing is on the page.",
+    Example("spices", "Drafts poorly, short rounds",
+            "Made-up spice names sampled at temperature 1 with adaptive K (at most 8) and the cost-aware rule: the "
+            "small draft guesses the target's invented words poorly, so in most rounds the rule finds a first draft "
+            "worth its cost and no second one, and drafts a single token; where the draft is surer it drafts more. "
+            "Each round's weighing is on the page.",
             POOR_DRAFT_PROMPT, RunSettings(k=8, temperature=1.0, seed=3, max_new_tokens=24, adaptive=True,
-                                           stop_rule=COST_RULE), _shows_plain_rounds),
+                                           stop_rule=COST_RULE), _shows_short_rounds),
+    Example("story-tree", "Story, draft tree",
+            f"The story opening again, drafted as a tree ({TREE_WIDTHS[0]} children at each of the first two depths, "
+            "then one): the target scores every node in one pass; where it rejects a draft, the draft's sibling is "
+            "tested against the residual max(0, p − q) and may be kept, so the round goes on where a chain would "
+            "have stopped.",
+            STORY_PROMPT, RunSettings(temperature=0.8, top_p=0.95, seed=2, max_new_tokens=30, drafter=TREE.key,
+                                      tree_widths=TREE_WIDTHS), _shows_tree),
+    Example("code-heads", "Code, Medusa heads",
+            "The Fibonacci function drafted by three Medusa heads trained here on the target's own answers "
+            "(`python -m specviz train-heads`): no draft model runs; each head reads the target's last hidden state "
+            "and guesses the token 1, 2 or 3 places ahead, a later head kept only after every head before it was; "
+            "the text equals the target's own greedy output.",
+            CODE_PROMPT, RunSettings(k=3, temperature=0.0, seed=0, max_new_tokens=48, drafter=HEADS.key),
+            _shows_heads),
 ]}
 FIRST = "code"  # the one the page opens while the models prepare
 
@@ -237,8 +290,9 @@ class Recorded:
 
     @property
     def shows(self) -> bool:
-        """What its description says, with speedups that are results (record_command says which failed)."""
-        return self.example.shows(self.trace) and speedup_is_a_result(self.trace)
+        """What its description says, with speedups that are results, recorded on a steady machine (record_command
+        says which failed)."""
+        return self.example.shows(self.trace) and speedup_is_a_result(self.trace) and not unsteady(self.trace)
 
 
 def record_example(engine: Engine, example: Example, folder: Path | None = None, turns: int = PUBLISHED_TURNS,

@@ -56,6 +56,25 @@ def test_the_claims_can_fail():
     assert not EXAMPLES["story"].shows(code) and not EXAMPLES["adaptive"].shows(code)
     assert not EXAMPLES["paris"].shows(story) and not EXAMPLES["code"].shows(story)
     assert not EXAMPLES["spices"].shows(code) and not EXAMPLES["spices"].shows(load_example("adaptive"))
+    assert not EXAMPLES["story-tree"].shows(story) and not EXAMPLES["code-heads"].shows(code)  # no tree; the draft model's
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_each_example_was_recorded_on_a_steady_machine(name):
+    """Each side's turns within 1.5x of each other, and a cost-aware c that a draft step can cost (issue 46: c = 1.45
+    and turns at 0.15-0.8 tokens/s came from an overloaded machine); a made-up slow turn or c is caught."""
+    import dataclasses
+
+    trace = load_example(name)
+    assert examples.unsteady(trace) == []
+    turns = trace.baseline.repeats.target
+    slow = dataclasses.replace(turns[0], total_s=turns[0].total_s * 2)
+    busy = dataclasses.replace(trace.baseline.repeats, target=[slow, *turns[1:]])
+    said = examples.unsteady(dataclasses.replace(trace, baseline=dataclasses.replace(trace.baseline, repeats=busy)))
+    assert len(said) == 1 and "target alone's turns" in said[0]
+    if trace.pass_costs is not None:
+        dear = dataclasses.replace(trace, pass_costs=dataclasses.replace(trace.pass_costs, c=1.45))
+        assert any("c = 1.45" in why for why in examples.unsteady(dear))
 
 
 @pytest.mark.parametrize("name", list(EXAMPLES))

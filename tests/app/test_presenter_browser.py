@@ -94,11 +94,15 @@ def quiz_rounds(page: Page):
 
 
 def aria_leaks(page) -> list[str]:
-    """What the accessibility tree says of the round's tokens, cards and head that names a fate."""
+    """What the accessibility tree says of the round's tokens, cards and head that names a fate, but for the legends
+    (a key of symbols, the same in every round: a tree's key sits among its cards), as SEEN reads the text."""
+    keys = page.page.evaluate(f"() => [...document.querySelectorAll('{SHOWN} :is(.sv-legend, .sv-tree-key)')]"
+                              ".map(e => e.textContent.replace(/\\s+/g, ' ').trim().slice(0, 40))")
     said = []
     for part in (".sv-round-head", ".sv-text", ".sv-cards"):
         snapshot = page.page.locator(f"{SHOWN} {part}").aria_snapshot()
-        said += [line.strip() for line in snapshot.splitlines() if FATE.search(line)]
+        said += [line.strip() for line in snapshot.splitlines()
+                 if FATE.search(line) and not any(key and key in line for key in keys)]
     return said
 
 

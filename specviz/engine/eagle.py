@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from specviz.drafters.trained import EAGLE
 from specviz.engine.kernels import activations
-from specviz.engine.readout import SubsetReadout
+from specviz.engine.readout import TargetRows
 
 WINDOW = 32  # positions a step's attention sees: the most recent target features, then the layer's own guesses
 MLP_FACTOR = 2  # the MLP's width as a multiple of the hidden size
@@ -99,7 +99,7 @@ class EagleLayer(torch.nn.Module):
         return x + self.down(F.silu(gate) * up)
 
 
-class EagleDrafter(torch.nn.Module):
+class EagleDrafter(TargetRows, torch.nn.Module):
     """The EAGLE layer with the target's embedding and LM head (shared, frozen). `steps`: the draft steps it was
     trained and measured for (a chain drafts at most that many; a tree is at most that deep)."""
 
@@ -117,12 +117,6 @@ class EagleDrafter(torch.nn.Module):
         self.device, self.dtype = activations(target)  # what the LM head reads (its weights may be float16)
         self.layer.to(device=self.device, dtype=self.dtype)
         self.provenance = None
-
-    def use_vocab(self, ids: torch.Tensor, path: str = "") -> None:
-        """Draft over the target's rows for `ids` only (readout.SubsetReadout: q is 0 for every other token, and
-        verification tests each draft against that q, so the output stays exact)."""
-        self.lm_head = SubsetReadout(self.full_head, ids, self.device, self.dtype, path)
-        self.vocab_ids = self.lm_head.ids
 
     @property
     def own(self) -> torch.nn.Module:

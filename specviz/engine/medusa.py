@@ -17,7 +17,7 @@ import torch
 
 from specviz.drafters.trained import MEDUSA
 from specviz.engine.kernels import activations
-from specviz.engine.readout import SubsetReadout
+from specviz.engine.readout import TargetRows
 
 
 class ResBlock(torch.nn.Module):
@@ -33,7 +33,7 @@ class ResBlock(torch.nn.Module):
         return x + torch.nn.functional.silu(self.linear(x))
 
 
-class MedusaHeads(torch.nn.Module):
+class MedusaHeads(TargetRows, torch.nn.Module):
     """n residual blocks sharing the target's LM head. `lm_head` is the target's own module (its parameters count as
     shared, engine/memory.py); only `blocks` are trained, saved and moved between dtypes."""
 
@@ -54,12 +54,6 @@ class MedusaHeads(torch.nn.Module):
     @property
     def n(self) -> int:
         return len(self.blocks)
-
-    def use_vocab(self, ids: torch.Tensor, path: str = "") -> None:
-        """Draft over the target's rows for `ids` only (readout.SubsetReadout: q is 0 for every other token, and
-        verification tests each draft against that q, so the output stays exact)."""
-        self.lm_head = SubsetReadout(self.full_head, ids, self.device, self.dtype, path)
-        self.vocab_ids = self.lm_head.ids
 
     @property
     def own(self) -> torch.nn.Module:

@@ -162,7 +162,7 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     (quant.py: a lighter draft, still exact), "full" keeps them as loaded (on the kernels' path), "auto" takes on
     CPU whichever of the three this CPU runs fastest, full weights elsewhere. The target's weights are never
     quantized to integers."""
-    draft, target = _pair_ids(preset, draft, target)
+    draft, target = pair_ids(preset, draft, target)
     device = pick_device(device)
     draft_path = resolve_model(draft, _scaled(progress, 0.0, 0.4))
     target_path = resolve_model(target, _scaled(progress, 0.4, 0.85))
@@ -192,7 +192,7 @@ def load_draft(path: str, device: str, choice: Choice, weights: str) -> torch.nn
     return draft if packed != DTYPES[choice.dtype] else apply_path(draft, choice.path)
 
 
-def _pair_ids(preset: str | None, draft: str | None, target: str | None) -> tuple[str, str]:
+def pair_ids(preset: str | None, draft: str | None, target: str | None) -> tuple[str, str]:
     """(draft id, target id) of a preset, or of the two models named; ValueError for anything else."""
     if draft or target:
         if not (draft and target):

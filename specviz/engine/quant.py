@@ -127,9 +127,10 @@ def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), la
             costs = {FULL: _STEPS_PER_PROMPT * full_one + stack_time(full, many)}
             small = packed_dtype(dtype, path)  # what a packed draft computes in (bfloat16 where native)
             one, many = one.to(small), many.to(small)
+            stack = [linear.to(small) for linear in stack]  # Module.to works in place: the full ones are timed above
             for kind in (INT8, INT4):
                 try:
-                    packed = [PACKED[kind](linear.to(small)) for linear in stack]
+                    packed = [PACKED[kind](linear) for linear in stack]
                     packed_one = stack_time(packed, one, repeats=3)
                     if packed_one < 0.9 * full_one:
                         costs[kind] = _STEPS_PER_PROMPT * packed_one + stack_time(packed, many, repeats=3)

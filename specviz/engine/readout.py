@@ -21,6 +21,22 @@ SUBSET_SIZES = (1024, 4096, 16384, 32768)  # the subsets a training reports held
 #                                            tab times a draft over (train/fit.py's draft_vocab is one of them)
 
 
+class TargetRows:
+    """What a drafter on the target's state (Medusa's heads, the EAGLE layer) does with the target's output layer:
+    it reads `full_head` (every row) or, after use_vocab, a SubsetReadout of it. The drafter sets lm_head, full_head,
+    vocab_ids, device and dtype in its __init__ (it is a torch module: the heads' own layers are its own)."""
+
+    def use_vocab(self, ids: torch.Tensor, path: str = "") -> None:
+        """Draft over the target's rows for `ids` only (SubsetReadout: q is 0 for every other token, and
+        verification tests each draft against that q, so the output stays exact)."""
+        self.lm_head = SubsetReadout(self.full_head, ids, self.device, self.dtype, path)
+        self.vocab_ids = self.lm_head.ids
+
+    def use_all_rows(self) -> None:
+        """Draft over every output row again (use_vocab undone)."""
+        self.lm_head, self.vocab_ids = self.full_head, None
+
+
 def output_rows(head: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     """An output layer's rows for `ids`, float32 (one packed for its kernels is unpacked for it, for a moment)."""
     weight = getattr(head, "weight", None)

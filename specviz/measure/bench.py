@@ -149,8 +149,8 @@ def _packed_draft(a, engine: Engine, weights: str) -> torch.nn.Module:
     if a.tiny:
         return quantize_linears(copy.deepcopy(engine.draft), weights)
     from specviz.engine.kernels import Choice
-    from specviz.engine.pairs import _pair_ids, load_draft, resolve_model
-    return load_draft(resolve_model(_pair_ids(a.preset, None, None)[0]), engine.device, Choice(engine.kernels, engine.dtype, ""), weights)
+    from specviz.engine.pairs import pair_ids, load_draft, resolve_model
+    return load_draft(resolve_model(pair_ids(a.preset, None, None)[0]), engine.device, Choice(engine.kernels, engine.dtype, ""), weights)
 
 
 def _tiny_engine() -> Engine:

@@ -69,7 +69,7 @@ def subset_heads_times(heads: MedusaHeads, n: int, engine, repeats: int, hidden:
     try:
         return time_calls(lambda i: heads(hidden), hidden.device, repeats)
     finally:
-        heads.lm_head, heads.vocab_ids = heads.full_head, None
+        heads.use_all_rows()
 
 
 def trained_agreement(engine, rows: list[int]) -> list[float]:

@@ -332,5 +332,5 @@ def vocab_agreement(drafter, teacher: Teacher, ranked: torch.Tensor, sizes: tupl
         if n:
             drafter.use_vocab(ranked[:n])
         out[n] = check(drafter, teacher).each[0]
-        drafter.lm_head, drafter.vocab_ids = drafter.full_head, None
+        drafter.use_all_rows()
     return out

@@ -58,9 +58,10 @@
     return true;
   }
 
-  // The section that the page shows at its top, where the presenter view opens.
+  // The section that the page shows at its top, where the presenter view opens (one whose last tenth of a screen
+  // or less is still on it has been read: the next one).
   function inView(tab) {
-    const at = sections(tab).findIndex((sec) => sec.getBoundingClientRect().bottom > 0);
+    const at = sections(tab).findIndex((sec) => sec.getBoundingClientRect().bottom > innerHeight / 10);
     return Math.max(at, 0);
   }
 
@@ -68,6 +69,17 @@
 
   const floor = () => parseFloat(getComputedStyle(document.documentElement).fontSize);
   const plain = (value) => JSON.parse(JSON.stringify(value ?? {}, (k, v) => (k.startsWith("_") ? undefined : v)));
+
+  // A copy of a figure's layout (or data) with every power written on one line, at its text's own size: plotly draws
+  // <sup> at 70 % of it, under the floor ("α<sup>K+1</sup>" -> "α^(K+1)", "α<sup>j</sup>" -> "α^j").
+  function powers(value) {
+    if (typeof value === "string") {
+      return value.replace(/<sup>(.*?)<\/sup>/g, (_, x) => (x.length > 1 ? `^(${x})` : `^${x}`));
+    }
+    if (Array.isArray(value)) return value.map(powers);
+    if (!value || typeof value !== "object") return value;
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, powers(v)]));
+  }
 
   // A copy of a figure's layout (or data) with `font` applied to every font size and `margin` to every margin and pad.
   function remap(value, font, margin, key = "") {
@@ -90,8 +102,8 @@
     const bottom = box.getBoundingClientRect().bottom - parseFloat(getComputedStyle(box).paddingBottom);
     const height = Math.floor(bottom - gd.getBoundingClientRect().top - 2);
     // bar text: plotly shrinks it to fit a bar unless told not to, below the floor
-    const bars = remap(data, grow, grow).map((t) => (t.text ? { ...t, constraintext: "none" } : t));
-    window.Plotly.react(gd, bars, { ...remap(layout, grow, grow), width: Math.floor(gd.parentElement.clientWidth),
+    const bars = powers(remap(data, grow, grow)).map((t) => (t.text ? { ...t, constraintext: "none" } : t));
+    window.Plotly.react(gd, bars, { ...powers(remap(layout, grow, grow)), width: Math.floor(gd.parentElement.clientWidth),
       height: Math.max(height, 100), _svFitted: true });
   }
 
@@ -164,24 +176,27 @@
     on,
   };
 
-  // A tab chosen while the presenter view is open (a link's `tab=`): its first section once the tab has drawn them,
-  // or the rounds.
+  // A tab chosen while the presenter view is open, or a link's `tab=` with `present=1` (which of the two comes first
+  // is the page's to decide): its first section once the presenter view is on and the tab has drawn its sections
+  // (a tab draws them when it is first chosen: seconds on a busy machine), or the rounds.
   function openSoon(tries) {
-    if (body.classList.contains("sv-present") && !window.svSections.open() && tries > 0) {
-      setTimeout(() => openSoon(tries - 1), 100);
-    }
+    if (tries <= 0 || (body.classList.contains("sv-present") && window.svSections.open())) return;
+    setTimeout(() => openSoon(tries - 1), 100);
   }
 
   document.addEventListener("click", (event) => {
     if (!event.target.closest("[role=tab]") || !body.classList.contains("sv-present")) return;
     shown = -1;
     body.classList.remove("sv-sections");
-    setTimeout(() => requestAnimationFrame(() => openSoon(20)), 0);
+    setTimeout(() => requestAnimationFrame(() => openSoon(150)), 0);
   });
 
   function openTab(id, tries = 100) {  // the tab's button once the page has drawn it
     const button = document.getElementById(id);
-    if (button) button.click();
+    if (button) {
+      button.click();
+      openSoon(150);
+    }
     else if (tries > 0) setTimeout(() => openTab(id, tries - 1), 50);
   }
 

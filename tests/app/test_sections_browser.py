@@ -155,8 +155,8 @@ def test_the_keys_open_and_leave_the_lab_where_it_was(browser, url):
                                    "._fullLayout.width")
         page.page.keyboard.press("p")
         said = page.wait_js("() => document.getElementById('sv-section-count')?.textContent")
-        assert said.startswith("Lab · section") and "#lab-explorer-curves" in page.page.evaluate(
-            "() => document.querySelector('.sv-section.sv-on').innerHTML"), said  # the section in view
+        assert said.startswith("Lab · section") and page.page.evaluate(
+            "() => !!document.querySelector('.sv-section.sv-on #lab-explorer-curves')"), said  # the section in view
         page.wait_js("() => document.querySelector('.sv-section.sv-on .js-plotly-plot')?.layout?._svFitted")
         announced = page.wait_js("() => { const t = document.getElementById('sv-announce').textContent;"
                                  " return t.startsWith('Lab, section') ? t : null; }")

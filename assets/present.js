@@ -2,13 +2,14 @@
 // the keyboard or a clicker. body.sv-present turns it on: the Present button, the P key, or `present=1` in the page's
 // link (`/?example=paris&round=3&step=1&present=1`). stepping.js keeps stepping, revealing and answering (→
 // PageDown Space, ← PageUp, digits); this script adds the presenter's own keys: Esc (or P) leaves, F full screen (the
-// browser's Fullscreen API: a key press is the user gesture it needs), R the room rail, ? the list of keys.
+// browser's Fullscreen API: a key press is the user gesture it needs), R the room rail, ? the list of keys. On the Lab
+// and the Costs tab it shows their sections, one a screen (sections.js), and the stepping keys step through them.
 (() => {
   const body = document.body;
   const presenting = () => body.classList.contains("sv-present");
   const KEYS = [
-    ["→ PageDown Space", "next: the next reveal step in quiz mode, else the next round"],
-    ["← PageUp", "the round before"],
+    ["→ PageDown Space", "next: the next reveal step in quiz mode, else the next round (Lab, Costs: section)"],
+    ["← PageUp", "the round before (Lab, Costs: the section before)"],
     ["0 … 9", "answer, in quiz mode"],
     ["R", "the room rail: QR code, join link, the class's answers"],
     ["F", "full screen (again: leave it)"],
@@ -66,7 +67,9 @@
   window.svPresent = (on) => {
     chrome();
     body.classList.toggle("sv-present", Boolean(on));
+    if (on) window.svSections.open();  // the Lab or the Costs tab in front: its sections, one a screen
     if (!on) {
+      window.svSections.close();
       body.classList.remove("sv-rail");
       document.getElementById("sv-help").hidden = true;
       if (document.fullscreenElement) document.exitFullscreen().catch(() => {});
@@ -92,24 +95,36 @@
     return true;
   }
 
-  function typing(element) {
+  // The stepping keys while a section of the Lab or the Costs tab is on screen (sections.js): its own, not
+  // stepping.js's. A focused button or box keeps Space (it presses or ticks it), as on the page.
+  function sectionKey(event) {
+    if (!window.svSections.on()) return false;
+    if (event.key === " " && document.activeElement?.matches("button, input, [role=button]")) return false;
+    if (window.svStepKeys.FORWARD.includes(event.key)) return window.svSections.step(1);
+    if (window.svStepKeys.BACK.includes(event.key)) return window.svSections.step(-1);
+    return false;
+  }
+
+  function typing(element) {  // a field, or a table's cell (the Lab's table starts editing a cell as one types)
     const tag = element?.tagName;
     return (tag === "INPUT" && element.type !== "checkbox") || tag === "TEXTAREA" || tag === "SELECT" ||
-      Boolean(element?.isContentEditable);
+      Boolean(element?.isContentEditable) || Boolean(element?.closest?.("table, [role=grid]"));
   }
 
   // In the capture phase: before stepping.js, which would otherwise read these keys as its own.
   document.addEventListener("keydown", (event) => {
-    if (event.ctrlKey || event.altKey || event.metaKey || typing(document.activeElement)) return;
+    if (event.ctrlKey || event.altKey || event.metaKey) return;
+    // a field keeps its keys, but Esc: a focused slider of the Lab must not hold the presenter view open
+    if (typing(document.activeElement) && !(presenting() && event.key === "Escape")) return;
     const stageShown = document.getElementById("next-round")?.offsetParent != null;  // the Rounds tab in front
     if (!presenting()) {
-      if ((event.key === "p" || event.key === "P") && stageShown) {
+      if ((event.key === "p" || event.key === "P") && (stageShown || window.svSections.available())) {
         window.svPresent(true);
         event.preventDefault();
       }
       return;
     }
-    if (key(event.key)) {
+    if (key(event.key) || sectionKey(event)) {
       event.preventDefault();
       event.stopImmediatePropagation();
     }

@@ -7,8 +7,9 @@
 //
 // Keys: ← / PageUp step back; → / PageDown / space reveal the next step in quiz mode (quiz.js: svReveal), else step
 // forward (what a presenter's clicker sends); digits answer in quiz mode (svAnswer). On the Lab tab the forward keys
-// reveal the next step of its "test yourself" card while the card is on screen. Keys typed into a field are left
-// alone, and so are chords with Ctrl, Alt or Meta, and keys pressed while another tab (the Lab) hides the stage.
+// reveal the next step of its "test yourself" card while the card is on screen (in the presenter view the Lab and the
+// Costs tab step by section instead, the card's steps first: sections.js). Keys typed into a field are left alone, and
+// so are chords with Ctrl, Alt or Meta, and keys pressed while another tab (the Lab) hides the stage.
 (() => {
   const stage = () => document.querySelector("#stage .sv-stage");
   const sections = () => Array.from(document.querySelectorAll("#stage .sv-round"));
@@ -82,13 +83,16 @@
   }
 
   const BACK = ["ArrowLeft", "PageUp"], FORWARD = ["ArrowRight", "PageDown", " "];
+  window.svStepKeys = { BACK, FORWARD };  // the presenter view steps the Lab's and the Costs tab's sections with them
 
-  // The Lab's "test yourself" card, while it is on screen: the forward keys press its "Reveal next step".
+  // The Lab's "test yourself" card, while it is on screen: the forward keys press its "Reveal next step" (here, and in
+  // the presenter view's Lab: sections.js).
   function revealCard() {
     const card = document.getElementById("lab-card"), box = card?.getBoundingClientRect();
     if (!card || card.offsetParent === null || box.bottom <= 0 || box.top >= window.innerHeight) return false;
     return press("lab-card-reveal");
   }
+  window.svRevealCard = revealCard;
 
   document.addEventListener("click", (event) => {
     if (!event.target.closest(".sv-skip")) return;  // "Skip to the round": focus Next round, the round in view

@@ -40,6 +40,10 @@ BROWSER = [
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
 ]
+# The presenter view's two projector windows, each with the least font size it allows in px: 1 rem of its root font,
+# min(1.25vw, 2.222vh) (assets/present.css), so 1920x1080 is the 1280x720 picture 1.5 times larger. The rounds' view
+# (tests/app/test_presenter_browser.py) and the Lab's and the Costs tab's (test_sections_browser.py) are held to it.
+PROJECTOR = {"1280x720": ((1280, 720), 16), "1920x1080": ((1920, 1080), 24)}
 
 # The device the device-aware tests run on: cpu unless told (tools/gpu_check.py runs them with cuda). The real-pair
 # tests take it too, where unset meaning auto (cuda → mps → cpu), as the app does.

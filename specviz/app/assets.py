@@ -14,8 +14,10 @@ ASSETS = Path(__file__).resolve().parents[2] / "assets"
 # The stage in any page: its screen-reader announcements, stepping (buttons and keys), the quiz.
 STAGE_SCRIPTS = ("announce.js", "stepping.js", "quiz.js")
 # The main page: the stage, charts named and tabled for screen readers, the dropdowns' focus, leading a room, the
-# round brought into view, the presenter view (last: its keys listen in the capture phase, before stepping.js's).
-PAGE_SCRIPTS = (*STAGE_SCRIPTS, "chart_tables.js", "dropdown_focus.js", "room.js", "first_screen.js", "present.js")
+# round brought into view, the presenter view: the sections of the Lab and the Costs tab, then its keys (last: they
+# listen in the capture phase, before stepping.js's).
+PAGE_SCRIPTS = (*STAGE_SCRIPTS, "chart_tables.js", "dropdown_focus.js", "room.js", "first_screen.js", "sections.js",
+                "present.js")
 # A follower's page in a room (app/room_routes.py): the stage, then following the lecturer.
 FOLLOWER_SCRIPTS = (*STAGE_SCRIPTS, "follow.js")
 

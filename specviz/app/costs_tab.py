@@ -1,6 +1,7 @@
 """The Costs tab: why checking K drafts costs about one step, measured on the loaded pair, and where a busy
-server's batch makes speculation stop paying. Layout first, then its events; the measurement runs in the
-model-run group with Generate (one limit for all), is cached per pair for the process, and shows progress.
+server's batch makes speculation stop paying, in three sections (app/sections.py: a screen each in the presenter
+view). Layout first, then its events; the measurement runs in the model-run group with Generate (one limit for all),
+is cached per pair for the process, and shows progress.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import gradio as gr
 from specviz.measure import cost_charts
 from specviz.measure.recorded_costs import recorded_costs
 from specviz.app.errors import message_of
+from specviz.app.sections import panes, section
 from specviz.lab.readouts import heading_html, warning_html
 from specviz.settings.bounds import MAX_K, Bound
 from specviz.app.serving import MODEL_RUNS, CostCache, EngineLoader, Step, engine_ref, measure_pair_costs
@@ -27,6 +29,7 @@ EXPLAIN = (
     "page, and say which.")
 NO_GPU = "No GPU projection has been run for this project yet: the curves here are of a CPU only."
 LIVE_TAKES = "A live measurement takes tens of seconds on a 2-core CPU."
+OPENING = (0.8, 4)  # α and K as the tab opens
 
 
 def measure_handler(get_engine: EngineLoader | None, cache: CostCache):
@@ -93,23 +96,37 @@ def from_trace(trace):
     return round(trace.summary.acceptance_rate, 2), min(int(trace.settings.get("k", 4)), MAX_K)
 
 
+def _costs_layout(recorded) -> tuple:
+    """The tab's three sections: why a pass over K + 1 tokens costs about one (the t(n) curve, with the measure
+    button); the speedup against batch size at α and K (the crossover); the measured figures in sentences.
+    -> α, K, measure, again, status, readout, ratio chart, batch chart"""
+    first = show_costs(recorded, *OPENING)  # before a live measurement: the shipped recording, marked as one
+    with section():
+        gr.HTML(heading_html("Why checking K drafts costs about one step — and when it stops", EXPLAIN))
+        with panes():
+            with gr.Column():
+                measure = gr.Button("Measure the loaded pair", variant="primary", elem_id="cost-measure")
+                again = gr.Checkbox(False, label="measure again", elem_id="cost-again")
+                status = gr.HTML(first_status(recorded), label="Measurement status", elem_id="cost-status")
+            ratio_plot = gr.Plot(first[1], label="Pass time against tokens per pass", show_label=False,
+                                 elem_id="cost-ratio")
+    with section():
+        gr.HTML("<h3>A busy server: the speedup against batch size</h3>")
+        with gr.Row():
+            alpha = gr.Slider(0, 1, OPENING[0], step=0.01,
+                              label="α (acceptance rate; the latest run's, once there is one)", elem_id="cost-alpha")
+            k = gr.Slider(1, MAX_K, OPENING[1], step=1, label="K (draft tokens per round)", elem_id="cost-k")
+        batch_plot = gr.Plot(first[2], label="Speedup against batch size", show_label=False, elem_id="cost-batch")
+    with section():
+        gr.HTML("<h3>The measured figures</h3>")
+        readout = gr.HTML(first[0], label="Measured figures", elem_id="cost-readout-box")
+    return alpha, k, measure, again, status, readout, ratio_plot, batch_plot
+
+
 def build_costs(preset, get_engine: EngineLoader | None, trace_state: gr.State | None = None,
                 cache: CostCache | None = None) -> None:
-    gr.HTML(heading_html("Why checking K drafts costs about one step — and when it stops", EXPLAIN))
-    with gr.Row():
-        alpha = gr.Slider(0, 1, 0.8, step=0.01, label="α (acceptance rate; the latest run's, once there is one)",
-                          elem_id="cost-alpha")
-        k = gr.Slider(1, MAX_K, 4, step=1, label="K (draft tokens per round)", elem_id="cost-k")
-        with gr.Column(min_width=260):
-            measure = gr.Button("Measure the loaded pair", variant="primary", elem_id="cost-measure")
-            again = gr.Checkbox(False, label="measure again", elem_id="cost-again")
-    # before a live measurement the tab draws the shipped recording, marked as one; after one, the status gives its own
     recorded = recorded_costs()
-    first = show_costs(recorded, alpha.value, k.value)
-    status = gr.HTML(first_status(recorded), label="Measurement status", elem_id="cost-status")
-    readout = gr.HTML(first[0], label="Measured figures", elem_id="cost-readout-box")
-    ratio_plot = gr.Plot(first[1], label="Pass time against tokens per pass", show_label=False, elem_id="cost-ratio")
-    batch_plot = gr.Plot(first[2], label="Speedup against batch size", show_label=False, elem_id="cost-batch")
+    alpha, k, measure, again, status, readout, ratio_plot, batch_plot = _costs_layout(recorded)
     profile = gr.State(recorded)
 
     measure.click(measure_handler(get_engine, cache or CostCache()), [preset, again], [profile, status],

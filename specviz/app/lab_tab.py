@@ -1,9 +1,10 @@
 """The Lab tab: the p/q playground with its Monte Carlo, the α / K / c explorer beside a trace's measurement, and
 the drafters compared on the real engine.
 
-`build_lab(trace_state, preset, get_engine)` lays out its three sections inside the current gr.Blocks context (the
+`build_lab(trace_state, preset, get_engine)` lays out its three parts inside the current gr.Blocks context (the
 app calls it inside `with gr.Tab("Lab"):`, passing its trace, its pair dropdown and its process-wide model
-loader); each section wires its own events, which are page-internal except the comparison (`compare_drafters`).
+loader); each part wires its own events, which are page-internal except the comparison (`compare_drafters`); its
+sections are laid out in app/lab_layout.py.
 `demo()` wraps it in a page of its own:
 
     python -m specviz.app.lab_tab
@@ -26,18 +27,19 @@ from specviz.view.charts import FONT_SIZE, empty_figure
 from specviz.engine import RunSettings
 from specviz.app.errors import message_of, refused_by_zerogpu
 from specviz.lab.readouts import (RESTART, REVEAL, TREE_NOTE, card_html, card_steps, comparison_status, covered_html,
-                         exactness_html, explorer_html, heading_html, histogram_html, joint_html, playground_html,
+                         exactness_html, explorer_html, histogram_html, joint_html, playground_html,
                          trace_html, warning_html)
 from specviz.settings.bounds import MAX_K, check_prompt_given
-from specviz.settings.prompts import COMPARE_PROMPTS, REWRITE_PROMPT
 from specviz.app.inputs import setting
+from specviz.app.sections import panes, section
+from specviz.app.lab_layout import (compare_prompt_section, compare_runs_section, explorer_charts_section,
+                                    explorer_terms_section, sampling_section, theory_section, toy_pair_section)
 from specviz.app.serving import MODEL_RUNS, EngineLoader, engine_ref, stream_comparison
 from specviz.record.stats import drafted_a_tree
 from specviz.record.trace import Trace
 from specviz.record.load import load_trace
 
 DECIMALS = 4  # the editable table shows probabilities to this many places
-SAMPLE_SIZES = [100, 1_000, 10_000, 100_000]
 COLUMNS = ("token", "q", "p")  # the editable table, left to right
 PRIVATE = dict(api_visibility="private")  # the Lab's events, but the comparison, are page-internal
 CARD_STEPS = len(card_steps(explorer.QUESTION))
@@ -229,33 +231,15 @@ class Lab:
 
 
 def _playground_section() -> tuple[gr.State, gr.Button]:
-    """1: one draft position with an editable toy pair, and N rounds sampled against p. -> (pair, send α)"""
+    """1: one draft position with an editable toy pair, why its output is exactly p, and N rounds sampled against p.
+    -> (pair, send α)"""
     pair0, sampling0 = playground.SEED_EXAMPLE, (10_000, "correct", 0)  # N, sampler, seed
     table0, _, _, readout0, pg_plot0, hist_readout0, hist_plot0, exact0 = show_toy_pair(pair0, *sampling0)
-    gr.HTML(heading_html(
-        "1 · The p/q playground: one draft position, exactly",
-        "Edit q (draft) and p (target): the value you type stays and the rest of its column rescales to sum to 1. "
-        "A draft x ~ q is kept with probability min(1, p(x)/q(x)); otherwise the token is drawn from the residual "
-        "norm(max(0, p − q)). The two routes add up to exactly p."))
-    with gr.Row():
-        toy_pairs = {name: gr.Button(name) for name in playground.TOY_PAIRS}
-    table = gr.Dataframe(value=table0, headers=["token", "q (draft)", "p (target)"],
-                         datatype=["str", "number", "number"], type="array", interactive=True,
-                         label="vocabulary: 4 to 8 tokens (rows can be added and removed)", elem_id="lab-table")
-    note = gr.HTML(elem_id="lab-message")
-    readout = gr.HTML(readout0, elem_id="lab-playground-readout")
-    pg_plot = gr.Plot(pg_plot0, show_label=False, elem_id="lab-playground-plot")
-    exactness = gr.HTML(exact0, elem_id="lab-exactness-lines")
-    send_alpha = gr.Button("Use this α in the explorer ↓")
-    gr.HTML("<h3>Sample N rounds and compare with p</h3>")
-    with gr.Row():
-        n = gr.Radio([(f"{size:,}", size) for size in SAMPLE_SIZES], value=sampling0[0], label="N rounds")
-        sampler = gr.Radio([(label, key) for key, label in playground.SAMPLER_LABELS.items()], value=sampling0[1],
-                           label="sampler", elem_id="lab-sampler")
-        seed = gr.Number(sampling0[2], precision=0, minimum=0, label="seed", elem_id="lab-seed")
-    sample = gr.Button("Sample N times", variant="primary", elem_id="lab-sample")
-    hist_readout = gr.HTML(hist_readout0, elem_id="lab-histogram-text")
-    hist_plot = gr.Plot(hist_plot0, show_label=False, elem_id="lab-histogram")
+    toy_pairs, table, note, readout, pg_plot = toy_pair_section(table0, readout0, pg_plot0)
+    with section():  # its title is the identities' own heading (readouts.exactness_html)
+        exactness = gr.HTML(exact0, elem_id="lab-exactness-lines")
+        send_alpha = gr.Button("Use this α in the explorer ↓")
+    n, sampler, seed, sample, hist_readout, hist_plot = sampling_section(sampling0, hist_readout0, hist_plot0)
     pair = gr.State(pair0)
 
     shown = [table, pair, note, readout, pg_plot, hist_readout, hist_plot, exactness]
@@ -272,27 +256,31 @@ def _playground_section() -> tuple[gr.State, gr.Button]:
 
 def _two_positions_section(pair: gr.State, n: gr.Radio, seed: gr.Number) -> None:
     """The first two tokens together: the sequential case, with a bug that only shows there."""
-    gr.HTML("<h3>Two positions: the first two tokens together</h3><p style=\"font-size:20px\">Position 2's p and q "
-            "depend on the first token (the pair's p and q rotated by its place in the table), as in a real text. "
-            "A round drafts two tokens and tests them in turn; after a rejection at position 1, the next round "
-            "gives the second token. Correct sampling matches the target's joint p(a)·p(b | a).</p>")
-    with gr.Row():
-        sampler = gr.Radio([(label, key) for key, label in joint.JOINT_SAMPLER_LABELS.items()], value="correct",
-                           label="sampler", elem_id="lab-joint-sampler")
-        run = gr.Button("Sample the first two tokens N times", variant="primary", elem_id="lab-joint-run")
-    readout = gr.HTML(elem_id="lab-joint-text")
-    plot = gr.Plot(None, show_label=False, elem_id="lab-joint")
+    with section():
+        gr.HTML("<h3>Two positions: the first two tokens together</h3><p style=\"font-size:20px\">Position 2's p and "
+                "q depend on the first token (the pair's p and q rotated by its place in the table), as in a real "
+                "text. A round drafts two tokens and tests them in turn; after a rejection at position 1, the next "
+                "round gives the second token. Correct sampling matches the target's joint p(a)·p(b | a).</p>")
+        with panes():
+            with gr.Column():
+                sampler = gr.Radio([(label, key) for key, label in joint.JOINT_SAMPLER_LABELS.items()],
+                                   value="correct", label="sampler", elem_id="lab-joint-sampler")
+                run = gr.Button("Sample the first two tokens N times", variant="primary", elem_id="lab-joint-run")
+                readout = gr.HTML(elem_id="lab-joint-text")
+            plot = gr.Plot(None, show_label=False, elem_id="lab-joint")
     run.click(on_two_positions, [pair, n, sampler, seed], [readout, plot], **PRIVATE)
     pair.change(lambda: ("", None), None, [readout, plot], **PRIVATE)  # a new pair: nothing until pressed
 
 
 def _card_section() -> gr.State:
     """The "test yourself" card, one step per press. Its buttons are real buttons, so Tab reaches them and Enter or
-    space presses them; a clicker's → / PageDown need the page's stepping.js. -> revealed (every step shown)"""
-    card = gr.HTML(card_html(explorer.QUESTION, 0), elem_id="lab-card-box")
-    with gr.Row():
-        reveal = gr.Button(REVEAL, variant="primary", scale=0, min_width=240, elem_id="lab-card-reveal")
-        restart = gr.Button(RESTART, scale=0, min_width=160, elem_id="lab-card-restart")
+    space presses them; a clicker's → / PageDown need the page's stepping.js (or the presenter view's sections.js).
+    -> revealed (every step shown)"""
+    with section():  # its title is the card's own heading (readouts.card_html)
+        card = gr.HTML(card_html(explorer.QUESTION, 0), elem_id="lab-card-box")
+        with gr.Row():
+            reveal = gr.Button(REVEAL, variant="primary", scale=0, min_width=240, elem_id="lab-card-reveal")
+            restart = gr.Button(RESTART, scale=0, min_width=160, elem_id="lab-card-restart")
     shown, revealed = gr.State(0), gr.State(False)
     # "multiple": every press counts, however quickly a clicker sends them (the default drops presses while busy)
     reveal.click(on_reveal, shown, [shown, card, revealed], trigger_mode="multiple", **PRIVATE)
@@ -307,29 +295,11 @@ def _explorer_section(trace_state: gr.State | None) -> tuple[gr.State, gr.Slider
     q = explorer.QUESTION  # the sliders open at the card's question, covered until it is revealed
     alpha0, k0, c0, v0 = q.alpha, q.k, q.c, 1.0
     ex_readout0, curves0, rounds0, trace_readout0 = on_explore(alpha0, k0, c0, v0, trace0, False)
-    gr.HTML(heading_html(
-        "2 · The α / K / c / v explorer",
-        "α: the chance a draft token is accepted. K: draft tokens per round. c: one draft step, and v: the target's "
-        "verify pass over K + 1 tokens, each measured in one-token target steps. A round costs K·c + v steps and "
-        "yields 1 … K+1 tokens, so the speedup is E / (K·c + v). v = 1 is the memory-bound ideal, where reading "
-        "the weights dominates and checking K tokens costs one step; the curves take one v for every K."))
+    explorer_terms_section()
     revealed = _card_section()
-    with gr.Row():
-        alpha = gr.Slider(0, 1, alpha0, step=0.01, label="α (acceptance rate)", elem_id="lab-alpha")
-        k = gr.Slider(1, MAX_K, k0, step=1, label="K (draft tokens per round)", elem_id="lab-k")
-        c = gr.Slider(0, 1, c0, step=0.01, label="c (draft step / one-token target step)", elem_id="lab-c")
-        v = gr.Slider(0.5, 3, v0, step=0.01, label="v (verify pass / one-token target step; 1 = ideal)",
-                      elem_id="lab-v")
-    ex_readout = gr.HTML(ex_readout0, elem_id="lab-explorer-readout")
-    curves = gr.Plot(curves0, show_label=False, elem_id="lab-explorer-curves")
-    rounds = gr.Plot(rounds0, show_label=False, elem_id="lab-explorer-rounds")
-    gr.HTML("<h3>Theory beside measurement</h3>")
-    with gr.Row():
-        upload = gr.File(label="Upload a trace JSON", file_types=[".json"], type="binary", elem_id="lab-upload")
-        with gr.Column():
-            from_trace = gr.Button("Set α, K, c, v from the trace")
-            trace_message = gr.HTML(elem_id="lab-trace-message")
-    trace_readout = gr.HTML(trace_readout0, elem_id="lab-trace")
+    alpha, k, c, v, ex_readout, curves, rounds = explorer_charts_section(alpha0, k0, c0, v0, ex_readout0, curves0,
+                                                                         rounds0)
+    upload, from_trace, trace_message, trace_readout = theory_section(trace_readout0)
     trace = gr.State(trace0)
 
     gr.on([alpha.change, k.change, c.change, v.change, trace.change, revealed.change], on_explore,
@@ -348,41 +318,8 @@ def _explorer_section(trace_state: gr.State | None) -> tuple[gr.State, gr.Slider
 
 def _compare_section(preset, get_engine: EngineLoader | None) -> None:
     """3: the real engine once per drafter and K, beside the target alone. Its one public event."""
-    gr.HTML(heading_html(
-        "3 · Drafters compared",
-        "The real engine, once per drafter and K on one prompt, beside the target alone timed in the same call. "
-        "<b>Draft model</b>: the small model proposes K tokens. <b>Prompt lookup</b>: no second model; it copies the "
-        "K tokens that followed the latest earlier occurrence of the text's last few tokens (from the prompt or the "
-        "output so far). Its q is a point mass, so a copied token x is accepted with probability p(x): the output "
-        "still follows the target exactly. It shines where the answer repeats the prompt. <b>The target's first "
-        "layers</b> (self-speculation): the target's own first N layers, its final norm and LM head draft, so one "
-        "model sits in memory; a model not trained to exit early (Qwen2.5 is not) agrees with itself rarely at "
-        "small N, which is why Medusa, EAGLE, multi-token prediction and LayerSkip train their draft heads or "
-        f"layers. The default K values ({', '.join(map(str, compare.DEFAULT_KS))}) make "
-        f"{len(compare.plan(compare.DEFAULT_KS))} runs, the target alone's included, each taking seconds on a "
-        "2-core CPU: the status below times the runs as they finish and says what the rest should take (dated "
-        "tokens/s: docs/benchmarks.md, “Drafters compared”)."))
-    prompt = gr.Textbox(REWRITE_PROMPT, label="Prompt", lines=4, max_lines=16, elem_id="lab-compare-prompt")
-    gr.Examples([[text] for text in COMPARE_PROMPTS.values()], inputs=[prompt], label="Example prompts",
-                example_labels=list(COMPARE_PROMPTS))
-    with gr.Row():
-        ks = gr.CheckboxGroup(list(compare.ALL_KS), value=list(compare.DEFAULT_KS), elem_id="lab-compare-ks",
-                              label="K values (each adds one run per drafter)")
-        layers = gr.CheckboxGroup([("¼", 0.25), ("½", 0.5), ("¾", 0.75)], value=[0.5], elem_id="lab-compare-layers",
-                                  label="Self-speculation: the target's first layers, this share of them (a run per "
-                                        "share and K)")
-        tokens = gr.Slider(4, 128, 32, step=4, label="Max new tokens", elem_id="lab-compare-tokens")
-        temperature = gr.Slider(0, 1.5, 0, step=0.05, label="Temperature (0 = greedy; seed 0)",
-                                elem_id="lab-compare-temperature")
-    with gr.Row():
-        run = gr.Button("Compare drafters", variant="primary", elem_id="lab-compare-run")
-        stop = gr.Button("Stop", elem_id="lab-compare-stop")
-    status = gr.HTML(label="Comparison status", elem_id="lab-compare-status")
-    table = gr.Dataframe(headers=list(compare.HEADERS), datatype="str", type="array", interactive=False,
-                         label="Runs, in the order they were made", elem_id="lab-compare-table")
-    chart = gr.Plot(empty_figure("Press “Compare drafters”: a line per drafter grows as its runs finish.",
-                                 FONT_SIZE), label="Speedup and tokens per pass against K",
-                    show_label=False, elem_id="lab-compare-chart")
+    prompt = compare_prompt_section()
+    ks, layers, tokens, temperature, run, stop, status, table, chart = compare_runs_section()
 
     # public (api_name), and queued with the app's Generate: the model runs share one limit (serving)
     comparing = run.click(compare_handler(get_engine), [prompt, ks, tokens, temperature, preset, layers],
@@ -394,9 +331,10 @@ def _compare_section(preset, get_engine: EngineLoader | None) -> None:
 
 def build_lab(trace_state: gr.State | None = None, preset: gr.components.Component | None = None,
               get_engine: EngineLoader | None = None) -> Lab:
-    """The Lab's three sections. `trace_state`: the app's trace, measured by the explorer. `preset` (the app's
-    pair dropdown) and `get_engine(preset, progress)` (its process-wide loader) feed the drafter comparison;
-    without them the comparison says it has no models."""
+    """The Lab's three parts, each of one or more sections (app/sections.py: a screen each in the presenter
+    view). `trace_state`: the app's trace, measured by the explorer. `preset` (the app's pair dropdown) and
+    `get_engine(preset, progress)` (its process-wide loader) feed the drafter comparison; without them the comparison
+    says it has no models."""
     with gr.Column(elem_id="lab-playground"):
         pair, send_alpha = _playground_section()
     with gr.Column(elem_id="lab-explorer"):

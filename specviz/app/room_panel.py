@@ -8,8 +8,9 @@ room was on when this page got it (its id and title): a drive names it, and a pa
 trace is told so and moves nothing (assets/room.js).
 
 Deep links open the page on a shipped example, a round and a reveal step (`?example=paris&round=3&step=1`; a step,
-or `quiz=1`, turns quiz mode on; `present=1`, read by assets/present.js, opens the presenter view), or a room for its
-lecturer (`?room=…&key=…`); "Link to this round" writes the link of what the page shows.
+or `quiz=1`, turns quiz mode on; `present=1`, read by assets/present.js, opens the presenter view; `tab=lab` or
+`tab=costs`, read by assets/sections.js, opens that tab), or a room for its lecturer (`?room=…&key=…`); "Link to this
+round" writes the link of what the page shows.
 """
 
 from __future__ import annotations

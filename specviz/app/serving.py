@@ -295,8 +295,9 @@ def launch_kwargs(hub: RoomHub = ROOMS) -> dict:
     return dict(theme=theme, show_error=True,
                 css=palette_css(), css_paths=[ASSETS / "style.css", ASSETS / "room.css"],
                 # the presenter view's sheet as it is: Gradio rewrites css_paths rule by rule and drops the
-                # @container rules its narrow cards need (only style and @media rules survive, Gradio 6.31)
-                head=f"<style>{text('present.css')}</style>",
+                # @container rules its narrow cards need (only style and @media rules survive, Gradio 6.31); beside
+                # it, the sheet of its sections of the Lab and the Costs tab
+                head=f"<style>{text('present.css')}\n{text('sections.css')}</style>",
                 js=f"() => {{\n{scripts(PAGE_SCRIPTS)}\n}}",
                 app_kwargs={"routes": room_routes(hub)},
                 max_file_size=MAX_TRACE_BYTES,  # an upload larger than any trace is refused before it lands

@@ -134,8 +134,9 @@ def explorer_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_si
                                 f"{measured.speedup:.2f}×", INK, show=False))
             tops[1] = max(tops[1], measured.speedup)
     k_axis = dict(title=dict(text="K (draft tokens per round)"), dtick=2 if len(ex.ks) > 10 else 1, gridcolor=GRID)
-    heads = [("Tokens per target pass E = (1 − α<sup>K+1</sup>) / (1 − α)", 0.0),
-             ("Speedup E / (K·c + v)", 0.55)]
+    # each head in two lines: in one, the two ran into each other where the presenter view enlarges the type
+    heads = [("Tokens per target pass<br>E = (1 − α<sup>K+1</sup>) / (1 − α)", 0.0),
+             ("Speedup<br>E / (K·c + v)", 0.55)]
     layout = dict(
         xaxis=dict(k_axis, domain=[0, 0.45]), xaxis2=dict(k_axis, domain=[0.55, 1], anchor="y2"),
         yaxis=dict(title=dict(text="tokens"), range=[0, 1.2 * tops[0]], gridcolor=GRID, zeroline=False),
@@ -149,7 +150,7 @@ def explorer_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_si
                 showarrow=False, font=dict(size=font_size - 2))],
     )
     title = f"α = {ex.alpha:.2f}, c = {ex.c:.2f}, v = {ex.v:.2f}: speedup {ex.speedup_at_k:.2f}× at K = {ex.k}"
-    return _figure(data, layout, title, font_size, plot_px=340, foot_lines=4, head_lines=2)
+    return _figure(data, layout, title, font_size, plot_px=340, foot_lines=4, head_lines=3)
 
 
 def rounds_figure(ex: Explorer, measured: MeasuredPoint | None = None, font_size: int = FONT_SIZE) -> go.Figure:

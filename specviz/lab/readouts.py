@@ -73,7 +73,7 @@ def exactness_html(pg: playground.Playground) -> str:
         f"3. Then the token comes from the residual norm(max(0, p − q)), so min(p, q) + (1 − α)·residual = p, token "
         f"by token: {parts(favourite)}" + (f"; {parts(short)}." if short else "."),
     ]
-    return (f'<div id="lab-exactness" style="{TEXT}"><b>Why the output is exactly p</b><br>'
+    return (f'<div id="lab-exactness" style="{TEXT}"><h3 style="margin:0">Why the output is exactly p</h3>'
             + "<br>".join(lines) + "</div>")
 
 
@@ -180,8 +180,10 @@ def card_html(q: explorer.Question, shown: int) -> str:
                 f"{q.k} tokens; a draft step costs c = {q.c:.2f} target passes, and verifying the K drafts costs "
                 f"one target pass (v = 1). The target alone generates {speed(q.target_tokens_per_s)} tokens/s (a figure "
                 f"assumed for the question, not measured here). How many tokens/s does speculative decoding give?")
-    return (f'<div id="lab-card" style="{TEXT};border:3px solid {INK};border-radius:8px;padding:8px 16px">'
-            f'<div style="font-size:26px;font-weight:bold">Test yourself</div><p>{question}</p>'
+    # data-steps: the presenter view (assets/sections.js) steps on to the next section once every step is shown
+    return (f'<div id="lab-card" data-steps="{n}" style="{TEXT};border:3px solid {INK};border-radius:8px;'
+            f'padding:8px 16px">'
+            f'<h3 style="font-size:26px;margin:0">Test yourself</h3><p>{question}</p>'
             f'<ol style="margin:0">{items}</ol>'
             f'<p id="lab-card-status" role="status" aria-live="polite">{status}</p></div>')
 

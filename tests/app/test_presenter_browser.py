@@ -14,7 +14,7 @@ import pytest
 from harness.browser import Page
 from harness.room_pages import FollowerPage, open_room
 from specviz.lecture.examples import EXAMPLES, FIRST
-from tests.helpers import BROWSER
+from tests.helpers import BROWSER, PROJECTOR
 
 pytestmark = BROWSER
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -125,7 +125,7 @@ def test_a_follower_sees_no_answer_before_the_reveal(browser, url):
 
 # --- the presenter view: the whole round on one screen, type for the back of a hall, nothing moves -----------
 
-SIZES = {"1280x720": ((1280, 720), 16), "1920x1080": ((1920, 1080), 24)}  # the window, the least font size in px
+SIZES = PROJECTOR  # the window, the least font size in px
 
 # Every visible element of the round on screen, as the viewer sees it: its box cut by every box inside the round
 # that clips (the strip keeps its newest lines), which must lie in the window (the stage's own box, which clips too,

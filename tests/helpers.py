@@ -44,6 +44,21 @@ BROWSER = [
 # min(1.25vw, 2.222vh) (assets/present.css), so 1920x1080 is the 1280x720 picture 1.5 times larger. The rounds' view
 # (tests/app/test_presenter_browser.py) and the Lab's and the Costs tab's (test_sections_browser.py) are held to it.
 PROJECTOR = {"1280x720": ((1280, 720), 16), "1920x1080": ((1920, 1080), 24)}
+# Every text under `roots` on screen whose font is under `least` px, as "15.0px: <its element's name>": a JS function
+# both projector tests declare in their measuring script (`${TOO_SMALL}` there, then tooSmall(roots, least, seen, name)).
+TOO_SMALL = """const tooSmall = (roots, least, seen, name) => {
+    const small = [];
+    for (const root of roots) {
+      const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+      for (let t = walk.nextNode(); t; t = walk.nextNode()) {
+        const e = t.parentElement;
+        if (!t.textContent.trim() || !seen(e) || !e.getClientRects().length) continue;
+        const size = parseFloat(getComputedStyle(e).fontSize);
+        if (size < least - 0.01) small.push(`${size.toFixed(1)}px: ${name(e)}`);
+      }
+    }
+    return [...new Set(small)];
+  };"""
 
 # The device the device-aware tests run on: cpu unless told (tools/gpu_check.py runs them with cuda). The real-pair
 # tests take it too, where unset meaning auto (cuda → mps → cpu), as the app does.

@@ -14,7 +14,7 @@ import pytest
 from harness.browser import Page
 from harness.room_pages import FollowerPage, open_room
 from specviz.lecture.examples import EXAMPLES, FIRST
-from tests.helpers import BROWSER, PROJECTOR
+from tests.helpers import BROWSER, PROJECTOR, TOO_SMALL
 
 pytestmark = BROWSER
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -164,17 +164,9 @@ MEASURE = """(least) => {
     if (seen(card) && card.scrollWidth > card.clientWidth + 1) out.push(`${name(card)} overflows: ${card.scrollWidth} > ${card.clientWidth}`);
   const said = sec.querySelector('.sv-quiz-said');
   if (said && seen(said) && said.scrollWidth > said.clientWidth + 1) out.push(`${name(said)} is cut: ${said.scrollWidth} > ${said.clientWidth}`);
-  const small = [];
-  for (const root of [...document.querySelectorAll('#stage, #sv-present-tools, #sv-help'), ...rails]) {
-    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-    for (let t = walk.nextNode(); t; t = walk.nextNode()) {
-      const e = t.parentElement;
-      if (!t.textContent.trim() || !seen(e) || !e.getClientRects().length) continue;
-      const size = parseFloat(getComputedStyle(e).fontSize);
-      if (size < least - 0.01) small.push(`${size.toFixed(1)}px: ${name(e)}`);
-    }
-  }
-  return {fit: out, small: [...new Set(small)]};
+  """ + TOO_SMALL + """
+  return {fit: out, small: tooSmall([...document.querySelectorAll('#stage, #sv-present-tools, #sv-help'), ...rails],
+                                    least, seen, name)};
 }"""
 
 

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from harness.browser import Page
-from tests.helpers import BROWSER, PROJECTOR
+from tests.helpers import BROWSER, PROJECTOR, TOO_SMALL
 
 pytestmark = BROWSER
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -54,15 +54,8 @@ SEEN = """(least) => {
     const svg = gd.querySelector('.main-svg')?.getBoundingClientRect(), box = (gd.closest('.block') ?? gd.parentElement).getBoundingClientRect();
     if (svg && (svg.right > box.right + 1 || svg.bottom > box.bottom + 1)) fit.push(`${name(gd.closest('.block'))} is cut`);
   }
-  for (const root of [sec, count]) {
-    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-    for (let t = walk.nextNode(); t; t = walk.nextNode()) {
-      const e = t.parentElement;
-      if (!t.textContent.trim() || !seen(e) || !e.getClientRects().length) continue;
-      const size = parseFloat(getComputedStyle(e).fontSize);
-      if (size < least - 0.01) small.push(`${size.toFixed(1)}px: ${name(e)}`);
-    }
-  }
+  """ + TOO_SMALL + """
+  small.push(...tooSmall([sec, count], least, seen, name));
   for (const other of document.querySelectorAll('.sv-section')) if (other !== sec && seen(other)) others.push(name(other));
   for (let i = 0; i < 16; i++) for (let j = 0; j < 9; j++) {
     const at = document.elementFromPoint((i + 0.5) * innerWidth / 16, (j + 0.5) * innerHeight / 9);

@@ -104,7 +104,34 @@
     // bar text: plotly shrinks it to fit a bar unless told not to, below the floor
     const bars = powers(remap(data, grow, grow)).map((t) => (t.text ? { ...t, constraintext: "none" } : t));
     window.Plotly.react(gd, bars, { ...powers(remap(layout, grow, grow)), width: Math.floor(gd.parentElement.clientWidth),
-      height: Math.max(height, 100), _svFitted: true });
+      height: Math.max(height, 100), _svFitted: true }).then(() => wrapTitle(gd, 2));
+  }
+
+  // The words of `text` in `n` lines of about equal length (the last takes what is left), joined by plotly's <br>.
+  function inLines(text, n) {
+    const per = text.length / n, lines = [];
+    let line = "";
+    for (const word of text.split(" ")) {
+      if (line && `${line} ${word}`.length > per && lines.length < n - 1) {
+        lines.push(line);
+        line = word;
+      } else line = line ? `${line} ${word}` : word;
+    }
+    return [...lines, line].join("<br>");
+  }
+
+  // A title wider than its chart (its type grew more than the chart did): in `lines` lines, the top margin a line
+  // taller for each line added, and again with one more line while it is still too wide (at most 4).
+  function wrapTitle(gd, lines) {
+    const title = gd.querySelector(".gtitle"), full = gd._fullLayout;
+    if (!title || !full || !gd.layout?._svFitted || lines > 4) return;
+    const box = title.getBBox();
+    if (box.x + box.width <= full.width - 2) return;
+    const text = String(gd.svServer.layout.title?.text ?? gd.layout.title?.text ?? "");
+    const size = full.title.font.size, before = (gd.layout.title.text.match(/<br>/g) ?? []).length + 1;
+    const margin = { ...gd.layout.margin, t: full.margin.t + (lines - before) * size * 1.3 };
+    window.Plotly.relayout(gd, { "title.text": inLines(powers(text), lines), margin })
+      .then(() => wrapTitle(gd, lines + 1));
   }
 
   function unfit(gd) {

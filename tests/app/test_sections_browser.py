@@ -53,6 +53,11 @@ SEEN = """(least) => {
   for (const gd of charts) {
     const svg = gd.querySelector('.main-svg')?.getBoundingClientRect(), box = (gd.closest('.block') ?? gd.parentElement).getBoundingClientRect();
     if (svg && (svg.right > box.right + 1 || svg.bottom > box.bottom + 1)) fit.push(`${name(gd.closest('.block'))} is cut`);
+    for (const t of gd.querySelectorAll('text')) {  // a title or a label past the chart's edge is cut by it
+      const r = t.getBoundingClientRect();
+      if (svg && seen(t) && r.width && (r.left < svg.left - 1 || r.right > svg.right + 1))
+        fit.push(`${name(gd.closest('.block'))}: "${t.textContent.slice(0, 30)}" runs past its chart`);
+    }
   }
   """ + TOO_SMALL + """
   small.push(...tooSmall([sec, count], least, seen, name));
@@ -68,12 +73,16 @@ SEEN = """(least) => {
 
 
 def settled(page: Page, least: int, timeout_s: float = 60) -> dict:
-    """SEEN once the section's charts are drawn to fit and nothing is amiss, else as it is after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
+    """SEEN once the section's charts are drawn to fit and nothing is amiss, twice half a second apart (a chart is
+    drawn more than once as its box settles: one clean reading between two draws proves nothing), else as it is
+    after `timeout_s`."""
+    deadline, clean_since = time.monotonic() + timeout_s, None
     while True:
         found = page.page.evaluate(SEEN, least)
         clean = found and found["fitted"] and not (found["fit"] or found["small"] or found["others"])
-        if clean or time.monotonic() > deadline:
+        now = time.monotonic()
+        clean_since = (clean_since or now) if clean else None
+        if (clean_since is not None and now - clean_since >= 0.5) or now > deadline:
             return found
         page.page.wait_for_timeout(100)
 

@@ -27,15 +27,48 @@ MAX_BYTES = 64 * 1024  # a profile is a few KiB; anything larger is not one
 
 def record_costs(engine, path: Path = RECORDED, progress=None) -> CostProfile:
     """Measure the loaded pair as the Costs tab does, mark it recorded (today's date, the machine) and write it."""
+    before = _cpu_seconds()
     profile = pass_timing.measure_costs(engine, progress=progress)
+    other = _other_work(before, _cpu_seconds())
     when = time.strftime("%Y-%m-%d", time.gmtime())
-    busy = f", load average {os.getloadavg()[0]:.0f} (other work on the machine slows every pass)" \
-        if hasattr(os, "getloadavg") else ""  # a shared machine's times are several times an idle one's: said
-    profile = dataclasses.replace(profile, recorded=f"{when} on {machine(engine.device)}{busy}",
+    profile = dataclasses.replace(profile, recorded=f"{when} on {machine(engine.device)}{_load_words(other)}",
                                   source=f"the recording of {when}")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(dataclasses.asdict(profile), indent=1, allow_nan=False), encoding="utf-8")
     return profile
+
+
+BUSY_CORES = 0.25  # other work, in cores kept busy on average, from which a recording says it slowed the passes
+
+
+def _cpu_seconds() -> tuple[float, float, float] | None:
+    """(the machine's busy CPU seconds, this process's, the wall clock) now; None where /proc/stat is not there."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    tick = os.sysconf("SC_CLK_TCK")
+    own = os.times()
+    return (user + nice + system + irq + softirq + steal) / tick, own.user + own.system, time.monotonic()
+
+
+def _other_work(before, after) -> float | None:
+    """The cores other work kept busy on average between two _cpu_seconds readings: the machine's busy time less
+    this process's own (the load average counts the measurement's own threads, so it cannot say this)."""
+    if before is None or after is None or after[2] <= before[2]:
+        return None
+    return max(0.0, (after[0] - before[0]) - (after[1] - before[1])) / (after[2] - before[2])
+
+
+def _load_words(other: float | None) -> str:
+    """How busy the machine was while measuring, said beside the recording: a shared machine's times are several
+    times an idle one's."""
+    if other is None:
+        return ""
+    if other >= BUSY_CORES:
+        return f", other work keeping {other:.1f} cores busy meanwhile (it slows every pass)"
+    return f", nothing else running (other work {other:.2f} cores)"
 
 
 def recorded_costs(path: Path = RECORDED) -> CostProfile | None:

@@ -62,3 +62,17 @@ def test_the_shipped_recording_is_the_packaged_pairs_and_is_drawn_first():
     assert "A recording made" in readout and ratio.data and batch.data
     for text in (status, costs_tab.EXPLAIN, costs_tab.NO_GPU, costs_tab.first_status(None), readout):
         assert not PATHS.search(text), text
+
+
+def test_a_recording_says_how_busy_the_machine_was_meanwhile():
+    """Other work only: this process's own CPU time is not counted (the load average would count it)."""
+    assert recorded_costs._load_words(None) == ""
+    assert recorded_costs._load_words(0.04) == ", nothing else running (other work 0.04 cores)"
+    busy = recorded_costs._load_words(recorded_costs.BUSY_CORES + 1.25)
+    assert busy == ", other work keeping 1.5 cores busy meanwhile (it slows every pass)"
+    # 3 s of the machine's CPU over 2 s of wall clock, 2 s of them this process's: 0.5 cores of other work
+    assert recorded_costs._other_work((100.0, 10.0, 0.0), (103.0, 12.0, 2.0)) == 0.5
+    assert recorded_costs._other_work((100.0, 10.0, 0.0), (102.0, 12.0, 2.0)) == 0.0  # all of it its own
+    assert recorded_costs._other_work(None, (1.0, 1.0, 1.0)) is None
+    now = recorded_costs._cpu_seconds()
+    assert now is not None and all(v >= 0 for v in now)  # this machine has /proc/stat

@@ -17,7 +17,7 @@ import threading
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry, no version check
 
 from specviz.app.errors import message_of  # noqa: E402
-from specviz.engine.kernels import EXACT, PATHS  # noqa: E402
+from specviz.engine.kernels import PATHS  # noqa: E402
 from specviz.engine.pairs import DEFAULT_PRESET, PRESETS  # noqa: E402
 from specviz.app.serving import DEFAULT_CONCURRENCY, default_engine_loader, launch_kwargs, preset_labels  # noqa: E402
 from specviz.app.page import build_demo  # noqa: E402
@@ -41,8 +41,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "rounds never does")
     parser.add_argument("--kernels", default=os.environ.get("SPECVIZ_KERNELS", "auto"),
                         help="on a CPU, the path the models' linear layers run on: auto (default: the fastest exact "
-                             "path, measured once on this machine), " + ", ".join(EXACT) + "; refused where this "
-                             "machine cannot run it (docs/engine.md)")
+                             "path, measured once on this machine), or " + ", ".join(PATHS) + "; refused where this "
+                             "machine cannot run it or its rows measure not independent here (docs/engine.md)")
     parser.add_argument("--share", action="store_true", help="also open a public Gradio share link (off by default)")
     args = parser.parse_args(argv)
     if args.concurrency < 1:

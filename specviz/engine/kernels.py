@@ -1,31 +1,33 @@
 """The kernels a pair runs on a CPU, chosen by measurement on this machine: which of torch's paths computes the
-models' linear layers (nine tenths of a pass) fastest while staying exact.
+models' linear layers (nine tenths of a pass) fastest while staying exact here.
 
     path = choose_path(target, dtype_asked="auto", kernels_asked="auto")   # a Choice: the path and why
     apply_path(model, path.name)                                           # its linear layers on that path
 
 The paths (`PATHS`):
 - float32: torch's own float32 kernels (MKL, oneDNN): the reference, what transformers computes.
-- bfloat16 (not chosen, refused by --kernels): weights and activations in bfloat16, fast where the CPU computes it
-  natively (avx512_bf16 or AMX), but its rows are not independent: a row computed beside others rounds differently
-  (about 1e-3 of its size; over the packaged target, total variation up to 0.03 between a verify pass's rows and
-  one-token steps), so a greedy run may differ from the target alone. `--dtype bfloat16` still runs it, as asked,
-  with that caveat said beside the result.
+- bfloat16: weights and activations in bfloat16, fast where the CPU computes it natively (avx512_bf16 or AMX).
+  Whether its rows are independent depends on the CPU and the shapes: on an AVX-512 EPYC a row computed beside
+  others rounds differently (2e-4 of its size); on a Xeon with AMX rows together equal rows alone up to 17 rows but
+  not at 33 (a full draft tree's pass) or on the down projection's shape. So it is measured, like every path.
 - float16-fbgemm: weights stored in float16 and multiplied by fbgemm's kernel (float16 → float32 inside, float32
   accumulation), activations float32: half the bytes of float32 to read a step, on any x86 CPU with AVX2; and
   attention through one grouped matmul for any number of rows (attention.py), not transformers' SDPA.
-- int8-dynamic (refused): int8 weights and activations through fbgemm, the activations scaled by one number per
-  tensor: a row's result then depends on the rows computed with it, so a verify pass over K + 1 tokens would not
-  compute what K + 1 one-token steps compute. Asked for, it is measured and refused with the difference.
+- int8-dynamic: int8 weights and activations through fbgemm, the activations scaled by one number per tensor: a
+  row's result then depends on the rows computed with it, so a verify pass over K + 1 tokens would not compute what
+  K + 1 one-token steps compute. Measured like the others, it is refused everywhere with the difference.
 
 Exact means a row's output does not depend on which rows are computed with it (`row_difference`): then the verify
 pass scores each draft as a one-token step of the same path would, and speculative decoding's output follows the
-target alone on that path. The weights of the target are never quantized to integers here: a path changes how the
-numbers are multiplied, not which model runs (float16 storage rounds each weight to 11 significant bits).
+target alone on that path. Which paths are exact is measured on this machine (`rows_here`: both of the MLP's shapes,
+every size of pass a run makes, ROW_COUNTS), never assumed per path: a path is offered where its rows are
+independent here, refused with its measured difference where not. The weights of the target are never quantized to
+integers here: a path changes how the numbers are multiplied, not which model runs (float16 storage rounds each
+weight to 11 significant bits).
 
-`auto` times each exact path this machine offers on a stack of linear layers of the target's shapes (one row, a
-decoding step, and K + 1 rows, a verify pass), takes the one whose t(1) + t(K + 1) is least, and remembers it per
-machine and torch build beside the model cache (`kernels.json`), so later starts read it.
+`auto` times each path exact here on a stack of linear layers of the target's shapes (one row, a decoding step, and
+K + 1 rows, a verify pass), takes the one whose t(1) + t(K + 1) is least, and remembers it, with every path's row
+check and timings, per machine and torch build beside the model cache (`kernels.json`), so later starts read it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import json
 import os
 import platform
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import torch
@@ -43,19 +46,22 @@ from specviz.engine.attention import use_grouped_attention
 from specviz.engine.fingerprint import fingerprint
 from specviz.engine.machine import cpu_flags, machine, native_bf16
 from specviz.engine.timer import median_s
+from specviz.settings.bounds import MAX_K, MAX_TREE_NODES
 
 FLOAT32, BFLOAT16, FP16_FBGEMM, INT8_DYNAMIC = "float32", "bfloat16", "float16-fbgemm", "int8-dynamic"
 PATHS = (FLOAT32, BFLOAT16, FP16_FBGEMM, INT8_DYNAMIC)  # what --kernels names (with "auto")
-EXACT = (FLOAT32, FP16_FBGEMM)  # the paths whose rows are independent (docs/engine.md); bfloat16's are not: a row
-#                               computed beside others rounds differently (1e-3 of its size, measured by `refusal`)
 DTYPE_OF = {FLOAT32: "float32", BFLOAT16: "bfloat16", FP16_FBGEMM: "float32", INT8_DYNAMIC: "float32"}  # activations
-WHY_NOT = {BFLOAT16: "it rounds a row's sums to bfloat16 differently beside other rows",
+WHY_NOT = {FLOAT32: "its small-matrix kernels sum a row in another order beside other rows",
+           BFLOAT16: "it rounds a row's sums to bfloat16 differently beside other rows",
+           FP16_FBGEMM: "its kernel sums a row in another order beside other rows",
            INT8_DYNAMIC: "its activations are scaled by one number per tensor"}
-ROWS = 5  # rows of a verify pass the choice and the exactness check time: K + 1 for the default K = 4
+ROWS = 5  # rows of a verify pass the choice times and the load check scores: K + 1 for the default K = 4
+ROW_COUNTS = (2, ROWS, MAX_K + 1, MAX_TREE_NODES + 1)  # the passes whose rows must be independent: the smallest
+#                                                       verify pass, the default one, the longest chain's, a full tree's
 STACK = 6  # layers of the target's MLP shape in the timed stack: more than a CPU's caches hold, as a pass reads
-ROW_TOLERANCE = 1e-5  # the largest difference (relative to the outputs' size) still counted as row-independent, on
-#                       a 1536 × 8960 layer, the most of three inputs: float32 measures 7e-7 (its small-matrix kernel
-#                       sums in another order), float16-fbgemm 0, bfloat16 2e-4, int8-dynamic 2e-2
+ROW_TOLERANCE = 1e-5  # the largest difference (relative to the outputs' size) still counted as row-independent:
+#                       float32 measures up to 7e-7 (its small-matrix kernel sums in another order), float16-fbgemm
+#                       0; bfloat16 0 to 3e-3 by CPU, shape and rows; int8-dynamic 2e-2
 CACHE_FILE = "kernels.json"
 ISA_LIMITS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "FBGEMM_ENABLE_INSTRUCTIONS")
 #             variables that make torch's libraries use less of the CPU than it has (an AVX2-only CPU emulated): a
@@ -104,8 +110,8 @@ def add_kernels_flag(parser) -> None:
     pair loads, with what this machine offers)."""
     parser.add_argument("--kernels", default="auto", metavar="PATH",
                         help=f"on a CPU, the path the linear layers run on: auto (default: the fastest exact path, "
-                             f"measured once on this machine and remembered), or {', '.join(PATHS)} (bfloat16 and "
-                             f"int8-dynamic are refused: not exact; docs/engine.md)")
+                             f"measured once on this machine and remembered), or {', '.join(PATHS)} (refused where "
+                             f"its rows measure not independent here: int8-dynamic everywhere; docs/engine.md)")
 
 
 def available(path: str, device: str = "cpu") -> str | None:
@@ -225,20 +231,59 @@ def row_difference(layer: nn.Module, x: torch.Tensor) -> float:
     return float((together - alone).abs().max() / together.abs().max().clamp(min=1e-12))
 
 
-def measured_difference(path: str, hidden: int = 1536, inner: int = 8960) -> float:
-    """row_difference on a layer of `path` of this shape, the most of three random inputs of ROWS rows."""
-    layer = stack_of(path, hidden, inner, layers=1)[0]
-    return max(row_difference(layer, torch.randn(ROWS, hidden, generator=torch.Generator().manual_seed(seed))
-                              .to(_input_dtype(path))) for seed in range(3))
+@dataclass(frozen=True)
+class RowTest:
+    """A path's rows measured on this machine: the largest difference between rows computed together and alone over
+    both of the MLP's shapes (hidden → inner, inner → hidden), each pass size of ROW_COUNTS and two random inputs."""
+
+    path: str
+    difference: float  # relative to the outputs' size (row_difference)
+    rows: int  # the pass size where it was largest
+    shape: str  # the layer where it was largest, "inputs × outputs"
+
+    @property
+    def exact(self) -> bool:
+        return self.difference <= ROW_TOLERANCE
+
+    def __str__(self) -> str:
+        return (f"{self.rows} rows computed together differ from the same rows one at a time by "
+                f"{self.difference:.1e} of the outputs' size (a {self.shape} layer)")
+
+
+def row_test(path: str, layers: list[tuple[nn.Module, int]]) -> RowTest:
+    """RowTest of `path` on these (layer, input width) pairs: every pass size of ROW_COUNTS, two inputs each."""
+    worst = (-1.0, 0, "")
+    for layer, width in layers:
+        for rows in ROW_COUNTS:
+            for seed in range(2):
+                x = torch.randn(rows, width, generator=torch.Generator().manual_seed(seed)).to(_input_dtype(path))
+                difference = row_difference(layer, x)
+                if difference > worst[0]:
+                    worst = (difference, rows, f"{width} × {_out_features(layer)}")
+    return RowTest(path, *worst)
+
+
+@lru_cache(maxsize=None)
+def rows_here(path: str, hidden: int = 1536, inner: int = 8960) -> RowTest:
+    """`path`'s RowTest on layers of the target's MLP shapes, measured once a process (a fraction of a second)."""
+    up, down = stack_of(path, hidden, inner, layers=1)[0], stack_of(path, inner, hidden, layers=1)[0]
+    return row_test(path, [(up, hidden), (down, inner)])
+
+
+def exact_here(path: str, hidden: int = 1536, inner: int = 8960) -> bool:
+    """Whether `path` runs on this machine with its rows independent at these shapes (measured)."""
+    return available(path) is None and rows_here(path, hidden, inner).exact
+
+
+def _out_features(layer: nn.Module) -> int:
+    return getattr(layer, "out_features", None) or layer.inner.out_features
 
 
 def refusal(path: str, hidden: int = 1536, inner: int = 8960) -> str:
-    """Why a path that is not exact is refused, measured now on a layer of the given shape."""
-    return (f"--kernels {path} is not exact, so specviz refuses it: {ROWS} rows computed together differ from the "
-            f"same rows computed one at a time by {measured_difference(path, hidden, inner):.1e} of the outputs' "
-            f"size (measured now, "
-            f"a {hidden} × {inner} layer; exact paths differ by at most {ROW_TOLERANCE:.0e}): {WHY_NOT[path]}, so a "
-            f"draft's score in a verify pass would depend on the drafts beside it. Here: {offered_here()}")
+    """Why a path that is not exact here is refused, measured on this machine on layers of the given shapes."""
+    return (f"--kernels {path} is not exact on this machine, so specviz refuses it: {rows_here(path, hidden, inner)}"
+            f" (measured here; an exact path differs by at most {ROW_TOLERANCE:.0e}): {WHY_NOT[path]}, so a draft's "
+            f"score in a verify pass would depend on the drafts beside it. Here: {offered_here('cpu', hidden, inner)}")
 
 
 def _input_dtype(path: str) -> torch.dtype:
@@ -269,6 +314,8 @@ class Choice:
     dtype: str
     why: str
     timings: tuple[Timing, ...] = ()  # the measurement behind an auto choice (empty: asked for, or read)
+    rows: tuple[RowTest, ...] = ()  # every path's row check behind an auto choice
+    exact: bool = False  # chosen as exact (auto, --kernels, float32): the load then checks the loaded target's rows
 
     @property
     def load_dtype(self) -> str:
@@ -305,45 +352,65 @@ def choose_path(hidden: int, inner: int, device: str, dtype_asked: str | None, k
     if kernels_asked != "auto":
         return _asked(kernels_asked, device, dtype_asked, hidden, inner)
     if device != "cpu":
-        return Choice(dtype_asked, dtype_asked, f"the dtype's own kernels on {device}")
+        return Choice(dtype_asked, dtype_asked, f"the dtype's own kernels on {device}", exact=dtype_asked == FLOAT32)
     if dtype_asked not in (None, "", "auto"):
-        exact = "" if dtype_asked == "float32" else ": not an exact path (its rows round differently together)"
-        return Choice(dtype_asked, dtype_asked, f"--dtype {dtype_asked} as asked, torch's own kernels{exact}")
+        said = _rows_said(dtype_asked, hidden, inner) if dtype_asked in PATHS else "not a path specviz measures"
+        return Choice(dtype_asked, dtype_asked, f"--dtype {dtype_asked} as asked, torch's own kernels: {said}",
+                      exact=dtype_asked == FLOAT32)
     return _measured(hidden, inner, cache)
 
 
-def offered_here(device: str = "cpu") -> str:
-    """The paths this machine runs, in words: 'float32, bfloat16, float16-fbgemm (int8-dynamic refused: not exact)'."""
-    runs = [p for p in EXACT if available(p, device) is None]
-    return ", ".join(runs) + (f" ({INT8_DYNAMIC} refused: not exact)" if device == "cpu" else "")
+def offered_here(device: str = "cpu", hidden: int = 1536, inner: int = 8960) -> str:
+    """The paths this machine runs exactly, in words, and those refused with their measured difference: 'float32,
+    float16-fbgemm (refused here: bfloat16, 33 rows differ by 1.6e-03; int8-dynamic, 2 rows … 2.3e-02)'."""
+    if device != "cpu":
+        return FLOAT32
+    runs = [p for p in PATHS if available(p) is None]
+    exact = [p for p in runs if rows_here(p, hidden, inner).exact]
+    refused = [rows_here(p, hidden, inner) for p in runs if p not in exact]
+    return ", ".join(exact) + ("" if not refused else " (refused here, not exact: " + "; ".join(
+        f"{t.path}, {t.rows} rows differ by {t.difference:.1e}" for t in refused) + ")")
 
 
 def _asked(path: str, device: str, dtype_asked: str | None, hidden: int, inner: int) -> Choice:
     problem = available(path, device)
     if problem is not None:
-        raise ValueError(f"--kernels {path} cannot run here: {problem}. Here: {offered_here(device)}")
-    if path not in EXACT:
+        raise ValueError(f"--kernels {path} cannot run here: {problem}. Here: {offered_here(device, hidden, inner)}")
+    if device == "cpu" and not rows_here(path, hidden, inner).exact:
         raise ValueError(refusal(path, hidden, inner))
     if dtype_asked not in (None, "", "auto") and dtype_asked != DTYPE_OF[path]:
         raise ValueError(f"--kernels {path} computes in {DTYPE_OF[path]}, but --dtype {dtype_asked} was asked: leave "
                          f"--dtype out, or set it to {DTYPE_OF[path]}")
-    return Choice(path, DTYPE_OF[path], "as asked (--kernels)")
+    return Choice(path, DTYPE_OF[path], f"as asked (--kernels); {_rows_said(path, hidden, inner)}", exact=True)
+
+
+def _rows_said(path: str, hidden: int, inner: int) -> str:
+    """A path's row check in words, for its reason."""
+    rows = rows_here(path, hidden, inner)
+    return (f"its rows measured independent on this machine ({ROW_COUNTS[0]} to {ROW_COUNTS[-1]} rows, the most "
+            f"difference {rows.difference:.0e})" if rows.exact else f"not exact on this machine: {rows}")
 
 
 def _measured(hidden: int, inner: int, cache: Path | None) -> Choice:
     key = machine_key(hidden, inner)
     remembered = _read(cache).get(key) if cache else None
-    if remembered and remembered.get("path") in EXACT and available(remembered["path"]) is None:
+    if remembered and remembered.get("path") in PATHS and available(remembered["path"]) is None:
         return Choice(remembered["path"], DTYPE_OF[remembered["path"]],
-                      remembered["why"] + " (measured before on this machine and remembered beside the model cache)")
-    timings = time_paths(hidden, inner, tuple(p for p in EXACT if available(p) is None))
+                      remembered["why"] + " (measured before on this machine and remembered beside the model cache)",
+                      exact=True)
+    tests = [rows_here(p, hidden, inner) for p in PATHS if available(p) is None]
+    timings = time_paths(hidden, inner, tuple(t.path for t in tests if t.exact))
     best = min(timings, key=lambda t: t.cost)
-    why = (f"the fastest exact path on this CPU, measured at load: a stack of {STACK} {hidden} × {inner} layers, "
+    refused = [t for t in tests if not t.exact]
+    why = (f"the fastest path exact on this CPU, measured at load: a stack of {STACK} {hidden} × {inner} layers, "
            f"1 and {ROWS} rows: " + ", ".join(f"{t.path} {t.one_s * 1000:.1f} + {t.rows_s * 1000:.1f} ms"
-                                               for t in sorted(timings, key=lambda t: t.cost)))
+                                               for t in sorted(timings, key=lambda t: t.cost))
+           + f"; rows checked here at {', '.join(map(str, ROW_COUNTS))} rows"
+           + "".join(f"; {t.path} refused: {t}" for t in refused))
     if cache:
-        _write(cache, key, {"path": best.path, "why": why, "timings": [asdict(t) for t in timings]})
-    return Choice(best.path, DTYPE_OF[best.path], why, tuple(timings))
+        _write(cache, key, {"path": best.path, "why": why, "timings": [asdict(t) for t in timings],
+                            "rows": [asdict(t) | {"exact": t.exact} for t in tests]})
+    return Choice(best.path, DTYPE_OF[best.path], why, tuple(timings), tuple(tests), exact=True)
 
 
 def machine_key(hidden: int, inner: int) -> str:

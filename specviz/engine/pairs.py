@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from specviz.settings.bounds import DTYPE_CHOICES, Progress
-from specviz.engine.kernels import EXACT, Choice, apply_path, check_rows, choose_path
+from specviz.engine.kernels import Choice, apply_path, check_rows, choose_path
 from specviz.engine.machine import native_bf16
 from specviz.engine.memory import give_back_freed_memory
 from specviz.engine.packaged import cache_root
@@ -99,9 +99,10 @@ def auto_dtype(device: str) -> tuple[str, str]:
                            f"half the memory of float32")
     if device == "mps":
         return "float16", "Apple-silicon GPUs compute float16 natively (bfloat16 needs a recent macOS)"
-    native = "it computes bfloat16 natively, but" if native_bf16() else "bfloat16 would be emulated here, and"
-    return "float32", (f"on a CPU the kernels decide (engine/kernels.py), all in float32 activations: {native} "
-                       f"bfloat16's rows are not independent, so it is not exact")
+    native = ("it computes bfloat16 natively, so bfloat16 is timed too where its rows measure independent" if
+              native_bf16() else "bfloat16 would be emulated here, so it is not offered")
+    return "float32", (f"on a CPU the kernels decide (engine/kernels.py): the fastest path whose rows measure "
+                       f"independent on this machine, float32 the reference; {native}")
 
 
 # --- loading ---------------------------------------------------------------------------------------------
@@ -221,7 +222,7 @@ def choose_kernels(path: str, device: str, dtype: str | None, kernels: str | Non
 def checked(target, choice: Choice) -> str:
     """The choice's reason, with the loaded target checked on its path (kernels.check_rows): ValueError where the
     path that should be exact measures otherwise on this model."""
-    if choice.path not in EXACT:
+    if not choice.exact:
         return choice.why
     rows = check_rows(target)
     if not rows.exact:

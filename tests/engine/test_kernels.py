@@ -3,6 +3,7 @@ the one chosen by measurement and remembered, the refusals that name what this m
 greedy identity against the target alone on the fast path (tiny models; the packaged pair: test_real_pair.py)."""
 
 import copy
+import json
 
 import pytest
 import torch
@@ -12,25 +13,60 @@ from specviz.drafters import REGISTRY
 from specviz.engine import Engine, RunSettings
 from specviz.engine import kernels
 from specviz.engine.fingerprint import fingerprint
-from specviz.engine.kernels import (BFLOAT16, FLOAT32, FP16_FBGEMM, INT8_DYNAMIC, ROW_TOLERANCE, Fp16Linear,
-                                    apply_path, check_rows, choose_path)
+from specviz.engine.kernels import (BFLOAT16, FLOAT32, FP16_FBGEMM, INT8_DYNAMIC, PATHS, ROW_COUNTS, ROW_TOLERANCE,
+                                    Fp16Linear, apply_path, check_rows, choose_path)
+from specviz.settings.bounds import MAX_K, MAX_TREE_NODES
 from specviz.engine.memory import draft_memory
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 FAST = pytest.mark.skipif(kernels.available(FP16_FBGEMM) is not None, reason="no fbgemm in this torch build")
 
 
-@pytest.mark.parametrize("path, exact", [(FLOAT32, True), (FP16_FBGEMM, True), (BFLOAT16, False),
-                                         (INT8_DYNAMIC, False)])
-def test_a_paths_rows_are_independent_exactly_where_it_is_called_exact(path, exact):
-    """On the packaged target's MLP shape (1536 × 8960, random weights): five rows together against one at a time.
-    float32 differs by rounding (its small-matrix kernel sums in another order), float16-fbgemm not at all;
-    bfloat16 rounds rows differently beside others, int8-dynamic scales a row by its batch-mates."""
-    if kernels.available(path) is not None and path != BFLOAT16:
+@pytest.mark.parametrize("path", PATHS)
+def test_a_path_is_offered_exactly_where_its_rows_measure_independent_here(path):
+    """On the packaged target's MLP shapes (1536 × 8960 and back, random weights), every pass size a run makes: rows
+    together against one at a time, measured on this CPU. float32 differs by rounding (its small-matrix kernel sums
+    in another order), float16-fbgemm not at all, int8-dynamic scales a row by its batch-mates (the negative control:
+    the measurement must catch it); bfloat16 measures either way by CPU, and the choice follows the measurement."""
+    if kernels.available(path) is not None:
         pytest.skip(kernels.available(path))
-    difference = kernels.measured_difference(path)
-    assert (difference <= ROW_TOLERANCE) == exact, difference
-    assert (path in kernels.EXACT) == exact
+    rows = kernels.rows_here(path)
+    assert rows.rows in ROW_COUNTS and rows.exact == (rows.difference <= ROW_TOLERANCE)
+    if path in (FLOAT32, FP16_FBGEMM):
+        assert rows.exact, rows
+    if path == INT8_DYNAMIC:
+        assert not rows.exact and rows.difference > 1e-3, rows
+    if rows.exact:
+        assert choose_path(1536, 8960, "cpu", None, path).path == path
+        assert path in kernels.offered_here().split(" (")[0].split(", ")
+    else:
+        with pytest.raises(ValueError, match=f"--kernels {path} is not exact on this machine, so specviz refuses it: "
+                                             f"{rows.rows} rows computed together differ"):
+            choose_path(1536, 8960, "cpu", None, path)
+        assert f"{path}, {rows.rows} rows differ by {rows.difference:.1e}" in kernels.offered_here()
+
+
+class _RowsAlikeUpTo(torch.nn.Module):
+    """A linear layer whose rows stay independent in passes up to `most` rows and not past it (a kernel switched by
+    size, as oneDNN's bfloat16 one is on an AMX Xeon: alike at 17 rows, not at 33)."""
+
+    def __init__(self, most: int):
+        super().__init__()
+        self.inner, self.most = torch.nn.Linear(64, 128, bias=False), most
+        self.out_features = 128
+
+    def forward(self, x):
+        y = self.inner(x)
+        return y + 1e-3 * y.mean(0, keepdim=True) if len(x) > self.most else y
+
+
+def test_the_row_test_covers_every_pass_size_a_run_makes():
+    """A path alike at the default verify pass but not at a full tree's is not exact: the test runs every size."""
+    assert ROW_COUNTS[-1] == MAX_TREE_NODES + 1 and MAX_K + 1 in ROW_COUNTS
+    alike = kernels.row_test(FLOAT32, [(_RowsAlikeUpTo(10 ** 6), 64)])
+    assert alike.exact and alike.difference <= 1e-6
+    switched = kernels.row_test(FLOAT32, [(_RowsAlikeUpTo(MAX_K + 1), 64)])
+    assert not switched.exact and switched.rows == MAX_TREE_NODES + 1 and switched.shape == "64 × 128"
 
 
 @FAST
@@ -84,8 +120,7 @@ def test_greedy_on_the_fast_path_equals_the_target_alone_on_it(fast_engine, draf
 
 @pytest.mark.parametrize("asked, words", [
     ("nope", "--kernels must be auto or one of float32, bfloat16, float16-fbgemm, int8-dynamic, got 'nope'; here: "),
-    (INT8_DYNAMIC, "--kernels int8-dynamic is not exact, so specviz refuses it: 5 rows computed together differ"),
-    (BFLOAT16, "--kernels bfloat16"),
+    (INT8_DYNAMIC, "--kernels int8-dynamic is not exact on this machine, so specviz refuses it: "),
     (3, "--kernels must be auto or one of"),
 ])
 def test_a_path_that_cannot_run_or_is_not_exact_is_refused_naming_what_runs_here(asked, words):
@@ -106,12 +141,18 @@ def test_a_path_disagreeing_with_the_dtype_asked_is_refused():
 def test_a_dtype_asked_runs_its_own_kernels_and_says_whether_they_are_exact():
     assert choose_path(64, 128, "cpu", "float32", None).path == FLOAT32
     bf16 = choose_path(64, 128, "cpu", "bfloat16", "auto")
-    assert bf16.path == BFLOAT16 and "not an exact path" in bf16.why
-
+    measured = kernels.rows_here(BFLOAT16, 64, 128)
+    assert bf16.path == BFLOAT16 and not bf16.exact  # as asked: the load reports it, never refuses it
+    assert ("its rows measured independent on this machine" if measured.exact else str(measured)) in bf16.why
 
 def test_auto_measures_once_and_remembers_per_machine(tmp_path):
     first = choose_path(64, 128, "cpu", None, None, tmp_path)
-    assert first.path in kernels.EXACT and first.timings and "measured at load" in first.why
+    assert first.exact and first.timings and "measured at load" in first.why
+    assert kernels.rows_here(first.path, 64, 128).exact and {t.path for t in first.timings} == {
+        t.path for t in first.rows if t.exact}  # only paths exact here are timed
+    written = json.loads((tmp_path / kernels.CACHE_FILE).read_text())[kernels.machine_key(64, 128)]
+    assert {r["path"]: r["exact"] for r in written["rows"]} == {t.path: t.exact for t in first.rows}
+    assert written["rows"] and not {r["path"]: r["exact"] for r in written["rows"]}.get(INT8_DYNAMIC, False)
     assert all(t.one_s > 0 and t.rows_s > 0 for t in first.timings)
     again = choose_path(64, 128, "cpu", "auto", "auto", tmp_path)
     assert again.path == first.path and "remembered beside the model cache" in again.why and not again.timings

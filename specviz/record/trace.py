@@ -292,6 +292,13 @@ class Trace:
         from before there were others): what the view reads to say how its rounds were drafted."""
         return recorded(self.settings)
 
+    @property
+    def greedy(self) -> bool:
+        """Whether the run was greedy (its settings' temperature is 0: the top token, no draws) rather than sampled:
+        what the view reads to say how a draft was judged. Every run records its temperature (format version 1
+        on); settings without it (a file written by hand) count as sampled."""
+        return self.settings.get("temperature") == 0
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

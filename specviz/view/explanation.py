@@ -131,7 +131,7 @@ def _proposed(trace: Trace, rnd: Round) -> str:
 
 
 def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
-    greedy = trace.settings.get("temperature") == 0
+    greedy = trace.greedy
     parts = [f"{_proposed(trace, rnd)} The target scored all of them in <b>one</b> forward pass, giving p at every "
              f"position."]
     if greedy:
@@ -143,7 +143,7 @@ def _explain_drafts(trace: Trace, rnd: Round) -> list[str]:
 
 def _explain_tree(trace: Trace, rnd: Round) -> str:
     """A tree round in words: how it was drafted, scored and walked (the drawing and the verdicts show the rest)."""
-    t, greedy = rnd.tree, trace.settings.get("temperature") == 0
+    t, greedy = rnd.tree, trace.greedy
     distinct = trace.drafter_spec.distinct and not greedy
     rule = ("a child survives when it is the target's top token" if greedy else
             "each child is tested in turn with min(1, p′/q′), where q′ is q without the earlier siblings' tokens, "

@@ -40,7 +40,7 @@ def quiz_section(trace: Trace, number: int, revealed: int = 0, shown: bool = Fal
     """Round `number` (1-based) in quiz form, its first `revealed` reveal steps drawn in full (a chain's positions
     1 … revealed; a tree round has one step, its last, so it is always 0 here); hidden unless `shown`."""
     rnd = trace.rounds[number - 1]
-    greedy = trace.settings.get("temperature") == 0
+    greedy = trace.greedy
     revealed = 0 if rnd.tree else revealed
     if rnd.tree:
         cards = tree_in_quiz_form(rnd)
@@ -68,7 +68,7 @@ def _strip(trace: Trace, index: int, revealed: int) -> str:
     rnd, old = trace.rounds[index], index - RECENT
     past = "".join(past_round(r, old=r.index < old) for r in trace.rounds[:index])
     fold = '<span class="sv-fold" title="earlier text, folded in lecture mode">… </span>' if old > 0 else ""
-    greedy, cut = trace.settings.get("temperature") == 0, cut_by(trace.settings)
+    greedy, cut = trace.greedy, cut_by(trace.settings)
     chips = "" if rnd.tree else "".join(
         chip(d.text, d.fate, draft_title(i, d, greedy, cut), step_of_draft(rnd, i)) if i < revealed
         else neutral_chip(d.text) for i, d in enumerate(rnd.drafts))

@@ -45,7 +45,7 @@ def round_section(trace: Trace, number: int, shown: bool, quiz: QuizState | None
     """Round `number` (1-based) as one section; hidden unless `shown`."""
     i = number - 1
     rnd = trace.rounds[i]
-    greedy = trace.settings.get("temperature") == 0
+    greedy = trace.greedy
     state = quiz.of(number) if quiz else None
     guess = "" if state is None or state.guess is None else f' data-guess="{state.guess}"'
     revealed = state.revealed if state else 0

@@ -45,7 +45,7 @@ def token_strip(trace: Trace, index: int) -> str:
     return (f'<div class="sv-strip">{_round_header(trace, index)}'
             f'<div class="sv-prompt"><span class="sv-tag">prompt</span>{text_html(trace.prompt)}</div>'
             f'<div class="sv-text"><div>{fold}{past}<span class="sv-cut" title="round {index + 1} starts here">▏'
-            f'</span>{_round_tokens(rnd, trace.settings.get("temperature") == 0, cut_by(trace.settings))}</div></div>'
+            f'</span>{_round_tokens(rnd, trace.greedy, cut_by(trace.settings))}</div></div>'
             f'{legend()}</div>')
 
 

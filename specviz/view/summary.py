@@ -280,7 +280,7 @@ def baseline_report(trace: Trace) -> str:
     if b is None:
         return ('<div class="sv-baseline sv-muted">Press <b>Baseline</b> to time the target alone with the same '
                 'settings and seed.</div>')
-    greedy = trace.settings.get("temperature") == 0
+    greedy = trace.greedy
     same = trace.output_token_ids == b.output_token_ids
     if greedy and same:
         verdict = ("✓ Greedy decoding: the text is <b>identical</b> to the target's own greedy text. Speculative "

@@ -61,7 +61,7 @@ def summary_lines(trace: Trace) -> list[str]:
     b = trace.baseline
     if b is not None:
         lines += speedup_lines(trace) if b.tokens_per_s else ["target-only: no tokens"]
-        if trace.settings.get("temperature") == 0:
+        if trace.greedy:
             same = b.output_token_ids == trace.output_token_ids
             lines.append("greedy output identical to target-only: yes" if same else
                          f"greedy output identical to target-only: NO ({trace.dtype} numerics: a multi-token "

@@ -45,7 +45,7 @@ def tree_card(trace: Trace, index: int) -> str:
     proposed each depth, who did: on each node and in the caption; in a shaped tree, why each node was grown)."""
     rnd = trace.rounds[index]
     t, kids, step = rnd.tree, _kids(rnd), reveal_steps(rnd)
-    said, greedy = proposer(trace.drafter_spec), trace.settings.get("temperature") == 0
+    said, greedy = proposer(trace.drafter_spec), trace.greedy
     root = (f'<span class="sv-tree-node sv-tree-root" title="the root: the last committed token">'
             f'{token_html(t.root_text)}</span>')
     title = (f"The draft tree, shaped this round: {rnd.k} nodes, {t.deepest} deep, within a budget of {t.budget}"
@@ -134,7 +134,7 @@ def product_shown(factors: list[float]) -> tuple[list[str], str]:
 def path_verdicts(trace: Trace, index: int) -> str:
     """Each tested node in the order the walk tested it: its test, then the round's last token."""
     rnd = trace.rounds[index]
-    greedy = trace.settings.get("temperature") == 0
+    greedy = trace.greedy
     spec = trace.drafter_spec
     said = proposer(spec)
     rows = [f'<li>{quoted(rnd.drafts[i - 1].text)}{_who(rnd, i, said)} '

@@ -1,25 +1,8 @@
-"""Training drafting weights for a frozen target on this machine, by self-distillation: Medusa heads (Medusa-1, the
-backbone frozen) or an EAGLE-style layer (EAGLE-1's losses).
-
-    heads, provenance = train_heads(target, tokenizer, "Qwen2.5-Coder-1.5B-Instruct", TrainPlan(), folder=...)
-
-1. Teacher (teacher.py): the target reads windows of offline text (text.py) once, held-out windows first;
-   per position its feature and its top-`top` next-token distribution are kept, and saved beside the model cache, so
-   a second training (more text, or EAGLE after Medusa) reads only what it lacks.
-2. Fit, Adam on the drafter's own weights only, the target's labels (not the text's tokens: the drafter should guess
-   what this target would say), the softmax over the vocabulary subset the labels name (teacher.Subset):
-   - Medusa: head i at position t learns the target's distribution at t + 1 + i (the token i + 1 places past the
-     next one), by cross-entropy against those soft labels;
-   - EAGLE: at each position t the layer reads (f_t, the token x_{t+1}) and guesses f_{t+1}; loss = smooth L1 to the
-     target's f_{t+1} + 0.1 × the soft-label cross-entropy of its LM-head readout (EAGLE-1's weights), with the
-     input features jittered by uniform noise (EAGLE-1's trick so that drafting on its own, imperfect, guesses is
-     less of a surprise). Attention sees the same window it will see when drafting (eagle.WINDOW).
-3. Held out: each head's (each EAGLE step's) top-1 agreement with the target's own top token at its position,
-   through the FULL LM head, as drafting reads it; before training (where it started) and after.
-
-Every phase reports progress with an estimate of the time left; `TrainPlan.minutes` bounds the whole: the teacher
-stops reading held-out text at HELD_SHARE of it and training text at `teacher_share` (each after one window at
-least; what it read is cached, so the next training reads on), the fit where the held-out check would overrun it.
+"""The fit and the held-out check of one training (training.py tells a training start to end): `TrainPlan`, what a
+training reads and does; the Medusa heads' fit and the EAGLE layer's, Adam on the drafter's own weights with the
+softmax over the labels' vocabulary subset (teacher.Subset); the held-out agreement of each head (each EAGLE step)
+with the target's top token, with what a greedy chain and a tree would get from it (`Agreement`) and what a smaller
+drafting vocabulary costs (`vocab_agreement`); and `Clock`, a phase's progress with the time it has left.
 """
 
 from __future__ import annotations

@@ -1,12 +1,33 @@
-"""One training of drafting weights for a frozen target, start to end, within its time bound (`TrainPlan.minutes`):
-the data (data.py: the target's own answers, then offline text), the held-out check before, the fit (fit.py), the
-check after, and the provenance a file of weights carries (engine/trained.py).
+"""One training of drafting weights for a frozen target on this machine, start to end, by self-distillation: Medusa
+heads (Medusa-1, the backbone frozen) or an EAGLE-style layer (EAGLE-1's losses). `train_heads` gathers the data
+(data.py), checks the untrained drafter on the held-out part, fits it (fit.py), checks it again, and returns the
+provenance a file of weights carries (engine/trained.py).
 
     heads, provenance = train_heads(target, tokenizer, "Qwen2.5-Coder-1.5B-Instruct", TrainPlan(), folder=...)
 
-The held-out check is run twice (before and after the fit) and measures what drafting will read: per head (per
-EAGLE step) the share of held-out positions where its top token is the target's, and the share where a chain of
-heads 1 … k all are (the acceptance a greedy chain gets, fit.chain_agreement), and what a tree would get.
+1. Teacher (data.py): the target answers prompts of the page's kinds (answers.py, prompts.py), then reads windows of
+   offline text (text.py), held-out prompts and windows first; per position its feature and its top-`top`
+   next-token distribution are kept (teacher.py), and saved beside the model cache, so a second training (more
+   text, or EAGLE after Medusa) answers and reads only what it lacks.
+2. Fit (fit.py), Adam on the drafter's own weights only, the target's labels (not the text's tokens: the drafter
+   should guess what this target would say), the softmax over the vocabulary subset the labels name (teacher.Subset):
+   - Medusa: head i at position t learns the target's distribution at t + 1 + i (the token i + 1 places past the
+     next one), by cross-entropy against those soft labels;
+   - EAGLE: at each position t the layer reads (f_t, the token x_{t+1}) and guesses f_{t+1}; loss = smooth L1 to the
+     target's f_{t+1} + 0.1 × the soft-label cross-entropy of its LM-head readout (EAGLE-1's weights), with the
+     input features jittered by uniform noise (EAGLE-1's trick so that drafting on its own, imperfect, guesses is
+     less of a surprise), and `TrainPlan.unroll` further steps on its own guesses (fit.eagle_loss). Attention sees
+     the same window it will see when drafting (engine/eagle.py's WINDOW).
+3. Held out, before the fit (where it started) and after: per head (per EAGLE step) the share of held-out positions
+   where its top token is the target's own top token there, and the share where a chain of heads 1 … k all are (the
+   acceptance a greedy chain gets, fit.Agreement), and what a tree would get; through the LM head as drafting reads
+   it: every token before, after it the `TrainPlan.draft_vocab` tokens the target used most (what a smaller output
+   layer costs in agreement is measured beside it, fit.vocab_agreement).
+
+Every phase reports progress with an estimate of the time left; `TrainPlan.minutes` bounds the whole: the target
+answers held-out prompts until `held_share` of it, training prompts until `answers_share`, and reads training text
+until `teacher_share` (TrainPlan.shares; each after one batch or window at least; what it read is cached, so the
+next training reads on), and the fit stops where the held-out check after it would overrun the bound.
 """
 
 from __future__ import annotations

@@ -38,7 +38,6 @@ FIXTURE = ROOT / "tests" / "fixtures" / "qwen_coder_fib.json"  # a run of the pa
 BROWSER = [
     pytest.mark.browser,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
 ]
 # The presenter view's two projector windows, each with the least font size it allows in px: 1 rem of its root font,
 # min(1.25vw, 2.222vh) (assets/present.css), so 1920x1080 is the 1280x720 picture 1.5 times larger. The rounds' view

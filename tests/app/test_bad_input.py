@@ -27,7 +27,6 @@ from harness import endpoints  # noqa: E402
 from harness.endpoints import named, open_trace, text, value  # noqa: E402
 from tests.helpers import FIXTURE  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 PAYLOADS = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>"]
 CONTEXT = "exceeds the models' context"  # the tiny models have 256 positions
 

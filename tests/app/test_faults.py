@@ -27,7 +27,6 @@ from harness.browser import CHROMIUM, serve  # noqa: E402
 from harness.endpoints import generate_settings, named, show_round, text, value  # noqa: E402
 from harness.tiny_models import noisy_copy, tiny_model  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 RECORD_STATUS = """() => {  // every text the status line shows, however briefly
     window.statuses = [];
     const status = document.querySelector('#status');

@@ -24,8 +24,7 @@ from harness.tiny_models import noisy_copy, tiny_model  # noqa: E402
 from harness import load  # noqa: E402
 from harness.browser import free_port  # noqa: E402
 
-pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # gradio's own deprecations
-              pytest.mark.usefixtures("one_thread"),  # tiny models gain nothing from a second thread
+pytestmark = [pytest.mark.usefixtures("one_thread"),  # tiny models gain nothing from a second thread
               pytest.mark.slow]  # many sessions and many generations
 SESSIONS = 16
 SETTINGS = RunSettings(k=4, temperature=0.7, max_new_tokens=16)

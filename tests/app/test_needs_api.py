@@ -15,8 +15,6 @@ from specviz.settings.bounds import STOP_RULES, widths_text
 from specviz.settings.needs import NEEDS, why_off
 from tests.helpers import need_cases
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
-
 
 def api_cases():
     """need_cases() as /generate sends them: tree widths as text, a stop rule besides the page's; no confidence

@@ -24,7 +24,6 @@ from harness.endpoints import named, open_trace, show_round, value  # noqa: E402
 from harness.endpoints import generate_frames as generate  # noqa: E402 (here it gives the last frame and every frame)
 from tests.helpers import FIXTURE  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 PRESETS = {"tiny": "Tiny random pair", "broken": "A pair that fails to load"}
 
 

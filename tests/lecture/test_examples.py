@@ -16,7 +16,6 @@ from specviz.lecture.examples import EXAMPLES, ExampleError, load_example  # noq
 from specviz.app.trace_files import trace_settings  # noqa: E402
 from harness.endpoints import named, open_example, show_round  # noqa: E402 (outputs of /open_example as of /open_trace)
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # gradio's own deprecations
 PACKAGED_TARGET = "Qwen2.5-Coder-1.5B-Instruct"
 
 

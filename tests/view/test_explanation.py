@@ -1,5 +1,8 @@
-"""Sentences a student can take literally (issue 22): a round that drafted nothing has no bonus, and counts read in
-words that agree with their number ("the one draft", never "all 1 drafts")."""
+"""explanation.py's sentences, which a student can take literally (issue 22): a round that drafted nothing has no
+bonus, counts read in words that agree with their number ("the one draft", never "all 1 drafts"), adaptive K's
+product and a sampled tree's repeated nodes said, "exactly" claimed only for exact arithmetic. With them the same
+rules where other sentences state them: the stage's round (stage.py), the baseline report and summary
+(summary.py), a quoted token (token_text.py), the strip's line breaks (strip.py), a tree against a chain (tree.py)."""
 
 import re
 

@@ -35,6 +35,7 @@ import gzip
 import json
 import zlib
 from collections import OrderedDict
+from contextlib import aclosing
 from functools import partial
 from typing import NamedTuple
 
@@ -44,7 +45,8 @@ from starlette.routing import Route
 
 from specviz.app.room_html import code_form, error_page, gzipped_page
 from specviz.lecture.results import results_csv, results_json
-from specviz.lecture.rooms import GRACE_S, RoomError, RoomStore, RoomView
+from specviz.lecture.rooms import RoomError, RoomStore, RoomView
+from specviz.lecture.seats import GRACE_S
 from specviz.record.load import load_trace
 from specviz.record.quiz_data import QuizFacts
 from specviz.record.trace import Trace
@@ -335,12 +337,6 @@ async def _stream(hub: RoomHub, room: str, follower: str | None, since: int | No
     carries the rounds whose form changed after `since` (then after the state it last received); its `id` is the
     room's version, which the browser sends back on a reconnect. A follower's seat is held while this runs, and
     GRACE_S after (the room's count then drops: rung once the grace is over). `gz`: gzipped, as the browser asked."""
-    def wire(text: str) -> bytes:
-        return deflated(text) if gz else text.encode()
-
-    def closed(e: RoomError) -> bytes:
-        return wire(f"event: closed\ndata: {json.dumps({'error': str(e)})}\n\n")
-
     hub.streams += 1
     try:
         if gz:
@@ -350,40 +346,73 @@ async def _stream(hub: RoomHub, room: str, follower: str | None, since: int | No
                 hub.store.attend(room, follower)
             except RoomError as e:
                 follower = None  # it holds no seat to give back
-                yield closed(e)
+                yield _closed(e, gz)
                 return
-        seen = None
-        while True:
-            bell = hub.bell(room)  # taken before reading, so a change after the read rings this one
-            try:
-                sent = hub.state(room)
-            except RoomError as e:
-                yield closed(e)
-                return
-            if sent.key != seen:
-                seen = sent.key
-                try:
-                    if follower is None:
-                        message = wire(f"data: {sent.data}\n\n")
-                    else:
-                        message, since = await hub.message(room, sent, since, gz), sent.view.version
-                except RoomError as e:
-                    yield closed(e)
-                    return
+        # _states closes with this stream, at once, not whenever the garbage collector finds it
+        async with aclosing(_states(hub, room, follower, since, gz)) as states:
+            async for message in states:
                 yield message
-                continue
-            try:
-                await asyncio.wait_for(bell.wait(), KEEPALIVE_S)
-            except asyncio.TimeoutError:
-                yield wire(": idle\n\n")
     finally:
-        hub.streams -= 1
-        if follower is not None:
-            hub.store.leave(room, follower)
-            try:
-                asyncio.get_running_loop().call_later(GRACE_S + 0.5, hub.ring, room)
-            except RuntimeError:  # closed outside the loop (shutting down): nobody is left to tell
-                pass
+        _stream_ended(hub, room, follower)
+
+
+async def _states(hub: RoomHub, room: str, follower: str | None, since: int | None, gz: bool):
+    """The room's messages: its state whenever it changed since the last one sent, a comment after KEEPALIVE_S
+    without a change, and `closed` (then nothing) once the room has gone."""
+    seen = None
+    while True:
+        bell = hub.bell(room)  # taken before reading, so a change after the read rings this one
+        try:
+            sent = hub.state(room)
+            fresh = sent.key != seen
+            if fresh:
+                message, since = await _state_message(hub, room, sent, follower, since, gz)
+        except RoomError as e:
+            yield _closed(e, gz)
+            return
+        if fresh:
+            seen = sent.key
+            yield message
+        elif not await _rung(bell):
+            yield _wire(": idle\n\n", gz)
+
+
+async def _state_message(hub: RoomHub, room: str, sent: Sent, follower: str | None, since: int | None,
+                         gz: bool) -> tuple[bytes, int | None]:
+    """(the message for state `sent`, the `since` of the next one): the lecturer's is the state alone; a
+    follower's carries the rounds whose form changed after `since`, and its page then holds the state's version."""
+    if follower is None:
+        return _wire(f"data: {sent.data}\n\n", gz), since
+    return await hub.message(room, sent, since, gz), sent.view.version
+
+
+async def _rung(bell: asyncio.Event) -> bool:
+    """Wait for the room's bell: True once it rang, False after KEEPALIVE_S of quiet (time for a keepalive)."""
+    try:
+        return await asyncio.wait_for(bell.wait(), KEEPALIVE_S)  # Event.wait() gives True
+    except asyncio.TimeoutError:
+        return False
+
+
+def _stream_ended(hub: RoomHub, room: str, follower: str | None) -> None:
+    """One stream fewer; a follower's seat is held GRACE_S more, the room rung once that is over (its count drops)."""
+    hub.streams -= 1
+    if follower is not None:
+        hub.store.leave(room, follower)
+        try:
+            asyncio.get_running_loop().call_later(GRACE_S + 0.5, hub.ring, room)
+        except RuntimeError:  # closed outside the loop (shutting down): nobody is left to tell
+            pass
+
+
+def _wire(text: str, gz: bool) -> bytes:
+    """A message as a stream sends it: UTF-8, or deflated (`gz`) to continue its gzip stream."""
+    return deflated(text) if gz else text.encode()
+
+
+def _closed(e: RoomError, gz: bool) -> bytes:
+    """The `closed` event: the room has gone, or never let this stream in (its sentence for the person)."""
+    return _wire(f"event: closed\ndata: {json.dumps({'error': str(e)})}\n\n", gz)
 
 
 async def _json_call(request: Request, act) -> Response:

@@ -11,7 +11,8 @@ room's state and its rules, with no web framework: the page (app/) serves it.
 Bounded and safe by construction: room ids and lecturer keys are 128 random bits (`secrets`), the short code only an
 alias whose last character checks the others (a typo is told at once and is not a guess) and that a client may miss
 a few times before it must wait; at most MAX_ROOMS rooms; at most MAX_FOLLOWERS seats a room, a seat held while its
-follower's stream is open and GRACE_S after (a reload keeps it); a room idle for IDLE_S is gone; one answer per
+follower's stream is open and GRACE_S after (a reload keeps it; the seats' rules are lecture/seats.py's); a room idle
+for IDLE_S is gone; one answer per
 follower per round, which they may change while the round is on the lecturer's screen in quiz mode and nothing of it
 is revealed; nothing one follower sends reaches another but the counts, and those only once the round is revealed.
 Every refusal is a RoomError with a sentence for a person.
@@ -34,13 +35,11 @@ from typing import Callable
 
 from specviz.lecture.room_codes import CODE_ALPHABET, CODE_LENGTH, CODE_RANDOM, is_code, with_check
 from specviz.lecture.room_trace import trace_id
+from specviz.lecture.seats import GRACE_S, MAX_FOLLOWERS, Seat, forget_gone, present, take_seat
 from specviz.record.quiz_data import QuizFacts, follower_forms
 from specviz.settings.bounds import whole_number
 
 MAX_ROOMS = 50  # rooms at once on one server: each holds its trace (at most record.trace.MAX_TRACE_BYTES)
-MAX_FOLLOWERS = 300  # seats a room: people present at once (a lecture hall of 300), not everyone who ever came
-GRACE_S = 30.0  # a seat outlives its follower's last stream this long: a reload or a phone's dropped Wi-Fi keeps it
-MAX_GONE = 300  # followers gone past GRACE_S still known by id a room (a return keeps their answers); then forgotten
 IDLE_S = 4 * 3600  # a room nobody drove or joined for this long is closed
 MISSES_ALLOWED, MISS_WINDOW_S = 10, 60.0  # a client may name well-formed unknown codes this often a minute
 MISSES_ALLOWED_ALL = 60  # and all clients together this often a minute (a client's address can be forged)
@@ -60,12 +59,6 @@ class OpenedRoom:
     code: str  # the short code shown on the projector, an alias of `room`
     key: str  # the lecturer's key: only its holder drives the room; never shown to students
     trace: str = ""  # trace_id of the trace it was opened on: its lecturer's drives name it
-
-
-@dataclass
-class Seat:
-    streams: int = 0  # the follower's open event streams (a phone and its reload may overlap)
-    since: float = 0.0  # when it joined or its last stream closed: the seat holds GRACE_S from then
 
 
 @dataclass
@@ -227,7 +220,7 @@ class RoomStore:
                 raise RoomError("join the room before following it (reload the page)", 403)
             seat = self._seat(r, follower)
             if hold:
-                seat.streams += 1
+                seat.stream_opened()
                 r.version += 1
 
     def leave(self, room: str, follower: str) -> None:
@@ -235,7 +228,7 @@ class RoomStore:
         with self._lock:
             seat = self._rooms[room].seats.get(follower) if room in self._rooms else None
             if seat is not None:
-                seat.streams, seat.since = max(seat.streams - 1, 0), self.clock()
+                seat.stream_closed(self.clock())
 
     def resolve(self, code_or_room: str, client: str = "") -> str:
         """The room id a short code (or a room id) names; unknown codes count against `client`'s guesses."""
@@ -315,30 +308,22 @@ class RoomStore:
 
     def _view(self, r: Room) -> RoomView:
         revealed = {n: dict(r.counts(n)) for n, step in r.reached.items() if step >= r.facts.rounds[n - 1].steps}
-        return RoomView(r.round_, r.step, r.quiz, r.version, self._present(r), sum(r.counts(r.round_).values()),
-                        dict(r.reached), revealed, r.leading, r.part, r.trace_id, r.title, dict(r.forms),
-                        dict(r.changed))
-
-    def _held(self, seat: Seat) -> bool:
-        return seat.streams > 0 or self.clock() - seat.since <= GRACE_S
-
-    def _present(self, r: Room) -> int:
-        return sum(self._held(seat) for seat in r.seats.values())
+        return RoomView(r.round_, r.step, r.quiz, r.version, present(r.seats, self.clock()),
+                        sum(r.counts(r.round_).values()), dict(r.reached), revealed, r.leading, r.part, r.trace_id,
+                        r.title, dict(r.forms), dict(r.changed))
 
     def _seat(self, r: Room, follower: str) -> Seat:
         """`follower`'s seat, held; RoomError if it had none held and every seat is taken."""
-        seat = r.seats.get(follower)
-        if (seat is None or not self._held(seat)) and self._present(r) >= self.max_followers:
+        seat = take_seat(r.seats, follower, self.clock(), self.max_followers)
+        if seat is None:
             raise RoomError(f"this room is full ({self.max_followers} people following it now); watch the "
                             f"projector and try again in a minute, or ask the lecturer to open a second room", 503)
-        return r.seats.setdefault(follower, Seat(since=self.clock()))
+        return seat
 
     def _forget_gone(self, r: Room) -> None:
-        """Past MAX_GONE followers gone (seats not held), the longest gone are forgotten; their answers stay in
-        the counts without their id."""
-        gone = sorted((seat.since, f) for f, seat in r.seats.items() if not self._held(seat))
-        for _, follower in gone[:max(len(gone) - MAX_GONE, 0)]:
-            del r.seats[follower]
+        """The followers gone longest lose their seats (seats.forget_gone); their answers stay in the counts
+        without their id."""
+        for follower in forget_gone(r.seats, self.clock()):
             for number, given in r.answers.items():
                 if follower in given:
                     r.forgotten.setdefault(number, Counter())[given.pop(follower)] += 1

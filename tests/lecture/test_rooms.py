@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from specviz.lecture import rooms
+from specviz.lecture import seats
 from specviz.lecture.room_codes import CODE_ALPHABET, CODE_LENGTH, is_code, with_check
 from specviz.lecture.room_trace import round_facts
 from specviz.lecture.rooms import GRACE_S, MISSES_ALLOWED, MISSES_ALLOWED_ALL, RoomError, RoomStore
@@ -232,7 +232,7 @@ def test_a_hall_with_people_coming_and_going_never_fills(store):
 
 
 def test_followers_long_gone_are_forgotten_but_their_answers_counted(store, monkeypatch):
-    monkeypatch.setattr(rooms, "MAX_GONE", 2)
+    monkeypatch.setattr(seats, "MAX_GONE", 2)
     opened = store.open("{}", facts(2))
     store.drive(opened.room, opened.key, round_=1, quiz=True, trace=opened.trace)
     first = []

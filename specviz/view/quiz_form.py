@@ -20,9 +20,9 @@ Pure functions of a trace (no gradio, no models); token text is escaped by token
 from __future__ import annotations
 
 from specviz.record.quiz_data import most_accepted, step_of_draft
-from specviz.record.trace import DraftPosition, Round, TokenProb, Trace
+from specviz.record.trace import Round, Trace
 from specviz.settings.bounds import widths_text
-from specviz.view.cards import TOP_TOKENS, bar_rows, position_card
+from specviz.view.cards import bar_rows, by_q, position_card
 from specviz.view.stage import quiz_bar
 from specviz.view.strip import RECENT, break_before, chip, draft_title, past_round
 from specviz.view.style import cut_by, num
@@ -81,15 +81,6 @@ def _strip(trace: Trace, index: int, revealed: int) -> str:
 def neutral_chip(text: str) -> str:
     """A draft in the strip before its verdict: its token alone, the same for every draft."""
     return f'{break_before(text)}<span class="sv-tok sv-drafted">{token_html(text)}</span>'
-
-
-def by_q(d: DraftPosition, limit: int = TOP_TOKENS) -> list[TokenProb]:
-    """The drafted token and the draft's strongest rivals, by q alone. The recorded candidates are the top tokens of
-    p and of q together, ranked by the larger of the two; a rival that is there only for its p (q = 0), or their
-    order, would tell the target's choice, so rivals are ranked by q, ties by token id."""
-    rivals = sorted((t for t in d.candidates if t.token_id != d.token_id and (t.q or 0) > 0),
-                    key=lambda t: (-(t.q or 0), t.token_id))
-    return [TokenProb(d.token_id, d.text, d.p, d.q)] + rivals[:limit - 1]
 
 
 def quiz_card(rnd: Round, i: int, greedy: bool) -> str:

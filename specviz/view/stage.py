@@ -38,7 +38,8 @@ def stage_html(trace: Trace | None, current: int, quiz: QuizState | None = None,
     current = min(max(int(current), 1), n)
     numbers = [n] if latest_only else range(1, n + 1)
     sections = "".join(round_section(trace, i, shown=i == current, quiz=quiz) for i in numbers)
-    return f'<div class="sv-stage" data-rounds="{n}" data-current="{current}">{sections}</div>'
+    return (f'<div class="sv-stage" data-rounds="{n}" data-current="{current}" data-greedy="{int(trace.greedy)}">'
+            f'{sections}</div>')
 
 
 def round_section(trace: Trace, number: int, shown: bool, quiz: QuizState | None = None) -> str:

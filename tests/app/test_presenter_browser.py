@@ -44,7 +44,10 @@ SEEN = """() => {
   let text = sec.innerText;
   for (const legend of sec.querySelectorAll('.sv-legend, .sv-tree-key')) text = text.replace(legend.innerText, '');
   const titles = [...sec.querySelectorAll('[title]')].filter(e => !e.closest('.sv-legend')).map(e => e.title);
+  const rows = [...sec.querySelectorAll('.sv-cards > .sv-pos:not(.sv-last) .sv-bar-row:not(.sv-bar-heads)')].filter(seen);
+  const bars = (kind) => rows.map(r => r.querySelector(`.sv-bar-${kind}`)).filter(b => b && seen(b)).map(b => b.innerText);
   return {round: Number(sec.dataset.round), drafts: sec.querySelector('.sv-tree') ? 0 : Number(sec.dataset.k),
+          greedy: sec.closest('.sv-stage').dataset.greedy === '1', p: bars('p'), q: bars('q'),
           chips: chips.filter(seen).map(look), hiddenChips: chips.filter(e => !seen(e)).length,
           cards: cards.filter(seen).map(look), nodes: nodes.filter(seen).map(look), text, titles,
           live: document.getElementById('sv-announce')?.textContent ?? ''};
@@ -63,6 +66,10 @@ def leaks(view: dict) -> list[str]:
         if FATE.search(view[name]):
             out.append(f"the {name} says {FATE.search(view[name]).group()!r}: {view[name][:300]!r}")
     out += [f"a tooltip says {t!r}" for t in view["titles"] if FATE.search(t)]
+    if view["greedy"] and view["p"]:  # p is 1 for the target's top token and 0 elsewhere: the verdict itself
+        out.append(f"a greedy round shows p before its verdict: {view['p']}")
+    if view["greedy"] and "0" in view["q"]:  # a row listed for its p alone
+        out.append(f"a greedy round lists a token the draft gave q = 0: {view['q']}")
     return out
 
 

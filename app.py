@@ -17,8 +17,8 @@ import threading
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry, no version check
 
 from specviz.app.errors import message_of  # noqa: E402
-from specviz.engine.kernels import PATHS  # noqa: E402
-from specviz.engine.pairs import DEFAULT_PRESET, PRESETS  # noqa: E402
+from specviz.models.kernels import PATHS  # noqa: E402
+from specviz.models.pairs import DEFAULT_PRESET, PRESETS  # noqa: E402
 from specviz.app.serving import DEFAULT_CONCURRENCY, default_engine_loader, launch_kwargs, preset_labels  # noqa: E402
 from specviz.app.page import build_demo  # noqa: E402
 

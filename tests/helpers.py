@@ -26,8 +26,8 @@ from harness.browser import CHROMIUM
 from specviz.algorithm import tree as tree_module
 from specviz.algorithm.sampling import residual_distribution, sample
 from specviz.algorithm.tree import verify_tree
-from specviz.engine import packaged as packaged_pair
-from specviz.engine.packaged import PackagedGGUF
+from specviz.models import packaged as packaged_pair
+from specviz.models.packaged import PackagedGGUF
 from specviz.record.stats import summarize
 from specviz.record.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Baseline, DraftPosition, Round,
                                   TokenProb, Trace)
@@ -111,7 +111,7 @@ def convert(work: Path, progress=None, fail_after: str | None = None) -> None:
 
 
 def install(packaged: PackagedGGUF, chunk_dir: Path, converter, setattr_) -> None:
-    """Point specviz.engine.packaged at the fake: its PACKAGED entry, its chunk files, the converter (setattr_:
+    """Point specviz.models.packaged at the fake: its PACKAGED entry, its chunk files, the converter (setattr_:
     monkeypatch's, or plain setattr in a subprocess)."""
     setattr_(packaged_pair, "PACKAGED", {**packaged_pair.PACKAGED, "Fake": packaged})
     setattr_(packaged_pair, "chunk_files", lambda p: sorted(chunk_dir.glob("part*.bin")))

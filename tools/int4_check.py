@@ -8,7 +8,7 @@ import argparse
 
 import torch
 
-from specviz.engine.quant import Int4Linear, Int8Linear, fastest_weights, stack_time
+from specviz.models.quant import Int4Linear, Int8Linear, fastest_weights, stack_time
 
 IN, OUT, LAYERS = 896, 4864, 24
 

@@ -34,7 +34,7 @@ REAL_PROMPTS = list(EXAMPLE_PROMPTS.values())
 
 def real_pair():
     """The packaged pair through the app's own loader (as app.py serves it) -> preset, loader, engine, prompts."""
-    from specviz.engine.pairs import DEFAULT_PRESET
+    from specviz.models.pairs import DEFAULT_PRESET
 
     def prompt(i):
         return f"{REAL_PROMPTS[i % len(REAL_PROMPTS)]} (Variant {i}.)"

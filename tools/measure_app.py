@@ -71,7 +71,7 @@ def main() -> None:
     from specviz.app import serving
     from specviz.app import page as ui
     from specviz.engine import RunSettings
-    from specviz.engine.pairs import DEFAULT_PRESET
+    from specviz.models.pairs import DEFAULT_PRESET
 
     engine = serving.default_engine_loader(DEFAULT_PRESET)
     engine.warm_up()

@@ -29,7 +29,7 @@ EMULATION = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_I
 def reference_generate(tokens: int):
     """A function timing transformers' float32 greedy generate on the packaged target (tokens/s), as a user would
     run it: the model loaded in float32 with its default attention, the chat template on the code prompt."""
-    from specviz.engine.pairs import PRESETS, DEFAULT_PRESET, load_model, load_tokenizer, resolve_model
+    from specviz.models.pairs import PRESETS, DEFAULT_PRESET, load_model, load_tokenizer, resolve_model
     from specviz.settings.prompts import CODE_PROMPT
 
     path = resolve_model(PRESETS[DEFAULT_PRESET].target)
@@ -70,8 +70,8 @@ def main() -> None:
     from transformers.utils import logging
     logging.disable_progress_bar()
     from specviz.engine import Engine
-    from specviz.engine.machine import machine
-    from specviz.engine.pairs import load_pair
+    from specviz.models.machine import machine
+    from specviz.models.pairs import load_pair
 
     engine = Engine.from_pair(load_pair(kernels=args.kernels))
     engine.warm_up()

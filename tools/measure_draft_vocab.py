@@ -14,11 +14,11 @@ from __future__ import annotations
 import torch
 
 from specviz.drafters.trained import EAGLE, MEDUSA
-from specviz.engine.kernels import path_of
-from specviz.engine.machine import machine
-from specviz.engine.packaged import cache_root
-from specviz.engine.pairs import load_target
-from specviz.engine.trained import draft_cost, heads_folder, load_heads
+from specviz.models.kernels import path_of
+from specviz.models.machine import machine
+from specviz.models.packaged import cache_root
+from specviz.models.pairs import load_target
+from specviz.engine.trained import draft_cost, load_trained, trained_folder
 
 SIZES = (1024, 4096, 16384, 32768, 151_936)
 
@@ -28,7 +28,7 @@ def main() -> None:
     path = path_of(target)
     print(f"{machine('cpu')}; kernels {path or 'float32'}; medians of 7 after one untimed call")
     for kind in (MEDUSA, EAGLE):
-        heads = load_heads(heads_folder(cache_root(), name, kind), target, name, path=path)
+        heads = load_trained(trained_folder(cache_root(), name, kind), target, name, path=path)
         if heads is None:
             print(f"{kind}: not trained here")
             continue

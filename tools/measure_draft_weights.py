@@ -16,8 +16,8 @@ from specviz.measure.bench import interleaved
 from specviz.settings.prompts import BENCH_PROMPTS as PROMPTS
 from specviz.engine import Engine, RunSettings
 from specviz.measure.measured import steady_state
-from specviz.engine.pairs import load_pair
-from specviz.engine.quant import FULL, INT4, INT8, fastest_weights, quantize_linears, weights_name
+from specviz.models.pairs import load_pair
+from specviz.models.quant import FULL, INT4, INT8, fastest_weights, quantize_linears, weights_name
 from specviz.record.stats import target_step_time
 
 KINDS = (FULL, INT8, INT4)

@@ -17,7 +17,7 @@ import torch
 
 from specviz.lab import compare
 from specviz.engine import Engine, RunSettings
-from specviz.engine.pairs import load_pair
+from specviz.models.pairs import load_pair
 from specviz.settings.prompts import COMPARE_PROMPTS
 
 

@@ -52,7 +52,7 @@ SHAPES = {  # preset -> (draft shape, target shape)
 MEASURE = """
 import json, sys
 from specviz.engine import Engine, RunSettings
-from specviz.engine.pairs import load_pair
+from specviz.models.pairs import load_pair
 pair = load_pair(device="cpu", dtype=sys.argv[1], draft_weights="full")
 engine = Engine.from_pair(pair)
 engine.run("Write a Python function that returns the n-th Fibonacci number.", RunSettings(k=4, max_new_tokens=16))

@@ -20,7 +20,7 @@ from specviz.engine.eagle import EagleDrafter
 from specviz.engine.medusa import MedusaHeads
 from specviz.train.teacher import Subset, Teacher
 from specviz.train.fit import EVAL_POSITIONS, TrainPlan, agreement_eagle, agreement_medusa, fit_eagle, fit_medusa
-from specviz.engine.machine import machine
+from specviz.models.machine import machine
 
 HIDDEN, VOCAB, LENGTH, WINDOWS = 1536, 151_936, 256, 3
 

@@ -11,8 +11,8 @@ import argparse
 import json
 
 from specviz.engine import Engine
-from specviz.engine.pairs import load_pair
-from specviz.engine.quant import FULL, INT4, INT8
+from specviz.models.pairs import load_pair
+from specviz.models.quant import FULL, INT4, INT8
 from specviz.measure.cost_charts import parts_line
 from specviz.measure.recorded_costs import RECORDED, record_parts
 

@@ -33,7 +33,7 @@ def app_in_browser(real_names: bool = False):
     from playwright.sync_api import sync_playwright
 
     from specviz.app.serving import preset_labels
-    from specviz.engine.pairs import DEFAULT_PRESET
+    from specviz.models.pairs import DEFAULT_PRESET
     from harness.browser import launch_browser, serve
 
     labels, preset = (preset_labels(), DEFAULT_PRESET) if real_names else ({"tiny": "Tiny random pair"}, "tiny")

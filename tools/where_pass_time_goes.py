@@ -68,7 +68,7 @@ def instrument_model(model, timed) -> None:
 def measure(kernels: list[str], reps: int) -> dict:
     from transformers import DynamicCache
 
-    from specviz.engine.pairs import load_target
+    from specviz.models.pairs import load_target
     from specviz.settings.prompts import CODE_PROMPT
 
     results = {}
@@ -130,7 +130,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=7)
     args = parser.parse_args()
     torch.set_num_threads(min(2, os.cpu_count() or 1))
-    from specviz.engine.machine import machine
+    from specviz.models.machine import machine
     kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
     load_before = os.getloadavg()[0]
     results = measure(kernels, args.reps)

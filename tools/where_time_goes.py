@@ -14,7 +14,7 @@ from specviz.engine import lean
 from specviz.measure.bench import SAME_DRAFT_PEER, _transformers_tokens_per_s
 from specviz.settings.prompts import BENCH_PROMPTS as PROMPTS
 from specviz.engine import Engine, RunSettings
-from specviz.engine.pairs import load_pair
+from specviz.models.pairs import load_pair
 
 SPENT: dict[str, float] = {}
 CALLS: dict[str, int] = {}

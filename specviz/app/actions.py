@@ -22,8 +22,8 @@ from specviz.view.cost_words import pass_costs_text
 from specviz.view.style import speed
 from specviz.drafters import REGISTRY
 from specviz.engine import Engine, RunSettings
-from specviz.engine.pairs import PRESETS
-from specviz.engine.trained import check_heads_trained
+from specviz.models.pairs import PRESETS
+from specviz.engine.trained import check_trained
 from specviz.app.errors import message_of, refused_by_zerogpu
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
 from specviz.app.inputs import check_preset, check_prompt, settings_from
@@ -143,7 +143,7 @@ class ModelActions:
         if not isinstance(drafter, str) or drafter not in REGISTRY or preset not in self.presets or preset not in PRESETS:
             return ""  # a drafter or pair the page does not offer: Generate says what is wrong with it
         try:
-            check_heads_trained(RunSettings(drafter=drafter), PRESETS[preset].target)
+            check_trained(RunSettings(drafter=drafter), PRESETS[preset].target)
         except ValueError as e:
             return notices.status(str(e), "error")
         return ""

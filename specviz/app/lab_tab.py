@@ -355,7 +355,7 @@ def demo(get_engine: EngineLoader | None = None, preset: str | None = None) -> g
 
 
 if __name__ == "__main__":
-    from specviz.engine.pairs import DEFAULT_PRESET
+    from specviz.models.pairs import DEFAULT_PRESET
     from specviz.app.serving import default_engine_loader, launch_kwargs  # the page's theme, palette and CSS; the packaged pair
 
     demo(default_engine_loader, DEFAULT_PRESET).launch(**launch_kwargs())

@@ -62,7 +62,7 @@ class EngineCache:
     def __init__(self, load_pair: Callable[..., Any] | None = None, measure_at_load: bool = True,
                  kernels: str | None = None):
         self._load_pair = load_pair or _load_pair
-        self.kernels = kernels  # on a CPU, the kernel path every pair loads on (engine/kernels.py; None: auto)
+        self.kernels = kernels  # on a CPU, the kernel path every pair loads on (models/kernels.py; None: auto)
         # Time the pair's passes once loaded (engine/pass_costs.py: seconds), for the cost-aware stop rule. Not on
         # ZeroGPU, where the main process has no GPU to time: there the first run measures in its GPU call
         self.measure_at_load = measure_at_load
@@ -100,7 +100,7 @@ class EngineCache:
 
 
 def _load_pair(**kwargs):
-    from specviz.engine.pairs import load_pair  # loading pulls in the GGUF machinery: only when a pair is first asked for
+    from specviz.models.pairs import load_pair  # loading pulls in the GGUF machinery: only when a pair is first asked for
 
     return load_pair(**kwargs)
 
@@ -110,7 +110,7 @@ default_engine_loader = EngineCache()
 
 def preset_labels() -> dict[str, str]:
     """Every model pair this specviz knows: preset name -> the label the page shows."""
-    from specviz.engine.pairs import PRESETS
+    from specviz.models.pairs import PRESETS
 
     return {name: preset.label for name, preset in PRESETS.items()}
 

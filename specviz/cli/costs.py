@@ -8,7 +8,7 @@ import argparse
 from specviz.settings import defaults
 from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES
 from specviz.cli.progress import print_progress
-from specviz.engine.kernels import add_kernels_flag
+from specviz.models.kernels import add_kernels_flag
 
 
 def add_costs_args(p: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def costs_command(a: argparse.Namespace) -> int:
     from specviz.measure import pass_timing
     from specviz.measure.cost_charts import costs_text
     from specviz.engine import Engine
-    from specviz.engine.pairs import load_pair
+    from specviz.models.pairs import load_pair
 
     engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, progress=print_progress, kernels=a.kernels,
                                         draft_weights=a.draft_weights))

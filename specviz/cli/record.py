@@ -32,7 +32,7 @@ def record_command(a: argparse.Namespace) -> int:
 
     from specviz.lecture import examples
     from specviz.engine import Engine
-    from specviz.engine.pairs import load_pair
+    from specviz.models.pairs import load_pair
 
     if not 1 <= a.repeats <= MAX_TURNS:
         raise ValueError(f"--repeats should be a whole number from 1 to {MAX_TURNS}, got {a.repeats}")

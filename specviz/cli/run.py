@@ -16,7 +16,7 @@ from specviz.view.cost_words import round_note
 from specviz.view.trace_text import ROUND_HEADER, round_line, summary_lines
 from specviz.cli.flags import flag
 from specviz.cli.progress import print_progress
-from specviz.engine.kernels import add_kernels_flag
+from specviz.models.kernels import add_kernels_flag
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
@@ -77,8 +77,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 
 def run_command(a: argparse.Namespace) -> int:
     from specviz.engine import Engine
-    from specviz.engine.trained import check_heads_trained
-    from specviz.engine.pairs import DEFAULT_PRESET, PRESETS, load_pair
+    from specviz.engine.trained import check_trained
+    from specviz.models.pairs import DEFAULT_PRESET, PRESETS, load_pair
     from specviz.engine.repeats import WARM_UP, timed_baseline
 
     settings = run_settings(a)
@@ -87,7 +87,7 @@ def run_command(a: argparse.Namespace) -> int:
         raise ValueError(f"--repeats should be a whole number from 1 to {MAX_TURNS}, got {a.repeats}")
     if a.preset and a.preset not in PRESETS:
         raise ValueError(f"unknown preset {a.preset!r}; known: {', '.join(PRESETS)}")
-    check_heads_trained(settings, a.target or PRESETS[a.preset or DEFAULT_PRESET].target)  # before a minute of loading
+    check_trained(settings, a.target or PRESETS[a.preset or DEFAULT_PRESET].target)  # before a minute of loading
     pair = load_pair(a.preset, a.draft, a.target, a.device, a.dtype, progress=print_progress, kernels=a.kernels,
                      draft_weights=a.draft_weights or DRAFT_WEIGHTS[0])
     engine = Engine.from_pair(pair)

@@ -16,7 +16,7 @@ import torch
 from specviz.algorithm.sampling import sample, verify, warp
 from specviz.algorithm.cost_rule import CostRule
 from specviz.engine.decoding import TOP_N, DecodingRun, RunContext, forward, rollback
-from specviz.engine.timer import synchronize
+from specviz.models.timer import synchronize
 from specviz.drafters.trained import EAGLE
 from specviz.engine.eagle_draft import eagle_chain
 from specviz.engine.heads_draft import heads_chain

@@ -67,10 +67,10 @@ class RunContext:
     tokenizer: Any  # decodes the output for the trace
     device: str
     dtype: str
-    kernels: str  # the path the linear layers run on (engine/kernels.py); the dtype's name for its own kernels
+    kernels: str  # the path the linear layers run on (models/kernels.py); the dtype's name for its own kernels
     target_name: str
     drafter_name: str  # as the trace records it
-    draft_memory: DraftMemory | None  # the drafter model's memory (engine/memory.py); None without one
+    draft_memory: DraftMemory | None  # the drafter model's memory (models/memory.py); None without one
 
 
 class DecodingRun:

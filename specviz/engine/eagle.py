@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from specviz.drafters.trained import EAGLE
-from specviz.engine.kernels import activations
+from specviz.models.kernels import activations
 from specviz.engine.readout import TargetRows
 
 WINDOW = 32  # positions a step's attention sees: the most recent target features, then the layer's own guesses

@@ -31,12 +31,12 @@ from specviz.drafters.trained import check_depth, how_to_train
 from specviz.algorithm.cost_rule import CostRule
 from specviz.engine import pass_costs, self_speculation
 from specviz.engine.chain import ChainRun
-from specviz.engine.trained import heads_folder, load_heads
-from specviz.engine.packaged import cache_root
+from specviz.engine.trained import load_trained, trained_folder
+from specviz.models.packaged import cache_root
 from specviz.engine.decoding import DecodingRun, RunContext, forward
-from specviz.engine.timer import synchronize
+from specviz.models.timer import synchronize
 from specviz.engine.lean import LeanCache, LeanDecoder
-from specviz.engine.memory import draft_memory
+from specviz.models.memory import draft_memory
 from specviz.engine.request import RunSettings
 from specviz.settings.bounds import COST_RULE, check_prompt_given
 from specviz.engine.tree_pass import check_tree_attention
@@ -55,7 +55,7 @@ class Engine:
         self.device = str(next(target.parameters()).device)
         self.dtype = dtype or str(next(target.parameters()).dtype).removeprefix("torch.")
         self.dtype_why = dtype_why  # why these kernels and this dtype on this device (pairs.load_pair), on the page
-        self.kernels = kernels or self.dtype  # the path the linear layers run on (kernels.py), or the dtype's own
+        self.kernels = kernels or self.dtype  # the path its linear layers run on (models/kernels.py), or the dtype
         # Models of one family may pad their embedding tables to different sizes (Qwen2.5 0.5B: 151936,
         # 7B: 152064); both distributions are taken over the shared ids only, in the baseline too.
         self.vocab = min(draft.config.vocab_size, target.config.vocab_size)
@@ -66,7 +66,7 @@ class Engine:
         self.lean_draft = lean_draft  # draft with lean.py's pass where the draft's architecture allows (same logits)
         self._lean: dict[object, LeanDecoder | None] = {}
         self._memory: dict[object, object] = {}  # drafter model -> its DraftMemory
-        self._heads: dict[str, object] = {}  # trained heads by kind (engine/trained.py), loaded when first chosen
+        self._trained: dict[str, object] = {}  # trained drafters by kind (engine/trained.py), loaded when first chosen
         # What passes cost here, for the cost-aware rule: measured at load (EngineCache) or on first use, replaced by
         # the Costs tab's measurement; and the step of each drafter model but the draft (self-speculation's), timed once
         self.pass_costs: CostProfile | None = None
@@ -79,41 +79,41 @@ class Engine:
         spec = settings.drafter_spec
         self.layers_for(settings)
         if spec.source == TARGET_STATE:
-            heads = self.heads_for(spec)
+            trained = self.trained_for(spec)
             if spec.shaped:
-                check_depth(spec.trained, heads.n, depth=settings.depth)
+                check_depth(spec.trained, trained.n, depth=settings.depth)
             elif spec.tree:
-                check_depth(spec.trained, heads.n, settings.widths)
+                check_depth(spec.trained, trained.n, settings.widths)
 
     def draft_for(self, settings: RunSettings) -> tuple[object | None, str]:
         """(the model that drafts, the name a trace records) for a run whose settings check_drafter passed: the
-        draft model, the target's first N layers (self-speculation), trained heads, or no model (a drafter that
-        copies)."""
+        draft model, the target's first N layers (self-speculation), a trained drafter (Medusa heads or the EAGLE
+        layer), or no model (a drafter that copies)."""
         spec = settings.drafter_spec
         if spec.source == EARLIER_TEXT:
             return None, spec.label
         if spec.source == DRAFT_MODEL:
             return self.draft, self.draft_name
         if spec.source == TARGET_STATE:
-            heads = self.heads_for(spec)
-            return heads, f"{heads.title} on {self.target_name}'s own hidden state"
+            trained = self.trained_for(spec)
+            return trained, f"{trained.title} on {self.target_name}'s own hidden state"
         n = self.layers_for(settings)
         if n not in self._early:
             self._early[n] = self_speculation.early_exit(self.target, n)
         return self._early[n], (f"{self.target_name}, its first {n} of {self_speculation.layer_count(self.target)} "
                                 f"layers")
 
-    def heads_for(self, spec):
-        """The trained heads a TARGET_STATE drafter reads: set with `use_heads`, or loaded once from beside the model
-        cache (engine/trained.py); ValueError saying how to train them where none are, or where they were trained for
-        another target."""
-        if spec.trained not in self._heads:
-            folder = heads_folder(cache_root(), self.target_name, spec.trained)
-            heads = load_heads(folder, self.target, self.target_name, path=self.kernels)  # on the pair's kernels
-            if heads is None:
+    def trained_for(self, spec):
+        """The trained drafter (Medusa heads or the EAGLE layer) a TARGET_STATE drafter reads: set with `use_trained`,
+        or loaded once from beside the model cache (engine/trained.py); ValueError saying how to train it where none
+        is, or where it was trained for another target."""
+        if spec.trained not in self._trained:
+            folder = trained_folder(cache_root(), self.target_name, spec.trained)
+            trained = load_trained(folder, self.target, self.target_name, path=self.kernels)  # on the pair's kernels
+            if trained is None:
                 raise ValueError(how_to_train(spec.trained, self.target_name))
-            self._heads[spec.trained] = heads
-        return self._heads[spec.trained]
+            self._trained[spec.trained] = trained
+        return self._trained[spec.trained]
 
     def unavailable(self, spec) -> str | None:
         """Why this engine cannot draft with `spec` now (its heads are not trained yet, or were trained for another
@@ -121,17 +121,18 @@ class Engine:
         if spec.source != TARGET_STATE:
             return None
         try:
-            self.heads_for(spec)
+            self.trained_for(spec)
         except ValueError as e:
             return str(e)
         return None
 
-    def use_heads(self, heads) -> None:
-        """Draft with these heads (of heads.kind) from now on: what train-heads and the tests hand the engine."""
-        self._heads[heads.kind] = heads
+    def use_trained(self, trained) -> None:
+        """Draft with this trained drafter (Medusa heads or the EAGLE layer, of trained.kind) from now on: what
+        train-heads and the tests hand the engine."""
+        self._trained[trained.kind] = trained
 
     def memory_of(self, drafter):
-        """The drafter model's memory (engine/memory.py), measured once per model."""
+        """The drafter model's memory (models/memory.py), measured once per model."""
         if drafter not in self._memory:
             self._memory[drafter] = draft_memory(drafter, self.target)
         return self._memory[drafter]
@@ -225,7 +226,7 @@ class Engine:
             return TreeRun(self._context(prompt, settings, prompt_ids), prompt, settings, details)
         settings = replace(settings, draft_layers=self.layers_for(settings))  # and self-speculation's N
         if settings.drafter_spec.source == TARGET_STATE:  # a head a draft: K is at most the number of heads
-            settings = replace(settings, k=min(settings.k, self.heads_for(settings.drafter_spec).n))
+            settings = replace(settings, k=min(settings.k, self.trained_for(settings.drafter_spec).n))
         ctx = self._context(prompt, settings, prompt_ids)
         rule = prices = note = None
         if settings.adaptive and settings.stop_rule == COST_RULE and settings.drafter_spec.has_draft_cache:

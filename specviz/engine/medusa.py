@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from specviz.drafters.trained import MEDUSA
-from specviz.engine.kernels import activations
+from specviz.models.kernels import activations
 from specviz.engine.readout import TargetRows
 
 
@@ -35,7 +35,7 @@ class ResBlock(torch.nn.Module):
 
 class MedusaHeads(TargetRows, torch.nn.Module):
     """n residual blocks sharing the target's LM head. `lm_head` is the target's own module (its parameters count as
-    shared, engine/memory.py); only `blocks` are trained, saved and moved between dtypes."""
+    shared, models/memory.py); only `blocks` are trained, saved and moved between dtypes."""
 
     kind = MEDUSA
 

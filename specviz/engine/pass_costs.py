@@ -21,7 +21,7 @@ import time
 import torch
 
 from specviz.engine.decoding import forward, rollback
-from specviz.engine.timer import time_calls
+from specviz.models.timer import time_calls
 from specviz.record.cost_profile import CostProfile
 from specviz.record.trace import PassCosts
 

@@ -13,7 +13,7 @@ import dataclasses
 import statistics
 from typing import Callable
 
-from specviz.engine.machine import machine
+from specviz.models.machine import machine
 from specviz.engine.request import RunSettings
 from specviz.record.stats import turn_speedups
 from specviz.record.trace import MAX_TURNS, PUBLISHED_TURNS, Baseline, Repeats, TimedRun, Trace

@@ -1,8 +1,8 @@
 """What every trained drafter (Medusa heads, the EAGLE-style layer) keeps beside the model cache: where its weights
 come from (`Provenance`), the target they were trained for (`fingerprint`), and saving, finding and loading them.
 
-    save_heads(heads, provenance, heads_folder(cache_root(), target_name, heads.kind))
-    heads = load_heads(folder, target, target_name)   # None where none were saved; another target's refused
+    save_trained(drafter, provenance, trained_folder(cache_root(), target_name, drafter.kind))
+    drafter = load_trained(folder, target, target_name)   # None where none was saved; another target's refused
 
 A file of weights records the target's fingerprint (its shapes and a sample of its weights, rounded to bfloat16 so a
 float32 and a bfloat16 load of the same weights agree), and loading them for another target is refused with a
@@ -22,10 +22,10 @@ from safetensors.torch import load_file, save_file
 from specviz.drafters.trained import EAGLE, KIND_NAMES, MEDUSA, TRAIN_COMMAND, how_to_train
 from specviz.engine.eagle import WINDOW, EagleDrafter
 from specviz.engine.medusa import MedusaHeads
-from specviz.engine.packaged import PACKAGED_PREFIX, cache_root
-from specviz.engine.fingerprint import fingerprint
-from specviz.engine.kernels import put_linears_on
-from specviz.engine.timer import median_s
+from specviz.models.packaged import PACKAGED_PREFIX, cache_root
+from specviz.models.fingerprint import fingerprint
+from specviz.models.kernels import put_linears_on
+from specviz.models.timer import median_s
 
 WEIGHTS, PROVENANCE = "heads.safetensors", "provenance.json"
 VOCAB_KEY = "vocab_ids"  # in WEIGHTS beside the drafter's own weights: the tokens it drafts over, where not all
@@ -53,7 +53,7 @@ class Provenance:
     subset: int = 0  # the vocabulary subset the training's softmax ran over (train/teacher.Subset; 0: all of it)
     subset_mass: float = 0.0  # the share of the soft labels' probability that subset kept
     phases: dict = field(default_factory=dict)  # seconds each phase took: teacher, training, held-out check
-    machine: str = ""  # where it was trained, in words (engine/machine.py)
+    machine: str = ""  # where it was trained, in words (models/machine.py)
     chain: list[float] = field(default_factory=list)  # held out: per k, the share where heads (steps) 1 … k all agree
     tree: float = 0.0  # held out: tokens a target pass would give with the default tree, greedy (0: not measured)
     draft_vocab: int = 0  # the tokens it drafts over (readout.SubsetReadout; 0: every token)
@@ -77,30 +77,33 @@ def draft_cost(heads, target, repeats: int = 5) -> tuple[float, float]:
         return median_s(step, device, repeats), median_s(lambda i: target(input_ids=token), device, repeats)
 
 
-def heads_folder(root: Path, target_name: str, kind: str = MEDUSA) -> Path:
-    """Where heads for the target named so live under the model cache `root` (packaged.cache_root())."""
+def trained_folder(root: Path, target_name: str, kind: str = MEDUSA) -> Path:
+    """Where a trained drafter (Medusa heads or the EAGLE layer) of `kind` for the target named so lives under the
+    model cache `root` (packaged.cache_root()). The folder is still named FOLDER, "drafting-heads", so that weights
+    saved before keep loading."""
     return Path(root) / FOLDER / re.sub(r"[^A-Za-z0-9._-]+", "_", target_name) / kind
 
 
-def check_heads_trained(settings, target_id: str) -> None:
-    """ValueError saying how to train them, before any model loads, where a run would draft with heads that were never
-    trained for the target `target_id` names (a preset's "packaged:<name>", a hub id or a folder)."""
+def check_trained(settings, target_id: str) -> None:
+    """ValueError saying how to train it, before any model loads, where a run would draft with a trained drafter
+    (Medusa heads or the EAGLE layer) never trained for the target `target_id` names (a preset's "packaged:<name>", a
+    hub id or a folder)."""
     spec = settings.drafter_spec
     name = target_id.removeprefix(PACKAGED_PREFIX)
-    if spec.trained and read_provenance(heads_folder(cache_root(), name, spec.trained)) is None:
+    if spec.trained and read_provenance(trained_folder(cache_root(), name, spec.trained)) is None:
         raise ValueError(how_to_train(spec.trained, name))
 
 
-def save_heads(heads, provenance: Provenance, folder: Path) -> Path:
-    """Write the blocks' weights and the provenance; the folder."""
+def save_trained(drafter, provenance: Provenance, folder: Path) -> Path:
+    """Write a trained drafter's own weights (Medusa heads or the EAGLE layer) and the provenance; the folder."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    weights = {k: v.detach().float().cpu().contiguous() for k, v in heads.own.state_dict().items()}
-    if heads.vocab_ids is not None:  # the tokens it drafts over (readout.SubsetReadout)
-        weights[VOCAB_KEY] = heads.vocab_ids.cpu().contiguous()
+    weights = {k: v.detach().float().cpu().contiguous() for k, v in drafter.own.state_dict().items()}
+    if drafter.vocab_ids is not None:  # the tokens it drafts over (readout.SubsetReadout)
+        weights[VOCAB_KEY] = drafter.vocab_ids.cpu().contiguous()
     save_file(weights, str(folder / WEIGHTS))
     (folder / PROVENANCE).write_text(json.dumps(asdict(provenance), indent=1))
-    heads.provenance = provenance
+    drafter.provenance = provenance
     return folder
 
 
@@ -121,10 +124,10 @@ def builder(kind: str):
     return EagleDrafter if kind == EAGLE else MedusaHeads
 
 
-def load_heads(folder: Path, target, target_name: str, build=None, path: str = ""):
-    """The heads (or EAGLE layer) saved in folder, on the target's device and dtype, their own layers and their
-    output rows on the kernel `path` (kernels.py); None where none were saved there; ValueError, in a sentence, for
-    weights trained for another target (another fingerprint)."""
+def load_trained(folder: Path, target, target_name: str, build=None, path: str = ""):
+    """The trained drafter (Medusa heads or the EAGLE layer) saved in folder, on the target's device and dtype, its
+    own layers and its output rows on the kernel `path` (models/kernels.py); None where none was saved there;
+    ValueError, in a sentence, for weights trained for another target (another fingerprint)."""
     provenance = read_provenance(folder)
     if provenance is None:
         return None
@@ -135,14 +138,14 @@ def load_heads(folder: Path, target, target_name: str, build=None, path: str = "
         raise ValueError(f"the {KIND_NAMES.get(provenance.kind, provenance.kind)} in {folder} {were} trained for "
                          f"{provenance.target_name} "
                          f"(fingerprint {provenance.target_hash}), not for this target, {target_name} (fingerprint "
-                         f"{mine}): heads guess from one model's hidden states only. Train heads for it with "
-                         f"`{TRAIN_COMMAND}`")
-    heads = build(target, provenance.heads)
+                         f"{mine}): a trained drafter guesses from one model's hidden states only. Train one for it "
+                         f"with `{TRAIN_COMMAND}`")
+    drafter = build(target, provenance.heads)
     weights = load_file(str(Path(folder) / WEIGHTS))
     vocab = weights.pop(VOCAB_KEY, None)
-    heads.own.load_state_dict({k: v.to(heads.dtype) for k, v in weights.items()})
-    put_linears_on(heads.own, path)
+    drafter.own.load_state_dict({k: v.to(drafter.dtype) for k, v in weights.items()})
+    put_linears_on(drafter.own, path)
     if vocab is not None:
-        heads.use_vocab(vocab, path)
-    heads.provenance = provenance
-    return heads.eval()
+        drafter.use_vocab(vocab, path)
+    drafter.provenance = provenance
+    return drafter.eval()

@@ -27,8 +27,8 @@ from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 from specviz.algorithm.sampling import SamplingSettings, sample, warp
 from specviz.algorithm.shaped import Growth, grow_tree
 from specviz.algorithm.tree import TreeShape, sample_distinct
-from specviz.engine.attention import NAME as GROUPED
-from specviz.engine.kernels import activations
+from specviz.models.attention import NAME as GROUPED
+from specviz.models.kernels import activations
 from specviz.engine.decoding import forward_states
 
 TREE_ATTENTION = ("eager", "sdpa", GROUPED)  # attention implementations that take a custom 4D additive mask

@@ -24,7 +24,7 @@ import torch
 from transformers import DynamicCache
 
 from specviz.engine.decoding import DecodingRun, RunContext
-from specviz.engine.timer import synchronize
+from specviz.models.timer import synchronize
 from specviz.algorithm.sampling import sample, warp
 from specviz.record.trace import BONUS, DISCARDED, REPLACEMENT, CacheLengths, DraftPosition, Round, TokenProb, TreeRecord
 from specviz.algorithm.shaped import Growth

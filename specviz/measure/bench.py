@@ -27,8 +27,8 @@ import torch
 
 from specviz.drafters import HEADS_TREE, LAYERS, LOOKUP, MODEL, REGISTRY, SHAPED_TREES, TREE
 from specviz.engine import Engine, RunSettings
-from specviz.engine.quant import FULL, pick_weights, quantize_linears, weights_name
-from specviz.engine.timer import time_calls
+from specviz.models.quant import FULL, pick_weights, quantize_linears, weights_name
+from specviz.models.timer import time_calls
 from specviz.settings.bounds import COST_RULE, MAX_K, THRESHOLD_RULE, widths_text
 from specviz.settings.prompts import BENCH_PROMPTS
 from specviz.measure.bench_flags import (DEFAULT_REPEATS, DEFAULT_TYPES, DRAFTERS_K, DRAFTERS_REPEATS, DRAFTERS_TYPES,
@@ -93,7 +93,7 @@ def drafters_ks(engine, layer_ns: list[int]) -> dict:
     the target's layers), the trained drafters on the target's own state, and the trees (DRAFTERS_TREES); ValueError
     (how to train them, or a tree deeper than they reach) where one cannot run for this target."""
     for spec in OWN_STATE:
-        engine.heads_for(spec)
+        engine.trained_for(spec)
     for key in DRAFTERS_TREES:
         engine.check_drafter(RunSettings(drafter=key))
     default_n = engine.layers_for(RunSettings(drafter=LAYERS.key))
@@ -131,7 +131,7 @@ def slow_verify(engine, v: float) -> float:
 
 
 def _real_engine(a) -> Engine:
-    from specviz.engine.pairs import load_pair
+    from specviz.models.pairs import load_pair
     engine = Engine.from_pair(load_pair(a.preset, dtype=a.dtype, draft_weights="full", kernels=a.kernels))
     engine.warm_up()
     return engine
@@ -139,7 +139,7 @@ def _real_engine(a) -> Engine:
 
 def _activations(engine: Engine) -> torch.dtype:
     """The dtype the target computes in (float32 on the float16-fbgemm path, whose weights are float16)."""
-    from specviz.engine.kernels import activations
+    from specviz.models.kernels import activations
     return activations(engine.target)[1]
 
 
@@ -148,8 +148,8 @@ def _packed_draft(a, engine: Engine, weights: str) -> torch.nn.Module:
     it (pairs.load_draft: on the float16-fbgemm path its linear layers are no longer plain, nothing to quantize)."""
     if a.tiny:
         return quantize_linears(copy.deepcopy(engine.draft), weights)
-    from specviz.engine.kernels import Choice
-    from specviz.engine.pairs import pair_ids, load_draft, resolve_model
+    from specviz.models.kernel_choice import Choice
+    from specviz.models.pairs import pair_ids, load_draft, resolve_model
     return load_draft(resolve_model(pair_ids(a.preset, None, None)[0]), engine.device, Choice(engine.kernels, engine.dtype, ""), weights)
 
 
@@ -157,7 +157,7 @@ def _tiny_engine() -> Engine:
     """Random-weight stand-ins sharing the packaged tokenizer: exercises every code path fast (smoke tests)."""
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
-    from specviz.engine.packaged import PACKAGED, prepare_packaged
+    from specviz.models.packaged import PACKAGED, prepare_packaged
     tok = AutoTokenizer.from_pretrained(prepare_packaged(next(iter(PACKAGED))))
     cfg = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_attention_heads=4,
                num_key_value_heads=2, max_position_embeddings=2048)
@@ -231,7 +231,7 @@ def _configs(engine, ks, peers, max_new, temp) -> dict:
     configs.update({f"specviz layers N={n} K={ks['layers_k']}": specviz(ks["layers_k"], LAYERS.key, layers=n)
                     for n in ks.get("layer_ns", [])})
     for key in ks.get("own_state", []):  # K as the engine caps it: Medusa heads draft at most one a head
-        k = min(max(ks["chain"]), engine.heads_for(REGISTRY[key]).n)
+        k = min(max(ks["chain"]), engine.trained_for(REGISTRY[key]).n)
         configs[f"specviz {key} K={k}"] = specviz(k, key)
     if ks.get("widths"):
         widths = ks["widths"]

@@ -13,7 +13,7 @@ from specviz.settings import defaults
 from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES
 from specviz.settings.needs import Need
 from specviz.settings.prompts import BENCH_PROMPTS
-from specviz.engine.kernels import add_kernels_flag
+from specviz.models.kernels import add_kernels_flag
 
 DEFAULT_TYPES, DEFAULT_REPEATS = "code,factual,story,rewrite", 2
 DRAFTERS_TYPES, DRAFTERS_REPEATS = "code,factual,story,json", 5  # --drafters' when --types or --repeats are not set:

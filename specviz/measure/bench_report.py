@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from specviz.engine.machine import cpu_flags
+from specviz.models.machine import cpu_flags
 from specviz.settings.bounds import MAX_K
 
 SAME_DRAFT_PEER = "transformers exactly K=4, specviz's draft"  # the like-for-like peer: same draft object, same K

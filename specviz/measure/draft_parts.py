@@ -21,13 +21,13 @@ import time
 
 import torch
 
-from specviz.engine.kernels import activations, put_linears_on
+from specviz.models.kernels import activations, put_linears_on
 from specviz.engine.medusa import MedusaHeads
 from specviz.engine.readout import SUBSET_SIZES
-from specviz.engine.machine import machine
-from specviz.engine.pairs import auto_dtype
+from specviz.models.machine import machine
+from specviz.models.pairs import auto_dtype
 from specviz.engine.pass_costs import time_passes
-from specviz.engine.timer import time_calls
+from specviz.models.timer import time_calls
 from specviz.record.cost_profile import DraftParts
 
 EAGLE_NAME = "EAGLE-style layer"  # as the Costs tab names the one-decoder-layer drafter's step
@@ -40,9 +40,9 @@ def measure_parts(engine, context: int, target_step: list[float], draft_step: li
     `context` cached tokens that the caller took in this run (measure/pass_timing.py times those)."""
     target = engine.target
     one, every = MedusaHeads(target, n=1).eval(), MedusaHeads(target).eval()  # untrained: W = 0
-    for heads in (one, every):  # their blocks on the pair's kernels, as a run's heads are (Engine.heads_for)
+    for heads in (one, every):  # their blocks on the pair's kernels, as a run's heads are (Engine.trained_for)
         put_linears_on(heads.own, getattr(engine, "kernels", ""))
-    device, dtype = activations(target)  # what the output layer reads (its weights may be packed, kernels.py)
+    device, dtype = activations(target)  # what the output layer reads (its weights may be packed, models/kernels.py)
     vocab, width = target.lm_head.out_features, target.lm_head.in_features
     hidden = torch.randn(1, width, device=device).to(dtype)  # one position's state
     with torch.inference_mode():
@@ -76,10 +76,10 @@ def trained_agreement(engine, rows: list[int]) -> list[float]:
     """Head 1's held-out agreement over each subset size, from the provenance of heads trained on this machine for
     this target (train/training.py measures it at these sizes); [] where none are, or they lack a size."""
     from specviz.drafters.trained import MEDUSA
-    from specviz.engine.packaged import cache_root
-    from specviz.engine.trained import heads_folder, read_provenance
+    from specviz.models.packaged import cache_root
+    from specviz.engine.trained import read_provenance, trained_folder
 
-    said = read_provenance(heads_folder(cache_root(), engine.target_name, MEDUSA))
+    said = read_provenance(trained_folder(cache_root(), engine.target_name, MEDUSA))
     agreement = (said.vocab_agreement or {}) if said else {}
     return [agreement[str(n)] for n in rows] if all(str(n) in agreement for n in rows) else []
 

@@ -97,7 +97,7 @@ def _device_name(device: str) -> str:
 
 def run_projection(out: Path, results: str | None, tiny: bool) -> str:
     """On the GPU if there is one, in the dtype the app would pick there (a T4 gets float16, not bfloat16)."""
-    from specviz.engine.pairs import DTYPES, auto_dtype
+    from specviz.models.pairs import DTYPES, auto_dtype
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     dtype = DTYPES[auto_dtype(device)[0]]

@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from specviz.engine.machine import machine
+from specviz.models.machine import machine
 from specviz.measure import pass_timing
 from specviz.measure.draft_parts import measure_parts
 from specviz.record.cost_profile import CostProfile, DraftParts

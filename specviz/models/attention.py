@@ -6,7 +6,7 @@ several with a mask, and repeats every key and value head for grouped-query atte
 
 Why it is exact: each query row's scores, softmax and weighted sum are computed from that row and the cached keys and
 values alone, in the same operations whatever other rows come with it, so a verify pass scores each draft as a
-one-token step would (tests/engine/test_kernels.py measures the rows bit for bit on the float16-fbgemm path).
+one-token step would (tests/models/test_kernels.py measures the rows bit for bit on the float16-fbgemm path).
 The mask is transformers' additive one ("eager": 0 where a query may look, the dtype's minimum elsewhere), so a
 draft tree's 4D mask (tree_pass.py) passes through unchanged.
 """

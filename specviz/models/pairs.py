@@ -12,12 +12,13 @@ from dataclasses import dataclass
 import torch
 
 from specviz.settings.bounds import DTYPE_CHOICES, Progress
-from specviz.engine.kernels import Choice, apply_path, check_rows, choose_path
-from specviz.engine.machine import native_bf16
-from specviz.engine.memory import give_back_freed_memory
-from specviz.engine.packaged import cache_root
-from specviz.engine.packaged import PACKAGED_PREFIX, prepare_packaged
-from specviz.engine.quant import FULL, packed_dtype, pick_weights, quantize_linears, weights_name
+from specviz.models.kernel_choice import Choice, check_rows, choose_path
+from specviz.models.kernels import apply_path
+from specviz.models.machine import native_bf16
+from specviz.models.memory import give_back_freed_memory
+from specviz.models.packaged import cache_root
+from specviz.models.packaged import PACKAGED_PREFIX, prepare_packaged
+from specviz.models.quant import FULL, packed_dtype, pick_weights, quantize_linears, weights_name
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def auto_dtype(device: str) -> tuple[str, str]:
         return "float16", "Apple-silicon GPUs compute float16 natively (bfloat16 needs a recent macOS)"
     native = ("it computes bfloat16 natively, so bfloat16 is timed too where its rows measure independent" if
               native_bf16() else "bfloat16 would be emulated here, so it is not offered")
-    return "float32", (f"on a CPU the kernels decide (engine/kernels.py): the fastest path whose rows measure "
+    return "float32", (f"on a CPU the kernels decide (models/kernel_choice.py): the fastest path whose rows measure "
                        f"independent on this machine, float32 the reference; {native}")
 
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from specviz.engine.kernels import FLOAT32, FP16_FBGEMM, Fp16Linear
-from specviz.engine.machine import native_bf16
-from specviz.engine.timer import median_s
+from specviz.models.kernels import FLOAT32, FP16_FBGEMM, Fp16Linear
+from specviz.models.machine import native_bf16
+from specviz.models.timer import median_s
 from specviz.settings.bounds import DRAFT_WEIGHTS
 
 FULL, INT8, INT4 = "full", "int8", "int4"  # the weights a draft can run with (bounds.DRAFT_WEIGHTS adds "auto")

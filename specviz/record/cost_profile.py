@@ -73,7 +73,7 @@ class CostProfile:
     #                                   "draft_batch_s" -> (least, most) per point; empty: each point timed once
     recorded: str = ""  # a shipped recording's date and machine, in words (measure/recorded_costs.py); empty: live
     parts: DraftParts | None = None  # a draft from the target's own state, part by part; None: not measured
-    kernels: str = ""  # the CPU path its linear layers ran on (engine/kernels.py); "": the dtype's own kernels
+    kernels: str = ""  # the CPU path its linear layers ran on (models/kernels.py); "": the dtype's own kernels
     kernels_why: str = ""  # why the pair ran on those kernels, as its load said (the page and the CLI print it)
 
     @property

@@ -257,7 +257,7 @@ class Repeats:
 
 @dataclass
 class DraftMemory:
-    """What the draft holds in memory for a run, measured on the loaded models (engine/memory.py)."""
+    """What the draft holds in memory for a run, measured on the loaded models (models/memory.py)."""
 
     weights_bytes: int  # its own parameters and buffers (quantized weights as stored)
     shared_bytes: int  # weights it shares with the target and so costs nothing more (self-speculation: all)
@@ -282,7 +282,7 @@ class Trace:
     draft_memory: DraftMemory | None = None  # None: no draft model (prompt lookup), or recorded before version 5
     pass_costs: PassCosts | None = None  # what the cost-aware rule priced with; None: it did not run
     rule_note: str | None = None  # why a run set to the cost-aware rule ran the threshold rule instead
-    kernels: str = ""  # the path its linear layers ran on (engine/kernels.py: float16-fbgemm, …); "": the dtype's own
+    kernels: str = ""  # the path its linear layers ran on (models/kernels.py: float16-fbgemm, …); "": the dtype's own
     format: str = FORMAT
     format_version: int = FORMAT_VERSION
 

@@ -11,6 +11,6 @@ through engine/trained.py. Read training.py first: it tells one training start t
 - fit.py: TrainPlan, the Medusa and EAGLE fits, and the held-out agreement with the target's top token
 - command.py: the train-heads command: its flags, the training run, the weights saved, each phase's time printed
 
-Imports settings, drafters, record, algorithm and engine (the models it trains and where their weights are kept);
-nothing imports it but the command line.
+Imports settings, drafters, record, algorithm, models (loading the target, its kernels) and engine (the models it
+trains and where their weights are kept); nothing imports it but the command line.
 """

@@ -9,11 +9,11 @@ import sys
 import time
 
 from specviz.drafters.trained import KINDS, MEDUSA
-from specviz.engine.kernels import add_kernels_flag, path_of
-from specviz.engine.machine import machine as machine_words
-from specviz.engine.packaged import cache_root
-from specviz.engine.pairs import load_target
-from specviz.engine.trained import draft_cost, heads_folder, load_heads, save_heads
+from specviz.models.kernels import add_kernels_flag, path_of
+from specviz.models.machine import machine as machine_words
+from specviz.models.packaged import cache_root
+from specviz.models.pairs import load_target
+from specviz.engine.trained import draft_cost, load_trained, save_trained, trained_folder
 from specviz.settings.bounds import DTYPE_CHOICES, Progress
 from specviz.train.fit import STEPS, TrainPlan
 from specviz.train.text import check_text_folder
@@ -70,9 +70,9 @@ def train_command(a: argparse.Namespace, progress: Progress | None = None) -> in
     plan = TrainPlan(kind=a.kind, heads=a.heads, prompts=a.prompts, tokens=a.tokens, epochs=a.epochs, minutes=left,
                      text=text)
     machine = machine_words(str(next(target.parameters()).device))
-    heads, prov = train_heads(target, tokenizer, name, plan, _print_bar, heads_folder(cache_root(), name, "teacher"),
+    heads, prov = train_heads(target, tokenizer, name, plan, _print_bar, trained_folder(cache_root(), name, "teacher"),
                               machine)
-    folder = save_heads(heads, prov, heads_folder(cache_root(), name, heads.kind))
+    folder = save_trained(heads, prov, trained_folder(cache_root(), name, heads.kind))
     print(f"\n{heads.title} for {name} (fingerprint {prov.target_hash}) saved in {folder}")
     print(f"data: {prov.data}\nthe target read {prov.train_tokens:,} tokens to train on and {prov.heldout_tokens:,} "
           f"held out")
@@ -91,7 +91,7 @@ def train_command(a: argparse.Namespace, progress: Progress | None = None) -> in
     print(f"greedy, held out: {chain_of} 1 … k all agree: "
           + ", ".join(f"k = {k} {c:.1%}" for k, c in enumerate(prov.chain, start=1))
           + f"; tokens a target pass gives: a chain {1 + sum(prov.chain):.2f}, the default tree {prov.tree:.2f}")
-    drafting = load_heads(folder, target, name, path=path_of(target))  # as a run drafts: on the target's kernels
+    drafting = load_trained(folder, target, name, path=path_of(target))  # as a run drafts: on the target's kernels
     draft_s, pass_s = draft_cost(drafting, target)
     what = f"a draft of all {heads.n} heads" if heads.kind == MEDUSA else "one EAGLE step (a full window)"
     print(f"{what}, with the shared output layer: {draft_s * 1000:.1f} ms, "

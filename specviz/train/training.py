@@ -40,7 +40,7 @@ import torch
 
 from specviz.drafters.trained import EAGLE, KINDS
 from specviz.engine.engine import eos_ids
-from specviz.engine.fingerprint import fingerprint
+from specviz.models.fingerprint import fingerprint
 from specviz.engine.readout import SUBSET_SIZES
 from specviz.engine.trained import Provenance, builder
 from specviz.train.data import teacher_data
@@ -53,7 +53,7 @@ from specviz.train.teacher import Report, Subset, ranked_tokens
 def train_heads(target, tokenizer, target_name: str, plan: TrainPlan = TrainPlan(), report: Report | None = None,
                 folder: Path | None = None, machine: str = ""):
     """Trained drafting weights of `plan.kind` for the frozen `target` and their provenance (the caller saves them:
-    trained.save_heads). `folder`: where the teacher's data is cached (None: not cached)."""
+    trained.save_trained). `folder`: where the teacher's data is cached (None: not cached)."""
     if plan.kind not in KINDS:
         raise ValueError(f"the kind of drafter to train must be one of {', '.join(KINDS)}, got {plan.kind!r}")
     start = time.perf_counter()

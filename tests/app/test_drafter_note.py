@@ -12,9 +12,9 @@ import pytest
 from specviz.app.actions import ModelActions
 from specviz.drafters import EAGLE_SHAPED, HEADS, HEADS_TREE, MODEL, TREE
 from specviz.drafters.trained import MEDUSA
-from specviz.engine.pairs import DEFAULT_PRESET, PRESETS
-from specviz.engine.trained import PROVENANCE, WEIGHTS, Provenance, heads_folder
-from specviz.engine.packaged import PACKAGED_PREFIX
+from specviz.models.pairs import DEFAULT_PRESET, PRESETS
+from specviz.engine.trained import PROVENANCE, WEIGHTS, Provenance, trained_folder
+from specviz.models.packaged import PACKAGED_PREFIX
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def test_no_note_for_other_drafters_or_bad_input(actions, drafter, preset):
 
 def test_trained_heads_need_no_note(actions, tmp_path):
     name = PRESETS[DEFAULT_PRESET].target.removeprefix(PACKAGED_PREFIX)
-    folder = heads_folder(tmp_path, name, MEDUSA)
+    folder = trained_folder(tmp_path, name, MEDUSA)
     folder.mkdir(parents=True)
     (folder / WEIGHTS).write_bytes(b"")  # the note reads the provenance and that the weights are there, nothing more
     (folder / PROVENANCE).write_text("{}")

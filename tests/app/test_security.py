@@ -1,6 +1,6 @@
 """What a hosted instance exposes: no code runs from a model or a file, uploads are bounded, only offered pairs
 can be named. (Trace files and prompts full of markup, and naming a pair the page does not offer:
-tests/app/test_bad_input.py. Interrupted preparation and the sha256 check: tests/engine/test_pairs.py.)"""
+tests/app/test_bad_input.py. Interrupted preparation and the sha256 check: tests/models/test_pairs.py.)"""
 
 import pickle
 import re
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import app
-from specviz.engine import pairs as models
+from specviz.models import pairs as models
 from specviz.app import serving
 from specviz.record.trace import MAX_TRACE_BYTES
 from specviz.record.load import load_trace

@@ -243,7 +243,7 @@ def test_a_bench_flag_at_its_default_is_never_refused_as_for_run():
 
 
 def test_the_bench_refuses_before_loading_anything(main, monkeypatch):
-    from specviz.engine import pairs
+    from specviz.models import pairs
 
     monkeypatch.setattr(pairs, "load_pair", lambda *a, **k: pytest.fail("the pair was loaded before the refusal"))
     r = main("bench", "--alpha-from", "results.json", "--out", "unused")
@@ -273,7 +273,7 @@ def test_costs_prints_the_curve_and_what_a_draft_from_the_targets_state_costs(ma
     the draft parts' line, each part in milliseconds as the Costs tab prints it."""
     from types import SimpleNamespace
 
-    from specviz.engine import pairs
+    from specviz.models import pairs
     from specviz.measure import pass_timing
 
     pair = SimpleNamespace(draft=tiny_pair[0], target=tiny_pair[1], tokenizer=tokenizer, draft_name="tiny-draft",

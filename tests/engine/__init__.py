@@ -1,1 +1,2 @@
-"""Tests of specviz/engine/: the model pairs, chain and tree runs, self-speculation, the lean and quantized draft."""
+"""Tests of specviz/engine/: chain and tree runs, self-speculation, the lean draft, the trained drafters' models, the
+packaged pair's runs (test_real_pair.py)."""

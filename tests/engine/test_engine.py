@@ -253,7 +253,7 @@ def test_a_drafter_without_a_cache_of_its_own_has_every_rounds_draft_time_counte
     printed c = 0 for them)."""
     from tests.helpers import tiny_heads
 
-    engine.use_heads(tiny_heads(engine.target, n=3))
+    engine.use_trained(tiny_heads(engine.target, n=3))
     trace = engine.run(PROMPT * 3, RunSettings(k=3, temperature=0, max_new_tokens=20, drafter=drafter))
     later = trace.rounds[1:]  # a round that found nothing to copy (k = 0) still spent its search's time
     assert any(r.k for r in later) and all(r.cache.draft == [0, 0, 0, 0] for r in trace.rounds)

@@ -9,8 +9,8 @@ import torch
 
 from harness.tiny_models import noisy_copy, tiny_model
 from specviz.engine.medusa import MedusaHeads
-from specviz.engine.fingerprint import fingerprint
-from specviz.engine.trained import Provenance, heads_folder, load_heads, read_provenance, save_heads
+from specviz.models.fingerprint import fingerprint
+from specviz.engine.trained import Provenance, load_trained, read_provenance, save_trained, trained_folder
 
 
 @pytest.fixture(scope="module")
@@ -55,21 +55,21 @@ def test_saved_heads_load_back_with_their_provenance(target, tmp_path):
     with torch.no_grad():
         for p in heads.blocks.parameters():
             p.normal_()
-    folder = save_heads(heads, provenance(target), heads_folder(tmp_path, "tiny/target"))
+    folder = save_trained(heads, provenance(target), trained_folder(tmp_path, "tiny/target"))
     assert folder == tmp_path / "drafting-heads" / "tiny_target" / "medusa"
     assert json.loads((folder / "provenance.json").read_text())["agreement"] == [0.5, 0.25, 0.125]
-    loaded = load_heads(folder, target, "tiny")
+    loaded = load_trained(folder, target, "tiny")
     hidden = torch.randn(64)
     assert torch.equal(loaded(hidden), heads(hidden)) and loaded.provenance.steps == 4
-    assert load_heads(tmp_path / "nowhere", target, "tiny") is None  # no heads: None, the caller says how to train
+    assert load_trained(tmp_path / "nowhere", target, "tiny") is None  # no heads: None, the caller says how to train
 
 
-def test_heads_for_another_target_are_refused_with_a_sentence(target, tmp_path):
+def test_weights_trained_for_another_target_are_refused_with_a_sentence(target, tmp_path):
     other = noisy_copy(target, 0.1)
-    save_heads(MedusaHeads(other), provenance(other, target_name="other"), tmp_path)
+    save_trained(MedusaHeads(other), provenance(other, target_name="other"), tmp_path)
     with pytest.raises(ValueError, match=r"trained for other \(fingerprint [0-9a-f]{16}\), not for this target, tiny "
-                                         r".*Train heads for it with `python -m specviz train-heads`"):
-        load_heads(tmp_path, target, "tiny")
+                                         r".*Train one for it with `python -m specviz train-heads`"):
+        load_trained(tmp_path, target, "tiny")
 
 
 def test_the_fingerprint_tells_weights_apart_but_not_dtypes(target):
@@ -78,7 +78,7 @@ def test_the_fingerprint_tells_weights_apart_but_not_dtypes(target):
 
 
 def test_an_unreadable_provenance_is_a_sentence(target, tmp_path):
-    save_heads(MedusaHeads(target), provenance(target), tmp_path)
+    save_trained(MedusaHeads(target), provenance(target), tmp_path)
     (tmp_path / "provenance.json").write_text('{"kind": 3}')
     with pytest.raises(ValueError, match="provenance in .* is unreadable"):
         read_provenance(tmp_path)
@@ -123,11 +123,11 @@ def test_a_saved_eagle_layer_loads_back_and_is_refused_for_another_target(target
     from tests.helpers import tiny_eagle
 
     eagle = tiny_eagle(target, steps=3, scale=1.0)
-    save_heads(eagle, provenance(target, kind="eagle", heads=3), heads_folder(tmp_path, "tiny", "eagle"))
-    loaded = load_heads(heads_folder(tmp_path, "tiny", "eagle"), target, "tiny")
+    save_trained(eagle, provenance(target, kind="eagle", heads=3), trained_folder(tmp_path, "tiny", "eagle"))
+    loaded = load_trained(trained_folder(tmp_path, "tiny", "eagle"), target, "tiny")
     f, x = torch.randn(1, 6, 64), torch.tensor([[1, 2, 3, 4, 5, 6]])
     assert type(loaded).__name__ == "EagleDrafter" and loaded.n == 3
     assert torch.equal(loaded.predict(f, x), eagle.predict(f, x))
     other = noisy_copy(target, 0.1)
     with pytest.raises(ValueError, match=r"the EAGLE-style layer in .* was trained for tiny .*not for this target"):
-        load_heads(heads_folder(tmp_path, "tiny", "eagle"), other, "other")
+        load_trained(trained_folder(tmp_path, "tiny", "eagle"), other, "other")

@@ -33,8 +33,8 @@ PROMPT = "def fib(n):"
 def heads_engine(tiny_pair, tokenizer):
     draft, target = tiny_pair
     engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
-    engine.use_heads(tiny_heads(target, n=3, scale=0.3))
-    engine.use_heads(tiny_eagle(target, steps=3, scale=0.3))
+    engine.use_trained(tiny_heads(target, n=3, scale=0.3))
+    engine.use_trained(tiny_eagle(target, steps=3, scale=0.3))
     return engine
 
 
@@ -74,7 +74,7 @@ def test_the_eagle_layer_drafts_from_the_features_the_verify_passes_left(heads_e
     """Each round's drafts are the EAGLE layer's greedy chain on the last WINDOW (feature, next token) pairs of the
     committed text: recomputed here from scratch with one target pass over the whole text, so the run's window of
     features (kept across verify passes, trees' included) lines up with its ids."""
-    target, eagle = heads_engine.target, heads_engine.heads_for(EAGLE)
+    target, eagle = heads_engine.target, heads_engine.trained_for(EAGLE)
     for spec in (EAGLE, EAGLE_TREE):
         settings = RunSettings(drafter=spec.key, temperature=0, max_new_tokens=70,
                                **({"k": 3} if spec is EAGLE else {"tree_widths": (1, 1, 1)}))
@@ -114,7 +114,7 @@ def test_a_chain_of_heads_drafts_at_most_one_token_a_head(heads_engine):
 def test_the_heads_draft_from_the_state_the_verify_pass_left(heads_engine):
     """Each round's drafts are the heads' top tokens at the hidden state of the row that gave the newest token:
     recomputed here from scratch with the target alone."""
-    target, heads = heads_engine.target, heads_engine.heads_for(HEADS)
+    target, heads = heads_engine.target, heads_engine.trained_for(HEADS)
     run = heads_engine.start(PROMPT, RunSettings(drafter=HEADS.key, k=3, temperature=0, max_new_tokens=30))
     ids = list(run.prompt_ids)
     for rnd in run:
@@ -187,7 +187,7 @@ def two_token_chi_square(drafter, monkeypatch=None, patch=None, runs=None, eagle
     for drafting in (heads, eagle):
         if subset is not None:
             drafting.use_vocab(subset)
-        engine.use_heads(drafting)
+        engine.use_trained(drafting)
     engine.eos_ids = set()  # every run makes exactly its tokens
     settings = RunSettings(drafter=drafter, k=2, temperature=1.0, max_new_tokens=4, chat=False,
                            tree_widths=(2, 2) if drafter in (HEADS_TREE.key, EAGLE_TREE.key) else None,

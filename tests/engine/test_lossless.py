@@ -13,7 +13,7 @@ import torch
 
 from specviz.engine import chain
 from specviz.engine import RunSettings
-from specviz.engine.quant import quantize_linears
+from specviz.models.quant import quantize_linears
 from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
 
 from tests.helpers import TEST_DEVICE

@@ -13,9 +13,9 @@ from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
 from specviz.algorithm.sampling import SamplingSettings, warp
 from specviz.drafters import EAGLE, HEADS, HEADS_TREE
 from specviz.engine import Engine, RunSettings, chain, heads_draft
-from specviz.engine.fingerprint import fingerprint
-from specviz.engine.kernels import FP16_FBGEMM, apply_path, available
-from specviz.engine.trained import Provenance, load_heads, save_heads
+from specviz.models.fingerprint import fingerprint
+from specviz.models.kernels import FP16_FBGEMM, apply_path, available
+from specviz.engine.trained import Provenance, load_trained, save_trained
 from tests.engine.test_heads_run import two_token_chi_square
 from tests.helpers import tiny_eagle, tiny_heads
 
@@ -33,8 +33,8 @@ def small_engine(subset: torch.Tensor | None) -> tuple[Engine, torch.nn.Module]:
     if subset is not None:
         heads.use_vocab(subset)
         eagle.use_vocab(subset)
-    engine.use_heads(heads)
-    engine.use_heads(eagle)
+    engine.use_trained(heads)
+    engine.use_trained(eagle)
     engine.eos_ids = set()
     return engine, target
 
@@ -49,7 +49,7 @@ def test_drafts_stay_in_the_subset_and_q_is_zero_outside_it():
     trace = engine.run("abc", RunSettings(drafter=HEADS.key, k=2, temperature=1.0, max_new_tokens=12, chat=False))
     drafted = [d for r in trace.rounds for d in r.drafts]
     assert drafted and all(d.token_id in SUBSET.tolist() for d in drafted)
-    heads = engine.heads_for(HEADS)
+    heads = engine.trained_for(HEADS)
     q = warp(heads(torch.randn(engine.target.config.hidden_size)).float(), SamplingSettings(temperature=1.0))
     outside = torch.ones(8, dtype=torch.bool)
     outside[SUBSET] = False
@@ -88,11 +88,11 @@ def test_the_subset_is_saved_and_drafts_again_after_a_load(tmp_path):
     heads = tiny_heads(target, n=2, scale=3.0, seed=1)
     heads.use_vocab(SUBSET)
     provenance = Provenance("medusa", "tiny", fingerprint(target), 2, 64, "", 0, 0, 0, 0.0, draft_vocab=4)
-    folder = save_heads(heads, provenance, tmp_path)
+    folder = save_trained(heads, provenance, tmp_path)
     paths = [""] + ([FP16_FBGEMM] if available(FP16_FBGEMM) is None else [])
     for path in paths:
         model = apply_path(target, path) if path else target
-        loaded = load_heads(folder, model, "tiny", path=path)
+        loaded = load_trained(folder, model, "tiny", path=path)
         assert torch.equal(loaded.vocab_ids, SUBSET)
         hidden = torch.randn(64)
         assert torch.isinf(loaded(hidden)[:, 1]).all() and torch.isfinite(loaded(hidden)[:, SUBSET]).all()

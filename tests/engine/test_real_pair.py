@@ -11,13 +11,13 @@ import torch
 from tests.helpers import TEST_DEVICE
 
 from specviz.engine import Engine, RunSettings
-from specviz.engine import kernels
-from specviz.engine.kernels import check_rows
+from specviz.models import kernel_choice, kernels
+from specviz.models.kernel_choice import check_rows
 from specviz.engine.lean import LeanCache
-from specviz.engine.kernels import apply_path
-from specviz.engine.pairs import (DEFAULT_PRESET, PRESETS, auto_dtype, load_model, load_pair, pick_device,
+from specviz.models.kernels import apply_path
+from specviz.models.pairs import (DEFAULT_PRESET, PRESETS, auto_dtype, load_model, load_pair, pick_device,
                                   resolve_model)
-from specviz.engine.quant import quantize_linears, weights_name
+from specviz.models.quant import quantize_linears, weights_name
 
 pytestmark = pytest.mark.real
 
@@ -76,7 +76,7 @@ def test_auto_dtype_greedy_holds_within_the_caveat():
 
 def test_float32_the_reference_is_exact_and_bfloat16_is_not_where_the_kernels_refuse_it():
     """The float32 path (what transformers computes): greedy identity, and its rows independent of their batch-mates
-    (kernels.check_rows); the same target in bfloat16 is not, on a CPU where the kernels' measurement refuses
+    (kernel_choice.check_rows); the same target in bfloat16 is not, on a CPU where the kernels' measurement refuses
     bfloat16 (why auto does not choose it there). Loaded and freed here, before the module's fast engine: the two
     pairs are never in memory together."""
     engine = Engine.from_pair(load_pair(dtype="float32", device=TEST_DEVICE or None))
@@ -85,8 +85,8 @@ def test_float32_the_reference_is_exact_and_bfloat16_is_not_where_the_kernels_re
     assert trace.output_token_ids == trace.baseline.output_token_ids and trace.kernels == ""
     assert check_rows(engine.target).exact
     config = engine.target.config
-    if engine.device == "cpu" and not kernels.rows_here(kernels.BFLOAT16, config.hidden_size,
-                                                        config.intermediate_size).exact:
+    if engine.device == "cpu" and not kernel_choice.rows_here(kernels.BFLOAT16, config.hidden_size,
+                                                              config.intermediate_size).exact:
         rows = check_rows(engine.target.to(torch.bfloat16))
         assert not rows.exact and rows.total_variation > 1e-3, rows
     del engine, trace
@@ -127,7 +127,7 @@ def test_fp32_greedy_equals_target_only_on_prose(fp32_engine, prompt):
 
 @pytest.mark.parametrize("weights", ["int8", "int4"])
 def test_fp32_greedy_with_a_quantized_draft_equals_target_only(fp32_engine, target_alone, weights):
-    """The lighter drafts (quant.py) through the lean draft pass, beside the full-precision target."""
+    """The lighter drafts (models/quant.py) through the lean draft pass, beside the full-precision target."""
     if fp32_engine.device != "cpu":
         pytest.skip(f"{weights} draft weights are CPU-only")
     draft = quantize_linears(load_model(resolve_model(PRESETS[DEFAULT_PRESET].draft), "cpu", "float32"), weights)

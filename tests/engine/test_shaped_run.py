@@ -14,7 +14,7 @@ import torch
 from specviz.algorithm import shaped
 from specviz.drafters import EAGLE_SHAPED, HEADS_SHAPED, SHAPED
 from specviz.engine import Engine, RunSettings
-from specviz.engine.kernels import FP16_FBGEMM, apply_path, available
+from specviz.models.kernels import FP16_FBGEMM, apply_path, available
 from tests.engine.test_heads_run import two_token_chi_square
 from tests.helpers import tiny_eagle, tiny_heads
 
@@ -29,8 +29,8 @@ SHAPES = [dict(), dict(tree_budget=1), dict(tree_budget=4, tree_depth=2), dict(t
 
 def shaped_engine(draft, target, tokenizer) -> Engine:
     engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
-    engine.use_heads(tiny_heads(target, n=3, scale=0.3))
-    engine.use_heads(tiny_eagle(target, steps=3, scale=0.3))
+    engine.use_trained(tiny_heads(target, n=3, scale=0.3))
+    engine.use_trained(tiny_eagle(target, steps=3, scale=0.3))
     return engine
 
 

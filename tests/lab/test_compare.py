@@ -115,8 +115,8 @@ def test_untrained_heads_are_left_out_with_a_sentence_and_compared_once_trained(
     assert [r.drafter for r in rows] == ["target", "model", "lookup", "layers"]
     status = comparison_status(rows, (2,), 1.0, (0,), drafters, tuple(notes))
     assert "4 runs" in status and "Not compared: No Medusa heads are trained for tiny-target" in status
-    engine.use_heads(tiny_heads(engine.target))
-    engine.use_heads(tiny_eagle(engine.target))
+    engine.use_trained(tiny_heads(engine.target))
+    engine.use_trained(tiny_eagle(engine.target))
     rows = list(compare.compare_drafters(engine, "def f():", replace(GREEDY, max_new_tokens=6), [2]))
     assert [r.drafter for r in rows][-2:] == ["heads", "eagle"] and compare.runnable(engine) == (tuple(compare.CHAINS),
                                                                                                    [])

@@ -208,7 +208,7 @@ def test_the_command_records_into_a_folder(tmp_path, tiny_pair, tokenizer, monke
     """`python -m specviz record-examples` end to end, in this process, with the tiny pair standing in for the
     packaged one (a real recording takes minutes)."""
     from specviz import cli
-    from specviz.engine import pairs as models
+    from specviz.models import pairs as models
 
     draft, target = tiny_pair
     pair = models.ModelPair(draft, target, tokenizer, "tiny-draft", "tiny-target", "cpu", "float32")

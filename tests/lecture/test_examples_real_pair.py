@@ -13,8 +13,8 @@ PACKAGED_TARGET = "Qwen2.5-Coder-1.5B-Instruct"
 
 @pytest.mark.real
 def test_every_token_decodes_with_the_packaged_tokenizer():
-    from specviz.engine.packaged import prepare_packaged
-    from specviz.engine.pairs import load_tokenizer
+    from specviz.models.packaged import prepare_packaged
+    from specviz.models.pairs import load_tokenizer
 
     tokenizer = load_tokenizer(str(prepare_packaged(PACKAGED_TARGET)))
     for name in EXAMPLES:

@@ -83,8 +83,8 @@ def test_the_drafters_side_by_side_with_acceptance_by_position(tiny_pair, tokeni
     engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
     with pytest.raises(ValueError, match=r"No Medusa heads are trained for tiny-target.*train-heads"):
         drafters_ks(engine, [])  # refused before any run: nothing trained for this target
-    engine.use_heads(tiny_heads(target, n=3, scale=0.3))
-    engine.use_heads(tiny_eagle(target, steps=4, scale=0.3))
+    engine.use_trained(tiny_heads(target, n=3, scale=0.3))
+    engine.use_trained(tiny_eagle(target, steps=4, scale=0.3))
     runs = []
     monkeypatch.setattr(Engine, "run", lambda self, *a, _run=Engine.run, **k: runs.append(_run(self, *a, **k))
                         or runs[-1])

@@ -1,6 +1,7 @@
-"""engine/kernels.py: the CPU paths, which are exact (a row's output does not depend on the rows computed with it),
-the one chosen by measurement and remembered, the refusals that name what this machine offers, and every drafter's
-greedy identity against the target alone on the fast path (tiny models; the packaged pair: test_real_pair.py)."""
+"""models/kernels.py and models/kernel_choice.py: the CPU paths, which are exact (a row's output does not depend on
+the rows computed with it), the one chosen by measurement and remembered, the refusals that name what this machine
+offers, and every drafter's greedy identity against the target alone on the fast path (tiny models; the packaged
+pair: tests/engine/test_real_pair.py)."""
 
 import copy
 import json
@@ -11,12 +12,12 @@ import torch
 from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
 from specviz.drafters import REGISTRY
 from specviz.engine import Engine, RunSettings
-from specviz.engine import kernels
-from specviz.engine.fingerprint import fingerprint
-from specviz.engine.kernels import (BFLOAT16, FLOAT32, FP16_FBGEMM, INT8_DYNAMIC, PATHS, ROW_COUNTS, ROW_TOLERANCE,
-                                    Fp16Linear, apply_path, check_rows, choose_path)
+from specviz.models import kernel_choice, kernels
+from specviz.models.fingerprint import fingerprint
+from specviz.models.kernel_choice import ROW_COUNTS, ROW_TOLERANCE, check_rows, choose_path
+from specviz.models.kernels import BFLOAT16, FLOAT32, FP16_FBGEMM, INT8_DYNAMIC, PATHS, Fp16Linear, apply_path
 from specviz.settings.bounds import MAX_K, MAX_TREE_NODES
-from specviz.engine.memory import draft_memory
+from specviz.models.memory import draft_memory
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 FAST = pytest.mark.skipif(kernels.available(FP16_FBGEMM) is not None, reason="no fbgemm in this torch build")
@@ -30,7 +31,7 @@ def test_a_path_is_offered_exactly_where_its_rows_measure_independent_here(path)
     the measurement must catch it); bfloat16 measures either way by CPU, and the choice follows the measurement."""
     if kernels.available(path) is not None:
         pytest.skip(kernels.available(path))
-    rows = kernels.rows_here(path)
+    rows = kernel_choice.rows_here(path)
     assert rows.rows in ROW_COUNTS and rows.exact == (rows.difference <= ROW_TOLERANCE)
     if path in (FLOAT32, FP16_FBGEMM):
         assert rows.exact, rows
@@ -38,12 +39,12 @@ def test_a_path_is_offered_exactly_where_its_rows_measure_independent_here(path)
         assert not rows.exact and rows.difference > 1e-3, rows
     if rows.exact:
         assert choose_path(1536, 8960, "cpu", None, path).path == path
-        assert path in kernels.offered_here().split(" (")[0].split(", ")
+        assert path in kernel_choice.offered_here().split(" (")[0].split(", ")
     else:
         with pytest.raises(ValueError, match=f"--kernels {path} is not exact on this machine, so specviz refuses it: "
                                              f"{rows.rows} rows computed together differ"):
             choose_path(1536, 8960, "cpu", None, path)
-        assert f"{path}, {rows.rows} rows differ by {rows.difference:.1e}" in kernels.offered_here()
+        assert f"{path}, {rows.rows} rows differ by {rows.difference:.1e}" in kernel_choice.offered_here()
 
 
 class _RowsAlikeUpTo(torch.nn.Module):
@@ -63,9 +64,9 @@ class _RowsAlikeUpTo(torch.nn.Module):
 def test_the_row_test_covers_every_pass_size_a_run_makes():
     """A path alike at the default verify pass but not at a full tree's is not exact: the test runs every size."""
     assert ROW_COUNTS[-1] == MAX_TREE_NODES + 1 and MAX_K + 1 in ROW_COUNTS
-    alike = kernels.row_test(FLOAT32, [(_RowsAlikeUpTo(10 ** 6), 64)])
+    alike = kernel_choice.row_test(FLOAT32, [(_RowsAlikeUpTo(10 ** 6), 64)])
     assert alike.exact and alike.difference <= 1e-6
-    switched = kernels.row_test(FLOAT32, [(_RowsAlikeUpTo(MAX_K + 1), 64)])
+    switched = kernel_choice.row_test(FLOAT32, [(_RowsAlikeUpTo(MAX_K + 1), 64)])
     assert not switched.exact and switched.rows == MAX_TREE_NODES + 1 and switched.shape == "64 × 128"
 
 
@@ -141,20 +142,20 @@ def test_a_path_disagreeing_with_the_dtype_asked_is_refused():
 def test_a_dtype_asked_runs_its_own_kernels_and_says_whether_they_are_exact():
     assert choose_path(64, 128, "cpu", "float32", None).path == FLOAT32
     bf16 = choose_path(64, 128, "cpu", "bfloat16", "auto")
-    measured = kernels.rows_here(BFLOAT16, 64, 128)
+    measured = kernel_choice.rows_here(BFLOAT16, 64, 128)
     assert bf16.path == BFLOAT16 and not bf16.exact  # as asked: the load reports it, never refuses it
     assert ("its rows measured independent on this machine" if measured.exact else str(measured)) in bf16.why
 
 def test_auto_measures_once_and_remembers_per_machine(tmp_path):
     first = choose_path(64, 128, "cpu", None, None, tmp_path)
     assert first.exact and first.timings and "measured at load" in first.why
-    assert kernels.rows_here(first.path, 64, 128).exact and {t.path for t in first.timings} == {
+    assert kernel_choice.rows_here(first.path, 64, 128).exact and {t.path for t in first.timings} == {
         t.path for t in first.rows if t.exact}  # only paths exact here are timed
-    written = json.loads((tmp_path / kernels.CACHE_FILE).read_text())[kernels.machine_key(64, 128)]
+    written = json.loads((tmp_path / kernel_choice.CACHE_FILE).read_text())[kernel_choice.machine_key(64, 128)]
     assert {r["path"]: r["exact"] for r in written["rows"]} == {t.path: t.exact for t in first.rows}
     assert written["rows"] and not {r["path"]: r["exact"] for r in written["rows"]}.get(INT8_DYNAMIC, False)
     assert all(t.one_s > 0 and t.rows_s > 0 for t in first.timings)
     again = choose_path(64, 128, "cpu", "auto", "auto", tmp_path)
     assert again.path == first.path and "remembered beside the model cache" in again.why and not again.timings
-    (tmp_path / kernels.CACHE_FILE).write_text("not json")  # a broken file is measured again, not trusted
+    (tmp_path / kernel_choice.CACHE_FILE).write_text("not json")  # a broken file is measured again, not trusted
     assert choose_path(64, 128, "cpu", None, None, tmp_path).timings

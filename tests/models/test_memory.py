@@ -1,9 +1,9 @@
-"""The draft's memory, measured on the loaded models (engine/memory.py): its own weights as stored, what it shares
+"""The draft's memory, measured on the loaded models (models/memory.py): its own weights as stored, what it shares
 with the target, its KV cache per token; recorded in the trace and shown in the summary."""
 
 from specviz.engine import Engine, RunSettings
-from specviz.engine.memory import draft_memory
-from specviz.engine.quant import INT8, quantize_linears
+from specviz.models.memory import draft_memory
+from specviz.models.quant import INT8, quantize_linears
 from specviz.record.load import load_trace
 from specviz.view.summary import summary_html
 

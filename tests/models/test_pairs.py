@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from specviz.engine import packaged, pairs
-from specviz.engine.packaged import PackagedGGUF
-from specviz.engine.pairs import check_same_tokenizer, load_pair, resolve_model
+from specviz.models import packaged, pairs
+from specviz.models.packaged import PackagedGGUF
+from specviz.models.pairs import check_same_tokenizer, load_pair, resolve_model
 from tests.helpers import ROOT, convert, fake_packaged, install
 
 
@@ -40,9 +40,10 @@ def test_a_packed_draft_beside_float16_fbgemm_computes_in_bfloat16_where_native(
     """int4's and int8's kernels are fast in bfloat16 only; the float16-fbgemm path would turn them float32."""
     import torch
 
-    from specviz.engine import quant
-    from specviz.engine.kernels import FP16_FBGEMM, Choice
-    from specviz.engine.quant import Int8Linear
+    from specviz.models import quant
+    from specviz.models.kernel_choice import Choice
+    from specviz.models.kernels import FP16_FBGEMM
+    from specviz.models.quant import Int8Linear
     monkeypatch.setattr(quant, "native_bf16", lambda: native)
     draft = pairs.load_draft(tiny_folders[0], "cpu", Choice(FP16_FBGEMM, "float32", ""), "int8")
     assert isinstance(draft.model.layers[0].mlp.up_proj, Int8Linear)
@@ -150,7 +151,7 @@ KILLED_BUILD = """
 import os, time
 from pathlib import Path
 os.chdir({root!r})  # `python -c` imports from the working folder: specviz and tests from the repository
-from specviz.engine import packaged
+from specviz.models import packaged
 from tests.helpers import convert, fake_packaged, install
 
 def hang(work, progress):  # half the files written, then killed
@@ -236,7 +237,7 @@ def test_a_gpu_gets_a_dtype_it_computes_natively(monkeypatch, bf16, capability, 
 
 @pytest.mark.parametrize("has_bf16", [True, False])
 def test_a_cpu_leaves_the_dtype_to_the_kernels_measured_whether_or_not_it_has_bfloat16(monkeypatch, has_bf16):
-    """On a CPU the kernels decide (kernels.py), by measuring which paths' rows are independent here: bfloat16 is
+    """On a CPU the kernels decide (kernel_choice.py), by measuring which paths' rows are independent here: bfloat16 is
     timed only where the CPU computes it natively, and the reason says which it is here."""
     monkeypatch.setattr(pairs, "native_bf16", lambda: has_bf16)
     dtype, why = pairs.auto_dtype("cpu")

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from specviz.engine import Engine, RunSettings
-from specviz.engine.quant import INT4, INT8, Int4Linear, Int8Linear, pick_weights, quantize_linears
+from specviz.models.quant import INT4, INT8, Int4Linear, Int8Linear, pick_weights, quantize_linears
 
 from harness.tiny_models import tiny_model
 
@@ -89,7 +89,7 @@ def test_draft_weights_setting():
 
 def test_auto_takes_the_kind_this_cpu_runs_fastest(monkeypatch):
     """The choice weighs a typical run: 48 one-row steps and one 32-row prompt per kind (faked timings here)."""
-    from specviz.engine import quant
+    from specviz.models import quant
 
     def fake(times):  # kind -> (seconds for one row, for 32 rows)
         def timer(stack, x, repeats=5):

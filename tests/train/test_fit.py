@@ -13,7 +13,7 @@ from specviz.drafters import EAGLE, HEADS
 from specviz.engine import Engine, RunSettings
 from specviz.engine.eagle import EagleDrafter
 from specviz.engine.medusa import MedusaHeads
-from specviz.engine.trained import load_heads, save_heads
+from specviz.engine.trained import load_trained, save_trained
 from specviz.train.text import code_documents, prose_documents, windows
 from specviz.train.teacher import Subset, read_teacher, teach
 from specviz.train.fit import (TrainPlan, agreement_eagle, agreement_medusa, agreement_of, eagle_loss, fit_eagle,
@@ -164,10 +164,10 @@ def test_trained_weights_record_where_they_come_from_and_draft_exactly(target, t
     assert not any(p.requires_grad for p in target.parameters())  # the target stayed frozen
     assert (tmp_path / "teacher" / "teacher.safetensors").is_file()
     assert (tmp_path / "teacher" / "answers.safetensors").is_file()
-    loaded = load_heads(save_heads(heads, provenance, tmp_path / kind), target, "tiny")
+    loaded = load_trained(save_trained(heads, provenance, tmp_path / kind), target, "tiny")
     assert type(loaded) is type(heads) and loaded.n == 2
     engine = Engine(tiny_model(seed=9), target, tokenizer, target_name="tiny")
-    engine.use_heads(loaded)
+    engine.use_trained(loaded)
     trace = engine.run("def fib(n):", RunSettings(drafter=spec.key, temperature=0, max_new_tokens=24), baseline=True)
     assert trace.output_token_ids == trace.baseline.output_token_ids
 

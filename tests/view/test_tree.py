@@ -115,7 +115,7 @@ def heads_tree_trace(request, tiny_pair, tokenizer):
 
     draft, target = tiny_pair
     engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
-    engine.use_heads(tiny_heads(target, n=3, scale=0.3))
+    engine.use_trained(tiny_heads(target, n=3, scale=0.3))
     settings = RunSettings(drafter="heads-tree", tree_widths=(2, 2, 1), temperature=request.param, seed=3,
                            max_new_tokens=24)
     return engine.run("def fib(n):", settings)

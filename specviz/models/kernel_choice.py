@@ -1,0 +1,310 @@
+"""Which kernel path a pair runs on here, measured on this machine: which paths are exact here, how fast each is,
+the one chosen and remembered, and the loaded model checked on it. The paths themselves are kernels.py.
+
+    choice = choose_path(hidden, inner, "cpu", dtype_asked=None, kernels_asked="auto")  # a Choice: the path and why
+    apply_path(model, choice.path)                                                      # kernels.py
+    check_rows(model).exact                                                             # the loaded model, checked
+
+Exact means a row's output does not depend on which rows are computed with it (`row_difference`): then the verify
+pass scores each draft as a one-token step of the same path would, and speculative decoding's output follows the
+target alone on that path. Which paths are exact is measured on this machine (`rows_here`: both of the MLP's shapes,
+every size of pass a run makes, ROW_COUNTS), never assumed per path: a path is offered where its rows are
+independent here, refused with its measured difference where not.
+
+`auto` times each path exact here on a stack of linear layers of the target's shapes (one row, a decoding step, and
+K + 1 rows, a verify pass), takes the one whose t(1) + t(K + 1) is least, and remembers it, with every path's row
+check and timings, per machine and torch build beside the model cache (`kernels.json`), so later starts read it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from specviz.models.kernels import (BFLOAT16, DTYPE_OF, FLOAT32, FP16_FBGEMM, INT8_DYNAMIC, PATHS, STACK, available,
+                                    stack_of)
+from specviz.models.machine import cpu_flags, machine
+from specviz.models.timer import median_s
+from specviz.settings.bounds import MAX_K, MAX_TREE_NODES
+
+WHY_NOT = {FLOAT32: "its small-matrix kernels sum a row in another order beside other rows",
+           BFLOAT16: "it rounds a row's sums to bfloat16 differently beside other rows",
+           FP16_FBGEMM: "its kernel sums a row in another order beside other rows",
+           INT8_DYNAMIC: "its activations are scaled by one number per tensor"}
+ROWS = 5  # rows of a verify pass the choice times and the load check scores: K + 1 for the default K = 4
+ROW_COUNTS = (2, ROWS, MAX_K + 1, MAX_TREE_NODES + 1)  # the passes whose rows must be independent: the smallest
+#                                                       verify pass, the default one, the longest chain's, a full tree's
+ROW_TOLERANCE = 1e-5  # the largest difference (relative to the outputs' size) still counted as row-independent:
+#                       float32 measures up to 7e-7 (its small-matrix kernel sums in another order), float16-fbgemm
+#                       0; bfloat16 0 to 3e-3 by CPU, shape and rows; int8-dynamic 2e-2
+CACHE_FILE = "kernels.json"
+ISA_LIMITS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "FBGEMM_ENABLE_INSTRUCTIONS")
+#             variables that make torch's libraries use less of the CPU than it has (an AVX2-only CPU emulated): a
+#             choice measured under them holds only under them
+
+
+# --- exact: a row's output independent of its batch-mates ---------------------------------------------------------
+
+def row_difference(layer: nn.Module, x: torch.Tensor) -> float:
+    """The largest difference between the rows of x computed together and the same rows one at a time, relative to
+    the outputs' largest size: 0 (or rounding, 1e-7) where each row is computed alone whatever its batch-mates."""
+    with torch.inference_mode():
+        together = layer(x).float()
+        alone = torch.cat([layer(x[i:i + 1]) for i in range(len(x))]).float()
+    return float((together - alone).abs().max() / together.abs().max().clamp(min=1e-12))
+
+
+@dataclass(frozen=True)
+class RowTest:
+    """A path's rows measured on this machine: the largest difference between rows computed together and alone over
+    both of the MLP's shapes (hidden → inner, inner → hidden), each pass size of ROW_COUNTS and two random inputs."""
+
+    path: str
+    difference: float  # relative to the outputs' size (row_difference)
+    rows: int  # the pass size where it was largest
+    shape: str  # the layer where it was largest, "inputs × outputs"
+
+    @property
+    def exact(self) -> bool:
+        return self.difference <= ROW_TOLERANCE
+
+    def __str__(self) -> str:
+        return (f"{self.rows} rows computed together differ from the same rows one at a time by "
+                f"{self.difference:.1e} of the outputs' size (a {self.shape} layer)")
+
+
+def row_test(path: str, layers: list[tuple[nn.Module, int]]) -> RowTest:
+    """RowTest of `path` on these (layer, input width) pairs: every pass size of ROW_COUNTS, two inputs each."""
+    worst = (-1.0, 0, "")
+    for layer, width in layers:
+        for rows in ROW_COUNTS:
+            for seed in range(2):
+                x = torch.randn(rows, width, generator=torch.Generator().manual_seed(seed)).to(_input_dtype(path))
+                difference = row_difference(layer, x)
+                if difference > worst[0]:
+                    worst = (difference, rows, f"{width} × {_out_features(layer)}")
+    return RowTest(path, *worst)
+
+
+@lru_cache(maxsize=None)
+def rows_here(path: str, hidden: int = 1536, inner: int = 8960) -> RowTest:
+    """`path`'s RowTest on layers of the target's MLP shapes, measured once a process (a fraction of a second)."""
+    up, down = stack_of(path, hidden, inner, layers=1)[0], stack_of(path, inner, hidden, layers=1)[0]
+    return row_test(path, [(up, hidden), (down, inner)])
+
+
+def exact_here(path: str, hidden: int = 1536, inner: int = 8960) -> bool:
+    """Whether `path` runs on this machine with its rows independent at these shapes (measured)."""
+    return available(path) is None and rows_here(path, hidden, inner).exact
+
+
+def _out_features(layer: nn.Module) -> int:
+    return getattr(layer, "out_features", None) or layer.inner.out_features
+
+
+def refusal(path: str, hidden: int = 1536, inner: int = 8960) -> str:
+    """Why a path that is not exact here is refused, measured on this machine on layers of the given shapes."""
+    return (f"--kernels {path} is not exact on this machine, so specviz refuses it: {rows_here(path, hidden, inner)}"
+            f" (measured here; an exact path differs by at most {ROW_TOLERANCE:.0e}): {WHY_NOT[path]}, so a draft's "
+            f"score in a verify pass would depend on the drafts beside it. Here: {offered_here('cpu', hidden, inner)}")
+
+
+def _input_dtype(path: str) -> torch.dtype:
+    return torch.bfloat16 if path == BFLOAT16 else torch.float32
+
+
+# --- the choice --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Timing:
+    """A path's stack timed here: seconds for one row and for ROWS rows, the least of five."""
+
+    path: str
+    one_s: float
+    rows_s: float
+
+    @property
+    def cost(self) -> float:
+        """What a run pays on this path, in the stack's terms: a decoding step plus a verify pass."""
+        return self.one_s + self.rows_s
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The path a pair runs on, the dtype its activations have, and why, in words the page and the CLI print."""
+
+    path: str  # a name of PATHS on a CPU; on a GPU the dtype's own kernels (the dtype's name)
+    dtype: str
+    why: str
+    timings: tuple[Timing, ...] = ()  # the measurement behind an auto choice (empty: asked for, or read)
+    rows: tuple[RowTest, ...] = ()  # every path's row check behind an auto choice
+    exact: bool = False  # chosen as exact (auto, --kernels, float32): the load then checks the loaded target's rows
+
+    @property
+    def load_dtype(self) -> str:
+        """The dtype to load the weights in: float16 for float16-fbgemm (what it stores, so the pair never passes
+        through float32 in memory: twice the size), else the activations'."""
+        return "float16" if self.path == FP16_FBGEMM else self.dtype
+
+
+def time_paths(hidden: int, inner: int, paths: tuple[str, ...]) -> list[Timing]:
+    """Each path's stack of the target's MLP shape, one row and ROWS rows, interleaved path by path, the least of five
+    after a warm-up: on two cores a moment of other work stalls a two-thread kernel by a scheduler's time slice, so
+    the least time is the kernel's own (a median taken on a busy machine once ranked the paths wrongly)."""
+    stacks = {path: stack_of(path, hidden, inner) for path in paths}
+    one, rows = torch.randn(1, hidden), torch.randn(ROWS, hidden)
+    times: dict[str, list[list[float]]] = {path: [[], []] for path in paths}
+    with torch.inference_mode():
+        for _ in range(5):
+            for path, stack in stacks.items():
+                for j, x in enumerate((one, rows)):
+                    x = x.to(_input_dtype(path))
+                    times[path][j].append(median_s(lambda i: [layer(x) for layer in stack], "cpu", 1))
+    return [Timing(path, min(one_t), min(rows_t)) for path, (one_t, rows_t) in times.items()]
+
+
+def choose_path(hidden: int, inner: int, device: str, dtype_asked: str | None, kernels_asked: str | None,
+                cache: Path | None = None) -> Choice:
+    """The path a pair of these shapes runs on here. Asked for by name: that path, or ValueError saying why it
+    cannot run here and what can; a dtype asked for (float32 is the reference, what transformers computes): its own
+    kernels; neither: the fastest exact path this machine offers, measured once and remembered in `cache`."""
+    kernels_asked = kernels_asked or "auto"
+    if kernels_asked not in ("auto", *PATHS):
+        raise ValueError(f"--kernels must be auto or one of {', '.join(PATHS)}, got {kernels_asked!r}; here: "
+                         f"{offered_here(device)}")
+    if kernels_asked != "auto":
+        return _asked(kernels_asked, device, dtype_asked, hidden, inner)
+    if device != "cpu":
+        return Choice(dtype_asked, dtype_asked, f"the dtype's own kernels on {device}", exact=dtype_asked == FLOAT32)
+    if dtype_asked not in (None, "", "auto"):
+        said = _rows_said(dtype_asked, hidden, inner) if dtype_asked in PATHS else "not a path specviz measures"
+        return Choice(dtype_asked, dtype_asked, f"--dtype {dtype_asked} as asked, torch's own kernels: {said}",
+                      exact=dtype_asked == FLOAT32)
+    return _measured(hidden, inner, cache)
+
+
+def offered_here(device: str = "cpu", hidden: int = 1536, inner: int = 8960) -> str:
+    """The paths this machine runs exactly, in words, and those refused with their measured difference: 'float32,
+    float16-fbgemm (refused here: bfloat16, 33 rows differ by 1.6e-03; int8-dynamic, 2 rows … 2.3e-02)'."""
+    if device != "cpu":
+        return FLOAT32
+    runs = [p for p in PATHS if available(p) is None]
+    exact = [p for p in runs if rows_here(p, hidden, inner).exact]
+    refused = [rows_here(p, hidden, inner) for p in runs if p not in exact]
+    return ", ".join(exact) + ("" if not refused else " (refused here, not exact: " + "; ".join(
+        f"{t.path}, {t.rows} rows differ by {t.difference:.1e}" for t in refused) + ")")
+
+
+def _asked(path: str, device: str, dtype_asked: str | None, hidden: int, inner: int) -> Choice:
+    problem = available(path, device)
+    if problem is not None:
+        raise ValueError(f"--kernels {path} cannot run here: {problem}. Here: {offered_here(device, hidden, inner)}")
+    if device == "cpu" and not rows_here(path, hidden, inner).exact:
+        raise ValueError(refusal(path, hidden, inner))
+    if dtype_asked not in (None, "", "auto") and dtype_asked != DTYPE_OF[path]:
+        raise ValueError(f"--kernels {path} computes in {DTYPE_OF[path]}, but --dtype {dtype_asked} was asked: leave "
+                         f"--dtype out, or set it to {DTYPE_OF[path]}")
+    return Choice(path, DTYPE_OF[path], f"as asked (--kernels); {_rows_said(path, hidden, inner)}", exact=True)
+
+
+def _rows_said(path: str, hidden: int, inner: int) -> str:
+    """A path's row check in words, for its reason."""
+    rows = rows_here(path, hidden, inner)
+    return (f"its rows measured independent on this machine ({ROW_COUNTS[0]} to {ROW_COUNTS[-1]} rows, the most "
+            f"difference {rows.difference:.0e})" if rows.exact else f"not exact on this machine: {rows}")
+
+
+def _measured(hidden: int, inner: int, cache: Path | None) -> Choice:
+    key = machine_key(hidden, inner)
+    remembered = _read(cache).get(key) if cache else None
+    if remembered and remembered.get("path") in PATHS and available(remembered["path"]) is None:
+        return Choice(remembered["path"], DTYPE_OF[remembered["path"]],
+                      remembered["why"] + " (measured before on this machine and remembered beside the model cache)",
+                      exact=True)
+    tests = [rows_here(p, hidden, inner) for p in PATHS if available(p) is None]
+    timings = time_paths(hidden, inner, tuple(t.path for t in tests if t.exact))
+    best = min(timings, key=lambda t: t.cost)
+    refused = [t for t in tests if not t.exact]
+    why = (f"the fastest path exact on this CPU, measured at load: a stack of {STACK} {hidden} × {inner} layers, "
+           f"1 and {ROWS} rows: " + ", ".join(f"{t.path} {t.one_s * 1000:.1f} + {t.rows_s * 1000:.1f} ms"
+                                               for t in sorted(timings, key=lambda t: t.cost))
+           + f"; rows checked here at {', '.join(map(str, ROW_COUNTS))} rows"
+           + "".join(f"; {t.path} refused: {t}" for t in refused))
+    if cache:
+        _write(cache, key, {"path": best.path, "why": why, "timings": [asdict(t) for t in timings],
+                            "rows": [asdict(t) | {"exact": t.exact} for t in tests]})
+    return Choice(best.path, DTYPE_OF[best.path], why, tuple(timings), tuple(tests), exact=True)
+
+
+def machine_key(hidden: int, inner: int) -> str:
+    """What a remembered choice holds for: this CPU (model and speed flags), this torch build, these shapes."""
+    limits = " ".join(f"{name}={os.environ[name]}" for name in ISA_LIMITS if name in os.environ)  # an emulation
+    return (f"{machine('cpu').split(',')[0]} | {cpu_flags()} | {torch.backends.cpu.get_cpu_capability()} {limits} | "
+            f"torch {torch.__version__} | {hidden}x{inner}")
+
+
+def _read(cache: Path) -> dict:
+    try:
+        data = json.loads((Path(cache) / CACHE_FILE).read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write(cache: Path, key: str, value: dict) -> None:
+    try:
+        Path(cache).mkdir(parents=True, exist_ok=True)
+        data = _read(cache)
+        data[key] = value
+        tmp = Path(cache) / (CACHE_FILE + ".part")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(Path(cache) / CACHE_FILE)
+    except OSError:  # a read-only cache: the choice is measured again at the next start
+        pass
+
+
+# --- the loaded model, checked -------------------------------------------------------------------------------------
+
+TV_TOLERANCE = 1e-4  # the most total variation between a row's next-token distribution computed beside others and
+#                      alone that still counts as exact: float32 and float16-fbgemm measure about 2e-6 on the packaged
+#                      target, bfloat16 0.03
+
+
+@dataclass(frozen=True)
+class RowCheck:
+    """ROWS new tokens through the loaded model at once, against the same tokens one at a time on the same cache."""
+
+    total_variation: float  # the largest over the rows, between their next-token distributions
+    argmax_same: bool  # every row's most likely next token the same both ways
+
+    @property
+    def exact(self) -> bool:
+        return self.argmax_same and self.total_variation <= TV_TOLERANCE
+
+    def __str__(self) -> str:
+        return (f"{ROWS} tokens scored together and one at a time differ by total variation "
+                f"{self.total_variation:.1e}, argmax {'identical' if self.argmax_same else 'DIFFERENT'}")
+
+
+def check_rows(model, context: int = 24) -> RowCheck:
+    """The check itself on the loaded model: `context` cached tokens, then ROWS more together and one at a time."""
+    from transformers import DynamicCache
+
+    vocab = model.config.vocab_size
+    ids = torch.arange(context + ROWS).remainder(vocab - 1).add(1)[None]  # any ids the model has
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        cache = DynamicCache()
+        model(input_ids=ids[:, :context].to(device), cache=cache, use_cache=True)
+        together = model(input_ids=ids[:, context:].to(device), cache=cache, use_cache=True).logits[0]
+        cache.crop(-ROWS)  # transformers 5: crop(-n) drops the last n
+        alone = torch.cat([model(input_ids=ids[:, context + i:context + i + 1].to(device), cache=cache,
+                                 use_cache=True).logits[0] for i in range(ROWS)])
+    p, q = torch.softmax(together.float(), -1), torch.softmax(alone.float(), -1)
+    return RowCheck(float(0.5 * (p - q).abs().sum(-1).max()), bool(torch.equal(p.argmax(-1), q.argmax(-1))))

@@ -117,7 +117,7 @@
     $("f-follow").setAttribute("aria-pressed", String(following));
     const panel = $("sv-class");
     if (panel.dataset.version !== `${state.version}:${state.here}`) {
-      panel.innerHTML = state.panel;  // rendered and escaped by the server (view/room.py): counts only
+      panel.innerHTML = state.panel;  // rendered and escaped by the server (view/class_panel.py): counts only
       panel.dataset.version = `${state.version}:${state.here}`;
       const table = panel.querySelector("details.sv-across");  // folded on a follower's page until opened
       if (table) {

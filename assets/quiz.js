@@ -86,7 +86,7 @@
     window.svChanged();
   };
 
-  // The quiz as the lecture pack stores it (specviz/view/quiz.py: quiz_from_dict).
+  // The quiz as the lecture pack stores it (specviz/record/quiz_data.py: quiz_from_dict).
   window.svQuizState = () => {
     const rounds = {};
     for (const sec of sections()) {

@@ -133,7 +133,7 @@
       const panel = $("sv-class-lead"), state = JSON.parse(event.data);
       mine.state = state;
       if (panel && panel.dataset.version !== `${state.version}:${state.here}`) {
-        panel.innerHTML = state.panel;  // rendered and escaped by the server (view/room.py)
+        panel.innerHTML = state.panel;  // rendered and escaped by the server (view/class_panel.py)
         panel.dataset.version = `${state.version}:${state.here}`;
       }
       if (mine === lead) {

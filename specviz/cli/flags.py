@@ -28,8 +28,8 @@ def changed_flags(add_args: Callable[[argparse.ArgumentParser], None], a: argpar
 
 
 def refuse_unneeded_bench_flags(a: argparse.Namespace, typed: set[str]) -> None:
-    """ValueError for the first bench flag set (besides its default) that would do nothing beside the others (settings/needs.py's
-    BENCH_NEEDS: --layers-k without --draft-layers, --alpha-from without --gpu-projection, --temperature without the
+    """ValueError for the first bench flag set (besides its default) that would do nothing beside the others
+    (measure/bench_flags.py's BENCH_NEEDS: --layers-k without --draft-layers, --alpha-from without --gpu-projection, --temperature without the
     sampled mode, a flag --quick, --rules, --tiny or --gpu-projection overrides), naming what it needs."""
     for need in unmet(typed, vars(a), table=BENCH_NEEDS):
         raise ValueError(refusal(need, flag))

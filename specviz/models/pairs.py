@@ -159,8 +159,8 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     """Load a draft/target pair by preset name, or by two model ids (hub ids, local folders or
     "packaged:<name>"). Raises ValueError with a readable message for anything that cannot work.
 
-    kernels: on a CPU, the path the linear layers run on (kernels.py: auto, the fastest exact one measured here;
-    or a name); on a GPU the dtype's own. draft_weights: "int8" or "int4" gives the draft int8 or int4 weights
+    kernels: on a CPU, the path the linear layers run on (kernels.py; auto: the fastest exact one measured here,
+    kernel_choice.py; or a name); on a GPU the dtype's own. draft_weights: "int8" or "int4" gives the draft int8 or int4 weights
     (quant.py: a lighter draft, still exact), "full" keeps them as loaded (on the kernels' path), "auto" takes on
     CPU whichever of the three this CPU runs fastest, full weights elsewhere. The target's weights are never
     quantized to integers."""
@@ -210,7 +210,7 @@ def pair_ids(preset: str | None, draft: str | None, target: str | None) -> tuple
 
 
 def choose_kernels(path: str, device: str, dtype: str | None, kernels: str | None) -> Choice:
-    """The kernels for a model at `path` (its config's shapes) on `device`, by kernels.choose_path; on a GPU the
+    """The kernels for a model at `path` (its config's shapes) on `device`, by kernel_choice.choose_path; on a GPU the
     dtype auto_dtype gives it (or the one asked)."""
     from transformers import AutoConfig
 
@@ -221,7 +221,7 @@ def choose_kernels(path: str, device: str, dtype: str | None, kernels: str | Non
 
 
 def checked(target, choice: Choice) -> str:
-    """The choice's reason, with the loaded target checked on its path (kernels.check_rows): ValueError where the
+    """The choice's reason, with the loaded target checked on its path (kernel_choice.check_rows): ValueError where the
     path that should be exact measures otherwise on this model."""
     if not choice.exact:
         return choice.why

@@ -4,8 +4,8 @@ bonus after a clean sweep).
 
 HTML, not plotly: a card is a few hundred bytes that the browser lays out at once, so the page keeps every round
 rendered and steps between them without a server call (see stage.py), and the cards reflow to fit a projector.
-Each element that tells what verification decided carries `data-step`, the quiz step that reveals it (reveal.py).
-Pure functions of a Round (no gradio, no models); token text is escaped by token_text.token_html.
+Each element that tells what verification decided carries `data-step`, the quiz step that reveals it
+(record/quiz_data.py). Pure functions of a Round (no gradio, no models); token text is escaped by token_text.token_html.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ caches kept, and the tokens this pass gave against a chain drafting as many toke
 
 Pure functions of a Round with a TreeRecord (trace.py; no gradio, no models). Token text goes through
 token_text.token_html, so it is escaped. In quiz mode everything that tells the verdict carries the round's one reveal
-step (reveal.py: a tree round is revealed at once).
+step (record/quiz_data.py: a tree round is revealed at once).
 """
 
 from __future__ import annotations

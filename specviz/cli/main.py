@@ -1,5 +1,5 @@
-"""The command line's entry: `python -m specviz run|bench|costs|record-examples|train-heads`, one module a command
-(cli/run.py, measure/bench.py, cli/costs.py, cli/record.py, train/command.py), wired here.
+"""The command line's entry: `python -m specviz run|bench|costs|serve-bench|record-examples|train-heads`, one module a
+command (cli/run.py, measure/bench.py, cli/costs.py, cli/serve_bench.py, cli/record.py, train/command.py), wired here.
 
 Errors in settings, prompts or models print one line and exit with status 2.
 """
@@ -16,6 +16,7 @@ from specviz.cli.flags import changed_flags, refuse_unneeded_bench_flags
 from specviz.cli.progress import print_progress
 from specviz.cli.record import add_record_args, record_command
 from specviz.cli.run import add_run_args, run_command
+from specviz.cli.serve_bench import add_serve_args, serve_command
 from specviz.measure.bench_flags import add_bench_args
 
 
@@ -28,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     add_run_args(sub.add_parser("run", help="one traced speculative decoding run"))
     add_bench_args(sub.add_parser("bench", help="measure speedups (see docs/benchmarks.md)"))
     add_costs_args(sub.add_parser("costs", help="time the pair's passes against tokens and batch (the Costs tab)"))
+    add_serve_args(sub.add_parser("serve-bench", help="many users at once: throughput, interactivity and time to first "
+                                                      "token for the target alone, fixed K and the cost rule"))
     add_record_args(sub.add_parser("record-examples", help="record the examples the page ships (assets/examples/)"))
     from specviz.train.command import add_train_args, train_command  # torch's training side: only when asked for
     add_train_args(sub.add_parser("train-heads", help="train Medusa drafting heads (or, with --kind eagle, an "
@@ -38,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_command(a)
         if a.command == "costs":
             return costs_command(a)
+        if a.command == "serve-bench":
+            return serve_command(a)
         if a.command == "record-examples":
             return record_command(a)
         if a.command == "train-heads":

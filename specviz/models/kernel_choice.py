@@ -31,15 +31,16 @@ from specviz.models.kernels import (BFLOAT16, DTYPE_OF, FLOAT32, FP16_FBGEMM, IN
                                     stack_of)
 from specviz.models.machine import cpu_flags, machine
 from specviz.models.timer import median_s
-from specviz.settings.bounds import MAX_K, MAX_TREE_NODES
+from specviz.settings.bounds import MAX_BATCH, MAX_K, MAX_TREE_NODES
 
 WHY_NOT = {FLOAT32: "its small-matrix kernels sum a row in another order beside other rows",
            BFLOAT16: "it rounds a row's sums to bfloat16 differently beside other rows",
            FP16_FBGEMM: "its kernel sums a row in another order beside other rows",
            INT8_DYNAMIC: "its activations are scaled by one number per tensor"}
 ROWS = 5  # rows of a verify pass the choice times and the load check scores: K + 1 for the default K = 4
-ROW_COUNTS = (2, ROWS, MAX_K + 1, MAX_TREE_NODES + 1)  # the passes whose rows must be independent: the smallest
-#                                                       verify pass, the default one, the longest chain's, a full tree's
+ROW_COUNTS = (2, ROWS, MAX_K + 1, MAX_TREE_NODES + 1, MAX_BATCH * (MAX_K + 1))  # the passes whose rows must be
+#             independent: the smallest verify pass, the default one, the longest chain's, a full tree's, the largest
+#             batch's (engine/batched.py: every sequence's K + 1 rows in one pass)
 ROW_TOLERANCE = 1e-5  # the largest difference (relative to the outputs' size) still counted as row-independent:
 #                       float32 measures up to 7e-7 (its small-matrix kernel sums in another order), float16-fbgemm
 #                       0; bfloat16 0 to 3e-3 by CPU, shape and rows; int8-dynamic 2e-2

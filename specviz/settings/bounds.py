@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 MAX_K = 16  # the most draft tokens per round anywhere in specviz (engine, page, Lab, trace files)
+MAX_BATCH = 16  # the most sequences one batch decodes at once (engine/batched.py, serve-bench, the page's Busy server)
 # Adaptive K's default threshold: drafting stops once the product of the draft's own probabilities of its drafts
 # (its estimate that all of them survive) falls below this (engine/chain.py's _confidence says why a product).
 ADAPTIVE_CONFIDENCE = 0.25

@@ -1,0 +1,70 @@
+"""`python -m specviz serve-bench`: many users at once on the loaded pair, for the target alone, fixed K and the
+cost-aware rule for a batch, at each number of users (measure/serve_bench.py runs it and writes the report)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_BATCH
+from specviz.cli.progress import print_progress
+from specviz.models.kernels import add_kernels_flag
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a comma-separated list of whole numbers, got {text!r}") from None
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def add_serve_args(p: argparse.ArgumentParser) -> None:
+    from specviz.measure.serve_bench import RULE_NAMES, Plan
+
+    plan = Plan()
+    p.add_argument("--preset", default=None, help="a preset name (default: the offline packaged pair)")
+    p.add_argument("--draft", default=None, help="a draft model (hub id, folder or packaged:NAME), with --target")
+    p.add_argument("--target", default=None, help="a target model, with --draft")
+    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
+    add_kernels_flag(p)
+    p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS)
+    p.add_argument("--users", type=_numbers, default=plan.users,
+                   help=f"numbers of users at once, comma-separated, each 1-{MAX_BATCH} (default 1,2,4,8)")
+    p.add_argument("--prompt-kinds", type=_names, default=plan.kinds, help="the users' prompts' kinds, in turn "
+                                                                            "(default code,story)")
+    p.add_argument("--rules", type=_names, default=plan.rules, help=f"comma-separated: {RULE_NAMES} "
+                                                                     "(default target,k4,cost)")
+    p.add_argument("--max-new-tokens", type=int, default=plan.max_new_tokens)
+    p.add_argument("--turns", type=int, default=plan.turns, help="interleaved turns of every (users, rule)")
+    p.add_argument("--requests", type=int, default=plan.requests, help="requests each user sends in turn")
+    p.add_argument("--seconds", type=float, default=plan.seconds, help="no request is sent after this long in a run")
+    p.add_argument("--temperature", type=float, default=plan.temperature)
+    p.add_argument("--json", default=None, metavar="FILE", help="write every run, every user's tokens, here")
+
+
+def serve_command(a: argparse.Namespace) -> int:
+    """Check the plan before loading anything, load the pair, measure its costs where the cost rule needs them, run."""
+    from specviz.engine import Engine
+    from specviz.measure import serve_bench
+    from specviz.measure.pass_timing import measure_costs
+    from specviz.models.machine import machine
+    from specviz.models.pairs import load_pair
+
+    plan = serve_bench.Plan(a.users, a.rules, a.prompt_kinds, a.max_new_tokens, a.turns, a.temperature, a.requests,
+                            a.seconds)
+    engine = Engine.from_pair(load_pair(a.preset, a.draft, a.target, dtype=a.dtype, progress=print_progress,
+                                        kernels=a.kernels, draft_weights=a.draft_weights))
+    engine.warm_up()
+    profile = measure_costs(engine, progress=print_progress) if any(
+        serve_bench.rule_k(r)[0] for r in plan.rules) else None
+    runs = serve_bench.serve_runs(engine, plan, profile, print_progress)
+    where = machine(engine.device)
+    print(serve_bench.report(runs, plan, where, serve_bench.predicted_crossovers(runs, profile)))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(serve_bench.as_json(runs, plan, where), f, indent=1)
+    return 0

@@ -1,0 +1,288 @@
+"""Many users at once: B sequences decoded together, each with its own prompt, sampling settings and seed, as a
+serving engine runs them (continuous batching). Each round the draft model drafts for every sequence in lockstep
+(one batched draft step per draft position), ONE target pass scores every sequence's drafts (B × (K + 1)
+positions), and each sequence accepts its own prefix, takes its own replacement or bonus, and keeps its own caches.
+A sequence that finishes leaves the batch; a waiting request joins it with its prompt scored alone.
+
+    batch = Batch(target, draft, vocab=..., eos_ids=..., k=4)
+    served = batch.serve([Request(ids, SamplingSettings(temperature=0), seed=1, max_new_tokens=48), ...], most=8)
+
+Why each sequence stays exact. Sequences accept different numbers of drafts, so their lengths go ragged (the pitfall
+of batched speculative decoding: Zhang et al. 2025 found published batched implementations repeating tokens or
+emitting garbage at larger batches). Here the caches are never realigned: every pass appends the same number of
+slots to every sequence, and a slot whose token a sequence did not keep (a rejected draft, a padding slot) stays in
+the cache masked, a hole. Each sequence's attention mask covers exactly the tokens it committed, and its position
+ids count only those, so each row of a pass computes what the same sequence alone would: its own tokens at its own
+positions (tests/engine/test_batched.py holds every sequence's greedy output to its output alone, and its sampled
+output to the target's distribution). Rows computed together must not depend on each other: the kernels' row check
+covers the largest pass a batch makes (models/kernel_choice.py, ROW_COUNTS).
+
+One round's K is the same for the whole batch (a sequence near its token limit uses fewer of its drafts): fixed, or
+chosen each round by the cost-aware rule for a batch (algorithm/batch_rule.py) from a measured profile of the pair;
+K = 0 is the target alone, batched. The draft model's numbers need not match a run alone: verification uses the q
+each draft was drawn from.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+from transformers import DynamicCache
+
+from specviz.algorithm.batch_rule import BatchChoice, acceptance, choose_k
+from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
+from specviz.record.cost_profile import CostProfile
+from specviz.settings.bounds import MAX_BATCH
+
+
+@dataclass(frozen=True)
+class Request:
+    """One user's request: the prompt's ids, how to sample, the seed of its own generator, how many new tokens."""
+
+    prompt_ids: tuple[int, ...]
+    sampling: SamplingSettings
+    seed: int
+    max_new_tokens: int
+    label: str = ""  # what a report calls it (the prompt's kind)
+
+
+@dataclass
+class Served:
+    """A request's outcome, with its times in seconds from when the batch started serving."""
+
+    request: Request
+    output_ids: list[int] = field(default_factory=list)
+    joined_s: float = 0.0  # when it left the queue and its prompt was scored
+    first_token_s: float = 0.0  # when its first token was sampled (time to first token: first_token_s − asked_s)
+    finished_s: float = 0.0
+    asked_s: float = 0.0  # when it was asked for (closed loop: when its user's last request ended)
+    passes: int = 0  # target passes that scored it, its prefill included
+
+
+class Sequence:
+    """A request in the batch: its committed ids, its generator, and which of its caches' slots it kept."""
+
+    def __init__(self, served: Served):
+        self.served, self.req = served, served.request
+        self.ids = list(self.req.prompt_ids)
+        self.gen = torch.Generator().manual_seed(self.req.seed)
+        self.drafted = 0  # how many of ids the draft cache holds (a prefix of ids; the rest it is fed next)
+        self.done = False
+        self.examined = self.accepted = 0  # its drafts verification examined and kept: its α (batch_rule.acceptance)
+
+    @property
+    def left(self) -> int:
+        return self.req.max_new_tokens - len(self.served.output_ids)
+
+    def commit(self, tokens: list[int], eos_ids: set[int]) -> list[int]:
+        """Keep `tokens` up to and including an EOS, within max_new_tokens; the ones kept."""
+        kept = []
+        for token in tokens[:self.left]:
+            kept.append(token)
+            if token in eos_ids:
+                break
+        self.ids += kept
+        self.served.output_ids += kept
+        self.done = self.left <= 0 or (bool(kept) and kept[-1] in eos_ids)
+        return kept
+
+
+class Slots:
+    """A model's batched KV cache and, per sequence, which of its slots hold tokens the sequence kept (the mask).
+    Rows are the batch's sequences in order; every row has the same number of slots."""
+
+    def __init__(self):
+        self.cache, self.kept = DynamicCache(), torch.zeros(0, 0, dtype=torch.bool)
+
+    def positions(self) -> torch.Tensor:
+        """(B,) the next position of each row: how many tokens it kept."""
+        return self.kept.sum(1)
+
+    def feed(self, model, feeds: list[list[int]], keep: int) -> torch.Tensor:
+        """One pass over each row's `feeds` (left-padded with masked slots to one width) -> logits (B, keep, V) of
+        each row's last `keep` fed tokens, float32 on CPU. The fed tokens become kept slots (`drop` masks some)."""
+        width = max(len(f) for f in feeds)
+        pad = [width - len(f) for f in feeds]
+        ids = torch.tensor([[0] * n + f for n, f in zip(pad, feeds)])
+        new = torch.tensor([[False] * n + [True] * len(f) for n, f in zip(pad, feeds)])
+        positions = self.positions()[:, None] + (new.cumsum(1) - 1).clamp(min=0)
+        mask = torch.cat([self.kept, new], 1)
+        device = next(model.parameters()).device
+        out = model(input_ids=ids.to(device), attention_mask=mask.long().to(device),
+                    position_ids=positions.to(device), cache=self.cache, use_cache=True, logits_to_keep=keep)
+        self.kept = mask
+        return out.logits.float().cpu()
+
+    def drop(self, row: int, slots: int, keep: int) -> None:
+        """Of the last `slots` slots of `row`, keep the first `keep` and mask the rest (tokens it did not keep)."""
+        if slots > keep:
+            self.kept[row, self.kept.shape[1] - slots + keep:] = False
+
+    def select(self, rows: list[int]) -> None:
+        """Keep only these rows (sequences that finished leave), and drop slots no row keeps."""
+        index = torch.tensor(rows, dtype=torch.long)
+        self.kept = self.kept[index]
+        used = self.kept.any(0)
+        for layer in self.cache.layers:
+            if getattr(layer, "keys", None) is not None and layer.keys.numel():
+                layer.keys, layer.values = layer.keys[index][:, :, used], layer.values[index][:, :, used]
+        self.kept = self.kept[:, used]
+
+    def join(self, alone: DynamicCache, length: int) -> None:
+        """Add a row whose `length` slots were filled alone (its prompt), every slot kept: the shorter side is padded
+        on the left with masked slots."""
+        have = self.kept.shape[1]
+        width = max(have, length)
+        row = torch.cat([torch.zeros(width - length, dtype=torch.bool), torch.ones(length, dtype=torch.bool)])
+        rows = self.kept.shape[0]
+        kept = torch.cat([torch.zeros(rows, width - have, dtype=torch.bool), self.kept], 1)
+        self.kept = torch.cat([kept, row[None]])
+        if rows == 0:
+            self.cache = alone
+            return
+        for mine, theirs in zip(self.cache.layers, alone.layers):
+            mine.keys = torch.cat([_left_pad(mine.keys, width), _left_pad(theirs.keys, width)])
+            mine.values = torch.cat([_left_pad(mine.values, width), _left_pad(theirs.values, width)])
+
+
+def _left_pad(x: torch.Tensor, width: int) -> torch.Tensor:
+    """(B, H, S, D) -> (B, H, width, D), zeros before: masked slots."""
+    return torch.nn.functional.pad(x, (0, 0, width - x.shape[2], 0))
+
+
+class Batch:
+    """Sequences decoded together on one target (and one draft model, where K > 0). `k`: the drafts a round makes,
+    or with `prices` (a measured profile of the pair) the most the cost-aware rule for a batch may choose."""
+
+    def __init__(self, target, draft, vocab: int, eos_ids: set[int], k: int, prices: CostProfile | None = None):
+        if k > 0 and draft is None:
+            raise ValueError("drafting needs a draft model: the batched engine drafts with the draft model only")
+        self.target, self.draft, self.vocab, self.eos_ids, self.k = target, draft, vocab, set(eos_ids), k
+        self.prices = prices
+        self.rows: list[Sequence] = []
+        self.finished: list[Served] = []  # requests that ended, in order (a load driver takes them)
+        self.target_slots, self.draft_slots = Slots(), Slots()
+        self.passes = 0  # target passes over the whole batch (rounds), prefills not counted
+        self.tokens = 0  # tokens those passes committed, over every sequence
+        self.examined = self.accepted = 0  # drafts verification examined and kept, over every sequence
+        self.choices: list[BatchChoice] = []  # the cost-aware rule's choice each round, with why
+        self.plain_rounds = 0  # rounds at K = 0 in a row (the rule probes after PROBE_EVERY)
+        self.clock = time.perf_counter
+
+    def serve(self, requests: list[Request], most: int, started: float | None = None) -> list[Served]:
+        """Every request, at most `most` at once, each joining as soon as a seat is free (in order) -> its Served."""
+        if not 1 <= most <= MAX_BATCH:
+            raise ValueError(f"at most {MAX_BATCH} sequences at once, and at least 1; got {most}")
+        started = self.clock() if started is None else started
+        waiting, out = [Served(r) for r in requests], []
+        out = list(waiting)
+        while waiting or self.rows:
+            while waiting and len(self.rows) < most:
+                self.join(waiting.pop(0), started)
+            self.round(started)
+        return out
+
+    @torch.inference_mode()
+    def join(self, served: Served, started: float) -> None:
+        """Score the request's prompt alone, sample its first token, and seat it in the batch."""
+        seq = Sequence(served)
+        served.joined_s = self.clock() - started
+        alone = DynamicCache()
+        device = next(self.target.parameters()).device
+        logits = self.target(input_ids=torch.tensor([seq.ids], device=device), cache=alone, use_cache=True,
+                             logits_to_keep=1).logits[0].float().cpu()
+        p = warp(logits[:, :self.vocab], seq.req.sampling)
+        first = verify(p, p[:0], torch.zeros(0, dtype=torch.long), seq.gen).next_token  # as a run's round 1
+        served.passes += 1
+        self.target_slots.join(alone, len(seq.ids))
+        if self.draft is not None:
+            self._join_draft(seq)
+        seq.commit([first], self.eos_ids)
+        served.first_token_s = self.clock() - started
+        self.rows.append(seq)
+        self._leave(started)
+
+    def _join_draft(self, seq: Sequence) -> None:
+        """The draft's cache of the prompt, filled alone, so that the draft is next fed the first token."""
+        alone = DynamicCache()
+        device = next(self.draft.parameters()).device
+        self.draft(input_ids=torch.tensor([seq.ids], device=device), cache=alone, use_cache=True, logits_to_keep=1)
+        self.draft_slots.join(alone, len(seq.ids))
+        seq.drafted = len(seq.ids)
+
+    @torch.inference_mode()
+    def round(self, started: float) -> None:
+        """One round for every sequence in the batch: draft in lockstep, one target pass, verify each, commit."""
+        if not self.rows:
+            return
+        k = min(self._chosen_k(), max(seq.left - 1 for seq in self.rows))
+        self.plain_rounds = self.plain_rounds + 1 if k == 0 else 0
+        drafts, q = self._draft(k)
+        feeds = [seq.ids[-1:] + d for seq, d in zip(self.rows, drafts)]
+        logits = self.target_slots.feed(self.target, feeds, k + 1)
+        self.passes += 1
+        for b, seq in enumerate(self.rows):
+            mine = min(k, seq.left - 1)  # the drafts this sequence may use within its token limit
+            p = warp(logits[b, :mine + 1, :self.vocab], seq.req.sampling)
+            verdict = verify(p, q[b][:mine], torch.tensor(drafts[b][:mine], dtype=torch.long), seq.gen)
+            kept = seq.commit(drafts[b][:verdict.n_accepted] + [verdict.next_token], self.eos_ids)
+            seq.examined, seq.accepted = seq.examined + len(verdict.accept_probs), seq.accepted + verdict.n_accepted
+            self.examined, self.accepted = self.examined + len(verdict.accept_probs), self.accepted + verdict.n_accepted
+            self.tokens += len(kept)
+            seq.served.passes += 1
+            self.target_slots.drop(b, k + 1, len(kept))  # its cache holds every committed token but the last
+            if self.draft is not None and k:
+                fed_drafts = min(k - 1, verdict.n_accepted, len(kept))  # the drafts fed to the draft and kept
+                self.draft_slots.drop(b, k - 1, fed_drafts)
+                seq.drafted += fed_drafts
+        self._leave(started)
+
+    def _chosen_k(self) -> int:
+        """This round's K: fixed, or the cost-aware rule's at this batch size, priced by the profile:
+        c_B = t_draft(B) / t(B) and v_B(K) = t(B·(K + 1)) / t(B), t read off the pass-over-n-tokens curve."""
+        if self.prices is None or self.k == 0:
+            return self.k
+        profile, b = self.prices, len(self.rows)
+        c = profile.draft_step(b) / profile.target_step(b)
+        choice = choose_k([acceptance(seq.accepted, seq.examined) for seq in self.rows], c,
+                          lambda k: max(1.0, profile.t(b * (k + 1)) / profile.t(b)), self.k, self.plain_rounds)
+        self.choices.append(choice)
+        return choice.k
+
+    def _draft(self, k: int) -> tuple[list[list[int]], list[torch.Tensor]]:
+        """k drafts for every sequence, one batched draft step each: (drafts per row, q per row (k, V))."""
+        rows = len(self.rows)
+        drafts: list[list[int]] = [[] for _ in range(rows)]
+        qs: list[list[torch.Tensor]] = [[] for _ in range(rows)]
+        for step in range(k):
+            if step == 0:  # what the draft's cache lacks: the newest token, or after a clean sweep two
+                feeds = [seq.ids[seq.drafted:] for seq in self.rows]
+                for seq in self.rows:
+                    seq.drafted = len(seq.ids)
+            else:
+                feeds = [[d[-1]] for d in drafts]
+            logits = self.draft_slots.feed(self.draft, feeds, 1)[:, 0, :self.vocab]
+            for b, seq in enumerate(self.rows):
+                row = warp(logits[b:b + 1], seq.req.sampling)[0]
+                x = int(row.argmax()) if seq.req.sampling.greedy else int(sample(row[None], seq.gen)[0])
+                drafts[b].append(x)
+                qs[b].append(row)
+        q = [torch.stack(rows_q) if rows_q else torch.zeros(0, self.vocab) for rows_q in qs]
+        return drafts, q
+
+    def _leave(self, started: float) -> None:
+        """Sequences that finished leave the batch, their slots with them."""
+        if not any(seq.done for seq in self.rows):
+            return
+        now = self.clock() - started
+        staying = [b for b, seq in enumerate(self.rows) if not seq.done]
+        for seq in self.rows:
+            if seq.done:
+                seq.served.finished_s = now
+                self.finished.append(seq.served)
+        self.rows = [self.rows[b] for b in staying]
+        self.target_slots.select(staying)
+        if self.draft is not None:
+            self.draft_slots.select(staying)

@@ -1,0 +1,130 @@
+"""engine/batched.py: many sequences at once, each exact for its user. Every sequence's greedy output equals the same
+prompt run alone, at several batch sizes, with mixed prompts and lengths, sequences leaving and joining (continuous
+batching); sampled outputs follow the target's own distribution (χ², with a wrong sampler as the negative control);
+the batch's caches keep only what each sequence committed."""
+
+import copy
+
+import pytest
+import torch
+
+from specviz.algorithm.sampling import SamplingSettings, sample, verify
+from specviz.engine import Engine, RunSettings, batched
+from specviz.engine.batched import Batch, Request
+from specviz.models import kernels
+from specviz.models.kernels import FLOAT32, FP16_FBGEMM, apply_path
+from tests.engine.test_lossless import exact_marginals, tv
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+PROMPTS = ["def fib(n):", "x = 1", "The quick brown fox", "import os\nimport sys\n", "a", "for i in range(10):",
+           "class A:\n    pass", "print('hi')"]
+GREEDY = SamplingSettings(temperature=0)
+
+
+@pytest.fixture(scope="module", params=[FLOAT32, FP16_FBGEMM])
+def pair(request, tiny_pair, tokenizer):
+    """The tiny pair on each CPU path, with an engine for the runs alone (no EOS: every run makes its full length)."""
+    if kernels.available(request.param) is not None:
+        pytest.skip(kernels.available(request.param))
+    draft, target = (apply_path(copy.deepcopy(m), request.param) for m in tiny_pair)
+    engine = Engine(draft, target, tokenizer)
+    engine.eos_ids = set()
+    return engine
+
+
+def _target_alone(engine, prompt_ids, max_new):
+    """The target's greedy tokens, one plain step at a time with no cache: the reference."""
+    ids = list(prompt_ids)
+    with torch.inference_mode():
+        for _ in range(max_new):
+            ids.append(int(engine.target(input_ids=torch.tensor([ids])).logits[0, -1, :engine.vocab].argmax()))
+    return ids[len(prompt_ids):]
+
+
+def requests(engine, n, lengths=(12, 20, 7, 16)):
+    return [Request(tuple(engine.encode(PROMPTS[i % len(PROMPTS)], RunSettings(chat=False))), GREEDY, seed=i,
+                    max_new_tokens=lengths[i % len(lengths)], label=str(i)) for i in range(n)]
+
+
+@pytest.mark.parametrize("most, k", [(1, 4), (4, 4), (8, 4), (8, 0), (3, 2)])
+def test_every_sequence_s_greedy_output_equals_its_prompt_alone(pair, most, k):
+    """Mixed prompts of different lengths and token limits; more requests than seats, so sequences leave and others
+    join mid-flight."""
+    asked = requests(pair, most + 3)
+    batch = Batch(pair.target, pair.draft, pair.vocab, set(), k)
+    served = batch.serve(asked, most)
+    for s in served:
+        assert s.output_ids == _target_alone(pair, s.request.prompt_ids, s.request.max_new_tokens), s.request.label
+        assert s.first_token_s <= s.finished_s and s.passes >= 1
+    assert batch.rows == [] and batch.tokens == sum(len(s.output_ids) - 1 for s in served)
+    if k:  # drafting paid: fewer passes than tokens
+        assert batch.passes < batch.tokens
+
+
+def test_the_caches_keep_exactly_what_each_sequence_committed(pair):
+    """Mid-run, each row's kept target slots number its committed tokens but the last, and its draft slots a prefix."""
+    asked = requests(pair, 4, lengths=(30,))
+    batch = Batch(pair.target, pair.draft, pair.vocab, set(), 4)
+    for s in asked:
+        batch.join(batched.Served(s), 0.0)
+    for _ in range(3):
+        batch.round(0.0)
+        kept = batch.target_slots.kept.sum(1).tolist()
+        assert kept == [len(seq.ids) - 1 for seq in batch.rows]
+        assert batch.draft_slots.kept.sum(1).tolist() == [seq.drafted for seq in batch.rows]
+        assert all(seq.drafted < len(seq.ids) for seq in batch.rows)
+
+
+def test_bad_sizes_are_refused_with_a_sentence(pair):
+    batch = Batch(pair.target, pair.draft, pair.vocab, set(), 4)
+    for most in (0, 17):
+        with pytest.raises(ValueError, match="at most 16 sequences at once, and at least 1"):
+            batch.serve(requests(pair, 2), most)
+    with pytest.raises(ValueError, match="drafting needs a draft model"):
+        Batch(pair.target, None, pair.vocab, set(), 4)
+
+
+# --- sampled: each sequence's tokens follow the target's distribution ------------------------------------------
+
+N = 480  # sequences; test_lossless.py's bound: TV < 0.08 passes the engine, a wrong sampler measures > 0.12
+
+
+def _wrong_verify(p, q, drafts, generator=None):
+    """Resample from p instead of the residual after a rejection (a bug shipped elsewhere)."""
+    v = verify(p, q, drafts, generator)
+    if v.rejected:
+        v.next_token = int(sample(p[v.n_accepted][None], generator)[0])
+    return v
+
+
+def sampled_marginals(engine, most):
+    """The first three tokens of N seeded sequences of one prompt, served `most` at a time, K = 2 (test_lossless.py's
+    setting)."""
+    ids = engine.encode("def f", RunSettings(chat=False))
+    warm = SamplingSettings(temperature=1.0)
+    asked = [Request(tuple(ids), warm, seed=seed, max_new_tokens=3) for seed in range(N)]
+    served = Batch(engine.target, engine.draft, engine.vocab, set(), 2).serve(asked, most)
+    counts = torch.zeros(3, engine.vocab)
+    for s in served:
+        for i, token in enumerate(s.output_ids):
+            counts[i, token] += 1
+    return counts / N, exact_marginals(engine, ids, warm)
+
+
+@pytest.fixture(scope="module")
+def float32_engine(tiny_pair, tokenizer):
+    engine = Engine(*tiny_pair, tokenizer)
+    engine.eos_ids = set()
+    return engine
+
+
+def test_sampled_sequences_follow_the_target_in_a_batch_of_eight(float32_engine):
+    freq, exact = sampled_marginals(float32_engine, 8)
+    assert max(tv(f, p) for f, p in zip(freq, exact)) < 0.08
+
+
+@pytest.mark.control
+def test_negative_control_a_wrong_sampler_in_the_batch_is_caught(float32_engine, monkeypatch):
+    monkeypatch.setattr(batched, "verify", _wrong_verify)
+    freq, exact = sampled_marginals(float32_engine, 8)
+    assert max(tv(f, p) for f, p in zip(freq, exact)) > 0.12

@@ -171,3 +171,26 @@ def test_fp32_greedy_self_speculation_equals_target_only(fp32_engine, target_alo
     trace = fp32_engine.run(PROMPTS[0], settings)
     assert trace.output_token_ids == target_alone[:8] and len(trace.output_token_ids) == 8
     assert trace.settings["draft_layers"] == 21
+
+
+@pytest.mark.parametrize("most", [4, 8])
+def test_a_batch_gives_every_user_the_target_alone_s_greedy_tokens(fp32_engine, most):
+    """engine/batched.py on the packaged pair (issue 54): users with mixed prompts and lengths served `most` at a
+    time, the cost-free fixed K = 4, each user's tokens the target alone's on the same path. Two more requests than
+    seats, so sequences leave and join mid-flight."""
+    from specviz.algorithm.sampling import SamplingSettings
+    from specviz.engine.batched import Batch, Request
+
+    settings = RunSettings(k=4, temperature=0, max_new_tokens=10)
+    asked = [Request(tuple(fp32_engine.encode(PROMPTS[i % 3], settings)), SamplingSettings(temperature=0), seed=i,
+                     max_new_tokens=6 + 2 * (i % 3)) for i in range(most + 2)]
+    served = Batch(fp32_engine.target, fp32_engine.draft, fp32_engine.vocab, fp32_engine.eos_ids, 4).serve(
+        asked, most)
+    alone = {}
+    for s in served:
+        key = (s.request.prompt_ids, s.request.max_new_tokens)
+        if key not in alone:
+            prompt = PROMPTS[asked.index(s.request) % 3]
+            alone[key] = fp32_engine.baseline(prompt, RunSettings(k=4, temperature=0,
+                                                                  max_new_tokens=key[1])).output_token_ids
+        assert s.output_ids == alone[key], (most, asked.index(s.request))

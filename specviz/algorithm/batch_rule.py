@@ -4,40 +4,68 @@ pass verifies all of them: B·(K + 1) positions. At small B that pass costs litt
 since reading the weights dominates; as B grows it turns into compute, and each extra draft position costs in
 full. So the rule weighs, for each K from 0 to the most asked, the tokens the batch expects,
 
-    Σ_b E(α_b, K),   E(α, K) = (1 − α^(K+1)) / (1 − α)   (theory.expected_tokens_per_pass),
+    Σ_b E_b(K),   E_b(K) = 1 + S_b(1) + … + S_b(K),   S_b(n) = a_b(1) · … · a_b(n)
 
 against what the round costs, in the batch's one-token target steps t(B) (the target alone's round at B):
 
     K·c_B + v_B(K),   c_B = t_draft(B) / t(B),   v_B(K) = t(B·(K + 1)) / t(B)
 
-and takes the K with the most tokens per step (K = 0, the target alone at B, gives B per step). α_b is each
-sequence's own acceptance so far (accepted ÷ examined drafts, with PRIOR pseudo-drafts accepted, so a new sequence
-drafts and measures rather than trusting nothing). After PROBE_EVERY rounds at K = 0 one round drafts K = 1 anyway,
-so that text turning predictable is noticed.
+and takes the K with the most tokens per step (K = 0, the target alone at B, gives B per step). a_b(n) is sequence
+b's own acceptance at draft position n so far: of its drafts examined there (every draft before them kept), the
+share kept, with PRIOR pseudo-drafts kept, so a new sequence drafts and measures rather than trusting nothing.
+S_b(n), the chance its n-th draft survives, is their product: acceptance falls along a round (the draft drifts from
+the target), which one α for every position, E(α, K) = (1 − α^(K+1)) / (1 − α), would miss: on the packaged pair
+at 8 users its α of 0.83 promised 3.6 tokens a sequence per K = 4 round, and the rounds gave 2.35 (2026-12-04).
+After PROBE_EVERY rounds at K = 0 one round drafts K = 1 anyway, so that text turning predictable is noticed.
 
 Exact: K is chosen from earlier rounds and the measured prices only, never from this round's passes or draws, so
 each sequence's output follows its target alone whatever K a round gets (tests/engine/test_batched.py).
 
-    >>> choose_k([0.9, 0.9], c=0.2, v=lambda k: 1 + 0.1 * k, most=4).k
+    >>> sure = Positions([9, 9, 9, 9], [9, 9, 9, 9])   # every draft kept so far, at every position
+    >>> choose_k([sure, sure], c=0.2, v=lambda k: 1 + 0.1 * k, most=4).k
     4
-    >>> choose_k([0.9, 0.9], c=0.2, v=lambda k: 1 + 1.0 * k, most=4).k   # a pass as dear as its positions
+    >>> choose_k([sure, sure], c=0.2, v=lambda k: 1 + 1.0 * k, most=4).k   # a pass as dear as its positions
     0
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
-from specviz.algorithm.theory import expected_tokens_per_pass
-
-PRIOR = 1.0  # pseudo-drafts accepted behind each sequence's α: a new sequence starts at α = 1 and measures
-PROBE_EVERY = 8  # rounds at K = 0 after which one round drafts K = 1, to measure α again
+PRIOR = 1.0  # pseudo-drafts kept behind each position's acceptance: a new sequence starts at 1 and measures
+PROBE_EVERY = 8  # rounds at K = 0 after which one round drafts K = 1, to measure again
 
 
-def acceptance(accepted: int, examined: int) -> float:
-    """A sequence's α so far, with PRIOR pseudo-drafts accepted: 1 before it drafted."""
-    return (accepted + PRIOR) / (examined + PRIOR)
+@dataclass
+class Positions:
+    """One sequence's drafts so far, by draft position (1, 2, …): how many verification examined, how many it kept."""
+
+    examined: list[int] = field(default_factory=list)
+    kept: list[int] = field(default_factory=list)
+
+    def add(self, n_examined: int, n_kept: int) -> None:
+        """A round's verdict: positions 1 … n_examined examined, 1 … n_kept kept."""
+        while len(self.examined) < n_examined:
+            self.examined.append(0)
+            self.kept.append(0)
+        for n in range(n_examined):
+            self.examined[n] += 1
+            self.kept[n] += n < n_kept
+
+    def acceptance(self, n: int) -> float:
+        """a(n): the share kept at position n (1-based) of those examined there, with PRIOR kept pseudo-drafts."""
+        seen = self.examined[n - 1] if n <= len(self.examined) else 0
+        kept = self.kept[n - 1] if n <= len(self.kept) else 0
+        return (kept + PRIOR) / (seen + PRIOR)
+
+    def expected(self, k: int) -> float:
+        """E(K) = 1 + S(1) + … + S(K): the tokens a round of K drafts is expected to give this sequence."""
+        total, survive = 1.0, 1.0
+        for n in range(1, k + 1):
+            survive *= self.acceptance(n)
+            total += survive
+        return total
 
 
 @dataclass(frozen=True)
@@ -59,13 +87,13 @@ class BatchChoice:
                 f"{' '.join(f'{x:.1f}' for x in self.v[1:])}: tokens a step {rates} → {chosen}")
 
 
-def choose_k(alphas: list[float], c: float, v: Callable[[int], float], most: int, plain_rounds: int = 0
+def choose_k(sequences: list[Positions], c: float, v: Callable[[int], float], most: int, plain_rounds: int = 0
              ) -> BatchChoice:
     """The K (0 … most) whose round gives the batch the most expected tokens per one-token step of the batch.
-    `alphas`: each sequence's α; `c`, `v(K)`: the prices at this batch (above); `plain_rounds`: rounds at K = 0 in a
-    row just before."""
+    `sequences`: each sequence's drafts by position; `c`, `v(K)`: the prices at this batch (above); `plain_rounds`:
+    rounds at K = 0 in a row just before."""
     vs = tuple(v(k) for k in range(most + 1))
-    rates = tuple(sum(expected_tokens_per_pass(a, k) for a in alphas) / (k * c + vs[k]) for k in range(most + 1))
+    rates = tuple(sum(seq.expected(k) for seq in sequences) / (k * c + vs[k]) for k in range(most + 1))
     best = max(range(most + 1), key=lambda k: (rates[k], -k))  # ties: fewer drafts
     probe = best == 0 and most > 0 and plain_rounds >= PROBE_EVERY
-    return BatchChoice(1 if probe else best, len(alphas), rates, c, vs, probe)
+    return BatchChoice(1 if probe else best, len(sequences), rates, c, vs, probe)

@@ -1,6 +1,6 @@
-"""The Costs tab: why checking K drafts costs about one step, measured on the loaded pair, and where a busy
-server's batch makes speculation stop paying, in three sections (app/sections.py: a screen each in the presenter
-view). Layout first, then its events; the measurement runs in the model-run group with Generate (one limit for all),
+"""The Costs tab: why checking K drafts costs about one step, measured on the loaded pair, where a busy server's
+batch makes speculation stop paying, as predicted, and as served (app/busy_server.py), in four sections
+(app/sections.py: a screen each in the presenter view). Layout first, then its events; the measurement runs in the model-run group with Generate (one limit for all),
 is cached per pair for the process, and shows progress.
 """
 
@@ -12,6 +12,7 @@ import gradio as gr
 
 from specviz.measure import cost_charts
 from specviz.measure.recorded_costs import recorded_costs
+from specviz.app.busy_server import build_busy_server
 from specviz.app.errors import message_of
 from specviz.app.sections import panes, section
 from specviz.lab.readouts import heading_html, warning_html
@@ -126,10 +127,12 @@ def _costs_layout(recorded) -> tuple:
 def build_costs(preset, get_engine: EngineLoader | None, trace_state: gr.State | None = None,
                 cache: CostCache | None = None) -> None:
     recorded = recorded_costs()
+    cache = cache or CostCache()
     alpha, k, measure, again, status, readout, ratio_plot, batch_plot = _costs_layout(recorded)
+    build_busy_server(preset, get_engine, cache)  # its own section, after the predicted crossover: the measured one
     profile = gr.State(recorded)
 
-    measure.click(measure_handler(get_engine, cache or CostCache()), [preset, again], [profile, status],
+    measure.click(measure_handler(get_engine, cache), [preset, again], [profile, status],
                   api_name="measure_costs", show_progress_on=[status], concurrency_id=MODEL_RUNS, concurrency_limit=1)
     gr.on([profile.change, alpha.change, k.change], show_costs, [profile, alpha, k], [readout, ratio_plot, batch_plot],
           trigger_mode="always_last", api_visibility="private")

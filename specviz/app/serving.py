@@ -232,6 +232,32 @@ def measure_pair_costs(ref: EngineRef):
     yield result["profile"]
 
 
+@gpu(duration=gpu_time.COSTS_S)
+def serve_live(ref: EngineRef, plan, profile, stop: threading.Event):
+    """The Costs tab's busy server, run live (measure/serve_bench.py): a Step after each run, last the runs (plain
+    numbers). `stop` ends it after the round in progress (the page's Stop, or its time bound): what was served by
+    then is kept."""
+    from specviz.measure import serve_bench
+
+    steps: queue.SimpleQueue = queue.SimpleQueue()
+    result: dict = {}
+
+    def run():
+        try:
+            result["runs"] = serve_bench.serve_runs(ref.engine(), plan, profile,
+                                                    lambda f, text: steps.put(Step(f, text)), stop)
+        except BaseException as e:  # re-raised below, in the caller's thread
+            result["error"] = e
+        steps.put(None)
+
+    threading.Thread(target=run, name="specviz-serve", daemon=True).start()
+    while (step := steps.get()) is not None:
+        yield step
+    if "error" in result:
+        raise result["error"]
+    yield result["runs"]
+
+
 class Runs:
     """The Generate running in each browser session, so that pressing Generate again stops it after its current
     round (the new run waits for the model either way; without this it would wait for the whole old run)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 
 from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_BATCH
 from specviz.cli.progress import print_progress
@@ -44,6 +45,8 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seconds", type=float, default=plan.seconds, help="no request is sent after this long in a run")
     p.add_argument("--temperature", type=float, default=plan.temperature)
     p.add_argument("--json", default=None, metavar="FILE", help="write every run, every user's tokens, here")
+    p.add_argument("--record", action="store_true", help="also write the recording the Costs tab ships "
+                                                         "(assets/costs/serve.json)")
 
 
 def serve_command(a: argparse.Namespace) -> int:
@@ -61,10 +64,16 @@ def serve_command(a: argparse.Namespace) -> int:
     engine.warm_up()
     profile = measure_costs(engine, progress=print_progress) if any(
         serve_bench.rule_k(r)[0] for r in plan.rules) else None
-    runs = serve_bench.serve_runs(engine, plan, profile, print_progress)
-    where = machine(engine.device)
+    from specviz.measure.recorded_costs import while_measuring
+
+    runs, busy = while_measuring(lambda: serve_bench.serve_runs(engine, plan, profile, print_progress))
+    where = machine(engine.device) + busy
     print(serve_bench.report(runs, plan, where, serve_bench.predicted_crossovers(runs, profile)))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(serve_bench.as_json(runs, plan, where), f, indent=1)
+    if a.record:
+        from specviz.measure.serve_chart import record_serve
+
+        record_serve(runs, plan, where, profile, time.strftime("%Y-%m-%d", time.gmtime()))
     return 0

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import DynamicCache
 
-from specviz.algorithm.batch_rule import BatchChoice, acceptance, choose_k
+from specviz.algorithm.batch_rule import BatchChoice, Positions, choose_k
 from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
 from specviz.record.cost_profile import CostProfile
 from specviz.settings.bounds import MAX_BATCH
@@ -70,7 +70,7 @@ class Sequence:
         self.gen = torch.Generator().manual_seed(self.req.seed)
         self.drafted = 0  # how many of ids the draft cache holds (a prefix of ids; the rest it is fed next)
         self.done = False
-        self.examined = self.accepted = 0  # its drafts verification examined and kept: its α (batch_rule.acceptance)
+        self.positions = Positions()  # its drafts examined and kept, by position: what the batch rule expects of it
 
     @property
     def left(self) -> int:
@@ -160,7 +160,7 @@ class Batch:
         if k > 0 and draft is None:
             raise ValueError("drafting needs a draft model: the batched engine drafts with the draft model only")
         self.target, self.draft, self.vocab, self.eos_ids, self.k = target, draft, vocab, set(eos_ids), k
-        self.prices = prices
+        self.prices = prices.steady() if prices is not None else None  # no longer pass priced cheaper
         self.rows: list[Sequence] = []
         self.finished: list[Served] = []  # requests that ended, in order (a load driver takes them)
         self.target_slots, self.draft_slots = Slots(), Slots()
@@ -176,7 +176,7 @@ class Batch:
         if not 1 <= most <= MAX_BATCH:
             raise ValueError(f"at most {MAX_BATCH} sequences at once, and at least 1; got {most}")
         started = self.clock() if started is None else started
-        waiting, out = [Served(r) for r in requests], []
+        waiting = [Served(r) for r in requests]
         out = list(waiting)
         while waiting or self.rows:
             while waiting and len(self.rows) < most:
@@ -228,7 +228,7 @@ class Batch:
             p = warp(logits[b, :mine + 1, :self.vocab], seq.req.sampling)
             verdict = verify(p, q[b][:mine], torch.tensor(drafts[b][:mine], dtype=torch.long), seq.gen)
             kept = seq.commit(drafts[b][:verdict.n_accepted] + [verdict.next_token], self.eos_ids)
-            seq.examined, seq.accepted = seq.examined + len(verdict.accept_probs), seq.accepted + verdict.n_accepted
+            seq.positions.add(len(verdict.accept_probs), verdict.n_accepted)
             self.examined, self.accepted = self.examined + len(verdict.accept_probs), self.accepted + verdict.n_accepted
             self.tokens += len(kept)
             seq.served.passes += 1
@@ -246,7 +246,7 @@ class Batch:
             return self.k
         profile, b = self.prices, len(self.rows)
         c = profile.draft_step(b) / profile.target_step(b)
-        choice = choose_k([acceptance(seq.accepted, seq.examined) for seq in self.rows], c,
+        choice = choose_k([seq.positions for seq in self.rows], c,
                           lambda k: max(1.0, profile.t(b * (k + 1)) / profile.t(b)), self.k, self.plain_rounds)
         self.choices.append(choice)
         return choice.k

@@ -27,15 +27,21 @@ MAX_BYTES = 64 * 1024  # a profile is a few KiB; anything larger is not one
 
 def record_costs(engine, path: Path = RECORDED, progress=None) -> CostProfile:
     """Measure the loaded pair as the Costs tab does, mark it recorded (today's date, the machine) and write it."""
-    before = _cpu_seconds()
-    profile = pass_timing.measure_costs(engine, progress=progress)
-    other = _other_work(before, _cpu_seconds())
+    profile, busy = while_measuring(lambda: pass_timing.measure_costs(engine, progress=progress))
     when = time.strftime("%Y-%m-%d", time.gmtime())
-    profile = dataclasses.replace(profile, recorded=f"{when} on {machine(engine.device)}{_load_words(other)}",
+    profile = dataclasses.replace(profile, recorded=f"{when} on {machine(engine.device)}{busy}",
                                   source=f"the recording of {when}")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(dataclasses.asdict(profile), indent=1, allow_nan=False), encoding="utf-8")
     return profile
+
+
+def while_measuring(work):
+    """work() -> (its result, how busy other work kept the machine meanwhile, in words (_load_words)): what a
+    recording says beside its figures (the Costs tab's and the busy server's)."""
+    before = _cpu_seconds()
+    out = work()
+    return out, _load_words(_other_work(before, _cpu_seconds()))
 
 
 BUSY_CORES = 0.25  # other work, in cores kept busy on average, from which a recording says it slowed the passes

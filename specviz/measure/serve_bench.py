@@ -13,6 +13,7 @@ queue in this process, no network at all (a server's transport is not what is me
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -95,15 +96,16 @@ def prompts_for(engine, kinds: tuple[str, ...], users: int) -> list[tuple[str, s
     return out
 
 
-def serve_users(batch: Batch, asked: list[list[Request]], seconds: float) -> list[tuple[int, Served]]:
+def serve_users(batch: Batch, asked: list[list[Request]], seconds: float, stop=None) -> list[tuple[int, Served]]:
     """Closed loop: each user's first request at 0, its next as soon as its last ends (none after `seconds`), every
-    request seated at once (the batch holds every user) -> (user, Served) in the order they ended."""
+    request seated at once (the batch holds every user) -> (user, Served) in the order they ended. `stop` (an Event):
+    set, the loop ends after the round in progress, with what had ended by then."""
     started = batch.clock()
     queues = [list(requests) for requests in asked]
     owner: dict[int, int] = {}
     waiting = [(u, Served(q.pop(0))) for u, q in enumerate(queues) if q]
     done: list[tuple[int, Served]] = []
-    while waiting or batch.rows:
+    while (waiting or batch.rows) and not (stop is not None and stop.is_set()):
         for u, served in waiting:
             owner[id(served)] = u
             batch.join(served, started)
@@ -119,7 +121,7 @@ def serve_users(batch: Batch, asked: list[list[Request]], seconds: float) -> lis
     return done
 
 
-def one_run(engine, plan: Plan, users: int, rule: str, turn: int, prices) -> Run:
+def one_run(engine, plan: Plan, users: int, rule: str, turn: int, prices, stop=None) -> Run:
     """`users` users under `rule`, served together."""
     k, priced = rule_k(rule)
     sampling = SamplingSettings(temperature=plan.temperature)
@@ -129,7 +131,7 @@ def one_run(engine, plan: Plan, users: int, rule: str, turn: int, prices) -> Run
     batch = Batch(engine.target, engine.draft if k else None, engine.vocab, engine.eos_ids, k,
                   prices if priced else None)
     started = time.perf_counter()
-    done = serve_users(batch, asked, plan.seconds)
+    done = serve_users(batch, asked, plan.seconds, stop)
     seconds = time.perf_counter() - started
     detail = [dict(user=u, request=i, kind=s.request.label, prompt=chosen[u][1], ttft_s=s.first_token_s - s.asked_s,
                    tokens_per_s=after_first(s), tokens=len(s.output_ids), output_token_ids=s.output_ids)
@@ -145,15 +147,23 @@ def after_first(s: Served) -> float:
     return (len(s.output_ids) - 1) / span if len(s.output_ids) > 1 and span > 0 else 0.0
 
 
-def serve_runs(engine, plan: Plan, prices=None, progress=None) -> list[Run]:
-    """Every (users, rule) of the plan, `turns` times, interleaved: turn by turn, each users count, each rule."""
+def serve_runs(engine, plan: Plan, prices=None, progress=None, stop=None) -> list[Run]:
+    """Every (users, rule) of the plan, `turns` times, interleaved: turn by turn, each users count, each rule, after
+    one short untimed run of each rule at the most users.
+    `stop` (an Event): set, the runs end after the round in progress, keeping those whose users all finished."""
     if any(rule_k(r)[1] for r in plan.rules) and prices is None:
         raise ValueError("the cost rule needs the pair's measured costs (measure/pass_timing.measure_costs)")
     runs, total = [], plan.turns * len(plan.users) * len(plan.rules)
+    warm = dataclasses.replace(plan, max_new_tokens=min(plan.max_new_tokens, 4))  # each rule's shapes once, untimed:
+    for rule in plan.rules:                                                      # a CPU's first pass of a shape pays
+        one_run(engine, warm, max(plan.users), rule, plan.turns, prices, stop)  # for choosing its kernels
     for turn in range(plan.turns):
         for users in plan.users:
             for rule in plan.rules:
-                runs.append(one_run(engine, plan, users, rule, turn, prices))
+                run = one_run(engine, plan, users, rule, turn, prices, stop)
+                if stop is not None and stop.is_set():
+                    return runs
+                runs.append(run)
                 if progress:
                     progress(len(runs) / total, f"turn {turn + 1}: {users} users, {rule}: "
                                                 f"{runs[-1].aggregate_tokens_per_s:.1f} tokens/s in all")
@@ -212,16 +222,16 @@ def greedy_same(runs: list[Run]) -> bool:
 
 
 def predicted_crossovers(runs: list[Run], profile) -> dict[str, int | None]:
-    """Each drafting rule's crossover as the Costs tab predicts it (pass_timing.crossover_batch) at its K and the α
-    its runs at the fewest users measured."""
+    """Each drafting rule's crossover as the Costs tab predicts it (pass_timing.crossover_batch, from the profile
+    with no longer pass cheaper: CostProfile.steady) at its K and the median α of its runs (every prompt kind)."""
     from specviz.measure.pass_timing import crossover_batch
 
     out = {}
     for rule in dict.fromkeys(r.rule for r in runs):
         k, _ = rule_k(rule)
-        fewest = [r for r in runs if r.rule == rule and r.users == min(x.users for x in runs)]
-        if k and profile is not None and fewest:
-            out[rule] = crossover_batch(profile, min(statistics.median(r.alpha for r in fewest), 0.999), k)
+        alphas = [r.alpha for r in runs if r.rule == rule and r.alpha > 0]
+        if k and profile is not None and alphas:
+            out[rule] = crossover_batch(profile.steady(), min(statistics.median(alphas), 0.999), k)
     return out
 
 

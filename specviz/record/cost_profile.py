@@ -93,6 +93,17 @@ class CostProfile:
         ends["target_s"][0] = self.spread["target_s"][0][1 if speculation_favoured else 0]  # t(1) is a step too
         return dataclasses.replace(self, **ends, spread={})
 
+    def steady(self) -> "CostProfile":
+        """This profile with no pass cheaper than a shorter one: each time the least of it and every later one's
+        (more tokens, or more sequences). A moment of other work on two cores stalls one timed point by a scheduler's
+        slice; taken as measured, one slow t(8) once made a batch of 8's verify passes look free (2026-12-04)."""
+        def lowest_after(times: list[float]) -> list[float]:
+            return [min(times[i:]) for i in range(len(times))]
+
+        return dataclasses.replace(self, target_s=lowest_after(self.target_s),
+                                   target_batch_s=lowest_after(self.target_batch_s),
+                                   draft_batch_s=lowest_after(self.draft_batch_s))
+
     def t(self, n: float) -> float:
         """The target's pass over n tokens at batch 1, interpolated linearly between measured counts."""
         return _interpolate(self.tokens, self.target_s, n)

@@ -115,3 +115,14 @@ def test_the_command_prints_the_table_and_writes_the_json(tiny_pair, tokenizer, 
     runs = json.loads(path.read_text())["runs"]
     assert sorted((r["users"], r["rule"]) for r in runs) == [(1, "cost"), (1, "k3"), (1, "target"), (2, "cost"),
                                                            (2, "k3"), (2, "target")]
+
+
+def test_no_longer_pass_is_priced_cheaper_than_a_shorter_one():
+    """One slow point (t(8) timed while the machine was busy) must not make every longer pass look free."""
+    from specviz.record.cost_profile import CostProfile
+
+    slow = CostProfile("cpu", "float32", "d", "t", 64, [1, 2, 8, 16, 32], [1.0, 1.1, 9.0, 1.6, 2.4], [1, 2, 4],
+                       [1.0, 5.0, 1.4], [0.3, 0.35, 0.5])
+    steady = slow.steady()
+    assert steady.target_s == [1.0, 1.1, 1.6, 1.6, 2.4] and steady.target_batch_s == [1.0, 1.4, 1.4]
+    assert steady.t(16) / steady.t(8) == 1.0 and slow.t(16) / slow.t(8) < 0.2

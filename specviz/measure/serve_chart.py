@@ -1,0 +1,121 @@
+"""A busy server, measured (serve_bench.py's runs) -> the Costs tab's chart and table: each user's tokens per second
+against the server's, one point per number of users, one line per rule, so the trade a service makes reads off one
+picture (up and to the right is better for both). Pure functions of the runs (no gradio, no models), and the
+shipped recording of them (assets/costs/serve.json, `python -m specviz serve-bench --record`), which the tab draws
+before any live run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from html import escape
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from specviz.measure.serve_bench import Line, Plan, Run, greedy_same, lines, measured_crossover, predicted_crossovers
+from specviz.record.cost_profile import CostProfile
+from specviz.view.charts import FONT_SIZE, base_layout, plain_figure
+from specviz.view.style import GRID, INK, P_COLOR, Q_COLOR
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDED = ROOT / "assets" / "costs" / "serve.json"
+MAX_BYTES = 256 * 1024  # a recording is tens of KiB; anything larger is not one
+STYLES = {"target": dict(color=INK, dash="dash", symbol="square"), "cost": dict(color=P_COLOR, dash="solid",
+                                                                               symbol="diamond")}
+DRAFTING = dict(color=Q_COLOR, dash="dot", symbol="circle")  # any fixed K
+
+
+def rule_name(rule: str) -> str:
+    """'target' -> 'the target alone'; 'k4' -> 'K = 4 every round'; 'cost' -> 'the cost-aware rule'."""
+    return {"target": "the target alone", "cost": "the cost-aware rule"}.get(rule, f"K = {rule[1:]} every round")
+
+
+def serve_figure(table: list[Line], machine: str, font_size: int = FONT_SIZE) -> go.Figure:
+    """Per-user tokens/s (y) against aggregate tokens/s (x), medians over the turns, each point labelled with its
+    number of users, a line per rule."""
+    data = []
+    for rule in dict.fromkeys(line.rule for line in table):
+        mine = [line for line in table if line.rule == rule]
+        style = STYLES.get(rule, DRAFTING)
+        data.append(dict(type="scatter", x=[m.aggregate[0] for m in mine], y=[m.per_user[0] for m in mine],
+                         mode="lines+markers+text", text=[f"{m.users}" for m in mine], textposition="top center",
+                         textfont=dict(size=font_size - 2), name=rule_name(rule),
+                         line=dict(color=style["color"], width=3, dash=style["dash"]),
+                         marker=dict(symbol=style["symbol"], size=11),
+                         hovertemplate="%{text} users: %{x:.1f} tokens/s in all, %{y:.1f} each<extra></extra>"))
+    layout = dict(base_layout(font_size, legend_size=font_size - 2), height=460,
+                  margin=dict(l=80, r=24, t=90, b=150),
+                  title=dict(text=f"A busy server, measured: each user's speed against the server's<br>{escape(machine)}",
+                             x=0, xanchor="left", font=dict(size=font_size + 2)),
+                  xaxis=dict(title=dict(text="tokens/s the server gives all its users (points: users at once)"),
+                             gridcolor=GRID, zeroline=False, rangemode="tozero"),
+                  yaxis=dict(title=dict(text="tokens/s each user sees"), gridcolor=GRID, zeroline=False,
+                             rangemode="tozero"))
+    return plain_figure(data, layout)
+
+
+def serve_table(runs: list[Run], plan: Plan, machine: str, predicted: dict[str, int | None],
+                same: bool | None) -> str:
+    """The measured figures as an HTML table (medians and ranges over the turns), the crossovers and the greedy
+    check (`same`: serve_bench.greedy_same of the runs; None: not made) in sentences."""
+    table = lines(runs)
+    head = ("<tr><th>users</th><th>rule</th><th>tokens/s in all</th><th>tokens/s each</th>"
+            "<th>first token, s</th><th>tokens a pass</th></tr>")
+    rows = "".join(f"<tr><td>{m.users}</td><td>{escape(rule_name(m.rule))}</td><td>{_range(m.aggregate)}</td>"
+                   f"<td>{_range(m.per_user)}</td><td>{_range(m.ttft, 2)}</td><td>{m.tokens_per_pass:.2f}</td></tr>"
+                   for m in table)
+    said = []
+    for rule in dict.fromkeys(m.rule for m in table):
+        if rule != "target":
+            found = measured_crossover(table, rule)
+            guess = predicted.get(rule)
+            said.append(f"{escape(rule_name(rule)).capitalize()}: the server's tokens/s fall below the target "
+                        f"alone's {f'from {found} users' if found else 'at no number of users measured'}"
+                        + (f"; the pass costs above predict {f'{guess} users' if guess else 'no crossover'} "
+                           f"up to 16" if rule in predicted else "") + ".")
+    if plan.temperature == 0 and same is not None:
+        said.append("Greedy: every rule gave each prompt the same tokens, the target alone's." if same
+                    else "Greedy: the rules' tokens DIFFER for some prompt.")
+    return (f'<div class="sv-serve"><p>{escape(machine)}: {plan.turns} interleaved turns, {plan.max_new_tokens} new '
+            f'tokens a request, prompts {escape(", ".join(plan.kinds))}, temperature {plan.temperature}; each figure '
+            f'the median over the turns (least–most).</p><table class="sv-serve-table">{head}{rows}</table>'
+            f'<p>{" ".join(said)}</p></div>')
+
+
+def _range(spread: tuple[float, float, float], digits: int = 1) -> str:
+    return f"{spread[0]:.{digits}f} <small>({spread[1]:.{digits}f}–{spread[2]:.{digits}f})</small>"
+
+
+# --- the recording ---------------------------------------------------------------------------------------------
+
+def record_serve(runs: list[Run], plan: Plan, machine: str, profile: CostProfile | None, when: str,
+                 path: Path = RECORDED) -> None:
+    """Write the runs as the tab draws them: every figure, each user's tokens left out (the greedy check, done on
+    them, is kept), with the date and machine."""
+    slim = [dict(asdict(r), users_detail=[{k: v for k, v in d.items() if k != "output_token_ids"}
+                                          for d in r.users_detail]) for r in runs]
+    data = dict(recorded=when, machine=machine, plan=asdict(plan), greedy_same=greedy_same(runs),
+                predicted={k: v for k, v in predicted_crossovers(runs, profile).items()}, runs=slim)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, allow_nan=False), encoding="utf-8")
+
+
+def recorded_serve(path: Path = RECORDED) -> dict | None:
+    """The shipped recording: {"recorded", "machine", "plan" (a Plan), "runs" (Runs), "predicted", "greedy_same"};
+    None where it is missing, oversized or malformed."""
+    try:
+        raw = path.read_bytes()
+        if len(raw) > MAX_BYTES:
+            return None
+        data = json.loads(raw)
+        plan = Plan(**{k: tuple(v) if isinstance(v, list) else v for k, v in data["plan"].items()})
+        runs = [Run(**r) for r in data["runs"]]
+        if not runs or not all(r.users_detail for r in runs):
+            return None
+        return dict(recorded=str(data["recorded"]), machine=str(data["machine"]), plan=plan, runs=runs,
+                    predicted={str(k): v for k, v in dict(data["predicted"]).items()},
+                    greedy_same=bool(data["greedy_same"]))
+    except (OSError, ValueError, TypeError, KeyError, RecursionError):
+        return None

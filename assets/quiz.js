@@ -33,10 +33,14 @@
     showScore();
   }
 
+  // Only a round answered and revealed to its last step counts. A follower's round in quiz form (view/quiz_form.py)
+  // has no data-steps (its count would tell the answer): Number(undefined) is NaN, which compares false, so unchecked
+  // it counted as revealed ("Score: 0 of 1" on a phone before any reveal).
   function showScore() {
     let right = 0, answered = 0;
     for (const sec of sections()) {
-      if (sec.dataset.guess === undefined || Number(sec.dataset.revealed) < Number(sec.dataset.steps)) continue;
+      if (sec.dataset.guess === undefined || sec.dataset.steps === undefined ||
+          Number(sec.dataset.revealed) < Number(sec.dataset.steps)) continue;
       answered += 1;
       right += sec.dataset.guess === sec.dataset.accepted ? 1 : 0;
     }

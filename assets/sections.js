@@ -104,7 +104,7 @@
     // bar text: plotly shrinks it to fit a bar unless told not to, below the floor
     const bars = powers(remap(data, grow, grow)).map((t) => (t.text ? { ...t, constraintext: "none" } : t));
     window.Plotly.react(gd, bars, { ...powers(remap(layout, grow, grow)), width: Math.floor(gd.parentElement.clientWidth),
-      height: Math.max(height, 100), _svFitted: true }).then(() => wrapTitle(gd, 2));
+      height: Math.max(height, 100), _svFitted: true }).then(() => wrapTitle(gd));
   }
 
   // The words of `text` in `n` lines of about equal length (the last takes what is left), joined by plotly's <br>.
@@ -120,18 +120,33 @@
     return [...lines, line].join("<br>");
   }
 
-  // A title wider than its chart (its type grew more than the chart did): in `lines` lines, the top margin a line
-  // taller for each line added, and again with one more line while it is still too wide (at most 4).
-  function wrapTitle(gd, lines) {
+  // A title wider than its chart (its type grew more than the chart did) in more lines, one more at a time while it
+  // is still too wide (at most MORE_LINES more): the line cut into the longest pieces is cut once more, at its spaces
+  // (the server's own lines stay: a machine's name under the title). Each line added grows the top margin by a line,
+  // and the first line stays where it was: plotly draws a title of several lines with its first baseline where it
+  // puts the top of a title of one line (the lines' own dy undo the title's 0.7 em "cap shift"), so a title anchored
+  // at its top is padded down by that much once it has several lines, and one in the middle of the top margin
+  // (y "auto") gets a margin that holds its lines under that middle. `cuts`: the pieces of each server line;
+  // `before`: the top margin and the title's pad as fit() drew them.
+  const MORE_LINES = 3, LINE = 1.3, CAP_SHIFT = 0.7;  // plotly's line spacing and cap shift, in em
+  function wrapTitle(gd, cuts = null, before = null) {
     const title = gd.querySelector(".gtitle"), full = gd._fullLayout;
-    if (!title || !full || !gd.layout?._svFitted || lines > 4) return;
+    if (!title || !full || !gd.layout?._svFitted) return;
     const box = title.getBBox();
     if (box.x + box.width <= full.width - 2) return;
-    const text = String(gd.svServer.layout.title?.text ?? gd.layout.title?.text ?? "");
-    const size = full.title.font.size, before = (gd.layout.title.text.match(/<br>/g) ?? []).length + 1;
-    const margin = { ...gd.layout.margin, t: full.margin.t + (lines - before) * size * 1.3 };
-    window.Plotly.relayout(gd, { "title.text": inLines(powers(text), lines), margin })
-      .then(() => wrapTitle(gd, lines + 1));
+    const server = powers(String(gd.svServer.layout.title?.text ?? gd.layout.title?.text ?? "")).split(/<br\s*\/?>/i);
+    cuts ??= server.map(() => 1);
+    before ??= { t: full.margin.t, pad: full.title.pad?.t ?? 0 };
+    const most = cuts.reduce((a, n, i) => (server[i].length / n > server[a].length / cuts[a] ? i : a), 0);
+    cuts = cuts.map((n, i) => n + (i === most));
+    const lines = cuts.reduce((a, n) => a + n, 0), added = lines - server.length;
+    if (added > MORE_LINES) return;
+    const size = full.title.font.size, top = full.title.yanchor === "top", middle = full.title.y === "auto";
+    const margin = { ...gd.layout.margin, t: Math.max(before.t + added * LINE * size,
+      middle ? 2 * ((lines - 1) * LINE + 0.6) * size : 0) };
+    const pad = top && server.length === 1 ? { "title.pad.t": before.pad + CAP_SHIFT * size } : {};
+    window.Plotly.relayout(gd, { "title.text": server.map((line, i) => inLines(line, cuts[i])).join("<br>"), margin,
+      ...pad }).then(() => wrapTitle(gd, cuts, before));
   }
 
   function unfit(gd) {

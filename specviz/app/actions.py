@@ -25,7 +25,7 @@ from specviz.engine import Engine, RunSettings
 from specviz.models.pairs import PRESETS
 from specviz.engine.trained import check_trained
 from specviz.app.errors import message_of, refused_by_zerogpu
-from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, load_example
+from specviz.lecture.examples import EXAMPLES, FIRST, Example, ExampleError, load_example
 from specviz.app.inputs import check_preset, check_prompt, settings_from
 from specviz.settings.bounds import short_repr
 from specviz.app.serving import EngineLoader, EngineRef, Runs, engine_ref, run_baseline, stream_traces
@@ -282,8 +282,7 @@ class ModelActions:
         example, baseline = EXAMPLES[names[index]], "with" if trace.baseline else "without"
         return self.show_trace(trace, lecture, f"Recorded example “{example.title}” ({len(trace.rounds)} rounds, "
                                                f"{baseline} its target-only baseline; no model needed to step "
-                                               f"through it): {example.description} "
-                                               f"{summary.speedup_sentence(trace)}".rstrip())
+                                               f"through it): {example_said(example, trace)}")
 
     def open_first_example(self, lecture):
         """The page's first load opens examples.FIRST at once, so the page is never empty while models prepare."""
@@ -300,6 +299,12 @@ class ModelActions:
         return {out.trace: trace, out.status: notices.status(message, "done"), out.info: trace_info(trace),
                 out.download: download(trace), **quiz_on,
                 **round_view(trace, quiz.current if quiz else 1, lecture, quiz).updates(out.panels)}
+
+
+def example_said(example: Example, trace: Trace) -> str:
+    """What the status line says of a shipped example however it opens (the list, a link): what it shows, then its
+    speedup. -> 'The draft agrees … Speedup over the target alone: 2.42× (…).'"""
+    return f"{example.description} {summary.speedup_sentence(trace)}".rstrip()
 
 
 def lecture_pack(trace, quiz_json):

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 import gradio as gr
 import segno
 
-from specviz.app.actions import ModelActions
+from specviz.app.actions import ModelActions, example_said
 from specviz.app.room_routes import RoomHub
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, example_named, load_example
 from specviz.lecture.rooms import RoomError, RoomView
@@ -207,7 +207,7 @@ def open_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, h
         step = 0
     quiz = QuizState(on="step" in query or query.get("quiz") == "1", current=number, rounds={number: RoundQuiz(None, step)} if step else {})
     updates = models.show_trace(trace, lecture, f"Opened the recorded example “{EXAMPLES[name].title}” at round "
-                                                f"{number} from a link.", quiz)
+                                                f"{number} from a link: {example_said(EXAMPLES[name], trace)}", quiz)
     return _with_problems(models, updates, problems)
 
 

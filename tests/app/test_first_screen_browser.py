@@ -1,17 +1,22 @@
 """The round on the first screen (issue 46), in a real browser at 1280x720: opening a recorded example from the list, a
 link that opens one and leaving the presenter view (Esc, or P) each bring the round into view (assets/first_screen.js),
 smoothly unless the system asks for reduced motion; a plain visit stays at the top, where the round is not on the
-first screen (the negative control).
+first screen (the negative control). A link says of its example what the list says, the Lab measuring it too.
 
 Headless Debian Chromium against the app served in this process (the examples need no model). The page scrolls
 smoothly and the machine is busy: every check waits for its condition.
 """
+
+import re
+
+import pytest
 
 from harness.browser import AppPage, Page
 from specviz.lecture.examples import EXAMPLES
 from tests.helpers import BROWSER
 
 pytestmark = BROWSER
+sync_api = pytest.importorskip("playwright.sync_api")
 DESK = (1280, 720)
 
 # Whether any part of the round on the stage lies inside the window
@@ -73,3 +78,44 @@ def test_leaving_the_presenter_view_returns_to_the_round(browser, url):
         assert page.page.evaluate(SCROLLS) == [["status", "auto"]] * 2
     finally:
         page.close()
+
+
+def lab_theory(page: Page) -> str:
+    """The Lab's "Theory beside measurement" once it measures a trace (or, after 20 s, whatever it says instead);
+    the Rounds tab in front again after it."""
+    page.page.click("#lab-tab-button")
+    try:
+        page.page.wait_for_function("() => document.getElementById('lab-trace')?.textContent.includes('■ Trace')",
+                                    polling=50, timeout=20_000)
+    except sync_api.TimeoutError:
+        pass  # the comparison below says what it shows instead
+    said = page.page.evaluate("() => document.getElementById('lab-trace').innerText.trim()")
+    page.page.click("#rounds-tab-button")
+    return said
+
+
+@pytest.mark.parametrize("name, query", [("code", ""), ("story", "&round=2")])
+def test_a_link_says_what_the_list_says(browser, url, name, query):
+    """Issue 55, item 9: an example opened by a link says what it shows (its description, then its speedup) and
+    hands its trace to the Lab's "Theory beside measurement", as when it is opened from the list (there, after
+    another example)."""
+    example = EXAMPLES[name]
+    listed = Page(browser, f"{url}?example=paris", viewport=DESK)
+    try:
+        listed.wait_text("#status", EXAMPLES["paris"].title)
+        listed.page.locator("#recorded-examples button").nth(list(EXAMPLES).index(name)).click()
+        said = listed.wait_match("#status", re.escape(example.title), inner=True)
+        assert example.description in said
+        theory = lab_theory(listed)
+        assert theory.startswith("■ Trace"), theory
+    finally:
+        listed.close()
+    linked = Page(browser, f"{url}?example={name}{query}", viewport=DESK)
+    try:
+        shown = linked.wait_match("#status", re.escape(example.title), inner=True)  # innerText: what is on screen
+        assert linked.page.evaluate("() => document.getElementById('status').checkVisibility()")
+        tail = said[said.index(example.description):]  # what it shows, then its speedup
+        assert (shown == said) if not query else (shown.endswith(tail) and "at round 2 from a link" in shown), shown
+        assert lab_theory(linked) == theory
+    finally:
+        linked.close()

@@ -137,9 +137,12 @@ SIZES = PROJECTOR  # the window, the least font size in px
 # Every visible element of the round on screen, as the viewer sees it: its box cut by every box inside the round
 # that clips (the strip keeps its newest lines), which must lie in the window (the stage's own box, which clips too,
 # does not count: what it cuts off is off the screen); every element of the open rail inside the window too; no card
-# wider inside than it is, and "Your answer" (one line that grows at the last reveal) whole; and every text on the
-# screen (the stage, the open rail, the tools) at least `least` px.
+# wider inside than it is, and "Your answer" (one line that grows at the last reveal) whole; `split`, every token (in
+# the strip, a card's head, a bar's row) drawn over two lines where it has no space (its characters' boxes: one whose
+# middle lies outside the height of the one before starts a line); and every text on the screen (the stage, the open
+# rail, the tools) at least `least` px.
 MEASURE = """(least) => {
+  const SPACES = /[\\s·⏎⇥]/u;  // a space, or the mark a token's space is drawn as (view/style.py's VISIBLE)
   const sec = document.querySelector('#stage .sv-round:not([hidden])');
   const seen = (e) => e.checkVisibility({visibilityProperty: true});
   const railOpen = document.body.classList.contains('sv-rail');
@@ -171,9 +174,29 @@ MEASURE = """(least) => {
     if (seen(card) && card.scrollWidth > card.clientWidth + 1) out.push(`${name(card)} overflows: ${card.scrollWidth} > ${card.clientWidth}`);
   const said = sec.querySelector('.sv-quiz-said');
   if (said && seen(said) && said.scrollWidth > said.clientWidth + 1) out.push(`${name(said)} is cut: ${said.scrollWidth} > ${said.clientWidth}`);
+  const split = [];  // a token drawn on two lines where it has no space there ("museu|m")
+  for (const tok of sec.querySelectorAll('.sv-tok, .sv-q-tok, .sv-bar-tok')) {
+    if (!seen(tok)) continue;
+    const chars = [], walk = document.createTreeWalker(tok, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode())
+      for (let i = 0; i < node.length; i++) {
+        const range = document.createRange();
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const r = range.getClientRects()[0];
+        if (r && r.height) chars.push({ch: node.data[i], top: r.top, bottom: r.bottom, middle: (r.top + r.bottom) / 2});
+      }
+    const text = (from, to) => chars.slice(from, to).map(c => c.ch).join('');
+    for (let i = 1; i < chars.length; i++) {  // a new line: a character whose middle is outside the last one's height
+      const [a, b] = [chars[i - 1], chars[i]];
+      if ((b.middle > a.bottom || b.middle < a.top) && !SPACES.test(a.ch) && !SPACES.test(b.ch))
+        split.push(`${name(tok)} splits as "${text(0, i)}|${text(i)}"`);
+    }
+  }
   """ + TOO_SMALL + """
-  return {fit: out, small: tooSmall([...document.querySelectorAll('#stage, #sv-present-tools, #sv-help'), ...rails],
-                                    least, seen, name)};
+  const texts = [...document.querySelectorAll('#stage, #sv-present-tools, #sv-help'), ...rails];
+  const small = tooSmall(texts, least, seen, name);
+  return {fit: out, split, small};
 }"""
 
 
@@ -358,6 +381,14 @@ def test_no_text_is_too_small_for_the_back_of_the_hall(measured, size):
 
 
 @pytest.mark.parametrize("size", list(SIZES))
+def test_no_token_breaks_inside_a_word(measured, size):
+    """Issue 55: on narrow cards (K = 16 beside the rail) a token wrapped inside itself ("museu|m"); a token may take
+    a line of its own, but breaks, if at all, only at a space of its own."""
+    problems = {k: v[:3] for k, v in problems_at(measured, size, "split").items()}
+    assert not problems, f"{len(problems)} rounds split a token at {size}: {dict(list(problems.items())[:6])}"
+
+
+@pytest.mark.parametrize("size", list(SIZES))
 def test_nothing_moves_at_a_reveal_and_nothing_leaks_before_it(measured, size):
     problems = {k: v[:4] for k, v in problems_at(measured, size, "moved").items()}
     assert not problems, f"{len(problems)} rounds move at a reveal at {size}: {dict(list(problems.items())[:4])}"
@@ -370,6 +401,98 @@ def test_every_case_was_measured(measured, wide_traces):
     assert len(cases) == len(SIZES) * len({*EXAMPLES, *wide_traces}) * len(CASES)
     for (size, name, with_rail, quiz), n in cases.items():
         assert n == cases["1280x720", name, "", ""] > 0, (size, name, with_rail, quiz)
+
+
+# The class's answers in the open rail, with MEASURE's findings (the round and every element of the rail in the window,
+# no text too small): each row of the histogram as [its answer, top, bottom, whether it is the ✓ row].
+RAIL = f"""(least) => {{
+  const MEASURE = {MEASURE};
+  const rows = [...document.querySelectorAll('#room-box .sv-hist-row')].map(r => {{ const b = r.getBoundingClientRect();
+    return [r.querySelector('.sv-hist-x').textContent, Math.round(b.top), Math.round(b.bottom),
+            r.classList.contains('sv-hist-hit')]; }});
+  return Object.assign(MEASURE(least), {{rows, height: innerHeight}});
+}}"""
+
+
+def rail_problems(found: dict) -> list[str]:
+    """What of the rail (and the round beside it) lies off the screen or is too small; a histogram row off it too."""
+    off = [f"the row {x} of the class's answers at {top}..{bottom}, the screen {found['height']} high"
+           for x, top, bottom, _ in found["rows"] if top < -1 or bottom > found["height"] + 1]
+    return off + found["fit"] + found["small"]
+
+
+@pytest.mark.parametrize("trace", ["paris", "k16"])
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_class_answers_fit_the_rail_after_a_reveal(browser, url, wide_traces, size, trace):
+    """Issue 55: with the rail open, a round's reveal drew the class's answers below the screen (the rail 865 px high
+    at 1280x720): only the "0" row showed, never the ✓. A room on the trace on screen, a phone's answer, then every
+    reveal step by PageDown: the rail and every row of the histogram lie in the window, before the answer, before the
+    reveal and after it; in each trace its round with the most drafts: Paris's K = 5, and K = 16 (seventeen rows)."""
+    viewport, least = SIZES[size]
+    if trace == "paris":
+        page = open_linked(browser, url, "example=paris&round=3&quiz=1", viewport=viewport)
+    else:
+        page = Page(browser, url, viewport=viewport)
+        page.wait_text("#status", "Recorded example")
+        page.page.wait_for_selector("#generate:not([disabled])")
+        open_file(page, wide_traces[trace])
+        page.page.check("#quiz-mode input")
+        page.wait_js("() => document.body.classList.contains('sv-quiz')")
+    follower = None
+    try:
+        # the round with the most drafts (the K = 16 trace's first drafts nothing)
+        page.page.evaluate("() => window.svShow(Number([...document.querySelectorAll('#stage .sv-round')]"
+                           ".sort((a, b) => b.dataset.k - a.dataset.k)[0].dataset.round))")
+        presenting(page)
+        rail(page, True, new_room=True)
+        sec = page.page.evaluate("() => { const s = document.querySelector('#stage .sv-round:not([hidden])'); return"
+                                 " {round: s.dataset.round, k: Number(s.dataset.k), steps: Number(s.dataset.steps)}; }")
+        assert sec["k"] == (5 if trace == "paris" else 16), sec
+        found = {"no answer yet": page.page.evaluate(RAIL, least)}
+        join = page.page.evaluate("() => document.querySelector('#room-box .sv-room-link').textContent")
+        follower = FollowerPage(browser, join, viewport=(390, 844))
+        follower.wait_js("(n) => document.body.classList.contains('sv-quiz') && "
+                         "document.querySelector('#stage .sv-stage').dataset.current === n", sec["round"])
+        follower.page.click(f'#stage .sv-round[data-round="{sec["round"]}"] .sv-guess[data-guess="1"]')
+        page.wait_text("#sv-class-lead", f"1 answered round {sec['round']}")
+        found["answered"] = page.page.evaluate(RAIL, least)
+        for step in range(1, sec["steps"] + 1):
+            page.page.keyboard.press("PageDown")
+            page.wait_js("(s) => document.querySelector('#stage .sv-round:not([hidden])').dataset.revealed === s",
+                         str(step))
+        page.wait_count("#room-box .sv-hist-row", sec["k"] + 1)
+        found["revealed"] = after = page.page.evaluate(RAIL, least)
+        assert [x for x, *_ in after["rows"]] == [str(n) for n in range(sec["k"] + 1)]
+        assert sum(hit for *_, hit in after["rows"]) == 1  # the ✓ row, among them
+        problems = {state: rail_problems(m) for state, m in found.items() if rail_problems(m)}
+        assert not problems, {state: p[:6] for state, p in problems.items()}
+    finally:
+        if follower:
+            follower.close()
+        page.close()
+
+
+# Every answer button of the round on screen: its width and height (to a tenth of a pixel).
+GUESSES = """() => [...document.querySelectorAll('#stage .sv-round:not([hidden]) .sv-guess')].map(b => {
+  const r = b.getBoundingClientRect(); return [Math.round(r.width * 10) / 10, Math.round(r.height * 10) / 10]; })"""
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_every_answer_button_is_alike(browser, url, size):
+    """Issue 55: the quiz's last answer button stood 4 px taller than the others, and read as picked. Paris's round 3
+    (answers 0 … 5, one digit each) on the page and in the presenter view: every button one height and one width."""
+    viewport, _ = SIZES[size]
+    page = open_linked(browser, url, "example=paris&round=3&quiz=1", viewport=viewport)
+    try:
+        boxes = {}
+        for where in ("page", "presenter view"):
+            if where == "presenter view":
+                presenting(page)
+            boxes[where] = page.wait_js(f"() => {{ const b = ({GUESSES})(); return b.length && b[0][1] ? b : null; }}")
+        assert all(len(found) == 6 for found in boxes.values()), boxes
+        assert all(len(set(map(tuple, found))) == 1 for found in boxes.values()), boxes
+    finally:
+        page.close()
 
 
 def test_the_keys_of_the_presenter_view(browser, url):

@@ -102,6 +102,38 @@ def test_a_follower_who_reloads_keeps_their_answer(browser, url):
         page.close()
 
 
+def test_a_phones_score_counts_a_round_once_it_is_revealed_to_the_end(browser, url):
+    """Issue 55: a phone said "Score: 0 of 1" as soon as it answered, before any reveal. Its round in quiz form carries
+    no step count (it would tell the answer) and the score read it as revealed to the end. Until the lecturer's last
+    reveal step the score says nothing; then the round counts (the right answer given: 1 of 1)."""
+    lecturer = AppPage(browser, url)
+    join = open_room(lecturer)
+    lecturer.page.check("#quiz-mode input")  # before the round: the class gets it in quiz form (view/quiz_form.py)
+    lecturer.page.click("#next-round")
+    lecturer.page.click("#next-round")
+    lecturer.wait_round(3)
+    phone = FollowerPage(browser, join, viewport=(390, 844))
+    phone.wait_js("() => document.body.classList.contains('sv-quiz')")
+    phone.wait_text(WHERE, "Following: round 3")
+    section = '#stage .sv-round[data-round="3"]'
+    assert phone.page.evaluate(f"() => document.querySelector('{section}').matches('.sv-quiz-form')")
+    steps = int(lecturer.page.evaluate(f"() => document.querySelector('{section}').dataset.steps"))
+    accepted = lecturer.page.evaluate(f"() => document.querySelector('{section}').dataset.accepted")
+    score = "() => [...document.querySelectorAll('#stage .sv-score')].map(e => e.textContent).join('|')"
+    phone.page.click(f'{section} .sv-guess[data-guess="{accepted}"]')
+    phone.wait_js("() => document.querySelector('.sv-guess.sv-picked')")
+    lecturer.wait_text("#sv-class-lead", "1 answered round 3")
+    assert "of" not in phone.page.evaluate(score), phone.page.evaluate(score)  # answered, nothing revealed
+    for step in range(1, steps + 1):
+        lecturer.page.click(f"{section} .sv-reveal")
+        phone.wait_js(f"() => document.querySelector('{section}').dataset.revealed === '{step}'")
+        if step < steps:
+            assert "of" not in phone.page.evaluate(score), (step, phone.page.evaluate(score))
+    phone.wait_text(f"{section} .sv-score", "Score: 1 of 1")
+    for page in (phone, lecturer):
+        page.close()
+
+
 def test_a_deep_link_opens_an_example_at_a_round_and_step(browser, url):
     page = Page(browser, f"{url}?example=paris&round=3&step=1")
     page.wait_text("#status", "at round 3 from a link")

@@ -24,9 +24,11 @@ ON = ".sv-section.sv-on"
 
 # The section on screen as the room sees it: `fit`, every visible element of it (its box cut by the boxes inside the
 # section that clip) outside the window, every chart cut by its own box, and every box inside it that would need a
-# scroll; `small`, every text under `least` px; `others`, what else shows: another section, or whatever lies at a
-# point of a 16 x 9 grid over the window that is neither the section nor the count; `fitted`, whether its charts are
-# drawn at their box's size (assets/sections.js), `count` and `title`, what the screen says of it.
+# scroll, every text of a chart (its title, a label, the legend) past any of the chart's four edges, which cut it,
+# and every chart title that runs down into its plot; `small`, every text under `least` px; `others`, what else
+# shows: another section, or whatever lies at a point of a 16 x 9 grid over the window that is neither the section nor
+# the count; `fitted`, whether its charts are drawn at their box's size (assets/sections.js), `count` and `title`, what
+# the screen says of it.
 SEEN = """(least) => {
   const sec = document.querySelector('.sv-section.sv-on'), count = document.getElementById('sv-section-count');
   if (!sec) return null;
@@ -53,11 +55,18 @@ SEEN = """(least) => {
   for (const gd of charts) {
     const svg = gd.querySelector('.main-svg')?.getBoundingClientRect(), box = (gd.closest('.block') ?? gd.parentElement).getBoundingClientRect();
     if (svg && (svg.right > box.right + 1 || svg.bottom > box.bottom + 1)) fit.push(`${name(gd.closest('.block'))} is cut`);
-    for (const t of gd.querySelectorAll('text')) {  // a title or a label past the chart's edge is cut by it
+    for (const t of gd.querySelectorAll('text')) {  // a title or a label past any edge of the chart is cut by it
       const r = t.getBoundingClientRect();
-      if (svg && seen(t) && r.width && (r.left < svg.left - 1 || r.right > svg.right + 1))
-        fit.push(`${name(gd.closest('.block'))}: "${t.textContent.slice(0, 30)}" runs past its chart`);
+      if (!svg || !seen(t) || !r.width) continue;
+      const past = [r.left < svg.left - 1 && 'left', r.right > svg.right + 1 && 'right',
+                    r.top < svg.top - 1 && 'top', r.bottom > svg.bottom + 1 && 'bottom'].filter(Boolean);
+      if (past.length) fit.push(`${name(gd.closest('.block'))}: "${t.textContent.slice(0, 30)}" runs past its chart's `
+        + past.map((side) => `${side} by ${Math.round(Math.abs(side === 'left' ? svg.left - r.left : side === 'right'
+          ? r.right - svg.right : side === 'top' ? svg.top - r.top : r.bottom - svg.bottom))} px`).join(', '));
     }
+    const title = gd.querySelector('.gtitle'), plot = svg && svg.top + (gd._fullLayout?._size?.t ?? 0);
+    const into = title && seen(title) ? Math.round(title.getBoundingClientRect().bottom - plot) : 0;
+    if (into > 1) fit.push(`${name(gd.closest('.block'))}: its title runs ${into} px into its plot`);  // under its data
   }
   """ + TOO_SMALL + """
   small.push(...tooSmall([sec, count], least, seen, name));

@@ -8,12 +8,11 @@ queue), and Stop ends it after the round in progress. Layout first, then its eve
 from __future__ import annotations
 
 import html
-import threading
 
 import gradio as gr
 
 from specviz.app.errors import message_of
-from specviz.app.serving import MODEL_RUNS, CostCache, EngineLoader, Step, engine_ref, serve_live
+from specviz.app.serving import LIVE_STOPS, MODEL_RUNS, CostCache, EngineLoader, LiveStops, Step, engine_ref, serve_live
 from specviz.app.sections import panes, section
 from specviz.lab.readouts import heading_html, warning_html
 from specviz.measure import serve_bench
@@ -30,29 +29,6 @@ EXPLAIN = (
     "costs about the same. With more users the verify pass reads every user's drafts, B·(K + 1) positions, and "
     "turns into arithmetic: the cost-aware rule then prices each round for the whole batch, Σ E(α, K) / (K·c + "
     "v), and drafts less, and past the crossover not at all. Each point is one number of users at once.")
-
-
-class LiveStops:
-    """The stop flag of the live run in each browser session: Stop sets it, a run's end forgets it."""
-
-    def __init__(self):
-        self._lock, self._flags = threading.Lock(), {}
-
-    def start(self, session: str) -> threading.Event:
-        with self._lock:
-            flag = self._flags[session] = threading.Event()
-            return flag
-
-    def stop(self, session: str) -> bool:
-        with self._lock:
-            flag = self._flags.get(session)
-        if flag is not None:
-            flag.set()
-        return flag is not None
-
-    def end(self, session: str) -> None:
-        with self._lock:
-            self._flags.pop(session, None)
 
 
 def live_users(most) -> tuple[int, ...]:
@@ -74,7 +50,7 @@ def first_view(recorded: dict | None):
                         recorded["greedy_same"]), status)
 
 
-def live_handler(get_engine: EngineLoader | None, cache: CostCache, stops: LiveStops):
+def live_handler(get_engine: EngineLoader | None, cache: CostCache, stops: LiveStops = LIVE_STOPS):
     """-> figure, table, status of a live run on the loaded pair."""
     def live(preset, most, tokens, request: gr.Request, progress=gr.Progress()):
         session = getattr(request, "session_hash", None) or "api"
@@ -87,12 +63,9 @@ def live_handler(get_engine: EngineLoader | None, cache: CostCache, stops: LiveS
             engine = get_engine(preset, lambda fraction, text: progress(fraction, desc=text))
             profile = _prices(engine, cache.get(preset))
             stop = stops.start(session)
-            timer = threading.Timer(LIVE_S, stop.set)
-            timer.start()
             try:
-                runs = _serve(get_engine, preset, plan, profile, stop, progress)
+                runs = _serve(get_engine, preset, plan, profile, session, progress)
             finally:
-                timer.cancel()
                 stops.end(session)
         except Exception as e:  # out of bounds, a pair that failed to load, out of memory
             return gr.skip(), gr.skip(), warning_html(message_of(e))
@@ -118,15 +91,15 @@ def _prices(engine, measured):
     return engine.pass_costs or engine.measure_pass_costs()
 
 
-def _serve(get_engine, preset, plan, profile, stop, progress):
-    for item in serve_live(engine_ref(get_engine, preset), plan, profile, stop):
+def _serve(get_engine, preset, plan, profile, session, progress):
+    for item in serve_live(engine_ref(get_engine, preset), plan, profile, LIVE_S, session):
         if not isinstance(item, Step):
             return item
         progress(item.fraction, desc=item.text)
     raise RuntimeError("the live run ended without a result")
 
 
-def stop_handler(stops: LiveStops):
+def stop_handler(stops: LiveStops = LIVE_STOPS):
     def stop(request: gr.Request):
         said = ("Stopping after the round in progress." if stops.stop(getattr(request, "session_hash", None) or "api")
                 else "No live run of yours is going.")
@@ -153,7 +126,7 @@ def build_busy_server(preset, get_engine: EngineLoader | None, cache: CostCache)
     with section():  # a screen of its own in the presenter view: a table of every users count and rule
         gr.HTML("<h3>A busy server: the measured figures</h3>")
         readout = gr.HTML(table, label="Busy server figures", elem_id="serve-table")
-    stops = LiveStops()
+    stops = LIVE_STOPS
     go.click(live_handler(get_engine, cache, stops), [preset, most, tokens], [plot, readout, said],
              api_name="serve_live", show_progress_on=[said], concurrency_id=MODEL_RUNS, concurrency_limit=1)
     stop.click(stop_handler(stops), None, said, api_name="serve_stop", queue=False)

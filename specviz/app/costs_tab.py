@@ -1,4 +1,4 @@
-"""The Costs tab: why checking K drafts costs about one step, measured on the loaded pair, where a busy server's
+"""The Costs tab: what checking K drafts costs, measured on the loaded pair, where a busy server's
 batch makes speculation stop paying, as predicted, and as served (app/busy_server.py), in four sections
 (app/sections.py: a screen each in the presenter view). Layout first, then its events; the measurement runs in the model-run group with Generate (one limit for all),
 is cached per pair for the process, and shows progress.
@@ -20,14 +20,14 @@ from specviz.settings.bounds import MAX_K, Bound
 from specviz.app.serving import MODEL_RUNS, CostCache, EngineLoader, Step, engine_ref, measure_pair_costs
 
 EXPLAIN = (
-    "To produce one token, a decoding step reads every weight of the model from memory. When few tokens go through "
-    "at once, that read can cost more than the arithmetic, so a pass over n tokens (K drafts + 1) costs little more "
-    "than a pass over one: that is why checking K drafts in one pass pays. The saving lasts only while reading "
-    "dominates. Once a pass holds enough tokens — many drafts, or many sequences decoded at once by a busy server, "
-    "where each verify pass reads b·(K + 1) tokens — the arithmetic sets the time and extra tokens cost nearly "
-    "full steps. A data-centre GPU has far more arithmetic per byte of memory bandwidth than a small CPU, so its "
-    "curve typically stays flat to many more tokens: the numbers below are measured on the device that runs this "
-    "page, and say which.")
+    "To produce one token, a decoding step reads every weight of the model from memory. Where that read costs more "
+    "than the arithmetic, a pass over n tokens (K drafts + 1) costs little more than a pass over one, and checking "
+    "K drafts in one pass pays. The saving lasts only while reading dominates. Once a pass holds enough tokens — "
+    "many drafts, or many sequences decoded at once by a busy server, where each verify pass reads b·(K + 1) tokens "
+    "— the arithmetic sets the time and extra tokens cost nearly full steps. How soon that comes depends on the "
+    "device: a small CPU's arithmetic fills within a few tokens, a data-centre GPU's far later. The numbers below "
+    "are measured on the device that runs this page, and say which, and what v, the verify pass in one-token steps, "
+    "is there.")
 NO_GPU = "No GPU projection has been run for this project yet: the curves here are of a CPU only."
 LIVE_TAKES = "A live measurement takes tens of seconds on a 2-core CPU."
 OPENING = (0.8, 4)  # α and K as the tab opens
@@ -103,7 +103,7 @@ def _costs_layout(recorded) -> tuple:
     -> α, K, measure, again, status, readout, ratio chart, batch chart"""
     first = show_costs(recorded, *OPENING)  # before a live measurement: the shipped recording, marked as one
     with section():
-        gr.HTML(heading_html("Why checking K drafts costs about one step — and when it stops", EXPLAIN))
+        gr.HTML(heading_html("What checking K drafts costs, measured — and when it stops paying", EXPLAIN))
         with panes():
             with gr.Column():
                 measure = gr.Button("Measure the loaded pair", variant="primary", elem_id="cost-measure")

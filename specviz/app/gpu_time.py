@@ -28,6 +28,7 @@ from specviz.settings.bounds import TARGET_ONLY
 # not a measurement: a floor of 8.3 tokens/s. ZeroGPU charges the time used, not the time asked.
 GPU_START_S = 20
 GPU_S_PER_TOKEN = 0.12
+SERVE_S = 90  # the busy server's live run: at most 60 s of serving (app/busy_server.py, LIVE_S), its warm-up, its load
 COSTS_S = 90  # the cost measurement: several times what it took on 2-core CPUs (docs/benchmarks.md, "Why it pays")
 # The most one call asks. ZeroGPU refuses a longer ask ("illegal duration"); its maximum is not documented, and
 # 300 s (5 minutes) is what its maintainers gave (hub discussions zero-gpu-explorers/README #7 and #98). A request

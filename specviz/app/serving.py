@@ -232,13 +232,47 @@ def measure_pair_costs(ref: EngineRef):
     yield result["profile"]
 
 
-@gpu(duration=gpu_time.COSTS_S)
-def serve_live(ref: EngineRef, plan, profile, stop: threading.Event):
+class LiveStops:
+    """The stop flag of the busy server's live run in each browser session: the page's Stop sets it, the run's end
+    forgets it. Only a plain key crosses into the decorated call: on ZeroGPU, whose call runs in a forked worker,
+    a Stop pressed later cannot reach it, and the run ends at its time bound instead."""
+
+    def __init__(self):
+        self._lock, self._flags = threading.Lock(), {}
+
+    def start(self, session: str) -> threading.Event:
+        with self._lock:
+            flag = self._flags[session] = threading.Event()
+            return flag
+
+    def get(self, session: str) -> threading.Event:
+        with self._lock:
+            return self._flags.get(session) or threading.Event()
+
+    def stop(self, session: str) -> bool:
+        with self._lock:
+            flag = self._flags.get(session)
+        if flag is not None:
+            flag.set()
+        return flag is not None
+
+    def end(self, session: str) -> None:
+        with self._lock:
+            self._flags.pop(session, None)
+
+
+LIVE_STOPS = LiveStops()
+
+
+@gpu(duration=gpu_time.SERVE_S)
+def serve_live(ref: EngineRef, plan, profile, seconds: float, session: str):
     """The Costs tab's busy server, run live (measure/serve_bench.py): a Step after each run, last the runs (plain
-    numbers). `stop` ends it after the round in progress (the page's Stop, or its time bound): what was served by
-    then is kept."""
+    numbers). It ends after the round in progress once `seconds` have passed or the session's Stop was pressed
+    (LIVE_STOPS): what was served in full by then is kept."""
     from specviz.measure import serve_bench
 
+    stop = LIVE_STOPS.get(session)
+    timer = threading.Timer(seconds, stop.set)
     steps: queue.SimpleQueue = queue.SimpleQueue()
     result: dict = {}
 
@@ -250,9 +284,13 @@ def serve_live(ref: EngineRef, plan, profile, stop: threading.Event):
             result["error"] = e
         steps.put(None)
 
+    timer.start()
     threading.Thread(target=run, name="specviz-serve", daemon=True).start()
-    while (step := steps.get()) is not None:
-        yield step
+    try:
+        while (step := steps.get()) is not None:
+            yield step
+    finally:
+        timer.cancel()
     if "error" in result:
         raise result["error"]
     yield result["runs"]

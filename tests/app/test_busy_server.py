@@ -12,7 +12,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 
 from harness.browser import serve  # noqa: E402
 from specviz.app import busy_server  # noqa: E402
-from specviz.app.busy_server import LiveStops, first_view, live_users  # noqa: E402
+from specviz.app.busy_server import first_view, live_users  # noqa: E402
+from specviz.app.serving import LiveStops  # noqa: E402
 from specviz.measure import serve_bench, serve_chart  # noqa: E402
 from specviz.measure.serve_bench import Plan, Run  # noqa: E402
 

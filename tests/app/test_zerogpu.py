@@ -268,7 +268,8 @@ def test_negative_controls_the_checker_refuses_what_cannot_cross(bad):
 
 def test_every_model_call_is_decorated_with_a_duration(zero, loader):
     s = zero.serving
-    assert set(zero.spaces.decorated) == {"stream_traces", "run_baseline", "stream_comparison", "measure_pair_costs"}
+    assert set(zero.spaces.decorated) == {"stream_traces", "run_baseline", "stream_comparison", "measure_pair_costs",
+                                          "serve_live"}
     assert all(duration is not None for duration in zero.spaces.decorated.values())
     loader("tiny-a")  # a duration is asked once the pair is loaded, as in the page
     ref = s.engine_ref(loader, "tiny-a")

@@ -1,6 +1,6 @@
 """The Costs tab's busy server (app/busy_server.py, measure/serve_chart.py): the shipped recording opens it with no
 model, a live run serves the loaded pair bounded in users and seconds, Stop ends it after the round in progress, and
-bad input gets a sentence while the page keeps serving. Driven through the API on the tiny pair."""
+bad input gets a sentence while the page keeps serving. Driven through the API on the tiny pair (conftest's `url`)."""
 
 import json
 import os
@@ -10,7 +10,6 @@ import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-from harness.browser import serve  # noqa: E402
 from specviz.app import busy_server  # noqa: E402
 from specviz.app.busy_server import first_view, live_users  # noqa: E402
 from specviz.app.serving import LiveStops  # noqa: E402
@@ -85,14 +84,6 @@ def test_stop_sets_only_the_session_s_own_run():
     assert stops.stop("a") and mine.is_set() and not theirs.is_set()
     stops.end("a")
     assert not stops.stop("a")
-
-
-@pytest.fixture(scope="module")
-def url(models):
-    engine, _ = models
-    demo, url = serve(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")
-    yield url
-    demo.close()
 
 
 def test_a_live_run_draws_what_it_served(client):

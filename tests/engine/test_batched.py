@@ -8,12 +8,12 @@ import copy
 import pytest
 import torch
 
-from specviz.algorithm.sampling import SamplingSettings, sample, verify
+from specviz.algorithm.sampling import SamplingSettings
 from specviz.engine import Engine, RunSettings, batched
 from specviz.engine.batched import Batch, Request
 from specviz.models import kernels
 from specviz.models.kernels import FLOAT32, FP16_FBGEMM, apply_path
-from tests.engine.test_lossless import exact_marginals, tv
+from tests.engine.test_lossless import _wrong_verify, exact_marginals, tv
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 PROMPTS = ["def fib(n):", "x = 1", "The quick brown fox", "import os\nimport sys\n", "a", "for i in range(10):",
@@ -87,14 +87,6 @@ def test_bad_sizes_are_refused_with_a_sentence(pair):
 # --- sampled: each sequence's tokens follow the target's distribution ------------------------------------------
 
 N = 480  # sequences; test_lossless.py's bound: TV < 0.08 passes the engine, a wrong sampler measures > 0.12
-
-
-def _wrong_verify(p, q, drafts, generator=None):
-    """Resample from p instead of the residual after a rejection (a bug shipped elsewhere)."""
-    v = verify(p, q, drafts, generator)
-    if v.rejected:
-        v.next_token = int(sample(p[v.n_accepted][None], generator)[0])
-    return v
 
 
 def sampled_marginals(engine, most):

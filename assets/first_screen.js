@@ -39,6 +39,14 @@
     if (asked.has("example") || asked.has("room")) window.svToRound();
   };
 
+  // The lecturer's tools atop the page (page.py's _lecture_tools): "Open a room…" unfolds the room panel (present.js)
+  // and brings it to the top of the window, its "Open a room for this trace" focused: Enter then opens the room.
+  window.svToRoom = () => window.svRoomPanel((button) => {
+    document.getElementById("room-panel")?.scrollIntoView({
+      block: "start", behavior: window.svReduced() ? "auto" : "smooth" });
+    button.focus({ preventScroll: true });
+  });
+
   // Leaving the presenter view, whichever way (Esc, P, its Leave button: present.js), returns to the round it showed.
   let presenting = document.body.classList.contains("sv-present");
   new MutationObserver(() => {

@@ -53,16 +53,19 @@
     return box;
   }
 
-  function openRoom() {  // the room panel's own button, once its accordion has drawn it
+  // The room panel unfolded, then `then(its "Open a room for this trace" button)` once its accordion has drawn it:
+  // the rail's "Open a room" presses it, the lecturer's tools atop the page bring it into view (first_screen.js).
+  window.svRoomPanel = (then) => {
     roomBox();
     let tries = 0;
-    const press = () => {
+    const wait = () => {
       const button = document.getElementById("open-room");
-      if (button?.checkVisibility()) button.click();
-      else if (++tries < 40) setTimeout(press, 50);
+      if (button?.checkVisibility()) then(button);
+      else if (++tries < 40) setTimeout(wait, 50);
     };
-    press();
-  }
+    wait();
+  };
+  const openRoom = () => window.svRoomPanel((button) => button.click());
 
   window.svPresent = (on) => {
     chrome();

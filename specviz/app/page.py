@@ -45,6 +45,8 @@ FOLD_JS = """() => {
   };
   fold(600);
 }"""
+# The presenter view (assets/present.js; the P key does the same), from the navigation's Present and the lecturer's tools'
+PRESENT_JS = "() => { window.svPresent(true); }"
 # The info line of each control whose setting only applies with another, while it applies (app/controls.py says what
 # it needs while it does not)
 INFO = {"k": "", "top_p": "", "top_k": "", "seed": "",
@@ -109,6 +111,8 @@ class Page:
     next: gr.Button
     play: gr.Button
     present: gr.Button  # the presenter view of the trace on screen (assets/present.js; the P key does the same)
+    present_top: gr.Button  # the same, in the lecturer's tools atop the page (_lecture_tools)
+    to_room: gr.Button  # the room panel unfolded and brought into view (assets/first_screen.js)
     pace: gr.Slider
     timer: gr.Timer
     panels: RoundView  # the round view's components
@@ -239,8 +243,25 @@ def _panels() -> tuple[RoundView, RoomPanel]:
     return RoundView(None, stage, per_pass, summary, timeline), room  # the slider: _layout places it with the nav
 
 
+def _lecture_tools() -> tuple[gr.Button, gr.Button]:
+    """A lecturer's first screen (issue 55, item 6): at 1280x720 a plain visit showed settings alone, Present 1,665 px
+    down the page, the room 2,434, and nothing said that P presents. One line above the settings says how to present
+    and open a room, with a button for each; lecture mode and a phone leave it out (style.css): there the navigation,
+    with its Present, comes first. -> Present, "Open a room…"
+    """
+    with gr.Row(elem_id="sv-lecture-tools", equal_height=True):
+        gr.HTML('<p><b>For a lecture:</b> Present shows the round alone, for a projector; press <kbd>P</kbd> for the '
+                'presenter view (outside a text box; <kbd>Esc</kbd> leaves it, <kbd>?</kbd> lists its keys). A room '
+                'lets the class follow on their phones and answer in quiz mode.</p>', elem_id="sv-lecture-help",
+                padding=False)
+        present = gr.Button("Present", elem_id="present-top", scale=0, min_width=120, size="md")
+        room = gr.Button("Open a room…", elem_id="to-room", scale=0, min_width=160, size="md")
+    return present, room
+
+
 def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, quiz: gr.Checkbox) -> Page:
     trace = gr.State(None)
+    present_top, to_room = _lecture_tools()
     with gr.Accordion("Prompt and settings", open=True, elem_id="controls") as controls:
         with gr.Row(equal_height=False):
             with gr.Column(scale=4):
@@ -286,8 +307,8 @@ def _layout(presets: dict[str, str], default_preset: str, lecture: gr.Checkbox, 
                 tree_widths=tree_widths, tree_budget=tree_budget, tree_depth=tree_depth, generate=generate,
                 baseline=baseline, info=info, status=status,
                 download=download, pack=pack, pack_file=pack_file, quiz_state=quiz_state, upload=upload,
-                examples=examples, previous=previous, next=next_, play=play, present=present, pace=pace, timer=timer,
-                panels=panels, room=room)
+                examples=examples, previous=previous, next=next_, play=play, present=present, present_top=present_top,
+                to_room=to_room, pace=pace, timer=timer, panels=panels, room=room)
 
 
 # --- events: all the wiring, in one place -------------------------------------------------------------------
@@ -350,7 +371,7 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     player = Player(p.timer, p.play, p.panels)
     p.play.click(player.toggle, [p.play, *nav], player.outputs(), js=PLAY_JS, **private, **quick)
     p.timer.tick(player.tick, nav, player.outputs(), js=STEP_JS[1], **private, **quick)
-    p.present.click(None, None, None, js="() => { window.svPresent(true); }", **private)
+    _wire_lecture_tools(p)
     p.pace.change(lambda seconds: gr.Timer(value=seconds), [p.pace], [p.timer], **private, **quick)
     p.lecture.change(None, [p.lecture], None, js="(on) => { document.body.classList.toggle('sv-lecture', on); }")
     p.lecture.change(lecture_mode(p.controls, p.panels), [p.lecture, p.trace, p.panels.slider],
@@ -359,6 +380,14 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     p.pack.click(lecture_pack, [p.trace, p.quiz_state], [p.pack_file, p.status], api_name="lecture_pack",
                  js="(trace, state) => [trace, window.svQuizState()]", **quick)
     _wire_layout(demo, p, opened, example)
+
+
+def _wire_lecture_tools(p: Page) -> None:
+    """Both Present buttons open the presenter view by one script (PRESENT_JS); "Open a room…" brings the room panel
+    into view (assets/first_screen.js). In the browser alone: no server call."""
+    for present in (p.present, p.present_top):
+        present.click(None, None, None, js=PRESENT_JS, api_visibility="private")
+    p.to_room.click(None, None, None, js="() => { window.svToRoom(); }", api_visibility="private")
 
 
 def _wire_layout(demo: gr.Blocks, p: Page, first_load, example) -> None:

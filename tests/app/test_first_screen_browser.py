@@ -1,7 +1,8 @@
 """The round on the first screen (issue 46), in a real browser at 1280x720: opening a recorded example from the list, a
 link that opens one and leaving the presenter view (Esc, or P) each bring the round into view (assets/first_screen.js),
 smoothly unless the system asks for reduced motion; a plain visit stays at the top, where the round is not on the
-first screen (the negative control). A link says of its example what the list says, the Lab measuring it too.
+first screen (the negative control), and a lecturer's tools are (issue 55). A link says of its example what the list
+says, the Lab measuring it too.
 
 Headless Debian Chromium against the app served in this process (the examples need no model). The page scrolls
 smoothly and the machine is busy: every check waits for its condition.
@@ -45,6 +46,49 @@ def test_opening_an_example_brings_its_round_into_view(browser, url):
         page.wait_js(SAID)  # said to a screen reader, the focus left where it was
         assert not page.page.evaluate("() => document.getElementById('stage').contains(document.activeElement)")
         assert page.page.evaluate("() => document.querySelector('#controls > .label-wrap.open') !== null")  # unfolded
+    finally:
+        page.close()
+
+
+# Whether the element lies whole inside the window as the page stands (visible, not scrolled to)
+ON_FIRST_SCREEN = """(e) => { const r = e.getBoundingClientRect();
+  return e.checkVisibility({visibilityProperty: true, opacityProperty: true}) && r.width > 0 && r.height > 0 &&
+    r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight && r.right <= innerWidth; }"""
+
+
+def on_first_screen(locator) -> list:
+    """Of the elements `locator` finds, those whole on the first screen, as element handles."""
+    return [h for h in locator.element_handles() if h.evaluate(ON_FIRST_SCREEN)]
+
+
+def test_a_plain_visit_shows_a_lecturer_how_to_present_and_open_a_room(browser, url):
+    """Issue 55, item 6: at 1280x720 a plain visit showed settings alone (Present 1,665 px down a 4,600 px page, the
+    room 2,434) and nothing said that P presents. Found as a reader finds them, by their names and words: a button named
+    Present, one that names a room, and a line saying P opens the presenter view, all whole in the first 720 px at the
+    top of the page; each does what it says: the button presents, P (as the line says) too, and the room's button brings
+    the room panel into view with its "Open a room for this trace" focused."""
+    page = AppPage(browser, url, viewport=DESK)
+    try:
+        page.settle()
+        assert page.page.evaluate("() => scrollY") == 0
+        present = on_first_screen(page.page.get_by_role("button", name="Present", exact=True))
+        room = on_first_screen(page.page.get_by_role("button", name=re.compile(r"\broom\b", re.I)))
+        hint = on_first_screen(page.page.get_by_text(re.compile(r"\bpress P\b.*presenter view")))
+        assert present and room and hint, (len(present), len(room), len(hint))
+        presenting = "() => document.body.classList.contains('sv-present')"
+        present[0].click()
+        page.wait_js(presenting)
+        page.page.keyboard.press("Escape")
+        page.wait_js(f"() => !({presenting})()")
+        page.page.evaluate("() => { document.activeElement?.blur(); window.scrollTo(0, 0); }")
+        page.page.keyboard.press("p")  # the line's word: P opens the presenter view
+        page.wait_js(presenting)
+        page.page.keyboard.press("p")
+        page.wait_js(f"() => !({presenting})()")
+        page.page.evaluate("() => window.scrollTo(0, 0)")
+        room[0].click()
+        page.wait_js(f"() => {{ const b = document.getElementById('open-room');"
+                     f" return document.activeElement === b && ({ON_FIRST_SCREEN})(b); }}")
     finally:
         page.close()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.browser import AppPage
+from harness.browser import AppPage, Page
 from tests.helpers import BROWSER, FIXTURE  # noqa: E402 (a real recorded trace, 7 rounds)
 
 SHOWN = "#stage .sv-round:not([hidden])"
@@ -339,6 +339,35 @@ def test_lecture_mode_shows_one_round_on_one_screen(tabs, size):
         wait_revealed(page, 4, step)
     assert_fits(page, f"recorded trace round 4 in quiz mode, {width}x{height}")
     page.screenshot(f"lecture-quiz-{width}x{height}.png")
+
+
+# Every token of the round's cards on screen that is cut short: it clips and can end in "…", its text runs past its box,
+# or its box past its card
+CUT = """() => [...document.querySelectorAll('#stage .sv-round:not([hidden]) .sv-cards :is(.sv-q-tok, .sv-bar-tok)')]
+  .filter(t => t.checkVisibility({visibilityProperty: true})).flatMap(t => {
+    const c = getComputedStyle(t), card = t.closest('.sv-cards > *').getBoundingClientRect();
+    return [c.overflowX !== 'visible' && c.textOverflow === 'ellipsis' && 'may end in "…"',
+            t.scrollWidth > t.clientWidth + 1 && `is cut: ${t.scrollWidth} > ${t.clientWidth}`,
+            t.getBoundingClientRect().right > card.right + 1 && 'runs past its card']
+      .filter(Boolean).map(why => `${t.textContent} ${why}`); })"""
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)], ids=["1280x720", "1920x1080"])
+def test_lecture_mode_cuts_no_token(browser, url, size):
+    """Issue 55, item 6: lecture mode's cards cut a rival's token at 9 em with "…" (the Paris example's rounds 3 and 4:
+    "·internationally", 182 px in 127); every token of those rounds is now whole."""
+    page = Page(browser, f"{url}?example=paris&round=3", viewport=size)
+    try:
+        page.wait_text("#status", "from a link")
+        page.page.click("#lecture-mode input[type=checkbox]")
+        page.wait_js("() => document.body.classList.contains('sv-lecture')")
+        cut = {}
+        for number in (3, 4):
+            page.page.evaluate("(n) => window.svShow(n)", number)
+            cut[number] = page.page.evaluate(CUT)
+        assert not any(cut.values()), cut
+    finally:
+        page.close()
 
 
 # --- normal mode: no squeezed controls ------------------------------------------------------------------------

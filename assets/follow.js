@@ -169,7 +169,9 @@
     const sec = button.closest(".sv-round");
     if (!follower || !sec) return;
     try {
-      const data = await post("answer", { follower, round: Number(sec.dataset.round), guess: Number(button.dataset.guess) });
+      // `part`: the trace this page holds; the room refuses the answer if the lecturer has moved it to another
+      const data = await post("answer", { follower, part, round: Number(sec.dataset.round),
+                                          guess: Number(button.dataset.guess) });
       answers = data.answers;
       say("");
     } catch (e) {

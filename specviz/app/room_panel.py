@@ -110,7 +110,8 @@ def move_room(hub: RoomHub, trace: Trace | None, lead_json) -> tuple:
     except RoomError as e:
         return gr.skip(), notices.status(str(e), "error")
     return room_box(_base(lead.get("base")), lead["room"], code, lead["key"], view), notices.status(
-        f"Room {code} now shows this trace: the class's pages reload with it, at round 1 (answers start afresh).",
+        f"Room {code} now shows this trace: the class's pages reload with it, at round 1. Its answers start afresh "
+        f"(a trace the room showed before goes on where the class left it); the results keep every trace's.",
         "done")
 
 
@@ -128,7 +129,8 @@ def room_box(base: str, room: str, code: str, key: str, view: RoomView) -> str:
             f'<p>The class sees your round, your reveals and quiz mode; in quiz mode each student answers on their '
             f'own device. Only your lecturer link moves the room: '
             f'<button type="button" class="sv-copy-lead">Copy my lecturer link</button> (never shown here).</p>'
-            f'<p>The class\'s results (counts per round, no names): <button type="button" class="sv-results" '
+            f'<p>The class\'s results (counts per round of every trace this room showed, no names): '
+            f'<button type="button" class="sv-results" '
             f'data-format="csv">Download CSV</button> <button type="button" class="sv-results" data-format="json">'
             f'Download JSON</button></p>'
             f'<span hidden class="sv-lead" data-room="{escape(room)}" data-key="{escape(key)}" '

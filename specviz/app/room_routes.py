@@ -9,10 +9,12 @@ a few routes on Gradio's own FastAPI app (`launch(app_kwargs={"routes": room_rou
                                lecturer's page): server-sent events, the room's state on every change, the class's
                                panel too, and for a follower each round whose form changed after `since` (the
                                page's version; on a reconnect, the Last-Event-ID the browser sends)
-    POST /room/{room}/answer   {"follower", "round", "guess"} -> {"answers"} (a later answer replaces it)
+    POST /room/{room}/answer   {"follower", "round", "guess", "part"} -> {"answers"} (a later answer replaces it;
+                               `part`, the room's trace the page holds, if given must be the room's now)
     POST /room/{room}/drive    {"key", "trace", "round", "step", "quiz", "leading"}: the lecturer's page only (key
                                checked), and only while it shows the room's trace (`trace`: its id)
-    POST /room/{room}/results  {"key", "format": "csv" or "json"}: the class's answers counted, as a download
+    POST /room/{room}/results  {"key", "format": "csv" or "json"}: the class's answers counted, every trace the room
+                               showed under its title, as a download
 
 Why a route of our own rather than a Gradio event (measured: docs/lecture.md, "How followers receive steps"): a
 follower's page needs none of Gradio's front end (a phone loads a few kB, not Gradio's and plotly's megabytes), one
@@ -262,7 +264,7 @@ async def _join(hub: RoomHub, request: Request) -> Response:
 async def _answer(hub: RoomHub, request: Request) -> Response:
     async def act(body):
         room, follower = request.path_params["room"], body.get("follower")
-        hub.store.answer(room, follower, body.get("round"), body.get("guess"))
+        hub.store.answer(room, follower, body.get("round"), body.get("guess"), body.get("part"))
         hub.ring(room)
         return {"answers": _answers(hub.store.mine(room, follower))}
     return await _json_call(request, act)

@@ -22,6 +22,11 @@ follower_forms: nothing, the quiz form with the steps revealed so far, or the ro
 which it last changed, so the page and the stream send a round again only when its form changes. A room knows which
 trace it is on (`trace_id`, a hash of its JSON, and a title); a drive names the trace its page shows, and one for
 another trace is refused, so a lecturer's page left on an old trace never moves the room.
+
+Results across a lecture (issue 55, item 7): answers and reveals are kept per trace (lecture/showings.py, the last
+MAX_TRACES a room showed). A room moved to another trace starts its answers afresh; moved back to one it keeps, it
+resumes it as the class left it (a lecturer coming back means to go on, not to ask again); the results list every
+trace kept under its title. An answer naming an earlier `part` (a page left on the trace before) is refused.
 """
 
 from __future__ import annotations
@@ -29,13 +34,15 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+from specviz.lecture.results import TraceResults
 from specviz.lecture.room_codes import CODE_ALPHABET, CODE_LENGTH, CODE_RANDOM, is_code, with_check
 from specviz.lecture.room_trace import trace_id
 from specviz.lecture.seats import GRACE_S, MAX_FOLLOWERS, Seat, forget_gone, present, take_seat
+from specviz.lecture.showings import MAX_TRACES, Showing, forget, results_of, show
 from specviz.record.quiz_data import QuizFacts, follower_forms
 from specviz.settings.bounds import whole_number
 
@@ -63,31 +70,31 @@ class OpenedRoom:
 
 @dataclass
 class Room:
-    trace_json: str  # the trace, sent once to each follower
-    facts: QuizFacts  # per round: the largest answer, the right one, the reveal steps
+    trace_json: str  # the trace on screen, sent once to each follower
     key: str
     code: str
+    trace_id: str  # trace_id(trace_json): what a drive must name, and its Showing in `traces`
+    traces: dict[str, Showing]  # trace_id -> what the class did with it, the least recently shown first
     round_: int = 1
     step: int = 0  # reveal steps shown in this round
     quiz: bool = False
     leading: bool = True  # False once the lecturer's page has left the room's trace (followers are told)
     part: int = 1  # the room's trace: 1, then one more each time the lecturer moves the room to another
-    trace_id: str = ""  # trace_id(trace_json): what a drive must name
-    title: str = ""  # the trace's name for people (trace_title)
     version: int = 0  # bumped on every change a follower must see
     seats: dict[str, Seat] = field(default_factory=dict)  # follower id -> its seat, held or not
-    answers: dict[int, dict[str, int]] = field(default_factory=dict)  # round -> follower -> latest guess
-    forgotten: dict[int, Counter] = field(default_factory=dict)  # round -> answers of followers no longer known
-    reached: dict[int, int] = field(default_factory=dict)  # round -> the most reveal steps the lecturer showed
-    shown: set[int] = field(default_factory=set)  # rounds the room's screen has shown
-    released: set[int] = field(default_factory=set)  # rounds it showed with quiz mode off: sent in full
     forms: dict[int, int] = field(default_factory=dict)  # round -> what a follower may hold of it (follower_forms)
     changed: dict[int, int] = field(default_factory=dict)  # round -> the version at which its form last changed
     touched: float = 0.0
+    dropped: int = 0  # traces whose results were dropped to keep MAX_TRACES
 
-    def counts(self, number: int) -> Counter:
-        """Round `number`'s answers: answer -> how many gave it (the latest of each follower)."""
-        return Counter(self.answers.get(number, {}).values()) + self.forgotten.get(number, Counter())
+    @property
+    def now(self) -> Showing:
+        """The trace on screen: its answers, reveals and facts."""
+        return self.traces[self.trace_id]
+
+    @property
+    def facts(self) -> QuizFacts:
+        return self.now.facts
 
 
 @dataclass(frozen=True)
@@ -119,8 +126,9 @@ class RoomStore:
     """Every room of one server, behind one lock. `clock` is injectable so tests need not wait hours."""
 
     def __init__(self, max_rooms: int = MAX_ROOMS, max_followers: int = MAX_FOLLOWERS, idle_s: float = IDLE_S,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, max_traces: int = MAX_TRACES):
         self.max_rooms, self.max_followers, self.idle_s, self.clock = max_rooms, max_followers, idle_s, clock
+        self.max_traces = max_traces
         self._rooms: dict[str, Room] = {}
         self._codes: dict[str, str] = {}  # short code -> room id
         self._misses: dict[str, deque] = {}  # client -> times it named an unknown code
@@ -146,8 +154,8 @@ class RoomStore:
                                 f"(a room closes after {self._idle_hours})", 503)
             room, key = secrets.token_urlsafe(16), secrets.token_urlsafe(16)  # 128 bits each
             code = self._new_code()
-            r = self._rooms[room] = Room(trace_json, facts, key, code, trace_id=trace_id(trace_json), title=title,
-                                         touched=self.clock())
+            tid = trace_id(trace_json)
+            r = self._rooms[room] = Room(trace_json, key, code, tid, {tid: Showing(facts, title)}, touched=self.clock())
             self._codes[code] = room
             self._reform(r)
             return OpenedRoom(room, code, key, r.trace_id)
@@ -166,32 +174,40 @@ class RoomStore:
             r.round_ = number
             r.quiz = r.quiz if quiz is None else _flag(quiz, "quiz")
             r.leading = r.leading if leading is None else _flag(leading, "leading")
+            now = r.now
             if r.step:  # never fewer than shown before: a phone keeps what it was sent
-                r.reached[number] = max(r.reached.get(number, 0), r.step)
-            r.shown.add(number)  # on the room's screen now: visible to followers; with quiz mode off, released
+                now.reached[number] = max(now.reached.get(number, 0), r.step)
+            now.shown.add(number)  # on the room's screen now: visible to followers; with quiz mode off, released
             if not r.quiz:
-                r.released.add(number)
+                now.released.add(number)
             return self._changed(r)
 
     def retrace(self, room: str, key: str, trace_json: str, facts: QuizFacts,
                 title: str = "the room's trace") -> RoomView:
-        """Move the room to another trace (the one on the lecturer's screen): round 1, quiz off, no answers."""
+        """Move the room to another trace (the one on the lecturer's screen): round 1, quiz off. A trace new to the
+        room starts with no answers; one it showed before (the same trace_id) and still keeps resumes its answers and
+        reveals. The earlier trace's stay for the results; past `max_traces` the least recently shown is dropped."""
         _check_facts(facts)
         with self._lock:
             r = self._lecturers(room, key, "only the lecturer who opened this room can move it to another trace")
-            r.trace_json, r.facts, r.part, r.leading = trace_json, facts, r.part + 1, True
-            r.trace_id, r.title = trace_id(trace_json), title
+            r.trace_json, r.part, r.leading = trace_json, r.part + 1, True
+            r.trace_id = trace_id(trace_json)
+            r.dropped += show(r.traces, r.trace_id, facts, title, r.part, self.max_traces)
             r.round_, r.step, r.quiz = 1, 0, False
-            r.answers, r.forgotten, r.reached = {}, {}, {}
-            r.shown, r.released, r.forms, r.changed = set(), set(), {}, {}  # every round's form anew
+            r.forms, r.changed = {}, {}  # every round's form anew: the followers' pages reload on the new part
             return self._changed(r)
 
-    def results(self, room: str, key: str) -> tuple[QuizFacts, dict[int, dict[int, int]], dict[int, int]]:
-        """(the facts, every round's answers counted, the reveal steps reached) for the lecturer's download."""
+    def results(self, room: str, key: str) -> tuple[list[TraceResults], int]:
+        """(every trace the room keeps, in the order it first showed them, with its rounds' answers counted and
+        reveal steps reached; how many traces it dropped) for the lecturer's download; RoomError when no round was
+        answered or revealed yet."""
         with self._lock:
             r = self._lecturers(room, key, "only the lecturer who opened this room can download its results")
-            counts = {n: dict(r.counts(n)) for n in range(1, len(r.facts.rounds) + 1) if r.counts(n)}
-            return r.facts, counts, dict(r.reached)
+            shown = results_of(r.traces)
+            if not any(t.counts or t.reached for t in shown):
+                raise RoomError("nothing to download yet: no round of this room has been answered or revealed "
+                                "(turn quiz mode on for answers, or reveal a round)", 409)
+            return shown, r.dropped
 
     # --- the followers ------------------------------------------------------------------------------------------
 
@@ -236,25 +252,30 @@ class RoomStore:
             self._expire()
             return self._resolve(code_or_room, client)
 
-    def answer(self, room: str, follower: str, round_: int, guess: int) -> RoomView:
-        """A follower's answer for a round, from 0 to the most that round's quiz offers: the latest counts, and it
-        may change until the round's first reveal."""
+    def answer(self, room: str, follower: str, round_: int, guess: int, part=None) -> RoomView:
+        """A follower's answer for a round of the trace on screen, from 0 to the most that round's quiz offers: the
+        latest counts, and it may change until the round's first reveal. `part`: the room's part the follower's page
+        holds (None: not said); one from before a move is refused, so it never counts for the new trace."""
         with self._lock:
             r = self._room(room)
             if not isinstance(follower, str) or follower not in r.seats:
                 raise RoomError("join the room before answering", 403)
+            if part is not None and _whole(part, 1, r.part, "part (the room's trace your page holds)") != r.part:
+                raise RoomError("the lecturer moved the room to another trace: your page reloads with it (this "
+                                "answer was not counted)", 409)
             round_ = _whole(round_, 1, len(r.facts.rounds), "round")
             guess = _whole(guess, 0, r.facts.rounds[round_ - 1].most, "answer")
             _check_open(r, round_)
-            r.answers.setdefault(round_, {})[follower] = guess
+            r.now.answers.setdefault(round_, {})[follower] = guess
             r.version += 1
             return self._view(r)
 
     def mine(self, room: str, follower: str) -> dict[int, int]:
-        """One follower's own answers, round -> guess (to restore their page after a reconnect)."""
+        """One follower's own answers to the trace on screen, round -> guess (to restore their page after a
+        reconnect)."""
         with self._lock:
             r = self._room(room)
-            return {n: given[follower] for n, given in r.answers.items() if follower in given}
+            return {n: given[follower] for n, given in r.now.answers.items() if follower in given}
 
     def view(self, room: str) -> RoomView:
         with self._lock:
@@ -300,17 +321,19 @@ class RoomStore:
     def _reform(r: Room) -> None:
         """Each round's form on a follower's page; a round whose form changed is marked with the room's version, so
         the streams send it again."""
-        forms = follower_forms([f.steps for f in r.facts.rounds], r.reached, r.released, r.shown)
+        now = r.now
+        forms = follower_forms([f.steps for f in now.facts.rounds], now.reached, now.released, now.shown)
         for number, form in forms.items():
             if r.forms.get(number) != form:
                 r.changed[number] = r.version
         r.forms = forms
 
     def _view(self, r: Room) -> RoomView:
-        revealed = {n: dict(r.counts(n)) for n, step in r.reached.items() if step >= r.facts.rounds[n - 1].steps}
+        now = r.now
+        revealed = {n: dict(now.counts(n)) for n, step in now.reached.items() if step >= now.facts.rounds[n - 1].steps}
         return RoomView(r.round_, r.step, r.quiz, r.version, present(r.seats, self.clock()),
-                        sum(r.counts(r.round_).values()), dict(r.reached), revealed, r.leading, r.part, r.trace_id,
-                        r.title, dict(r.forms), dict(r.changed))
+                        sum(now.counts(r.round_).values()), dict(now.reached), revealed, r.leading, r.part,
+                        r.trace_id, now.title, dict(r.forms), dict(r.changed))
 
     def _seat(self, r: Room, follower: str) -> Seat:
         """`follower`'s seat, held; RoomError if it had none held and every seat is taken."""
@@ -321,12 +344,10 @@ class RoomStore:
         return seat
 
     def _forget_gone(self, r: Room) -> None:
-        """The followers gone longest lose their seats (seats.forget_gone); their answers stay in the counts
-        without their id."""
+        """The followers gone longest lose their seats (seats.forget_gone); their answers stay in the counts of
+        every trace kept, without their id."""
         for follower in forget_gone(r.seats, self.clock()):
-            for number, given in r.answers.items():
-                if follower in given:
-                    r.forgotten.setdefault(number, Counter())[given.pop(follower)] += 1
+            forget(r.traces, follower)
 
     def _lecturers(self, room, key, refusal: str) -> Room:
         """The room, if `key` is its lecturer's key (compared in constant time); else RoomError(refusal)."""
@@ -395,7 +416,7 @@ def _check_trace(r: Room, trace) -> None:
         raise RoomError("a drive must name the trace its page shows (\"trace\": the id the room gave it); "
                         "reload the lecturer's page")
     if not secrets.compare_digest(trace.encode(), r.trace_id.encode()):
-        raise RoomError(f"the room is on {r.title}, not on the trace this page shows: move the room here, or "
+        raise RoomError(f"the room is on {r.now.title}, not on the trace this page shows: move the room here, or "
                         f"follow the room (this page's steps do not move it)", 409)
 
 
@@ -406,7 +427,7 @@ def _check_open(r: Room, round_: int) -> None:
     if round_ != r.round_:
         raise RoomError(f"answers are open for round {r.round_}, the one on the lecturer's screen, not round "
                         f"{round_}", 409)
-    if r.reached.get(round_, 0) > 0:
+    if r.now.reached.get(round_, 0) > 0:
         raise RoomError(f"answers for round {round_} closed when the lecturer began revealing it", 409)
 
 

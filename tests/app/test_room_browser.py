@@ -7,6 +7,8 @@ Every check waits for its condition (harness/browser.py)."""
 
 from __future__ import annotations
 
+import csv
+import json
 from pathlib import Path
 
 from harness.browser import AppPage, Page
@@ -210,6 +212,54 @@ def test_another_trace_on_the_lecturers_screen_asks_and_phones_never_disagree(br
         page.close()
 
 
+def test_a_moved_room_asks_afresh_and_its_download_lists_every_trace(browser, url):
+    """Issue 55, item 7: the class answers round 2 of the first example; the lecturer opens the story and moves the
+    room there: round 2 of the story has no answers, on the lecturer's screen or as the phone's pick, until the phone
+    answers it; the lecturer's download holds both traces under their titles. Before any answer the download says
+    there is nothing yet."""
+    first, story = load_example(FIRST), load_example("story")
+    lecturer = AppPage(browser, url)
+    join = open_room(lecturer)
+    phone = FollowerPage(browser, join, viewport=(390, 844))
+    phone.wait_ready()
+    lecturer.page.click('#room-box .sv-results[data-format="json"]')
+    lecturer.wait_text("#sv-room-said", "Could not download the results", "nothing to download yet")
+    section = '#stage .sv-round[data-round="2"]'
+    lecturer.page.check("#quiz-mode input")
+    lecturer.page.click("#next-round")
+    lecturer.wait_round(2)
+    phone.wait_text(WHERE, f"Following: round 2 of {len(first.rounds)}")
+    phone.wait_js("() => document.body.classList.contains('sv-quiz')")
+    phone.page.click(f'{section} .sv-guess[data-guess="1"]')
+    lecturer.wait_text("#sv-class-lead", "1 answered round 2")
+
+    lecturer.page.locator("#recorded-examples button").nth(list(EXAMPLES).index("story")).click()
+    lecturer.wait_text("#status", f"Recorded example “{EXAMPLES['story'].title}”")
+    lecturer.wait_js("() => !document.querySelector('#room-box .sv-room-ask').hidden")
+    lecturer.page.click("#next-round")
+    lecturer.wait_round(2)
+    lecturer.page.click("#room-box .sv-move-room")
+    lecturer.wait_text("#status", "now shows this trace", "the results keep every trace's")
+    lecturer.page.check("#quiz-mode input")
+    phone.wait_text(WHERE, f"Following: round 2 of {len(story.rounds)}")
+    phone.wait_js("() => document.body.classList.contains('sv-quiz')")
+    lecturer.wait_text("#sv-class-lead", "0 answered round 2")  # nothing of the first example's round 2
+    assert phone.picked() == []
+    phone.page.click(f'{section} .sv-guess[data-guess="0"]')
+    lecturer.wait_text("#sv-class-lead", "1 answered round 2")
+    assert phone.picked() == ["2:0"]
+
+    with lecturer.page.expect_download() as got:
+        lecturer.page.click('#room-box .sv-results[data-format="json"]')
+    results = json.loads(Path(got.value.path()).read_text(encoding="utf-8"))
+    assert [(t["title"], [(r["round"], r["answers"]) for r in t["rounds"]]) for t in results["traces"]] == [
+        (f"the example “{EXAMPLES[FIRST].title}”", [(2, 1)]), (f"the example “{EXAMPLES['story'].title}”", [(2, 1)])]
+    assert results["traces"][0]["rounds"][0]["histogram"]["1"] == 1
+    assert results["traces"][1]["rounds"][0]["histogram"]["0"] == 1 and results["dropped"] == 0
+    for page in (phone, lecturer):
+        page.close()
+
+
 def test_two_lecturer_pages_stay_in_step_and_a_phone_changes_its_answer(browser, url):
     first = AppPage(browser, url)
     join = open_room(first)
@@ -249,8 +299,8 @@ def test_two_lecturer_pages_stay_in_step_and_a_phone_changes_its_answer(browser,
     assert ("1 of 1 right" if accepted == "2" else "0 of 1 right") in mine
     with second.page.expect_download() as download:  # after the bell: the results, from either lecturer page
         second.page.click("#room-box .sv-results[data-format='csv']")
-    rows = Path(download.value.path()).read_text(encoding="utf-8").splitlines()
-    assert rows[1].startswith(f"3,{most},true,1,") and len(rows) == 2, rows
+    rows = list(csv.reader(Path(download.value.path()).read_text(encoding="utf-8").splitlines()))
+    assert rows[1][:5] == [f"the example “{EXAMPLES[FIRST].title}”", "3", str(most), "true", "1"] and len(rows) == 2, rows
 
     second.page.click("#next-round")
     first.wait_round(4)

@@ -4,6 +4,7 @@ change once, never a follower's id, and says when a room has closed."""
 
 from __future__ import annotations
 
+import csv
 import json
 import threading
 import time
@@ -15,7 +16,7 @@ from specviz.app.room_routes import MAX_BODY, RoomHub
 from specviz.lecture.examples import load_example
 from specviz.lecture.room_codes import CODE_ALPHABET, with_check
 from specviz.lecture.rooms import GRACE_S, MISSES_ALLOWED, RoomStore
-from specviz.lecture.room_trace import quiz_facts
+from specviz.lecture.room_trace import quiz_facts, trace_title
 from harness.room_pages import room_server
 from tests.helpers import Clock
 
@@ -99,12 +100,14 @@ def test_the_lecturer_downloads_the_results_and_nobody_else_can(server, http, ro
     http.post(f"/room/{room.room}/drive", json={"key": room.key, "trace": room.trace, "round": 3, "step": facts.rounds[2].steps})
     got = http.post(f"/room/{room.room}/results", json={"key": room.key, "trace": room.trace, "format": "json"})
     assert got.status_code == 200 and "attachment" in got.headers["content-disposition"]
-    row = got.json()["rounds"][0]
+    (shown,) = got.json()["traces"]
+    row = shown["rounds"][0]
     assert row["histogram"]["1"] == 1 and row["histogram"]["2"] == 2 and row["class_mean"] == round(5 / 3, 4)
     assert row["accepted"] == facts.rounds[2].accepted and row["revealed"] is True
-    csv = http.post(f"/room/{room.room}/results", json={"key": room.key, "trace": room.trace, "format": "csv"})
-    assert csv.headers["content-type"].startswith("text/csv") and csv.text.splitlines()[1].startswith("3,")
-    assert not any(p in got.text + csv.text for p in people)  # counts only, no follower id
+    as_csv = http.post(f"/room/{room.room}/results", json={"key": room.key, "trace": room.trace, "format": "csv"})
+    assert as_csv.headers["content-type"].startswith("text/csv")
+    assert as_csv.text.splitlines()[1].startswith("the room's trace,3,")  # under the room's title
+    assert not any(p in got.text + as_csv.text for p in people)  # counts only, no follower id
     other = hub.store.open("{}", facts)
     for body, status, message in (({"key": "forged", "format": "csv"}, 403, "only the lecturer"),
                                   ({"key": other.key, "format": "csv"}, 403, "only the lecturer"),
@@ -117,6 +120,41 @@ def test_the_lecturer_downloads_the_results_and_nobody_else_can(server, http, ro
     huge = http.post(f"/room/{room.room}/results", content=b'{"key": "' + b"k" * 5000 + b'"}')
     assert huge.status_code == 413
     hub.store._rooms.pop(other.room)
+
+
+def test_a_moved_room_answers_afresh_and_its_results_list_every_trace(server, http, room, paris):
+    """Issue 55, item 7, over HTTP: an empty room's download says why there is none; round 3 of the second trace
+    starts with no answers, a page left on the first trace cannot answer for it, and the download lists both traces
+    under their titles."""
+    hub, _ = server
+    empty = http.post(f"/room/{room.room}/results", json={"key": room.key, "format": "csv"})
+    assert empty.status_code == 409 and "nothing to download yet" in empty.json()["error"]
+    person = http.post(f"/room/{room.room}/join", json={}).json()["follower"]
+    http.post(f"/room/{room.room}/drive", json={"key": room.key, "trace": room.trace, "round": 3, "quiz": True})
+    assert http.post(f"/room/{room.room}/answer", json={"follower": person, "round": 3, "guess": 1,
+                                                         "part": 1}).json() == {"answers": {"3": 1}}
+    story = load_example("story")
+    hub.retrace(room.room, room.key, story.to_json(), quiz_facts(story), trace_title(story))
+    moved = hub.store.view(room.room).trace
+    drive = http.post(f"/room/{room.room}/drive", json={"key": room.key, "trace": moved, "round": 3, "quiz": True})
+    assert drive.status_code == 200 and hub.store.view(room.room).answered == 0
+    joined = http.post(f"/room/{room.room}/join", json={"follower": person}).json()
+    assert joined == {"follower": person, "answers": {}}  # the new trace's answers: none yet
+    stale = http.post(f"/room/{room.room}/answer", json={"follower": person, "round": 3, "guess": 0, "part": 1})
+    assert stale.status_code == 409 and "moved the room to another trace" in stale.json()["error"]
+    for bad in ("2", [2], 2.5):
+        refused = http.post(f"/room/{room.room}/answer", json={"follower": person, "round": 3, "guess": 0,
+                                                               "part": bad})
+        assert refused.status_code == 400 and "part" in refused.json()["error"], bad
+    assert http.post(f"/room/{room.room}/answer", json={"follower": person, "round": 3, "guess": 0,
+                                                        "part": 2}).json() == {"answers": {"3": 0}}
+    got = http.post(f"/room/{room.room}/results", json={"key": room.key, "format": "json"}).json()
+    assert [(t["title"], [(r["round"], r["histogram"]["0"], r["histogram"]["1"]) for r in t["rounds"]])
+            for t in got["traces"]] == [("the room's trace", [(3, 0, 1)]), (trace_title(story), [(3, 1, 0)])]
+    table = csv.reader(http.post(f"/room/{room.room}/results", json={"key": room.key, "format": "csv"}).text
+                       .splitlines())
+    assert [row[:2] for row in list(table)[1:]] == [["the room's trace", "3"], [trace_title(story), "3"]]
+    assert person not in json.dumps(got) and room.key not in json.dumps(got)
 
 
 def test_unknown_full_and_guessed_rooms_say_so(server, http, room):

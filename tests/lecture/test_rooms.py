@@ -4,14 +4,16 @@ seats held only by followers present, idle rooms closing, one answer a round (ch
 of one follower reaching another but the counts."""
 
 import itertools
+import json
 import threading
 
 import pytest
 
 from specviz.lecture import seats
+from specviz.lecture.results import results_csv, results_json
 from specviz.lecture.room_codes import CODE_ALPHABET, CODE_LENGTH, is_code, with_check
 from specviz.lecture.room_trace import round_facts
-from specviz.lecture.rooms import GRACE_S, MISSES_ALLOWED, MISSES_ALLOWED_ALL, RoomError, RoomStore
+from specviz.lecture.rooms import GRACE_S, MAX_TRACES, MISSES_ALLOWED, MISSES_ALLOWED_ALL, RoomError, RoomStore
 from specviz.record.quiz_data import QuizFacts
 from tests.helpers import Clock
 
@@ -254,7 +256,8 @@ def test_the_lecturer_moves_the_room_to_another_trace_and_downloads_results(stor
     store.drive(opened.room, opened.key, round_=2, quiz=True, trace=opened.trace)
     store.answer(opened.room, follower, 2, 1)
     store.drive(opened.room, opened.key, round_=2, step=1, trace=opened.trace)
-    assert store.results(opened.room, opened.key)[1:] == ({2: {1: 1}}, {2: 1})
+    (shown,), dropped = store.results(opened.room, opened.key)
+    assert (shown.counts, shown.reached, dropped) == ({2: {1: 1}}, {2: 1}, 0)
     for forged in (None, "", follower, opened.code, 5):
         with pytest.raises(RoomError, match="only the lecturer"):
             store.results(opened.room, forged)
@@ -271,10 +274,80 @@ def test_the_lecturer_moves_the_room_to_another_trace_and_downloads_results(stor
                         leading=None, trace=opened.trace)
     view = store.retrace(opened.room, opened.key, '{"trace": 2}', facts(4, 4, 4))
     assert (view.part, view.round_, view.step, view.quiz, view.leading) == (2, 1, 0, False, True)
-    assert store.trace_json(opened.room) == ('{"trace": 2}', 2) and store.results(opened.room, opened.key)[1] == {}
+    assert store.trace_json(opened.room) == ('{"trace": 2}', 2)
+    assert [t.counts for t in store.results(opened.room, opened.key)[0]] == [{2: {1: 1}}, {}]  # the first kept
     assert store.join(opened.room, follower=follower)[1] == follower  # the class stays in the room
     with pytest.raises(RoomError, match="at least one round"):
         store.retrace(opened.room, opened.key, "{}", facts())
+
+
+def test_each_trace_keeps_its_own_answers_and_the_results_list_every_trace(store):
+    """Issue 55, item 7: a room moved to another trace starts that trace's answers afresh (round 2 of B mixes in
+    nothing of round 2 of A, nor does a page still on A answer for B); moving back resumes A as the class left it;
+    the results list A and B, each under its title, with their rounds' answers and the class's score."""
+    a = store.open('{"trace": "A"}', facts(2, 2, 2), "the example “A”")
+    alice, bob = store.join(a.room)[1], store.join(a.room)[1]
+    store.drive(a.room, a.key, round_=2, quiz=True, trace=a.trace)
+    store.answer(a.room, alice, 2, 1)
+    store.answer(a.room, bob, 2, 2, part=1)
+    store.drive(a.room, a.key, round_=2, step=2, trace=a.trace)  # revealed: the target accepted 1, alice was right
+    b = store.retrace(a.room, a.key, '{"trace": "B"}', facts(3, 3), "the example “B”").trace
+    view = store.drive(a.room, a.key, round_=2, quiz=True, trace=b)
+    assert (view.answered, view.revealed, view.reached) == (0, {}, {}) and store.mine(a.room, alice) == {}
+    with pytest.raises(RoomError, match="moved the room to another trace") as refused:
+        store.answer(a.room, bob, 2, 2, part=1)  # a page still on A: its answer is not B's
+    assert refused.value.status == 409 and store.view(a.room).answered == 0
+    for bad in ("2", 2.5, True, [2], 3):
+        with pytest.raises(RoomError, match="part"):
+            store.answer(a.room, bob, 2, 2, part=bad)
+    store.answer(a.room, alice, 2, 3, part=2)
+    assert store.drive(a.room, a.key, round_=2, step=2, trace=b).revealed == {2: {3: 1}}
+    shown, dropped = store.results(a.room, a.key)
+    assert dropped == 0 and [(t.title, t.counts, t.reached) for t in shown] == [
+        ("the example “A”", {2: {1: 1, 2: 1}}, {2: 2}), ("the example “B”", {2: {3: 1}}, {2: 2})]
+    data = json.loads(results_json(shown, dropped))
+    assert [(t["title"], t["score"]) for t in data["traces"]] == [
+        ("the example “A”", {"right": 1, "answers": 2, "rounds": 1}),
+        ("the example “B”", {"right": 0, "answers": 1, "rounds": 1})]
+    assert [row["histogram"] for row in data["traces"][0]["rounds"]] == [{"0": 0, "1": 1, "2": 1}]
+    assert [line.split(",")[:2] for line in results_csv(shown, dropped).splitlines()[1:]] == [
+        ["the example “A”", "2"], ["the example “B”", "2"]]
+    view = store.retrace(a.room, a.key, '{"trace": "A"}', facts(2, 2, 2), "the example “A”")  # back to A
+    assert (view.trace, view.part, view.title) == (a.trace, 3, "the example “A”")
+    assert view.revealed == {2: {1: 1, 2: 1}} and view.reached == {2: 2} and store.mine(a.room, alice) == {2: 1}
+    assert [t.title for t in store.results(a.room, a.key)[0]] == ["the example “A”", "the example “B”"]
+    c = store.retrace(a.room, a.key, '{"trace": "C"}', facts(1), "C").trace  # fewer rounds than the room was at
+    for move in (lambda: store.drive(a.room, a.key, round_=2, trace=c), lambda: store.answer(a.room, alice, 2, 0)):
+        with pytest.raises(RoomError, match="round must be from 1 to 1"):
+            move()
+    assert store.drive(a.room, a.key, round_=1, quiz=True, trace=c).round_ == 1
+
+
+def test_a_room_keeps_its_last_traces_results_and_says_how_many_it_dropped(store):
+    opened = store.open('{"trace": 0}', facts(2), "trace 0")
+    follower = store.join(opened.room)[1]
+    for n in range(MAX_TRACES + 2):
+        trace = opened.trace if n == 0 else store.retrace(opened.room, opened.key, f'{{"trace": {n}}}', facts(2),
+                                                          f"trace {n}").trace
+        store.drive(opened.room, opened.key, round_=1, quiz=True, trace=trace)
+        store.answer(opened.room, follower, 1, n % 3)
+    shown, dropped = store.results(opened.room, opened.key)
+    assert dropped == 2 and [t.title for t in shown] == [f"trace {n}" for n in range(2, MAX_TRACES + 2)]
+    assert "2 traces" in json.loads(results_json(shown, dropped))["note"]
+    assert "2 traces" in results_csv(shown, dropped).splitlines()[1]
+    view = store.retrace(opened.room, opened.key, '{"trace": 0}', facts(2), "trace 0")  # a dropped trace: afresh
+    assert view.answered == 0 and store.mine(opened.room, follower) == {}
+    assert len(store.results(opened.room, opened.key)[0]) == MAX_TRACES and len(store._rooms[opened.room].traces) \
+        == MAX_TRACES
+
+
+def test_an_empty_room_has_no_results_to_download(store):
+    opened = store.open('{"trace": 1}', facts(2, 2))
+    store.drive(opened.room, opened.key, round_=2, quiz=True, trace=opened.trace)  # shown, nobody answered
+    with pytest.raises(RoomError, match="nothing to download yet") as refused:
+        store.results(opened.room, opened.key)
+    assert refused.value.status == 409
+    assert json.loads(results_json([], 0))["traces"] == [] and results_csv([], 0).startswith("trace,round,")
 
 
 def test_a_flood_of_joins_is_bounded_and_the_room_goes_on(store):

@@ -45,3 +45,15 @@ def noisy_copy(model: Qwen2ForCausalLM, scale: float, seed: int = 0) -> Qwen2For
         for w in draft.parameters():
             w.add_(torch.randn(w.shape, generator=gen) * scale * w.std())
     return draft
+
+
+def on_gguf_int4(model: Qwen2ForCausalLM) -> Qwen2ForCausalLM:
+    """A copy of a tiny model on the gguf-int4 path, its block linears given 4-bit groups of their own (rounded to
+    nearest, as a GGUF file's Q4_K blocks would hold them; models/gguf_blocks.py reads a real file's)."""
+    from specviz.models.gguf_blocks import Q4K
+    from specviz.models.int4 import rounded
+    from specviz.models.kernels import GGUF_INT4, apply_path
+
+    blocks = {name: Q4K(*rounded(module.weight)) for name, module in model.named_modules()
+              if isinstance(module, torch.nn.Linear) and name.startswith("model.layers.")}
+    return apply_path(copy.deepcopy(model), GGUF_INT4, blocks=blocks)

@@ -16,15 +16,16 @@ MAX_FUNCTION_LINES, MAX_MODULE_LINES = 60, 450
 # Each folder, and the folders of specviz it may import (besides itself). The data path reads one way:
 # settings, drafters -> record -> algorithm -> engine -> view -> lab, measure, lecture -> app, with cli/ beside app
 # and train/ (offline training, minutes long) above the engine, beside the rest, imported by cli/ alone. models/
-# (loading a pair: its kernels, the packaged pair, the quantized draft, the timer) stands beside algorithm/, one floor
-# below the engine, and reads settings and record alone; the folders that load a pair or time with it import it.
+# (loading a pair: its kernels, the packaged pair, the quantized draft, the timer) stands just above algorithm/, one
+# floor below the engine, and reads settings, record and algorithm's formulas (a kernel path is priced by the cost of
+# a round, theory.py); the folders that load a pair or time with it import it.
 # "" is the package's own __init__ and __main__, which import the command line's entry.
 MAY_IMPORT = {
     "settings": set(),
     "drafters": {"settings"},
     "record": {"settings", "drafters"},
     "algorithm": {"settings", "record"},
-    "models": {"settings", "record"},
+    "models": {"settings", "record", "algorithm"},
     "engine": {"settings", "drafters", "record", "algorithm", "models"},
     "train": {"settings", "drafters", "record", "algorithm", "models", "engine"},
     "view": {"settings", "drafters", "record", "algorithm"},
@@ -43,7 +44,7 @@ MAY_ALSO_IMPORT = {"cli": {"app.errors"}}
 THIRD_PARTY = {
     "settings": set(), "drafters": set(), "record": set(),
     "algorithm": {"torch", "numpy"},
-    "models": {"torch", "transformers", "safetensors"},
+    "models": {"torch", "transformers", "safetensors", "gguf", "numpy"},  # gguf: the packaged files' blocks
     "view": {"plotly"},
 }
 STDLIB = set(__import__("sys").stdlib_module_names) | {"__future__"}

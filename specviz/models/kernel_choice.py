@@ -12,7 +12,8 @@ every size of pass a run makes, ROW_COUNTS), never assumed per path: a path is o
 independent here, refused with its measured difference where not.
 
 `auto` times each path exact here on a stack of linear layers of the target's shapes (one row, a decoding step, and
-K + 1 rows, a verify pass), takes the one whose t(1) + t(K + 1) is least, and remembers it, with every path's row
+K + 1 rows, a verify pass), takes the one whose token costs least (`Timing.cost`: the target alone or a speculative
+round, whichever is cheaper on that path), and remembers it, with every path's row
 check and timings, per machine and torch build beside the model cache (`kernels.json`), so later starts read it.
 """
 
@@ -27,8 +28,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from specviz.models.kernels import (BFLOAT16, DTYPE_OF, FLOAT32, FP16_FBGEMM, INT8_DYNAMIC, PATHS, STACK, available,
-                                    stack_of)
+from specviz.models.kernels import (BFLOAT16, DTYPE_OF, FLOAT32, FP16_FBGEMM, GGUF_INT4, INT8_DYNAMIC, PACKED_FP16,
+                                    PATHS, STACK, available, stack_of)
+from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.models.machine import cpu_flags, machine
 from specviz.models.timer import median_s
 from specviz.settings.bounds import MAX_BATCH, MAX_K, MAX_TREE_NODES
@@ -36,6 +38,7 @@ from specviz.settings.bounds import MAX_BATCH, MAX_K, MAX_TREE_NODES
 WHY_NOT = {FLOAT32: "its small-matrix kernels sum a row in another order beside other rows",
            BFLOAT16: "it rounds a row's sums to bfloat16 differently beside other rows",
            FP16_FBGEMM: "its kernel sums a row in another order beside other rows",
+           GGUF_INT4: "its kernel sums a row in another order beside other rows",
            INT8_DYNAMIC: "its activations are scaled by one number per tensor"}
 ROWS = 5  # rows of a verify pass the choice times and the load check scores: K + 1 for the default K = 4
 ROW_COUNTS = (2, ROWS, MAX_K + 1, MAX_TREE_NODES + 1, MAX_BATCH * (MAX_K + 1))  # the passes whose rows must be
@@ -122,6 +125,11 @@ def _input_dtype(path: str) -> torch.dtype:
 
 # --- the choice --------------------------------------------------------------------------------------------------
 
+ROUND_ALPHA, ROUND_C = 0.8, 0.3  # the round a path is priced by: the packaged pair's acceptance on code (0.8 to 0.9
+#                                  in its recorded examples) and its draft step's cost in target steps (0.31 to 0.37
+#                                  measured on float16-fbgemm), at the default K = ROWS - 1
+
+
 @dataclass(frozen=True)
 class Timing:
     """A path's stack timed here: seconds for one row and for ROWS rows, the least of five."""
@@ -132,8 +140,12 @@ class Timing:
 
     @property
     def cost(self) -> float:
-        """What a run pays on this path, in the stack's terms: a decoding step plus a verify pass."""
-        return self.one_s + self.rows_s
+        """Seconds a token, in the stack's terms, of the cheaper way to run on this path: the target alone, t(1), or
+        a speculative round, (K·c·t(1) + t(K + 1)) / E(α, K) at K = ROWS − 1, α = ROUND_ALPHA, c = ROUND_C. A path's
+        t(1) buys every step, its t(K + 1) every verify pass: a 4-bit kernel that halves t(1) but triples v can lose."""
+        k = ROWS - 1
+        spec = (k * ROUND_C * self.one_s + self.rows_s) / expected_tokens_per_pass(ROUND_ALPHA, k)
+        return min(self.one_s, spec)
 
 
 @dataclass(frozen=True)
@@ -151,7 +163,7 @@ class Choice:
     def load_dtype(self) -> str:
         """The dtype to load the weights in: float16 for float16-fbgemm (what it stores, so the pair never passes
         through float32 in memory: twice the size), else the activations'."""
-        return "float16" if self.path == FP16_FBGEMM else self.dtype
+        return "float16" if self.path in PACKED_FP16 else self.dtype
 
 
 def time_paths(hidden: int, inner: int, paths: tuple[str, ...]) -> list[Timing]:
@@ -170,42 +182,52 @@ def time_paths(hidden: int, inner: int, paths: tuple[str, ...]) -> list[Timing]:
     return [Timing(path, min(one_t), min(rows_t)) for path, (one_t, rows_t) in times.items()]
 
 
+def paths_for(gguf: bool) -> tuple[str, ...]:
+    """The paths a model can take: gguf-int4 only for one loaded from a GGUF file's 4-bit blocks."""
+    return tuple(p for p in PATHS if gguf or p != GGUF_INT4)
+
+
 def choose_path(hidden: int, inner: int, device: str, dtype_asked: str | None, kernels_asked: str | None,
-                cache: Path | None = None) -> Choice:
-    """The path a pair of these shapes runs on here. Asked for by name: that path, or ValueError saying why it
-    cannot run here and what can; a dtype asked for (float32 is the reference, what transformers computes): its own
-    kernels; neither: the fastest exact path this machine offers, measured once and remembered in `cache`."""
+                cache: Path | None = None, gguf: bool = False) -> Choice:
+    """The path a pair of these shapes runs on here (`gguf`: its target has a GGUF file's 4-bit blocks). Asked for by
+    name: that path, or ValueError saying why it cannot run here and what can; a dtype asked for (float32 is the
+    reference, what transformers computes): its own kernels; neither: the fastest exact path this machine offers,
+    measured once and remembered in `cache`."""
     kernels_asked = kernels_asked or "auto"
     if kernels_asked not in ("auto", *PATHS):
         raise ValueError(f"--kernels must be auto or one of {', '.join(PATHS)}, got {kernels_asked!r}; here: "
-                         f"{offered_here(device)}")
+                         f"{offered_here(device, gguf=gguf)}")
+    if kernels_asked == GGUF_INT4 and not gguf:
+        raise ValueError(f"--kernels {GGUF_INT4} computes from a GGUF file's 4-bit blocks, and this target was not "
+                         f"loaded from one (the packaged pair's was); here: {offered_here(device)}")
     if kernels_asked != "auto":
-        return _asked(kernels_asked, device, dtype_asked, hidden, inner)
+        return _asked(kernels_asked, device, dtype_asked, hidden, inner, gguf)
     if device != "cpu":
         return Choice(dtype_asked, dtype_asked, f"the dtype's own kernels on {device}", exact=dtype_asked == FLOAT32)
     if dtype_asked not in (None, "", "auto"):
         said = _rows_said(dtype_asked, hidden, inner) if dtype_asked in PATHS else "not a path specviz measures"
         return Choice(dtype_asked, dtype_asked, f"--dtype {dtype_asked} as asked, torch's own kernels: {said}",
                       exact=dtype_asked == FLOAT32)
-    return _measured(hidden, inner, cache)
+    return _measured(hidden, inner, cache, gguf)
 
 
-def offered_here(device: str = "cpu", hidden: int = 1536, inner: int = 8960) -> str:
+def offered_here(device: str = "cpu", hidden: int = 1536, inner: int = 8960, gguf: bool = False) -> str:
     """The paths this machine runs exactly, in words, and those refused with their measured difference: 'float32,
     float16-fbgemm (refused here: bfloat16, 33 rows differ by 1.6e-03; int8-dynamic, 2 rows … 2.3e-02)'."""
     if device != "cpu":
         return FLOAT32
-    runs = [p for p in PATHS if available(p) is None]
+    runs = [p for p in paths_for(gguf) if available(p) is None]
     exact = [p for p in runs if rows_here(p, hidden, inner).exact]
     refused = [rows_here(p, hidden, inner) for p in runs if p not in exact]
     return ", ".join(exact) + ("" if not refused else " (refused here, not exact: " + "; ".join(
         f"{t.path}, {t.rows} rows differ by {t.difference:.1e}" for t in refused) + ")")
 
 
-def _asked(path: str, device: str, dtype_asked: str | None, hidden: int, inner: int) -> Choice:
+def _asked(path: str, device: str, dtype_asked: str | None, hidden: int, inner: int, gguf: bool = False) -> Choice:
     problem = available(path, device)
     if problem is not None:
-        raise ValueError(f"--kernels {path} cannot run here: {problem}. Here: {offered_here(device, hidden, inner)}")
+        raise ValueError(f"--kernels {path} cannot run here: {problem}. Here: "
+                         f"{offered_here(device, hidden, inner, gguf)}")
     if device == "cpu" and not rows_here(path, hidden, inner).exact:
         raise ValueError(refusal(path, hidden, inner))
     if dtype_asked not in (None, "", "auto") and dtype_asked != DTYPE_OF[path]:
@@ -221,20 +243,23 @@ def _rows_said(path: str, hidden: int, inner: int) -> str:
             f"difference {rows.difference:.0e})" if rows.exact else f"not exact on this machine: {rows}")
 
 
-def _measured(hidden: int, inner: int, cache: Path | None) -> Choice:
-    key = machine_key(hidden, inner)
+def _measured(hidden: int, inner: int, cache: Path | None, gguf: bool = False) -> Choice:
+    key = machine_key(hidden, inner, gguf)
     remembered = _read(cache).get(key) if cache else None
-    if remembered and remembered.get("path") in PATHS and available(remembered["path"]) is None:
+    if remembered and remembered.get("path") in paths_for(gguf) and available(remembered["path"]) is None:
         return Choice(remembered["path"], DTYPE_OF[remembered["path"]],
                       remembered["why"] + " (measured before on this machine and remembered beside the model cache)",
                       exact=True)
-    tests = [rows_here(p, hidden, inner) for p in PATHS if available(p) is None]
+    tests = [rows_here(p, hidden, inner) for p in paths_for(gguf) if available(p) is None]
     timings = time_paths(hidden, inner, tuple(t.path for t in tests if t.exact))
     best = min(timings, key=lambda t: t.cost)
     refused = [t for t in tests if not t.exact]
     why = (f"the fastest path exact on this CPU, measured at load: a stack of {STACK} {hidden} × {inner} layers, "
-           f"1 and {ROWS} rows: " + ", ".join(f"{t.path} {t.one_s * 1000:.1f} + {t.rows_s * 1000:.1f} ms"
-                                               for t in sorted(timings, key=lambda t: t.cost))
+           f"t(1) and t({ROWS}): " + ", ".join(f"{t.path} {t.one_s * 1000:.1f} and {t.rows_s * 1000:.1f} ms "
+                                                f"({t.cost * 1000:.1f} ms a token)"
+                                                for t in sorted(timings, key=lambda t: t.cost))
+           + f"; a token costs the less of t(1) and a round of K = {ROWS - 1} at α {ROUND_ALPHA}, c {ROUND_C}, "
+             f"(K·c·t(1) + t({ROWS})) / E"
            + f"; rows checked here at {', '.join(map(str, ROW_COUNTS))} rows"
            + "".join(f"; {t.path} refused: {t}" for t in refused))
     if cache:
@@ -243,11 +268,12 @@ def _measured(hidden: int, inner: int, cache: Path | None) -> Choice:
     return Choice(best.path, DTYPE_OF[best.path], why, tuple(timings), tuple(tests), exact=True)
 
 
-def machine_key(hidden: int, inner: int) -> str:
-    """What a remembered choice holds for: this CPU (model and speed flags), this torch build, these shapes."""
+def machine_key(hidden: int, inner: int, gguf: bool = False) -> str:
+    """What a remembered choice holds for: this CPU (model and speed flags), this torch build, these shapes, and
+    whether the model has GGUF blocks (gguf-int4 is offered only then)."""
     limits = " ".join(f"{name}={os.environ[name]}" for name in ISA_LIMITS if name in os.environ)  # an emulation
     return (f"{machine('cpu').split(',')[0]} | {cpu_flags()} | {torch.backends.cpu.get_cpu_capability()} {limits} | "
-            f"torch {torch.__version__} | {hidden}x{inner}")
+            f"torch {torch.__version__} | {hidden}x{inner}" + (" | gguf blocks" if gguf else ""))
 
 
 def _read(cache: Path) -> dict:

@@ -13,7 +13,8 @@ import torch
 
 from specviz.settings.bounds import DTYPE_CHOICES, Progress
 from specviz.models.kernel_choice import Choice, check_rows, choose_path
-from specviz.models.kernels import apply_path
+from specviz.models.gguf_blocks import q4k_blocks
+from specviz.models.kernels import GGUF_INT4, apply_path, layers_said
 from specviz.models.machine import native_bf16
 from specviz.models.memory import give_back_freed_memory
 from specviz.models.packaged import cache_root
@@ -172,12 +173,13 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     check_same_tokenizer(tok_draft, tok_target, (draft, target))
     if progress:
         progress(0.87, "choosing the kernels")
-    choice = choose_kernels(target_path, device, dtype, kernels)
+    choice = choose_kernels(target_path, device, dtype, kernels, gguf=packaged_name(target) is not None)
     weights = pick_weights(draft_weights, device, DTYPES[choice.dtype], choice.path)
     if progress:
         progress(0.9, "loading weights")
     draft_model = load_draft(draft_path, device, choice, weights)
-    target_model = apply_path(load_model(target_path, device, choice.load_dtype), choice.path)
+    target_model = apply_path(load_model(target_path, device, choice.load_dtype), choice.path,
+                              blocks=blocks_for(target, choice, progress))
     give_back_freed_memory()
     return ModelPair(draft_model, target_model, tok_target, weights_name(_short(draft), weights), _short(target),
                      device, choice.dtype, checked(target_model, choice), choice.path)
@@ -209,15 +211,26 @@ def pair_ids(preset: str | None, draft: str | None, target: str | None) -> tuple
     return PRESETS[name].draft, PRESETS[name].target
 
 
-def choose_kernels(path: str, device: str, dtype: str | None, kernels: str | None) -> Choice:
-    """The kernels for a model at `path` (its config's shapes) on `device`, by kernel_choice.choose_path; on a GPU the
-    dtype auto_dtype gives it (or the one asked)."""
+def packaged_name(model_id: str) -> str | None:
+    """The packaged model a model id names (its GGUF file's blocks can be read), or None."""
+    return model_id[len(PACKAGED_PREFIX):] if model_id.startswith(PACKAGED_PREFIX) else None
+
+
+def blocks_for(model_id: str, choice: Choice, progress: Progress | None = None) -> dict | None:
+    """The GGUF 4-bit blocks a model computes from on the gguf-int4 path (gguf_blocks.py); None on any other."""
+    name = packaged_name(model_id)
+    return q4k_blocks(name, _scaled(progress, 0.9, 0.95)) if choice.path == GGUF_INT4 and name else None
+
+
+def choose_kernels(path: str, device: str, dtype: str | None, kernels: str | None, gguf: bool = False) -> Choice:
+    """The kernels for a model at `path` (its config's shapes) on `device`, by kernel_choice.choose_path (`gguf`: the
+    model has a GGUF file's blocks); on a GPU the dtype auto_dtype gives it (or the one asked)."""
     from transformers import AutoConfig
 
     if device != "cpu":
         return choose_path(0, 0, device, pick_dtype(dtype, device), kernels)
     config = AutoConfig.from_pretrained(path)
-    return choose_path(config.hidden_size, config.intermediate_size, device, dtype, kernels, cache_root())
+    return choose_path(config.hidden_size, config.intermediate_size, device, dtype, kernels, cache_root(), gguf)
 
 
 def checked(target, choice: Choice) -> str:
@@ -225,11 +238,12 @@ def checked(target, choice: Choice) -> str:
     path that should be exact measures otherwise on this model."""
     if not choice.exact:
         return choice.why
+    said = layers_said(target)
     rows = check_rows(target)
     if not rows.exact:
         raise ValueError(f"the {choice.path} kernels are not exact on this target ({rows}): run with --kernels "
                          f"float32, the reference")
-    return f"{choice.why}; checked on the loaded target: {rows}"
+    return f"{choice.why}; {said + '; ' if said else ''}checked on the loaded target: {rows}"
 
 
 def load_target(preset: str | None = None, target: str | None = None, dtype: str | None = None,
@@ -244,15 +258,16 @@ def load_target(preset: str | None = None, target: str | None = None, dtype: str
             raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
         target = PRESETS[name].target
     path = resolve_model(target, progress)
-    choice = choose_kernels(path, "cpu", dtype, kernels)
+    choice = choose_kernels(path, "cpu", dtype, kernels, gguf=packaged_name(target) is not None)
     if progress:
         progress(0.9, "loading the target's weights")
-    model = apply_path(load_model(path, "cpu", choice.load_dtype), choice.path, keep_output_rows=True)
+    model = apply_path(load_model(path, "cpu", choice.load_dtype), choice.path, keep_output_rows=True,
+                       blocks=blocks_for(target, choice))
     return model, load_tokenizer(path), _short(target)
 
 
 def _short(model_id: str) -> str:
-    return model_id[len(PACKAGED_PREFIX):] if model_id.startswith(PACKAGED_PREFIX) else model_id
+    return packaged_name(model_id) or model_id
 
 
 def _scaled(progress: Progress | None, lo: float, hi: float) -> Progress | None:

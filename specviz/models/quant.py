@@ -17,7 +17,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from specviz.models.kernels import FLOAT32, FP16_FBGEMM, Fp16Linear
+from specviz.models.int4 import GROUP, Int4Groups, rounded
+from specviz.models.kernels import FLOAT32, PACKED_FP16, Fp16Linear
 from specviz.models.machine import native_bf16
 from specviz.models.timer import median_s
 from specviz.settings.bounds import DRAFT_WEIGHTS
@@ -45,40 +46,19 @@ class Int8Linear(nn.Module):
         return y.reshape(*x.shape[:-1], self.out_features)
 
 
-class Int4Linear(nn.Module):
+class Int4Linear(Int4Groups):
     """y = x W^T + b with W stored as 4-bit codes: each group of 32 weights along a row keeps its minimum and a step
-    (max − min) / 15, and a weight is code · step + minimum (asymmetric, round to nearest). Packed in the layout of
-    torch's CPU kernel (`_weight_int4pack_mm_for_cpu`), which computes with the dequantized weights in one pass.
+    (max − min) / 15, and a weight is code · step + minimum (asymmetric, round to nearest), in int4.py's layout for
+    torch's CPU kernel, which computes with the dequantized weights in one pass."""
 
-    torch stores a group as (scale, zero) with w = (code − 8) · scale + zero, so zero = minimum + 8 · scale."""
-
-    GROUP = 32  # inputs per scale and zero: the smallest group torch's kernel takes, the closest to the weights
+    GROUP = GROUP
 
     @classmethod
     def fits(cls, linear: nn.Linear) -> bool:
-        """torch's kernel wants whole groups along the input and outputs in multiples of 16."""
-        return linear.in_features % cls.GROUP == 0 and linear.out_features % 16 == 0
+        return Int4Groups.fits(linear.in_features, linear.out_features)
 
     def __init__(self, linear: nn.Linear):
-        super().__init__()
-        n, k = linear.out_features, linear.in_features
-        groups = linear.weight.detach().float().reshape(n, k // self.GROUP, self.GROUP)
-        low, high = groups.amin(-1, keepdim=True), groups.amax(-1, keepdim=True)
-        scale = (high - low).clamp(min=1e-12) / 15
-        codes = ((groups - low) / scale).round().clamp(0, 15).to(torch.int32).reshape(n, k)
-        self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 1))  # (N, K/2) uint8
-        zero = low + 8 * scale
-        scales_and_zeros = torch.stack([scale.reshape(n, -1), zero.reshape(n, -1)], -1).transpose(0, 1)  # (K/32, N, 2)
-        self.register_buffer("scales_and_zeros", scales_and_zeros.contiguous().to(linear.weight.dtype))
-        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().clone())
-        self.in_features, self.out_features = k, n
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        flat = x.reshape(-1, self.in_features).to(self.scales_and_zeros.dtype)
-        y = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, self.GROUP, self.scales_and_zeros)
-        if self.bias is not None:
-            y = y + self.bias
-        return y.reshape(*x.shape[:-1], self.out_features)
+        super().__init__(*rounded(linear.weight), linear.bias, dtype=linear.weight.dtype)
 
 
 PACKED = {INT8: Int8Linear, INT4: Int4Linear}
@@ -100,7 +80,7 @@ def packed_dtype(dtype: torch.dtype, path: str = FLOAT32) -> torch.dtype:
     follows the target whatever q the draft draws from (this module's docstring), and these kernels are fast in
     bfloat16 only (on an avx512_bf16 EPYC, 8 draft-sized MLP layers for one row: int4 1.6 ms in bfloat16 and
     32 ms in float32, against 2.8 ms for the float16-fbgemm full weights; 2026-12-03)."""
-    return torch.bfloat16 if path == FP16_FBGEMM and native_bf16() else dtype
+    return torch.bfloat16 if path in PACKED_FP16 and native_bf16() else dtype
 
 
 _FASTEST: dict[tuple, str] = {}  # measured once per process, dtype and path
@@ -122,7 +102,7 @@ def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), la
         with torch.inference_mode():
             one, many = (torch.randn(rows, shape[0], dtype=dtype) for rows in (1, 32))
             stack = [nn.Linear(*shape, bias=False).to(dtype) for _ in range(layers)]
-            full = [Fp16Linear(linear) for linear in stack] if path == FP16_FBGEMM else stack  # as the draft runs
+            full = [Fp16Linear(linear) for linear in stack] if path in PACKED_FP16 else stack  # as the draft runs
             full_one = stack_time(full, one)
             costs = {FULL: _STEPS_PER_PROMPT * full_one + stack_time(full, many)}
             small = packed_dtype(dtype, path)  # what a packed draft computes in (bfloat16 where native)

@@ -12,7 +12,8 @@ from specviz.algorithm.sampling import SamplingSettings
 from specviz.engine import Engine, RunSettings, batched
 from specviz.engine.batched import Batch, Request
 from specviz.models import kernels
-from specviz.models.kernels import FLOAT32, FP16_FBGEMM, apply_path
+from harness.tiny_models import on_gguf_int4
+from specviz.models.kernels import FLOAT32, FP16_FBGEMM, GGUF_INT4, apply_path
 from tests.engine.test_lossless import _wrong_verify, exact_marginals, tv
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -21,12 +22,15 @@ PROMPTS = ["def fib(n):", "x = 1", "The quick brown fox", "import os\nimport sys
 GREEDY = SamplingSettings(temperature=0)
 
 
-@pytest.fixture(scope="module", params=[FLOAT32, FP16_FBGEMM])
+@pytest.fixture(scope="module", params=[FLOAT32, FP16_FBGEMM, GGUF_INT4])
 def pair(request, tiny_pair, tokenizer):
-    """The tiny pair on each CPU path, with an engine for the runs alone (no EOS: every run makes its full length)."""
+    """The tiny pair on each CPU path, with an engine for the runs alone (no EOS: every run makes its full length);
+    on gguf-int4 the target computes from 4-bit groups of its own, as the packaged target from its file's."""
     if kernels.available(request.param) is not None:
         pytest.skip(kernels.available(request.param))
     draft, target = (apply_path(copy.deepcopy(m), request.param) for m in tiny_pair)
+    if request.param == GGUF_INT4:
+        target = on_gguf_int4(tiny_pair[1])
     engine = Engine(draft, target, tokenizer)
     engine.eos_ids = set()
     return engine

@@ -15,7 +15,8 @@ from specviz.engine import Engine, RunSettings
 from specviz.models import kernel_choice, kernels
 from specviz.models.fingerprint import fingerprint
 from specviz.models.kernel_choice import ROW_COUNTS, ROW_TOLERANCE, check_rows, choose_path
-from specviz.models.kernels import BFLOAT16, FLOAT32, FP16_FBGEMM, INT8_DYNAMIC, PATHS, Fp16Linear, apply_path
+from specviz.models.kernels import (BFLOAT16, FLOAT32, FP16_FBGEMM, GGUF_INT4, INT8_DYNAMIC, PATHS, Fp16Linear,
+                                    apply_path)
 from specviz.settings.bounds import MAX_BATCH, MAX_K, MAX_TREE_NODES
 from specviz.models.memory import draft_memory
 
@@ -37,14 +38,15 @@ def test_a_path_is_offered_exactly_where_its_rows_measure_independent_here(path)
         assert rows.exact, rows
     if path == INT8_DYNAMIC:
         assert not rows.exact and rows.difference > 1e-3, rows
+    gguf = path == GGUF_INT4  # offered only to a model with a GGUF file's blocks
     if rows.exact:
-        assert choose_path(1536, 8960, "cpu", None, path).path == path
-        assert path in kernel_choice.offered_here().split(" (")[0].split(", ")
+        assert choose_path(1536, 8960, "cpu", None, path, gguf=gguf).path == path
+        assert path in kernel_choice.offered_here(gguf=gguf).split(" (")[0].split(", ")
     else:
         with pytest.raises(ValueError, match=f"--kernels {path} is not exact on this machine, so specviz refuses it: "
                                              f"{rows.rows} rows computed together differ"):
-            choose_path(1536, 8960, "cpu", None, path)
-        assert f"{path}, {rows.rows} rows differ by {rows.difference:.1e}" in kernel_choice.offered_here()
+            choose_path(1536, 8960, "cpu", None, path, gguf=gguf)
+        assert f"{path}, {rows.rows} rows differ by {rows.difference:.1e}" in kernel_choice.offered_here(gguf=gguf)
 
 
 class _RowsAlikeUpTo(torch.nn.Module):
@@ -121,7 +123,10 @@ def test_greedy_on_the_fast_path_equals_the_target_alone_on_it(fast_engine, draf
 # --- the choice and its refusals -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("asked, words", [
-    ("nope", "--kernels must be auto or one of float32, bfloat16, float16-fbgemm, int8-dynamic, got 'nope'; here: "),
+    ("nope", "--kernels must be auto or one of float32, bfloat16, float16-fbgemm, gguf-int4, int8-dynamic, got "
+             "'nope'; here: "),
+    (GGUF_INT4, "--kernels gguf-int4 computes from a GGUF file's 4-bit blocks, and this target was not loaded from "
+                "one"),
     (INT8_DYNAMIC, "--kernels int8-dynamic is not exact on this machine, so specviz refuses it: "),
     (3, "--kernels must be auto or one of"),
 ])

@@ -4,7 +4,12 @@ adaptive K, the draft model) on a code prompt (48 tokens, K up to 4) and a story
 t(1), t(5) and v from the pair's own short measurement; the pair's resident memory. Turns interleaved (each turn
 runs every configuration once), after one warm-up of each; the median turn and the range.
 
-    python -m tools.measure_cpu_path [--turns 5] [--kernels auto]
+    python -m tools.measure_cpu_path [--turns 5] [--kernels auto] [--llama-cpp BUILD/bin]
+
+With --llama-cpp (the bin folder of a llama.cpp build, docs/benchmarks.md says how; a yardstick, never a dependency),
+each turn also runs llama.cpp on the same GGUF files, joined from the same packages: `llama-bench` for the target
+alone (48 tokens) and `llama-speculative-simple` with the draft (K up to 4, greedy) on the code prompt, chat template
+applied, so its ratios are turn by turn too.
 
 Its figures are docs/benchmarks.md's "The CPU path" and the README's headline table. On an AVX2-only CPU's numbers
 without one: run it with ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
@@ -57,6 +62,42 @@ def specviz_runs(engine, kind: str, tokens: int, most_k: int):
             lambda: engine.run(prompt, settings, details=False).summary.tokens_per_s)
 
 
+def llama_cpp_runs(bin_dir: str, tokenizer, tokens: int) -> dict:
+    """tokens/s functions running llama.cpp's own tools on the packaged GGUF files (joined once into a temporary
+    folder): the target alone (llama-bench, no repacking: its repacked kernels crashed here for batches over one
+    token) and its speculative decoding with the packaged draft on the code prompt."""
+    import json
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from specviz.models.packaged import PACKAGED, join_chunks
+    from specviz.settings.prompts import CODE_PROMPT
+
+    folder = Path(tempfile.mkdtemp(prefix="specviz-gguf-"))
+    files = {}
+    for role, name in (("draft", "Qwen2.5-Coder-0.5B-Instruct"), ("target", "Qwen2.5-Coder-1.5B-Instruct")):
+        files[role] = folder / f"{role}.gguf"
+        join_chunks(PACKAGED[name], files[role])
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": CODE_PROMPT}], add_generation_prompt=True,
+                                           tokenize=False)
+
+    def bench() -> float:
+        out = subprocess.run([f"{bin_dir}/llama-bench", "-m", str(files["target"]), "-t", "2", "-n", str(tokens),
+                              "-p", "0", "-r", "1", "--repack", "0", "-o", "json"], capture_output=True, text=True,
+                             check=True).stdout
+        return float(json.loads(out)[0]["avg_ts"])
+
+    def speculative() -> float:
+        out = subprocess.run([f"{bin_dir}/llama-speculative-simple", "-m", str(files["target"]), "-md",
+                              str(files["draft"]), "--spec-type", "draft-simple", "--spec-draft-n-max", "4",
+                              "--temp", "0", "-t", "2", "-n", str(tokens), "--no-repack", "-p", prompt],
+                             capture_output=True, text=True, check=True)
+        line = next(l for l in (out.stdout + out.stderr).splitlines() if "decoded" in l and "speed:" in l)
+        return float(line.rsplit("speed:", 1)[1].split()[0])
+    return {"llama.cpp target alone (llama-bench)": bench, "llama.cpp speculative, code": speculative}
+
+
 def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
 
@@ -65,6 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--kernels", default="auto")
+    parser.add_argument("--llama-cpp", default="", metavar="BIN", help="a llama.cpp build's bin folder")
     args = parser.parse_args()
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     from transformers.utils import logging
@@ -83,6 +125,8 @@ def main() -> None:
     for kind, tokens, most_k in (CODE, STORY):
         alone, spec = specviz_runs(engine, kind, tokens, most_k)
         runs[f"specviz target alone, {kind}"], runs[f"specviz speculative, {kind}"] = alone, spec
+    if args.llama_cpp:
+        runs |= llama_cpp_runs(args.llama_cpp, engine.tokenizer, CODE[1])
     for run in runs.values():
         run()  # warm-up
     speeds = {name: [] for name in runs}
@@ -106,6 +150,13 @@ def main() -> None:
         print(f"  {kind}: speculative ÷ its own target alone, turn by turn: {spread(ratios)}")
     ratios = [a / b for a, b in zip(speeds["specviz target alone, code"], base)]
     print(f"  code: specviz target alone ÷ transformers float32 generate, turn by turn: {spread(ratios)}")
+    ratios = [a / b for a, b in zip(speeds["specviz speculative, code"], base)]
+    print(f"  code: specviz speculative ÷ transformers float32 generate, turn by turn: {spread(ratios)}")
+    if args.llama_cpp:
+        for mine, theirs in (("specviz target alone, code", "llama.cpp target alone (llama-bench)"),
+                             ("specviz speculative, code", "llama.cpp speculative, code")):
+            ratios = [a / b for a, b in zip(speeds[mine], speeds[theirs])]
+            print(f"  {mine} ÷ {theirs}, turn by turn: {spread(ratios)}")
 
 
 if __name__ == "__main__":

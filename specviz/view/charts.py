@@ -99,7 +99,8 @@ def tokens_per_pass(trace: Trace, selected: int | None = None, font_size: int = 
                            kind, FATES[kind].label))
     # Expected and ceiling from the K each round really drafted (adaptive K, or the last rounds, draft fewer); a
     # tree round accepts at most its depth, and the chain's formula does not give a tree's expectation
-    alpha, tree = trace.summary.acceptance_rate, any(r.tree for r in rounds)
+    alpha, tree = round(trace.summary.acceptance_rate, 2), any(r.tree for r in rounds)  # as printed: a student
+    #                                                                  redoing E from the α shown gets the line drawn
     reach = [most_accepted(r) for r in rounds]  # the most drafts each round could accept
     expected = sum(expected_tokens_per_pass(alpha, r.k) for r in rounds) / len(rounds)
     ceiling = sum(n + 1 for n in reach) / len(rounds)

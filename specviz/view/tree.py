@@ -186,7 +186,7 @@ def tree_against_chain(trace: Trace, index: int) -> str:
     run's measured acceptance rate (the tree's α counts every tested node, so this compares orders of magnitude,
     not a measured chain)."""
     rnd, s = trace.rounds[index], trace.summary
-    alpha = s.acceptance_rate if s else 0.0
+    alpha = float(num(s.acceptance_rate)) if s else 0.0  # as printed, so E redone from the α shown gives the figure
     chain = expected_tokens_per_pass(alpha, rnd.k)
     same_depth = expected_tokens_per_pass(alpha, rnd.tree.deepest)
     return (f'<div class="sv-tree-vs sv-answer" data-step="{reveal_steps(rnd)}">This tree drafted {rnd.k} tokens '

@@ -20,7 +20,9 @@ def test_tokens_per_pass_expected_line_and_running_mean(trace):
     expected = next(t for t in fig.data if t.name.startswith("expected"))
     # from the K each round drafted, not the setting: the last rounds (and adaptive K) draft fewer
     assert any(r.k < trace.settings["k"] for r in rounds)
-    mean_e = sum(expected_tokens_per_pass(s.acceptance_rate, r.k) for r in rounds) / len(rounds)
+    shown = round(s.acceptance_rate, 2)  # E from α as printed, so a student redoing it gets the line drawn
+    assert f"α = {shown:.2f}" in fig.layout.title.text
+    mean_e = sum(expected_tokens_per_pass(shown, r.k) for r in rounds) / len(rounds)
     assert list(expected.y) == [pytest.approx(mean_e)] * 2
     ceiling = next(t for t in fig.data if t.name.startswith("ceiling"))
     assert list(ceiling.y) == [pytest.approx(sum(r.k + 1 for r in rounds) / len(rounds))] * 2

@@ -12,6 +12,7 @@ import pytest
 from specviz.engine import Engine, RunSettings
 from specviz.app.inputs import settings_from
 from specviz.view.stage import round_section, stage_html
+from specviz.view.style import num
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import ACCEPTED, DISCARDED, REJECTED
 from specviz.record.load import load_trace
@@ -58,8 +59,10 @@ def test_the_quiz_asks_for_the_path_length_and_reveals_once(tree_trace):
 
 
 def test_the_chain_comparison_uses_the_named_formula(tree_trace):
-    rnd, alpha = tree_trace.rounds[2], tree_trace.summary.acceptance_rate
+    """E from α as printed: a student redoing it from the α on the page gets the figure beside it."""
+    rnd, alpha = tree_trace.rounds[2], float(num(tree_trace.summary.acceptance_rate))
     html = section(tree_trace, 3)
+    assert f"α = {num(alpha)}" in html
     assert f"{expected_tokens_per_pass(alpha, rnd.k):.2f}" in html
     assert f"{expected_tokens_per_pass(alpha, 3):.2f}" in html and f"<b>{rnd.tokens_this_pass}</b>" in html
 
@@ -149,7 +152,7 @@ def test_each_node_of_a_heads_tree_names_the_head_of_its_depth(heads_tree_trace)
 def test_what_names_a_head_tells_no_verdict(heads_tree_trace):
     """The quiz hides every outcome until the reveal (data-step); the head's line is not one, and the node and its
     icon keep their reveal step."""
-    from specviz.view.style import FATES
+    from specviz.view.style import num, FATES
 
     html = section(heads_tree_trace, 2)
     key = html.split('sv-tree-key">', 1)[1].split("</div>", 1)[0]

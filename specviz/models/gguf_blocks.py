@@ -139,13 +139,11 @@ def unpack(packed: torch.Tensor) -> torch.Tensor:
 
 
 def _load(path: Path) -> dict[str, Q4K]:
-    from safetensors import safe_open
+    """The kept blocks, read into memory of their own (not mapped: a tensor left viewing a mapped file keeps the whole
+    file counted as the process's memory)."""
+    from safetensors.torch import load
 
-    out = {}
-    with safe_open(str(path), "pt") as f:
-        for key in f.keys():
-            if key.endswith(".codes"):
-                module = key.removesuffix(".codes")
-                out[module] = Q4K(unpack(f.get_tensor(key)), f.get_tensor(f"{module}.step"),
-                                  f.get_tensor(f"{module}.minimum"))
-    return out
+    tensors = load(path.read_bytes())
+    return {key.removesuffix(".codes"): Q4K(unpack(tensors[key]), tensors[key.replace(".codes", ".step")],
+                                            tensors[key.replace(".codes", ".minimum")])
+            for key in tensors if key.endswith(".codes")}

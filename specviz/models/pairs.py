@@ -16,7 +16,7 @@ from specviz.models.kernel_choice import Choice, check_rows, choose_path
 from specviz.models.gguf_blocks import q4k_blocks
 from specviz.models.kernels import GGUF_INT4, apply_path, layers_said
 from specviz.models.machine import native_bf16
-from specviz.models.memory import give_back_freed_memory
+from specviz.models.memory import give_back_freed_memory, own_copies
 from specviz.models.packaged import cache_root
 from specviz.models.packaged import PACKAGED_PREFIX, prepare_packaged
 from specviz.models.quant import FULL, packed_dtype, pick_weights, quantize_linears, weights_name
@@ -180,6 +180,8 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     draft_model = load_draft(draft_path, device, choice, weights)
     target_model = apply_path(load_model(target_path, device, choice.load_dtype), choice.path,
                               blocks=blocks_for(target, choice, progress))
+    for model in (draft_model, target_model):
+        own_copies(model)
     give_back_freed_memory()
     return ModelPair(draft_model, target_model, tok_target, weights_name(_short(draft), weights), _short(target),
                      device, choice.dtype, checked(target_model, choice), choice.path)

@@ -204,8 +204,9 @@ EXAMPLES = {e.name: e for e in [
             STORY_PROMPT, RunSettings(temperature=0.8, top_p=0.95, seed=2, max_new_tokens=30, drafter=TREE.key,
                                       tree_widths=TREE_WIDTHS), _shows_tree),
     Example("code-heads", "Code, Medusa heads",
-            "The Fibonacci function drafted by three Medusa heads trained here on the target's own answers "
-            "(`python -m specviz train-heads`): no draft model runs; each head reads the target's last hidden state "
+            "The Fibonacci function drafted by three Medusa heads that specviz trained on the target's own answers "
+            "when this run was recorded (`python -m specviz train-heads`; a machine that has not run it has no heads "
+            "of its own, as its settings say): no draft model runs; each head reads the target's last hidden state "
             "and guesses the token 1, 2 or 3 places ahead, a later head kept only after every head before it was; "
             "the text equals the target's own greedy output.",
             CODE_PROMPT, RunSettings(k=3, temperature=0.0, seed=0, max_new_tokens=48, drafter=HEADS.key),

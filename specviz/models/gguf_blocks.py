@@ -15,6 +15,7 @@ no 4-bit kernel and stay as the prepared folder holds them (kernels.py).
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from specviz.models.int4 import weights_of
 from specviz.models.packaged import PACKAGED, cache_root, join_chunks
 from specviz.settings.bounds import Progress
 
@@ -42,9 +44,7 @@ class Q4K:
 
     def weights(self) -> torch.Tensor:
         """The weights as the file defines them, float32 (N, K)."""
-        n, k = self.codes.shape
-        groups = self.codes.float().reshape(n, k // 32, 32)
-        return (groups * self.step[..., None] + self.minimum[..., None]).reshape(n, k)
+        return weights_of(self.codes, self.step, self.minimum)
 
 
 EMBEDDING = "model.embed_tokens"  # the input embedding's module (llama.cpp's token_embd)
@@ -125,7 +125,6 @@ def _write_blocks(name: str, path: Path, progress: Progress | None) -> None:
     except OSError as e:
         raise ValueError(f"could not keep {name}'s 4-bit blocks in {cache_root()}: {e.strerror or e}") from None
     finally:
-        import shutil
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -25,8 +25,7 @@ class Int4Groups(nn.Module):
                  dtype: torch.dtype = torch.bfloat16, out_dtype: torch.dtype | None = None):
         super().__init__()
         n, k = codes.shape
-        scale = step.to(dtype)  # rounded first, so the zero makes up for the scale's rounding at the group's middle
-        zero = (minimum.float() + 8 * scale.float()).to(dtype)
+        scale, zero = scale_and_zero(step, minimum, dtype)
         self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes.to(torch.int32), 1))
         self.register_buffer("scales_and_zeros", torch.stack([scale, zero], -1).transpose(0, 1).contiguous())
         self.register_buffer("bias", None if bias is None else bias.detach().clone())
@@ -52,6 +51,20 @@ class Int4Groups(nn.Module):
         return y.reshape(*x.shape[:-1], self.out_features)
 
 
+def scale_and_zero(step: torch.Tensor, minimum: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """A group's step and minimum as torch's kernel stores them, in `dtype`: the scale rounded first, so the zero
+    (minimum + 8 · scale) makes up for the scale's rounding at the group's middle."""
+    scale = step.to(dtype)
+    return scale, (minimum.float() + 8 * scale.float()).to(dtype)
+
+
+def weights_of(codes: torch.Tensor, step: torch.Tensor, minimum: torch.Tensor) -> torch.Tensor:
+    """The weights (…, K) that codes (…, K) with a step and a minimum per group of GROUP (…, K/GROUP) stand for,
+    float32: code · step + minimum, exactly as a GGUF file defines them."""
+    groups = codes.float().reshape(*codes.shape[:-1], -1, GROUP)
+    return (groups * step.float()[..., None] + minimum.float()[..., None]).reshape(codes.shape)
+
+
 def rounded(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """A weight (N, K) rounded to nearest in groups of GROUP: each group's minimum and step (max − min) / 15, and the
     codes; (codes, step, minimum) as Int4Groups takes them."""
@@ -68,8 +81,7 @@ def moved_by(step: torch.Tensor, minimum: torch.Tensor, dtype: torch.dtype = tor
     most, relative to the largest weight of its group; the mean, the same way), over every code of every group. For
     scale, rounding each weight itself to bfloat16 moves it by up to 2⁻⁹ = 0.002 of its own size."""
     step, minimum = step.float(), minimum.float()
-    scale = step.to(dtype).float()
-    zero = (minimum + 8 * scale).to(dtype).float()
+    scale, zero = (t.float() for t in scale_and_zero(step, minimum, dtype))
     largest = torch.maximum(minimum.abs(), (15 * step + minimum).abs()).clamp(min=1e-30)
     moved = torch.stack([((code - 8) * scale + zero - (code * step + minimum)).abs() / largest
                          for code in range(16)])

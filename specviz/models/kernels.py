@@ -39,7 +39,7 @@ from torch import nn
 from specviz.models.attention import use_grouped_attention
 from specviz.models.fingerprint import fingerprint
 from specviz.models.gguf_blocks import EMBEDDING, pack, unpack
-from specviz.models.int4 import Int4Groups, rounded
+from specviz.models.int4 import Int4Groups, rounded, weights_of
 from specviz.models.machine import native_bf16
 
 FLOAT32, BFLOAT16, FP16_FBGEMM, INT8_DYNAMIC = "float32", "bfloat16", "float16-fbgemm", "int8-dynamic"
@@ -144,7 +144,12 @@ def _from_blocks(q4k, linear: nn.Linear) -> Int4Groups:
     if tuple(q4k.codes.shape) != (linear.out_features, linear.in_features):
         raise ValueError(f"the GGUF's 4-bit blocks are {tuple(q4k.codes.shape)}, the layer {linear.out_features} × "
                          f"{linear.in_features}: they are not this model's")
-    return Int4Groups(q4k.codes, q4k.step, q4k.minimum, linear.bias, torch.bfloat16, out_dtype=torch.float32)
+    return _int4_layer(q4k.codes, q4k.step, q4k.minimum, linear.bias)
+
+
+def _int4_layer(codes, step, minimum, bias) -> Int4Groups:
+    """A gguf-int4 layer: bfloat16 into torch's int4 kernel (its fast path), float32 out (the path's activations)."""
+    return Int4Groups(codes, step, minimum, bias, torch.bfloat16, out_dtype=torch.float32)
 
 
 def _rest_in_float32(model: nn.Module) -> None:
@@ -207,8 +212,7 @@ class Int4Embedding(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         flat = ids.reshape(-1)
-        codes = unpack(self.codes[flat]).float()
-        rows = (codes.reshape(len(flat), -1, 32) * self.step[flat, :, None] + self.minimum[flat, :, None])
+        rows = weights_of(unpack(self.codes[flat]), self.step[flat], self.minimum[flat])
         return rows.reshape(*ids.shape, -1)
 
 
@@ -247,6 +251,6 @@ def stack_of(path: str, hidden: int, inner: int, layers: int = STACK, seed: int 
             linear.weight.copy_(torch.randn(inner, hidden, generator=gen) / hidden ** 0.5)
         out.append(Fp16Linear(linear) if path == FP16_FBGEMM else Int8DynamicLinear(linear) if path == INT8_DYNAMIC
                    else linear.to(torch.bfloat16) if path == BFLOAT16 else
-                   Int4Groups(*rounded(linear.weight), None, torch.bfloat16, torch.float32) if path == GGUF_INT4
+                   _int4_layer(*rounded(linear.weight), None) if path == GGUF_INT4
                    else linear)
     return out

@@ -40,9 +40,9 @@ def draft_memory(draft, target) -> DraftMemory | None:
 
 def own_copies(model) -> None:
     """Every tensor of the model in memory of its own, in place: a tensor loaded in its file's own dtype stays a view
-    of the file's mapped pages, and one such view keeps the whole file mapped and counted as the process's memory (the
-    packaged draft's 0.96 GB, the target's blocks' 0.93 GB). One tensor at a time, so the copies never double the
-    model."""
+    of the file's mapped pages, and once the model's other layers are replaced, one such view keeps the whole file
+    mapped and counted as the process's memory (the packaged draft's 0.96 GB, its int4 layers made from it). One
+    tensor at a time, so the copies never double the model."""
     for tensor in [*model.parameters(), *model.buffers()]:
         tensor.data = tensor.data.clone()
 

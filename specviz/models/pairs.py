@@ -180,8 +180,6 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     draft_model = load_draft(draft_path, device, choice, weights)
     target_model = apply_path(load_model(target_path, device, choice.load_dtype), choice.path,
                               blocks=blocks_for(target, choice, progress))
-    for model in (draft_model, target_model):
-        own_copies(model)
     give_back_freed_memory()
     return ModelPair(draft_model, target_model, tok_target, weights_name(_short(draft), weights), _short(target),
                      device, choice.dtype, checked(target_model, choice), choice.path)
@@ -195,6 +193,7 @@ def load_draft(path: str, device: str, choice: Choice, weights: str) -> torch.nn
         return apply_path(load_model(path, device, choice.load_dtype), choice.path)
     packed = packed_dtype(DTYPES[choice.dtype], choice.path)
     draft = quantize_linears(load_model(path, device, str(packed).removeprefix("torch.")), weights)
+    own_copies(draft)  # what quantizing left (the embedding, the norms) may still view the file it was loaded from
     return draft if packed != DTYPES[choice.dtype] else apply_path(draft, choice.path)
 
 

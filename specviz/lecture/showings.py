@@ -66,6 +66,6 @@ def results_of(traces: dict[str, Showing]) -> list[TraceResults]:
     """Every trace kept, in the order the room first showed them, with its rounds' answers counted (counts only)."""
     shown = []
     for trace, t in sorted(traces.items(), key=lambda item: item[1].first):
-        counts = {n: dict(t.counts(n)) for n in range(1, len(t.facts.rounds) + 1) if t.counts(n)}
+        counts = {n: dict(c) for n in range(1, len(t.facts.rounds) + 1) if (c := t.counts(n))}
         shown.append(TraceResults(t.title, trace, t.facts, counts, dict(t.reached)))
     return shown

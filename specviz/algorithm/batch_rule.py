@@ -10,7 +10,10 @@ against what the round costs, in the batch's one-token target steps t(B) (the ta
 
     K·c_B + v_B(K),   c_B = t_draft(B) / t(B),   v_B(K) = t(B·(K + 1)) / t(B)
 
-and takes the K with the most tokens per step (K = 0, the target alone at B, gives B per step). a_b(n) is sequence
+and takes the K with the most tokens per step (K = 0, the target alone at B, gives B per step). The prices come
+from the batch's own rounds as it serves, the pair's measured profile filling in what has not run yet
+(engine/batch_prices.py): there v_B(K) is the whole rest of the round after drafting, the pass and every row's
+verdict, so what the batch pays is what it is priced at. a_b(n) is sequence
 b's own acceptance at draft position n so far: of its drafts examined there (every draft before them kept), the
 share kept, with PRIOR pseudo-drafts kept, so a new sequence drafts and measures rather than trusting nothing.
 S_b(n), the chance its n-th draft survives, is their product: acceptance falls along a round (the draft drifts from

@@ -27,8 +27,9 @@ EXPLAIN = (
     "Here the server is real: several users' requests decoded together by one batch, each user's text exactly what "
     "the target alone would give them. With one user, drafting makes each pass yield more tokens while the pass "
     "costs about the same. With more users the verify pass reads every user's drafts, B·(K + 1) positions, and "
-    "turns into arithmetic: the cost-aware rule then prices each round for the whole batch, Σ E(α, K) / (K·c + "
-    "v), and drafts less, and past the crossover not at all. Each point is one number of users at once.")
+    "turns into arithmetic: the cost-aware rule then prices each round for the whole batch, Σ E(K) / (K·c + v), "
+    "c and v read off the batch's own rounds as it serves (the Costs tab's measurement until it has some), and "
+    "drafts less, and past the crossover not at all. Each point is one number of users at once.")
 
 
 def live_users(most) -> tuple[int, ...]:
@@ -74,7 +75,8 @@ def live_handler(get_engine: EngineLoader | None, cache: CostCache, stops: LiveS
                                                       "nothing to draw.")
         machine = f"{engine.target_name} on this server"
         said = (f"Served live: {', '.join(map(str, plan.users))} users at once, {plan.max_new_tokens} new tokens "
-                f"each{'; stopped early' if stop.is_set() else ''}. The cost rule priced by {profile.source}.")
+                f"each{'; stopped early' if stop.is_set() else ''}. The cost rule priced by its rounds' own clock, "
+                f"from {profile.source}.")
         return (serve_figure(serve_bench.lines(runs), machine),
                 serve_table(runs, plan, machine, serve_bench.predicted_crossovers(runs, profile),
                             serve_bench.greedy_same(runs) if plan.temperature == 0 else None),

@@ -33,6 +33,8 @@ from transformers import DynamicCache
 
 from specviz.algorithm.batch_rule import BatchChoice, Positions, choose_k
 from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
+from specviz.engine.batch_prices import BatchPrices
+from specviz.engine.lean import LeanDecoder
 from specviz.record.cost_profile import CostProfile
 from specviz.settings.bounds import MAX_BATCH
 
@@ -103,17 +105,22 @@ class Slots:
     def feed(self, model, feeds: list[list[int]], keep: int) -> torch.Tensor:
         """One pass over each row's `feeds` (left-padded with masked slots to one width) -> logits (B, keep, V) of
         each row's last `keep` fed tokens, float32 on CPU. The fed tokens become kept slots (`drop` masks some)."""
-        width = max(len(f) for f in feeds)
-        pad = [width - len(f) for f in feeds]
-        ids = torch.tensor([[0] * n + f for n, f in zip(pad, feeds)])
-        new = torch.tensor([[False] * n + [True] * len(f) for n, f in zip(pad, feeds)])
-        positions = self.positions()[:, None] + (new.cumsum(1) - 1).clamp(min=0)
-        mask = torch.cat([self.kept, new], 1)
+        ids, positions, mask = self._inputs(feeds)
         device = next(model.parameters()).device
         out = model(input_ids=ids.to(device), attention_mask=mask.long().to(device),
                     position_ids=positions.to(device), cache=self.cache, use_cache=True, logits_to_keep=keep)
         self.kept = mask
         return out.logits.float().cpu()
+
+    def _inputs(self, feeds: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The feeds left-padded to one width: ids and position ids (B, width), and the mask of every slot each row
+        keeps, the new ones last (B, slots + width)."""
+        width = max(len(f) for f in feeds)
+        pad = [width - len(f) for f in feeds]
+        ids = torch.tensor([[0] * n + f for n, f in zip(pad, feeds)])
+        new = torch.tensor([[False] * n + [True] * len(f) for n, f in zip(pad, feeds)])
+        positions = self.positions()[:, None] + (new.cumsum(1) - 1).clamp(min=0)
+        return ids, positions, torch.cat([self.kept, new], 1)
 
     def drop(self, row: int, slots: int, keep: int) -> None:
         """Of the last `slots` slots of `row`, keep the first `keep` and mask the rest (tokens it did not keep)."""
@@ -152,18 +159,38 @@ def _left_pad(x: torch.Tensor, width: int) -> torch.Tensor:
     return torch.nn.functional.pad(x, (0, 0, width - x.shape[2], 0))
 
 
+class LeanSlots(Slots):
+    """The draft's slots, fed through the lean pass (lean.py's LeanDecoder.batch) rather than transformers' forward:
+    the same masks, positions and cache, less time per draft step, as a run alone drafts. The draft's numbers need
+    not match transformers' (verification uses the q each draft was drawn from); tests/engine/test_batched.py
+    checks they do."""
+
+    def __init__(self, decoder: LeanDecoder):
+        super().__init__()
+        self.decoder = decoder
+
+    def feed(self, model, feeds: list[list[int]], keep: int) -> torch.Tensor:
+        ids, positions, mask = self._inputs(feeds)
+        logits = self.decoder.batch(ids, positions, mask, self.cache, keep)
+        self.kept = mask
+        return logits
+
+
 class Batch:
     """Sequences decoded together on one target (and one draft model, where K > 0). `k`: the drafts a round makes,
-    or with `prices` (a measured profile of the pair) the most the cost-aware rule for a batch may choose."""
+    or with `prices` (the pair's measured profile, or the BatchPrices a server keeps across batches) the most the
+    cost-aware rule for a batch may choose; each round's clock is added to those prices."""
 
-    def __init__(self, target, draft, vocab: int, eos_ids: set[int], k: int, prices: CostProfile | None = None):
+    def __init__(self, target, draft, vocab: int, eos_ids: set[int], k: int,
+                 prices: CostProfile | BatchPrices | None = None):
         if k > 0 and draft is None:
             raise ValueError("drafting needs a draft model: the batched engine drafts with the draft model only")
         self.target, self.draft, self.vocab, self.eos_ids, self.k = target, draft, vocab, set(eos_ids), k
-        self.prices = prices.steady() if prices is not None else None  # no longer pass priced cheaper
+        self.prices = BatchPrices(prices) if isinstance(prices, CostProfile) else prices
         self.rows: list[Sequence] = []
         self.finished: list[Served] = []  # requests that ended, in order (a load driver takes them)
-        self.target_slots, self.draft_slots = Slots(), Slots()
+        self.target_slots = Slots()  # the target runs transformers' own forward, the reference
+        self.draft_slots = LeanSlots(LeanDecoder(draft)) if draft is not None and LeanDecoder.supports(draft) else Slots()
         self.passes = 0  # target passes over the whole batch (rounds), prefills not counted
         self.tokens = 0  # tokens those passes committed, over every sequence
         self.examined = self.accepted = 0  # drafts verification examined and kept, over every sequence
@@ -219,7 +246,9 @@ class Batch:
             return
         k = min(self._chosen_k(), max(seq.left - 1 for seq in self.rows))
         self.plain_rounds = self.plain_rounds + 1 if k == 0 else 0
+        batch, began = len(self.rows), self.clock()
         drafts, q = self._draft(k)
+        drafted = self.clock()
         feeds = [seq.ids[-1:] + d for seq, d in zip(self.rows, drafts)]
         logits = self.target_slots.feed(self.target, feeds, k + 1)
         self.passes += 1
@@ -237,17 +266,19 @@ class Batch:
                 fed_drafts = min(k - 1, verdict.n_accepted, len(kept))  # the drafts fed to the draft and kept
                 self.draft_slots.drop(b, k - 1, fed_drafts)
                 seq.drafted += fed_drafts
+        if self.prices is not None:
+            self.prices.add(batch, k, drafted - began, self.clock() - drafted)
         self._leave(started)
 
     def _chosen_k(self) -> int:
-        """This round's K: fixed, or the cost-aware rule's at this batch size, priced by the profile:
-        c_B = t_draft(B) / t(B) and v_B(K) = t(B·(K + 1)) / t(B), t read off the pass-over-n-tokens curve."""
+        """This round's K: fixed, or the cost-aware rule's at this batch size, priced by what the batch's rounds
+        cost (engine/batch_prices.py): c_B, a draft step of B rows, and v_B(K), the rest of a round of K drafts, both in
+        the batch's one-token steps."""
         if self.prices is None or self.k == 0:
             return self.k
-        profile, b = self.prices, len(self.rows)
-        c = profile.draft_step(b) / profile.target_step(b)
-        choice = choose_k([seq.positions for seq in self.rows], c,
-                          lambda k: max(1.0, profile.t(b * (k + 1)) / profile.t(b)), self.k, self.plain_rounds)
+        prices, b = self.prices, len(self.rows)
+        choice = choose_k([seq.positions for seq in self.rows], prices.c(b), lambda k: prices.v(b, k), self.k,
+                          self.plain_rounds)
         self.choices.append(choice)
         return choice.k
 

@@ -101,24 +101,55 @@ class LeanDecoder:
         """Feed tokens after the cache's positions; logits (keep, V) for the last `keep`, float32 on CPU."""
         n, start = len(tokens), cache.length
         cache.make_room(start + n)
-        x = self.embed.forward(torch.tensor([tokens], device=self.device))  # (1, n, H)
-        cos, sin = self._rotary(start, n)  # (n, head dim)
+        cos, sin = self._rotary(torch.arange(start, start + n, device=self.device))  # (n, head dim)
         # A single token sees every cached position; several see the cache and, causally, each other.
         mask = None if n == 1 else torch.ones(n, start + n, dtype=torch.bool, device=self.device).tril(start)
-        for i, (norm1, q_proj, k_proj, v_proj, o_proj, norm2, gate, up, down) in enumerate(self.layers):
-            h = self._norm(x, norm1)
-            q = _rotate(q_proj(h).view(1, n, self.heads, self.head_dim).transpose(1, 2), cos, sin)
-            k = _rotate(k_proj(h).view(1, n, self.kv_heads, self.head_dim).transpose(1, 2), cos, sin)
-            cache.keys[i, :, :, start:start + n] = k
-            cache.values[i, :, :, start:start + n] = v_proj(h).view(1, n, self.kv_heads, self.head_dim).transpose(1, 2)
-            attention = F.scaled_dot_product_attention(
-                q, cache.keys[i, :, :, :start + n], cache.values[i, :, :, :start + n], attn_mask=mask,
-                scale=self.head_dim ** -0.5, enable_gqa=self.heads != self.kv_heads)  # (1, heads, n, head dim)
-            x = x + o_proj(attention.transpose(1, 2).reshape(1, n, -1))
-            h = self._norm(x, norm2)
-            x = x + down(F.silu(gate(h)) * up(h))
+
+        def store(i: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            cache.keys[i, :, :, start:start + n], cache.values[i, :, :, start:start + n] = k, v
+            return cache.keys[i, :, :, :start + n], cache.values[i, :, :, :start + n]
+
+        x = self._layers(torch.tensor([tokens], device=self.device), cos, sin, mask, store)
         cache.length = start + n
         return self.lm_head.forward(self._norm(x[:, -keep:], self.norm_weight))[0].float().cpu()
+
+    def batch(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor, cache, keep: int) -> torch.Tensor:
+        """A batch's step (engine/batched.py): ids and positions (B, n), `mask` (B, slots + n) the slots each row
+        keeps, its new ones last; `cache` a DynamicCache of (B, kv heads, slots, head dim) per layer, extended here ->
+        logits (B, keep, V) of each row's last `keep`, float32 on CPU. Each new token sees its row's kept slots and,
+        causally, its row's new tokens before it, as transformers' forward with that attention mask."""
+        n = ids.shape[1]
+        seen = mask[:, None, None, :].expand(-1, 1, n, -1).clone()  # (B, 1, n, slots + n)
+        seen[..., -n:] &= torch.ones(n, n, dtype=torch.bool).tril()
+        cos, sin = self._rotary(positions.to(self.device))  # (B, n, head dim)
+        cos, sin = cos[:, None], sin[:, None]  # broadcast over heads
+
+        def store(i: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            layer = cache.layers[i]
+            layer.keys, layer.values = torch.cat([layer.keys, k], 2), torch.cat([layer.values, v], 2)
+            return layer.keys, layer.values
+
+        x = self._layers(ids.to(self.device), cos, sin, seen.to(self.device), store)
+        return self.lm_head.forward(self._norm(x[:, -keep:], self.norm_weight)).float().cpu()
+
+    def _layers(self, ids: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None, store
+                ) -> torch.Tensor:
+        """The embedding and every decoder layer over ids (B, n): `store(i, k, v)` keeps layer i's new keys and
+        values and returns all it has, the new ones last -> the hidden states (B, n, H)."""
+        rows, n = ids.shape
+        x = self.embed.forward(ids)  # (B, n, H)
+        for i, (norm1, q_proj, k_proj, v_proj, o_proj, norm2, gate, up, down) in enumerate(self.layers):
+            h = self._norm(x, norm1)
+            q = _rotate(q_proj(h).view(rows, n, self.heads, self.head_dim).transpose(1, 2), cos, sin)
+            k = _rotate(k_proj(h).view(rows, n, self.kv_heads, self.head_dim).transpose(1, 2), cos, sin)
+            keys, values = store(i, k, v_proj(h).view(rows, n, self.kv_heads, self.head_dim).transpose(1, 2))
+            attention = F.scaled_dot_product_attention(
+                q, keys, values, attn_mask=mask, scale=self.head_dim ** -0.5,
+                enable_gqa=self.heads != self.kv_heads)  # (B, heads, n, head dim)
+            x = x + o_proj(attention.transpose(1, 2).reshape(rows, n, -1))
+            h = self._norm(x, norm2)
+            x = x + down(F.silu(gate(h)) * up(h))
+        return x
 
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """RMSNorm as transformers computes it: in float32, then back to the hidden dtype, then the weight."""
@@ -126,15 +157,15 @@ class LeanDecoder:
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
         return weight * h.to(x.dtype)
 
-    def _rotary(self, start: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin of positions start … start + n − 1, as transformers' default rotary embedding gives them."""
-        positions = torch.arange(start, start + n, device=self.device, dtype=torch.float32)
-        freqs = positions[:, None] * self.inv_freq.float()[None]
+    def _rotary(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin of these positions (any shape, a head dim added), as transformers' default rotary embedding
+        gives them."""
+        freqs = positions.float()[..., None] * self.inv_freq.float()
         angles = torch.cat((freqs, freqs), dim=-1)
         return angles.cos().to(self.dtype), angles.sin().to(self.dtype)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary positions on (1, heads, n, head dim): x·cos + rotate_half(x)·sin."""
+    """Rotary positions on (B, heads, n, head dim): x·cos + rotate_half(x)·sin."""
     half = x.shape[-1] // 2
     return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin

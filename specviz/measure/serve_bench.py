@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from specviz.algorithm.sampling import SamplingSettings
+from specviz.engine.batch_prices import BatchPrices
 from specviz.engine.batched import Batch, Request, Served
 from specviz.settings.bounds import MAX_BATCH, MAX_K
 from specviz.settings.prompts import BENCH_PROMPTS
@@ -121,8 +122,8 @@ def serve_users(batch: Batch, asked: list[list[Request]], seconds: float, stop=N
     return done
 
 
-def one_run(engine, plan: Plan, users: int, rule: str, turn: int, prices, stop=None) -> Run:
-    """`users` users under `rule`, served together."""
+def one_run(engine, plan: Plan, users: int, rule: str, turn: int, prices: BatchPrices | None, stop=None) -> Run:
+    """`users` users under `rule`, served together; the cost rule prices by `prices`, and adds its rounds to them."""
     k, priced = rule_k(rule)
     sampling = SamplingSettings(temperature=plan.temperature)
     chosen = prompts_for(engine, plan.kinds, users)
@@ -155,12 +156,13 @@ def serve_runs(engine, plan: Plan, prices=None, progress=None, stop=None) -> lis
         raise ValueError("the cost rule needs the pair's measured costs (measure/pass_timing.measure_costs)")
     runs, total = [], plan.turns * len(plan.users) * len(plan.rules)
     warm = dataclasses.replace(plan, max_new_tokens=min(plan.max_new_tokens, 4))  # each rule's shapes once, untimed:
-    for rule in plan.rules:                                                      # a CPU's first pass of a shape pays
-        one_run(engine, warm, max(plan.users), rule, plan.turns, prices, stop)  # for choosing its kernels
+    for rule in plan.rules:  # a CPU's first pass of a shape pays for choosing its kernels, so its clock is not kept
+        one_run(engine, warm, max(plan.users), rule, plan.turns, prices and BatchPrices(prices), stop)
+    measured = prices and BatchPrices(prices)  # what the cost rule's rounds cost, kept across its runs as a server would
     for turn in range(plan.turns):
         for users in plan.users:
             for rule in plan.rules:
-                run = one_run(engine, plan, users, rule, turn, prices, stop)
+                run = one_run(engine, plan, users, rule, turn, measured, stop)
                 if stop is not None and stop.is_set():
                     return runs
                 runs.append(run)

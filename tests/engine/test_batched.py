@@ -79,6 +79,36 @@ def test_the_caches_keep_exactly_what_each_sequence_committed(pair):
         assert all(seq.drafted < len(seq.ids) for seq in batch.rows)
 
 
+def test_the_batch_drafts_through_the_lean_pass_with_transformers_logits(pair):
+    """The draft's slots fed by lean.py's batched pass and by transformers' forward, side by side through a batch's
+    own feeds (joins of unequal prompts, padded steps, masked rejections, a row leaving): the same logits. The
+    negative control: a row's mask changed, the logits differ."""
+    lean, plain = batched.LeanSlots(batched.LeanDecoder(pair.draft)), batched.Slots()
+    for prompt in PROMPTS[:3]:
+        ids = pair.encode(prompt, RunSettings(chat=False))
+        for slots in (lean, plain):
+            alone = batched.DynamicCache()
+            with torch.inference_mode():
+                pair.draft(input_ids=torch.tensor([ids]), cache=alone, use_cache=True)
+            slots.join(alone, len(ids))
+    steps = [([[5], [6, 7], [8]], None), ([[9], [10], [11]], (1, 3, 1)), ([[12], [13], [14, 15]], None)]
+    with torch.inference_mode():
+        for feeds, rejection in steps:
+            ours, theirs = lean.feed(pair.draft, feeds, 1), plain.feed(pair.draft, feeds, 1)
+            assert torch.allclose(ours, theirs, atol=1e-5, rtol=0), (ours - theirs).abs().max()
+            if rejection:
+                for slots in (lean, plain):
+                    slots.drop(*rejection)
+        for slots in (lean, plain):
+            slots.select([0, 2])
+        ours, theirs = lean.feed(pair.draft, [[3], [4]], 1), plain.feed(pair.draft, [[3], [4]], 1)
+        assert torch.allclose(ours, theirs, atol=1e-5, rtol=0)
+        lean.kept[0, 0] = False  # the negative control: one slot hidden from one row
+        plain.kept[0, 0] = True
+        ours, theirs = lean.feed(pair.draft, [[3], [4]], 1), plain.feed(pair.draft, [[3], [4]], 1)
+        assert not torch.allclose(ours[0], theirs[0], atol=1e-5, rtol=0) and torch.allclose(ours[1], theirs[1], atol=1e-5, rtol=0)
+
+
 def test_bad_sizes_are_refused_with_a_sentence(pair):
     batch = Batch(pair.target, pair.draft, pair.vocab, set(), 4)
     for most in (0, 17):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from specviz.record.stats import speedups
+from specviz.record.stats import QUIET, quiet, speedups
 from specviz.record.trace import MAX_TURNS, PUBLISHED_TURNS
-from specviz.view.summary import speedup_text
+from specviz.view.summary import speedup_text, steadiness
 from specviz.cli.progress import print_progress
 
 
@@ -52,6 +52,9 @@ def record_command(a: argparse.Namespace) -> int:
                   f"what its own target passes allow with drafting free: timing noise); record it again")
         for why in examples.unsteady(r.trace):
             print(f"  WARNING: recorded on a busy machine: {why}; record it again on a quiet one")
+        if not quiet(r.trace.baseline.repeats):
+            print(f"  NOTE: timed twice, still over {QUIET:g}x, kept with its spread on the page: "
+                  f"{steadiness(r.trace.baseline.repeats)}".replace("×", "x"))
     if a.costs:
         from specviz.measure.recorded_costs import record_costs
         profile = record_costs(engine, progress=print_progress)

@@ -1,14 +1,15 @@
 """What drafting and verifying cost on this machine, for the cost-aware stop rule (algorithm/cost_rule.py): a short
 measurement when a pair loads, and the prices a run drafts by; and `time_passes`, the one timer of passes on a cached
-context, which the Costs tab's full measurement (measure/pass_timing.py) times transformers' forward with.
+context, which the Costs tab's full measurement (measure/pass_timing.py) times with too; and `draft_step_times`, the one
+timer of a draft step as a run pays it, which both measurements time the draft's step at batch 1 with.
 
 The short measurement times the target's pass over 1, 2, 3, 5, 9 and 17 new tokens and one draft step, each a few
 times over a cache of CONTEXT tokens (seconds for the packaged pair on 2 CPU cores, docs/engine.md), fed only ids and
 positions the loaded pair has (a smaller vocabulary or context than the packaged pair's shortens them, see `_context`);
-the Costs tab's full measurement (measure/pass_timing.py) replaces it on the engine when it runs (its draft step is
-transformers' forward, a little slower than the lean pass a run drafts with: its prices err towards drafting less).
-A draft step is timed with the run's own draft pass (lean.py's, where it applies), since that is what a round pays;
-self-speculation's N layers are timed the same way, once per N.
+the Costs tab's full measurement (measure/pass_timing.py) replaces it on the engine when it runs. A draft step is timed
+with the run's own draft pass (lean.py's, where it applies), since that is what a round pays, by both measurements
+alike (`draft_step_times`), so their c differ only by noise and their caches' lengths; self-speculation's N layers are
+timed the same way, once per N.
 A profile that cannot price the run (another device or pair, a time missing, not a number or not positive) is
 refused with the reason, and the run falls back to the threshold rule, saying why.
 """
@@ -52,18 +53,25 @@ def engine_kernels(engine) -> str:
 
 def draft_step_s(engine, drafter) -> float:
     """Seconds of one step of this drafter model with its run's own cache (a lean one where it applies)."""
+    return statistics.median(draft_step_times(engine, drafter))
+
+
+def draft_step_times(engine, drafter, context: int | None = None, repeats: int = REPEATS) -> list[float]:
+    """Seconds of `repeats` steps of this drafter model at batch 1 with its run's own cache (Engine.new_draft_cache:
+    lean.py's pass where it applies, else transformers' forward), over `context` cached tokens (None: this short
+    measurement's): what a round pays a draft step. The Costs tab's measurement times its batch-1 draft step here."""
     with torch.inference_mode():
-        return statistics.median(_timings(engine, drafter, engine.new_draft_cache(drafter), 1))
+        return _timings(engine, drafter, engine.new_draft_cache(drafter), 1, context, repeats)
 
 
-def _timings(engine, model, cache, n: int) -> list[float]:
-    """Seconds of REPEATS passes of the run's own forward over n new tokens on a CONTEXT-token cache, after one
-    untimed pass (the first of a shape pays for kernel choice)."""
+def _timings(engine, model, cache, n: int, context: int | None = None, repeats: int = REPEATS) -> list[float]:
+    """Seconds of `repeats` passes of the run's own forward over n new tokens on a cache of `context` tokens (None:
+    _context's), after one untimed pass (the first of a shape pays for kernel choice)."""
     from transformers import DynamicCache
 
     cache = DynamicCache() if cache is None else cache
-    forward(model, _ids(engine, range(10, 10 + _context(engine))), cache, 1)
-    return time_passes(lambda i: forward(model, _ids(engine, [i + 1] * n), cache, n), cache, engine.device, REPEATS,
+    forward(model, _ids(engine, range(10, 10 + (context or _context(engine)))), cache, 1)
+    return time_passes(lambda i: forward(model, _ids(engine, [i + 1] * n), cache, n), cache, engine.device, repeats,
                        warm_up=1)
 
 
@@ -82,9 +90,8 @@ def _ids(engine, ids) -> list[int]:
 def time_passes(feed, cache, device, repeats: int, warm_up: int = 0) -> list[float]:
     """Seconds of each of `repeats` calls of feed(i), a forward pass over new tokens on top of `cache` (i counts every
     call from 0), after `warm_up` untimed ones; the cache is cropped back to its length after each, so every pass sees
-    the same cache. Passes are timed through timer.time_calls, as everything is: this short measurement feeds the
-    run's own forward (lean.py's draft pass where it applies), measure/pass_timing.py transformers' forward at a
-    batch."""
+    the same cache. Passes are timed through timer.time_calls, as everything is: this module feeds the run's own
+    forward (lean.py's draft pass where it applies), measure/pass_timing.py transformers' forward at a batch."""
     length = cache.get_seq_length()
     return time_calls(feed, device, repeats, warm_up, after=lambda: rollback(cache, length))
 

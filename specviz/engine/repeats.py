@@ -1,7 +1,8 @@
 """A speedup measured as a paper publishes it: the speculative run and the target alone timed in turns (run, target,
 run, target, …) after untimed warm-up runs of each, so that a slow minute on a shared machine slows both sides of a
-turn alike; the trace keeps every turn's times (record/trace.py's Repeats) and the page prints the median of the
-turns' ratios with their range (record/stats.py's `speedups`).
+turn alike; the trace keeps every turn's times (record/trace.py's Repeats), with the machine's load average just
+before the first turn and just after the last, and the page prints the median of the turns' ratios with their range
+(record/stats.py's `speedups`) and how steady each side's turns ran (`turn_rates`).
 
     trace = timed_run(engine, prompt, RunSettings(k=4), turns=5)   # the median turn's trace, its baseline, the turns
     baseline = timed_baseline(engine, prompt, settings, turns=3)   # the same for a run already made (Baseline)
@@ -13,7 +14,7 @@ import dataclasses
 import statistics
 from typing import Callable
 
-from specviz.models.machine import machine
+from specviz.models.machine import load_average, machine
 from specviz.engine.request import RunSettings
 from specviz.record.stats import turn_speedups
 from specviz.record.trace import MAX_TURNS, PUBLISHED_TURNS, Baseline, Repeats, TimedRun, Trace
@@ -47,14 +48,14 @@ def _turns(engine, prompt, settings, turns, warm_up, say) -> tuple[list[Trace], 
     for _ in range(warm_up):
         engine.run(prompt, settings)
         engine.baseline(prompt, settings)
-    traces, baselines = [], []
+    traces, baselines, load_before = [], [], load_average()
     for turn in range(turns):
         traces.append(engine.run(prompt, settings))
         baselines.append(engine.baseline(prompt, settings))
         say(f"turn {turn + 1} of {turns}: {traces[-1].summary.tokens_per_s:.2f} tok/s against "
             f"{baselines[-1].tokens_per_s:.2f} tok/s alone")
     repeats = Repeats([_timed(t) for t in traces], [_timed_alone(b) for b in baselines], warm_up,
-                      machine(engine.device))
+                      machine(engine.device), load_before, load_average())
     return traces, baselines, repeats
 
 

@@ -5,7 +5,8 @@ once, while the first start still prepares the pair).
 `EXAMPLES` is the catalogue: what each one records (prompt and settings) and what it shows, in one sentence that
 `Example.shows` checks against the recorded trace, so a re-recording that no longer shows it is caught.
 `record_examples` records them (`python -m specviz record-examples`): each as the run and the target alone timed in
-turns (engine/repeats.py), the median turn kept with every turn's times, and none whose speedup is above its
+turns (engine/repeats.py), the median turn kept with every turn's times, all the turns timed once more where a side's
+turns varied more than record/stats.py's QUIET (1.15×), and none whose speedup is above its
 ceiling (what its own target passes allow with drafting free: record/stats.py's Ceiling) passes as shown; `load_example` reads one back and raises `ExampleError`, naming the
 file and what is wrong, for a missing or corrupt file.
 """
@@ -18,13 +19,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from specviz.drafters import HEADS, LOOKUP, TREE
+from specviz.drafters import DISTINCT, HEADS, LOOKUP
 from specviz.engine import Engine, RunSettings
 from specviz.engine.repeats import timed_run
 from specviz.settings.bounds import COST_RULE, THRESHOLD_RULE, Progress
 from specviz.settings.prompts import (CODE_ONLY_PROMPT, CODE_PROMPT, PARIS_MORE_PROMPT, POOR_DRAFT_PROMPT,
                                       REWRITE_PROMPT, STORY_PROMPT)
-from specviz.record.stats import speedups
+from specviz.record.stats import QUIET, quiet, speedups, turn_rates
 from specviz.record.trace import ACCEPTED, PUBLISHED_TURNS, REJECTED, Trace
 from specviz.record.load import load_trace
 
@@ -126,8 +127,25 @@ def sibling_saves(trace: Trace) -> int:
     return sum(1 for r in trace.rounds if r.tree is not None and saved(r.tree))
 
 
+def duplicate_siblings(trace: Trace) -> int:
+    """Tree nodes whose token an earlier sibling already drafted. Such a node's test could never pass: the earlier
+    copy is rejected only where p < q, and the residual max(0, p − q) then gives the token nothing (p′ = 0)."""
+    def repeats(r) -> int:
+        parents, tokens = r.tree.parents, [r.tree.root_id] + [d.token_id for d in r.drafts]
+        return sum(any(parents[j] == parents[node] and tokens[j] == tokens[node] for j in range(1, node))
+                   for node in range(1, len(parents)))
+    return sum(repeats(r) for r in trace.rounds if r.tree is not None)
+
+
 def _shows_tree(trace: Trace) -> bool:
-    return trace.settings.get("drafter") == TREE.key and sibling_saves(trace) >= 1
+    # siblings distinct (every sibling's test could pass), one kept after its sibling's rejection, and slower than
+    # the target alone with a ceiling below 1: even with drafting free, its passes over many nodes cost more than the
+    # tokens they keep
+    both = speedups(trace)
+    sp = both[0] if both else None
+    ceiling = sp and (sp.ceilings.median if sp.ceilings else sp.ceiling.value if sp.ceiling else None)
+    return (trace.settings.get("drafter") == DISTINCT.key and duplicate_siblings(trace) == 0
+            and sibling_saves(trace) >= 1 and ceiling is not None and sp.value.median < 1 and ceiling < 1)
 
 
 def _shows_heads(trace: Trace) -> bool:
@@ -145,7 +163,9 @@ def speedup_is_a_result(trace: Trace) -> bool:
             and len(trace.baseline.repeats.speculative) >= PUBLISHED_TURNS and not any(sp and sp.beyond for sp in both))
 
 
-STEADY = 1.5  # the slowest turn of a side over its fastest, at most: beyond it the machine was busy while recording
+STEADY = 1.5  # the slowest turn of a side over its fastest, at most: beyond it the machine was busy while recording,
+#               and the recording is refused (within it but above stats.QUIET, it is timed again once, then kept with
+#               its spread said on the page)
 MAX_C = 1.0  # a draft step priced above one target step: a 0.5B draft cannot cost more than its 1.5B target, unless
 #              the machine was busy while the pair's costs were measured (issue 46: c = 1.45 on an overloaded one)
 
@@ -155,10 +175,9 @@ def unsteady(trace: Trace) -> list[str]:
     than STEADY times, or a cost-aware c above MAX_C."""
     why = []
     repeats = trace.baseline.repeats if trace.baseline else None
-    for side, runs in ((("speculative", repeats.speculative), ("target alone", repeats.target)) if repeats else ()):
-        rates = [run.tokens / run.total_s for run in runs if run.total_s > 0]
-        if rates and max(rates) > STEADY * min(rates):
-            why.append(f"the {side}'s turns ran at {min(rates):.2f}-{max(rates):.2f} tokens/s (over {STEADY:g}x)")
+    for side, rates in zip(("speculative", "target alone"), turn_rates(repeats) if repeats else ()):
+        if rates.ratio > STEADY:
+            why.append(f"the {side}'s turns ran at {rates.low:.2f}-{rates.high:.2f} tokens/s (over {STEADY:g}x)")
     if trace.pass_costs is not None and trace.pass_costs.c > MAX_C:
         why.append(f"a draft step priced at c = {trace.pass_costs.c:.2f} target steps (over {MAX_C:g})")
     return why
@@ -196,19 +215,23 @@ EXAMPLES = {e.name: e for e in [
             "Each round's weighing is on the page.",
             POOR_DRAFT_PROMPT, RunSettings(k=8, temperature=1.0, seed=3, max_new_tokens=24, adaptive=True,
                                            stop_rule=COST_RULE), _shows_short_rounds),
-    Example("story-tree", "Story, draft tree",
-            f"The story opening again, drafted as a tree ({TREE_WIDTHS[0]} children at each of the first two depths, "
-            "then one): the target scores every node in one pass; where it rejects a draft, the draft's sibling is "
-            "tested against the residual max(0, p − q) and may be kept, so the round goes on where a chain would "
-            "have stopped.",
-            STORY_PROMPT, RunSettings(temperature=0.8, top_p=0.95, seed=2, max_new_tokens=30, drafter=TREE.key,
+    Example("story-tree", "Story, draft tree, distinct children",
+            f"The story opening as a tree whose siblings are distinct ({TREE_WIDTHS[0]} children at each of the first "
+            "two depths, then one, drawn from q without replacement): the target scores every node in one pass; "
+            "where it rejects a draft, its sibling, another token, is tested against the residual max(0, p − q) and "
+            "may be kept, where a chain would have stopped. Slower than the target alone here (its ceiling below 1): "
+            "on this CPU a pass over the tree's 15 positions costs about 3 one-token steps, more than the tokens it "
+            "keeps.",
+            STORY_PROMPT, RunSettings(temperature=0.8, top_p=0.95, seed=2, max_new_tokens=30, drafter=DISTINCT.key,
                                       tree_widths=TREE_WIDTHS), _shows_tree),
     Example("code-heads", "Code, Medusa heads",
             "The Fibonacci function drafted by three Medusa heads that specviz trained on the target's own answers "
             "when this run was recorded (`python -m specviz train-heads`; a machine that has not run it has no heads "
             "of its own, as its settings say): no draft model runs; each head reads the target's last hidden state "
             "and guesses the token 1, 2 or 3 places ahead, a later head kept only after every head before it was; "
-            "the text equals the target's own greedy output.",
+            "the text equals the target's own greedy output. Its draft reads only the output rows of the tokens the "
+            "target used most in training (at most 32,768 of 151,936), so its draft time compares with the Costs "
+            "tab's “Drafting over fewer rows”, not with its heads over all rows.",
             CODE_PROMPT, RunSettings(k=3, temperature=0.0, seed=0, max_new_tokens=48, drafter=HEADS.key),
             _shows_heads),
 ]}
@@ -298,9 +321,15 @@ class Recorded:
 
 def record_example(engine: Engine, example: Example, folder: Path | None = None, turns: int = PUBLISHED_TURNS,
                    say=lambda line: None) -> Recorded:
-    """Run one example and the target alone in `turns` turns (after a warm-up run of each); write the median turn's
-    trace, its baseline and every turn's times as compact JSON (the files ship)."""
+    """Run one example and the target alone in `turns` turns (after a warm-up run of each), and all the turns once
+    more where a side's turns varied more than QUIET times (the machine was not quiet); write the median turn's
+    trace, its baseline and every turn's times as compact JSON (the files ship). Still not quiet, it is kept, and the
+    page says how far its turns varied."""
     trace = timed_run(engine, example.prompt, example.settings, turns, say=say)
+    if not quiet(trace.baseline.repeats):
+        said = max(rates.ratio for rates in turn_rates(trace.baseline.repeats))
+        say(f"{example.name}: a side's turns varied {said:.2f}x (over {QUIET:g}x); timing all {turns} turns again")
+        trace = timed_run(engine, example.prompt, example.settings, turns, say=say)
     text = trace.to_json()
     folder = folder or EXAMPLES_DIR
     folder.mkdir(parents=True, exist_ok=True)

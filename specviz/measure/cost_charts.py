@@ -9,6 +9,7 @@ from html import escape
 
 import plotly.graph_objects as go
 
+from specviz.engine.pass_costs import CONTEXT as SHORT_CONTEXT
 from specviz.measure.draft_parts import EAGLE_NAME
 from specviz.measure.pass_timing import crossover_batch, crossover_range, speedup_at_batch
 from specviz.record.cost_profile import CostProfile
@@ -121,7 +122,17 @@ def readout(p: CostProfile, alpha: float, k: int) -> str:
             f"<b>{p.v(k):.2f}</b> one-token steps; a draft step costs c = {p.c:.2f} of one. At batch 1 the "
             f"predicted speedup is E / (K·c + v) = <b>{speedup_at_batch(p, alpha, k, 1):.2f}×</b> for α = "
             f"{alpha:.2f}. With b sequences at once the verify pass reads b·(K + 1) tokens (its time estimated "
-            f"from the one-sequence curve at that many tokens): {where}.</div>{parts_readout(p)}")
+            f"from the one-sequence curve at that many tokens): {where}. {c_sources(p)}</div>{parts_readout(p)}")
+
+
+def c_sources(p: CostProfile) -> str:
+    """Where each figure of c the page gives comes from, said once, here. The draft's step is timed alike in the first
+    two (engine/pass_costs.py's draft_step_times) and paid in the third."""
+    return (f"Three figures of c, each from its own source: this tab's, above (the draft's step at batch 1 timed as a "
+            f"run drafts it, on a {p.context}-token cache); the cost-aware rule's price (the short measurement taken "
+            f"when the pair loaded: the same timer on a {SHORT_CONTEXT}-token cache, or this tab's once it has measured "
+            f"the loaded pair); and what a run paid (its own timings, beside its price in the summary of a cost-aware "
+            f"run with a baseline).")
 
 
 def kernels_said(p: CostProfile) -> str:

@@ -21,7 +21,7 @@ from copy import deepcopy
 
 import torch
 
-from specviz.engine.pass_costs import engine_kernels, time_passes
+from specviz.engine.pass_costs import draft_step_times, engine_kernels, time_passes
 from specviz.measure.draft_parts import measure_parts
 from specviz.settings.bounds import Progress
 from specviz.algorithm.theory import expected_tokens_per_pass
@@ -111,14 +111,25 @@ def pass_times(model, cache, n_new: int, repeats: int = 1, warm_up: int = 0) -> 
         return time_passes(feed, cache, device, repeats, warm_up)
 
 
+def draft_times(engine, cache, batch: int, repeats: int) -> list[float]:
+    """Timings of the draft's step at `batch` over `cache` (one sequence's, repeated for the batch). At batch 1 as a run
+    pays it: its own draft pass (engine/pass_costs.py's draft_step_times: lean.py's where it applies), the timer the
+    load's short measurement prices the cost-aware rule with, so both give one c. At a larger batch transformers'
+    forward, as a batched run drafts (engine/batched.py): the lean pass is for one sequence only."""
+    if batch == 1:
+        return draft_step_times(engine, engine.draft, cache.get_seq_length(), repeats)
+    return pass_times(engine.draft, batched(cache, batch), 1, repeats)
+
+
 def measure_costs(engine, context: int = CONTEXT, tokens: tuple[int, ...] = NEW_TOKENS + WIDE,
                   batches: tuple[int, ...] = BATCHES, repeats: int = REPEATS,
                   progress: Progress | None = None) -> CostProfile:
     """Time the loaded pair: the target over each count of new tokens in `tokens` (by default NEW_TOKENS, 1 to 17,
-    then WIDE, 32 and 64), both models at each batch size, each point `repeats` times (its median kept, and its least
-    and most in the profile's spread, so the readout can say how sure a crossover is), and a draft from the target's
-    own state part by part beside the one-token passes just timed (measure/draft_parts.py). Tens of seconds on 2 CPU
-    cores (docs/benchmarks.md, "Why it pays", dates each run)."""
+    then WIDE, 32 and 64), both models at each batch size (the draft's step at batch 1 with the run's own draft pass,
+    see draft_times), each point `repeats` times (its median kept, and its least and most in the profile's spread, so
+    the readout can say how sure a crossover is), and a draft from the target's own state part by part beside the
+    one-token passes just timed (measure/draft_parts.py). Tens of seconds on 2 CPU cores (docs/benchmarks.md, "Why it
+    pays", dates each run)."""
     say = progress or (lambda fraction, message: None)
     started, steps = time.perf_counter(), len(tokens) + 2 * len(batches) + 1
     say(0.0, f"encoding a {context}-token context in both models")
@@ -134,7 +145,7 @@ def measure_costs(engine, context: int = CONTEXT, tokens: tuple[int, ...] = NEW_
         runs["target_batch_s"].append(runs["target_s"][0] if b == 1 else
                                       pass_times(engine.target, batched(target, b), 1, repeats))
         say((len(tokens) + 2 * j + 1) / steps, f"draft step at batch {b}")
-        runs["draft_batch_s"].append(pass_times(engine.draft, batched(draft, b), 1, repeats))
+        runs["draft_batch_s"].append(draft_times(engine, draft, b, repeats))
     say((len(tokens) + 2 * len(batches)) / steps, "a draft from the target's own state, part by part")
     parts = measure_parts(engine, context, runs["target_s"][0], runs["draft_batch_s"][0], repeats)
     say(1.0, "measured")

@@ -14,6 +14,7 @@ import os
 import time
 from pathlib import Path
 
+from specviz.engine.pass_costs import draft_step_times
 from specviz.models.machine import machine
 from specviz.measure import pass_timing
 from specviz.measure.draft_parts import measure_parts
@@ -102,8 +103,8 @@ def record_parts(engine, path: Path = RECORDED) -> DraftParts:
         raise ValueError(f"the recording at {path} is of {want[0]} → {want[1]} in {want[2]}, not of the loaded "
                          f"{engine.draft_name} → {engine.target_name} in {engine.dtype}: load that pair")
     context, repeats = data["context"], pass_timing.REPEATS
-    steps = [pass_timing.pass_times(model, pass_timing.prefill(model, context), 1, repeats, warm_up=1)
-             for model in (engine.target, engine.draft)]
+    steps = [pass_timing.pass_times(engine.target, pass_timing.prefill(engine.target, context), 1, repeats, warm_up=1),
+             draft_step_times(engine, engine.draft, context, repeats)]  # as measure_costs times the draft's step
     parts = measure_parts(engine, context, *steps, repeats=repeats)
     data["parts"] = dataclasses.asdict(parts)
     Path(path).write_text(json.dumps(data, indent=1, allow_nan=False), encoding="utf-8")

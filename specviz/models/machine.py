@@ -37,6 +37,12 @@ def machine(device: str) -> str:
     return f"{_cpu_model()}, {cores} cores ({torch.get_num_threads()} threads), {named or 'no AVX2'}, {amx}"
 
 
+def load_average() -> float | None:
+    """The machine's 1-minute load average now (this process's own threads count in it); None where the system has
+    none (Windows)."""
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+
+
 def _cpuinfo_words() -> set[str] | None:
     try:
         return set(Path("/proc/cpuinfo").read_text().split())

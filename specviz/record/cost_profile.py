@@ -64,7 +64,8 @@ class CostProfile:
     target_s: list[float]  # the target's pass over that many tokens
     batches: list[int]
     target_batch_s: list[float]  # the target's step at each batch size (one new token per sequence)
-    draft_batch_s: list[float]  # the draft's step at each batch size
+    draft_batch_s: list[float]  # the draft's step at each batch size: at 1 with a run's own draft pass (lean where it
+    #                             applies: what a round pays), at more with transformers' forward (a batched run's)
     seconds: float = 0.0  # how long the measurement took
     notes: list[str] = field(default_factory=list)
     source: str = "the Costs tab's measurement"  # which measurement, in words (the page says what priced a run)

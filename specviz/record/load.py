@@ -110,7 +110,8 @@ def _check_pass_costs(trace: Trace) -> None:
 
 def _check_repeats(trace: Trace) -> None:
     """Turns of the run and the target alone: as many of each (a turn times both), each a run that made tokens in a
-    time above zero, its first token no later than its end."""
+    time above zero, its first token no later than its end; the load averages around them, where measured, not
+    negative."""
     r = trace.baseline.repeats if trace.baseline else None
     if r is None:
         return
@@ -119,6 +120,9 @@ def _check_repeats(trace: Trace) -> None:
             t.tokens >= 1 and 0 < t.first_s <= t.total_s for t in runs) and r.machine.strip()):
         raise ValueError(f"malformed trace: baseline.repeats should hold 1 to {MAX_TURNS} turns, as many runs of "
                          f"each side, each with tokens and 0 < first_s <= total_s, and name its machine")
+    if any(load is not None and load < 0 for load in (r.load_before, r.load_after)):
+        raise ValueError("malformed trace: baseline.repeats.load_before and load_after should be load averages >= 0 "
+                         "or null")
 
 
 def _check_round(rnd: Round, i: int) -> None:

@@ -10,6 +10,7 @@ one home of the numbers the engine saves in the summary and the page, the CLI, t
   fault, never a result). Since format version 9 each turn records its own passes' seconds, so each turn has its own
   ceiling (`turn_ceilings`) and the ceilings' median and range stand beside the speedups': a turn's speedup never
   passes its own ceiling (its passes are part of its wall clock), so neither does any printed end of the range.
+  How steady each side's turns ran (`turn_rates`; `quiet`: each within QUIET = 1.15×) says how quiet the machine was.
 - The rounds after the first, whose target pass also encodes the prompt (`later_rounds`): `step_times` and
   `mean_drafts`, from which measure/measured.py reads the cost model's c and v.
 - Round sizes: `set_k`, the K a run was set to; `round_shares` of all rounds (the Lab's measured point), and
@@ -117,6 +118,11 @@ class Spread:
     high: float
     runs: int
 
+    @property
+    def ratio(self) -> float:
+        """The most over the least: [1.2, 0.9, 1.1] -> 1.33."""
+        return self.high / self.low
+
 
 def spread(values: list[float]) -> Spread:
     return Spread(statistics.median(values), min(values), max(values), len(values))
@@ -206,6 +212,22 @@ def run_speed(t: TimedRun) -> float:
 def run_decode_speed(t: TimedRun) -> float | None:
     """Tokens/s after the first token (round 1, the target's prefill, commits one since format version 3)."""
     return (t.tokens - 1) / (t.total_s - t.first_s) if t.tokens > 1 and t.total_s > t.first_s else None
+
+
+QUIET = 1.15  # each side's fastest turn over its slowest, at most, for turns timed on a quiet machine: the same run
+#               of the same settings takes the same time unless other work slows it (record-examples times an example
+#               again beyond it, and the page says how far its turns varied)
+
+
+def turn_rates(r: Repeats) -> tuple[Spread, Spread]:
+    """Tokens/s of each side's turns, (the run's, the target alone's), each with its least and most: how steady the
+    machine was while they ran. Target alone at 6.36 … 9.27 tok/s: ratio 1.46, not quiet."""
+    return spread([run_speed(t) for t in r.speculative]), spread([run_speed(t) for t in r.target])
+
+
+def quiet(r: Repeats) -> bool:
+    """Whether each side's turns ran within QUIET times of each other."""
+    return all(side.ratio <= QUIET for side in turn_rates(r))
 
 
 def turn_speedups(r: Repeats) -> list[float]:

@@ -16,7 +16,7 @@ from specviz.record.strict_json import build
 from specviz.settings.defaults import as_recorded
 
 FORMAT = "specviz-trace"
-FORMAT_VERSION = 9  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
+FORMAT_VERSION = 10  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
 #                    (no drafts), and the draft reads the prompt in round 2 (before, round 1 drafted too);
 #                    4 added Round.drafter and Round.tree (the tree drafter's rounds), settings.tree_widths;
 #                    5 added DraftPosition.confidence (adaptive K's factors) and Trace.draft_memory;
@@ -24,8 +24,10 @@ FORMAT_VERSION = 9  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 
 #                    7 added Baseline.repeats (the run and the target alone timed in turns);
 #                    8 added Trace.kernels (the CPU path the linear layers ran on), and TreeRecord.budget and
 #                    .factors with settings.tree_budget and tree_depth (a tree shaped per round);
-#                    9 added TimedRun.pass_s and later_pass_s (each turn's target-pass seconds: its own ceiling)
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)  # a version-1 file opens; what it did not record shows as "not recorded"
+#                    9 added TimedRun.pass_s and later_pass_s (each turn's target-pass seconds: its own ceiling);
+#                    10 added Repeats.load_before and load_after (the machine's load average around the turns)
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)  # a version-1 file opens; what it did not record shows as
+#                                                     "not recorded"
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
 MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); a step through that many is slow already
@@ -253,6 +255,9 @@ class Repeats:
     target: list[TimedRun]  # one per turn, the same count
     warm_up: int  # untimed runs of each before the first turn (the first passes pay for kernel selection, caches)
     machine: str  # what ran them: the CPU's model, cores and flags, or the GPU, in words
+    load_before: float | None = None  # the machine's 1-minute load average just before the first turn and just after
+    load_after: float | None = None  # the last (os.getloadavg; the turns' own threads count in it); None: not
+    #                                  measured (no load average on this system, or turns timed before version 10)
 
 
 @dataclass

@@ -1,12 +1,14 @@
 """The cost-aware stop rule in words: why a round drafted as many tokens as it did, with the numbers a student can
-redo (the survive estimate against the run's rate × the draft's cost), and the run's account of it. Plain text
-(no markup; the page escapes it), so the page, the CLI's round lines and the summary say the same.
+redo (the survive estimate against the run's rate × the draft's cost), the run's account of it, and the draft step's
+price set beside what the run paid for one (`price_note`). Plain text (no markup; the page escapes it), so the page,
+the CLI's round lines and the summary say the same.
 """
 
 from __future__ import annotations
 
 from specviz.algorithm.cost_rule import PROBE_EVERY, predicted_speedup
 from specviz.record.cost_profile import CostProfile
+from specviz.record.stats import step_times, target_step_time
 from specviz.record.trace import DraftChoice, PassCosts, Round, Trace
 from specviz.settings import defaults
 from specviz.settings.bounds import COST_RULE
@@ -124,9 +126,14 @@ def weighing(survive: float, rate: float, cost: float) -> tuple[str, str, str, s
     return repr(survive), repr(rate), repr(cost), repr(rate * cost)
 
 
+def cost_aware(trace: Trace) -> bool:
+    """Whether the run was set to the cost-aware rule (adaptive K, stop rule "cost")."""
+    return trace.settings.get("stop_rule") == COST_RULE and bool(trace.settings.get("adaptive"))
+
+
 def run_account(trace: Trace) -> tuple[str, str, str] | None:
     """The summary's item for a run under the cost-aware rule: (name, value, why), or None for another rule."""
-    if trace.settings.get("stop_rule") != COST_RULE or not trace.settings.get("adaptive"):
+    if not cost_aware(trace):
         return None
     if trace.pass_costs is None:
         return ("cost-aware K", "fell back", trace.rule_note or "the run could not be priced")
@@ -139,3 +146,54 @@ def run_account(trace: Trace) -> tuple[str, str, str] | None:
             f"priced by {p.source} at {load}: a draft step c = {p.c:.3g} of a target step, verifying 4 drafts "
             f"v(4) = {p.v[min(4, len(p.v) - 1)]:.3g}" + (f"; its own prediction {predicted:.2f}× the target alone "
                                                          f"after round 1" if predicted else ""))
+
+
+# --- the price of a draft step against what the run paid --------------------------------------------------------
+
+PRICE_MARGIN = 0.15  # a price further than this from what the run paid (relative to it) is said to be off
+
+
+def paid_times(trace: Trace) -> tuple[float, float] | None:
+    """(seconds of a draft step, seconds of a step of the target alone) as the run paid them, from its own timings: its
+    c is the first ÷ the second. The draft's side is its seconds per drafted token in the rounds after the first, the
+    round whose draft step read the prompt left out (stats.step_times); the target's is its baseline's median step
+    after the first (stats.target_step_time), as measure/measured.py's steady state takes them. None without a
+    baseline or without a drafted token."""
+    draft = step_times(trace.rounds)[0] if trace.rounds else None
+    step = target_step_time(trace.baseline) if trace.baseline else None
+    return (draft, step) if draft and step else None
+
+
+def price_note(trace: Trace) -> str:
+    """The cost-aware rule's price of a draft step beside what the run paid for one, and, where they differ by more
+    than PRICE_MARGIN, that the price was off and which way it pushed K; '' for another rule, a run the rule could not
+    price, or one with no baseline (nothing to set the price beside). Every figure is worked from the printed ones.
+
+    'Priced at c = 0.287 a draft step (a short measurement when the pair loaded); this run paid c = 0.363 (its own
+    timings: 40.09 ms a draft step ÷ 110.4 ms a step of the target alone). The price was off: 21 % below what the run
+    paid (more than 15 %), so each draft looked cheaper than it was: the price pushed K up.'"""
+    times = paid_times(trace)
+    if not cost_aware(trace) or trace.pass_costs is None or times is None:
+        return ""
+    price, (draft, step, paid) = significant(trace.pass_costs.c, 3), _worked(*times)
+    source = trace.pass_costs.source.split(", ")[0]  # its first part: which measurement (then the pair, the device)
+    said = (f"Priced at c = {price} a draft step ({source}); this run paid c = {paid} (its own timings: {draft} ms a "
+            f"draft step ÷ {step} ms a step of the target alone).")
+    off, margin = float(price) / float(paid) - 1, f"{PRICE_MARGIN * 100:.0f} %"
+    if abs(off) <= PRICE_MARGIN:
+        return f"{said} The price was within {margin} of it."
+    where, looked, k = ("below", "cheaper", "pushed K up") if off < 0 else ("above", "dearer", "held K down")
+    return (f"{said} The price was off: {abs(off) * 100:.0f} % {where} what the run paid (more than {margin}), so each "
+            f"draft looked {looked} than it was: the price {k}.")
+
+
+def _worked(draft_s: float, step_s: float) -> tuple[str, str, str]:
+    """(the draft step, the target's step, c) as printed: c to three significant figures, the two times in
+    milliseconds to as many as make their printed quotient the printed c. (0.04009, 0.1104) -> ('40.09', '110.4',
+    '0.363'), since 40.1 ÷ 110 would give 0.365."""
+    c = significant(draft_s / step_s, 3)
+    for digits in range(3, 9):
+        draft, step = significant(draft_s * 1000, digits), significant(step_s * 1000, digits)
+        if significant(float(draft) / float(step), 3) == c:
+            break
+    return draft, step, c

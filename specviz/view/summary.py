@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from html import escape
 
-from specviz.record.stats import (Ceiling, Speedup, baseline_decode_speed, decode_speed, run_lengths, run_speed,
-                                  speedups, turn_ceilings, turn_speedups)
-from specviz.record.trace import Trace
+from specviz.record.stats import (QUIET, Ceiling, Speedup, baseline_decode_speed, decode_speed, quiet, run_lengths,
+                                  run_speed, speedups, turn_ceilings, turn_rates, turn_speedups)
+from specviz.record.trace import Repeats, Trace
 from specviz.view.acceptance import acceptance_html
-from specviz.view.cost_words import run_account
+from specviz.view.cost_words import price_note, run_account
 from specviz.view.notices import placeholder
 from specviz.view.style import significant, speed
 from specviz.view.token_text import text_html
@@ -36,7 +36,9 @@ def summary_html(trace: Trace) -> str:
                       f"in {b.total_time_s:.2f} s"))
     cells = "".join(f'<span class="sv-stat" title="{escape(why)}"><span class="sv-stat-name">{name}</span> '
                     f'<span class="sv-stat-value">{value}</span></span>' for name, value, why in items)
-    return (f'<div class="sv-summary">{cells}</div>{speedup_notes(trace)}{acceptance_html(trace)}'
+    price = price_note(trace)  # the cost-aware rule's price of a draft step beside what the run paid: said, not hovered
+    price = f'<div class="sv-baseline sv-muted">{escape(price)}</div>' if price else ""
+    return (f'<div class="sv-summary">{cells}</div>{price}{speedup_notes(trace)}{acceptance_html(trace)}'
             f'{baseline_report(trace)}')
 
 
@@ -195,11 +197,35 @@ def _timing_note(trace: Trace) -> str:
                 "press <b>Baseline</b> to time the run and the target alone in turns.")
     turns = ", ".join(f"{x:.2f}" for x in turn_speedups(r))
     warm = f"after {r.warm_up} untimed run{'s' * (r.warm_up != 1)} of each" if r.warm_up else "with no warm-up run"
+    steady = steadiness(r)
     return (f"Timed on {escape(r.machine)}: {len(r.speculative)} turns of this prompt and settings (the speculative "
             f"run, then the target alone), {warm}; each turn's ratio of tokens/s: {turns}. The median and range "
-            f"above are of these ratios; on a shared machine the range is wide, and that is the honest figure. The "
-            f"target alone shown is the median turn's ({speed(b.tokens_per_s)} tok/s; "
-            f"{', '.join(speed(run_speed(t)) for t in r.target)} in the turns), {_run_shown(trace)}.")
+            f"above are of these ratios.{' ' * bool(steady)}{steady} The target alone shown is the median turn's "
+            f"({speed(b.tokens_per_s)} tok/s; {', '.join(speed(run_speed(t)) for t in r.target)} in the turns), "
+            f"{_run_shown(trace)}.")
+
+
+def steadiness(r: Repeats) -> str:
+    """How steady each side's turns ran, as measured (record/stats.py's turn_rates), in one sentence: 'Each side's
+    turns within 1.15× of each other (the run 1.04×, the target alone 1.06×; load average 1.0 before the turns, 2.1
+    after, their own threads included).' or 'Its turns varied 1.46× (the target alone 6.36–9.27 tok/s): the machine
+    was not quiet.'; '' for one turn each."""
+    if len(r.speculative) < 2:
+        return ""
+    sides = list(zip(("the run", "the target alone"), turn_rates(r)))
+    if quiet(r):
+        each = ", ".join(f"{name} {s.ratio:.2f}×" for name, s in sides)
+        return f"Each side's turns within {QUIET:g}× of each other ({each}{_loads(r)})."
+    over = [(name, s) for name, s in sides if s.ratio > QUIET]
+    each = ", ".join(f"{name} {speed(s.low)}–{speed(s.high)} tok/s" for name, s in over)
+    return f"Its turns varied {max(s.ratio for _, s in over):.2f}× ({each}{_loads(r)}): the machine was not quiet."
+
+
+def _loads(r: Repeats) -> str:
+    """'; load average 1.0 before the turns, 2.1 after, their own threads included'; '' where not measured."""
+    if r.load_before is None or r.load_after is None:
+        return ""
+    return f"; load average {r.load_before:.1f} before the turns, {r.load_after:.1f} after, their own threads included"
 
 
 def _run_shown(trace: Trace) -> str:

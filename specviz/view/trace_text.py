@@ -12,7 +12,7 @@ from specviz.algorithm.theory import round_size_probs
 from specviz.record.stats import per_position, round_sizes, set_k, speedups
 from specviz.record.trace import ACCEPTED, DISCARDED, REJECTED, Round, Trace
 from specviz.settings.bounds import widths_text
-from specviz.view.cost_words import run_account
+from specviz.view.cost_words import price_note, run_account
 from specviz.view.style import FATES, show, speed
 from specviz.view.summary import ceiling_text, lengths_text, passed_ceiling, speedup_text, spread_text
 
@@ -58,6 +58,8 @@ def summary_lines(trace: Trace) -> list[str]:
     account = run_account(trace)
     if account:
         lines.append(f"{account[0]}: {account[1]} ({account[2]})")
+    if price := price_note(trace):  # the price of a draft step beside what the run paid
+        lines.append(price)
     b = trace.baseline
     if b is not None:
         lines += speedup_lines(trace) if b.tokens_per_s else ["target-only: no tokens"]

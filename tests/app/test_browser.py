@@ -202,7 +202,8 @@ def test_the_costs_tab_measures_the_pair_and_draws_both_charts(page, monkeypatch
     page.page.check("#cost-again input")  # anew: another test of this server (the axe check) may have measured
     page.page.click("#cost-measure")
     page.wait_text("#cost-status", "Measured tiny-target")
-    page.wait_text("#cost-readout", "Measured on", "v = t(5) / t(1)", "speedup is E / (K·c + v)")
+    page.wait_text("#cost-readout", "Measured on", "v = t(5) / t(1)", "speedup is E / (K·c + v)",
+                   "Three figures of c, each from its own source")  # issue 55, item 4: each c's source, said once
     page.wait_text("#cost-parts", "What a draft from the target's own state costs", "for the output layer",
                    "A draft-model step", "EAGLE-style layer")
     page.wait_count("#cost-ratio .js-plotly-plot", 1)

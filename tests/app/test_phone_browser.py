@@ -133,7 +133,7 @@ def test_no_card_runs_past_the_screen(measured, mode, name):
 
 
 def test_a_long_status_scrolls_whole_rather_than_pushing_the_round_down(measured):
-    """The longest description (Drafts poorly) is all in the status line, which scrolls within five lines."""
+    """A long description (Drafts poorly) is all in the status line, which scrolls within five lines."""
     m = measured["normal", "spices"]["status"]
     assert EXAMPLES["spices"].description in m["text"]
     assert m["overflow"] == "auto" and m["scroll"] > m["client"] and m["client"] < 120

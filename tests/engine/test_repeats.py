@@ -36,6 +36,25 @@ def test_the_turns_interleave_after_a_warm_up_and_the_median_turn_is_kept(engine
     assert load_trace(trace.to_json()) == trace
 
 
+def test_the_load_average_is_read_just_before_the_first_turn_and_just_after_the_last(engine, calls, monkeypatch):
+    """The machine's 1-minute load average around the timed turns (after the warm-up), where the system has one."""
+    from specviz.engine import repeats
+
+    readings = iter([0.75, 1.9])
+    monkeypatch.setattr(repeats, "load_average", lambda: calls.append("load") or next(readings))
+    r = timed_run(engine, "def f(x):", SETTINGS, turns=2).baseline.repeats
+    assert calls == ["run", "alone", "load", "run", "alone", "run", "alone", "load"]
+    assert (r.load_before, r.load_after) == (0.75, 1.9)
+
+
+def test_the_load_average_is_the_systems_own():
+    import os
+
+    from specviz.models.machine import load_average
+
+    assert load_average() is None if not hasattr(os, "getloadavg") else 0 <= load_average() < 10_000
+
+
 def test_an_even_count_keeps_the_lower_middle_turn(engine):
     trace = timed_run(engine, "def f(x):", SETTINGS, turns=2, warm_up=0)
     ratios = turn_speedups(trace.baseline.repeats)

@@ -18,6 +18,21 @@ from harness.endpoints import named, open_example, show_round  # noqa: E402 (out
 
 PACKAGED_TARGET = "Qwen2.5-Coder-1.5B-Instruct"
 
+# Awaiting a re-recording: the catalogue now asks of story-tree a tree whose siblings are distinct (drafter
+# `distinct`, issue 55 item 8), and the shipped file still holds the old run of drafter `tree` (21 duplicate siblings,
+# whose tests could never pass), so it is refused as not the run its description says. These tests fail for it, as
+# they should, until `python -m specviz record-examples --only story-tree` records it again; strict, so the marks
+# must go once it is.
+AWAITING_RECORDING = {"story-tree": "recorded with drafter `tree` before its settings asked for distinct siblings "
+                                    "(issue 55 item 8); record it again"}
+
+
+def each_example() -> list:
+    """Every example's name, those awaiting a re-recording marked as expected to fail (ExampleError)."""
+    return [pytest.param(name, marks=pytest.mark.xfail(raises=ExampleError, strict=True,
+                                                       reason=AWAITING_RECORDING[name]))
+            if name in AWAITING_RECORDING else name for name in EXAMPLES]
+
 
 def test_the_catalogue_and_the_files_match():
     files = {p.name for p in examples.EXAMPLES_DIR.iterdir()}
@@ -26,7 +41,7 @@ def test_the_catalogue_and_the_files_match():
     assert len({e.title for e in EXAMPLES.values()}) == len(EXAMPLES)
 
 
-@pytest.mark.parametrize("name", list(EXAMPLES))
+@pytest.mark.parametrize("name", each_example())
 def test_each_example_loads_and_shows_what_it_says(name):
     example, trace = EXAMPLES[name], load_example(name)
     assert (examples.EXAMPLES_DIR / example.file).stat().st_size <= examples.MAX_EXAMPLE_BYTES
@@ -35,11 +50,11 @@ def test_each_example_loads_and_shows_what_it_says(name):
     assert len(trace.rounds) >= 2 and example.shows(trace), example.description
 
 
-# Re-recorded with 5 interleaved turns each on 2026-12-02 (quiet machine). The rewrite example's decode-speed ratio,
+# Re-recorded with 5 interleaved turns each on 2026-12-02. The rewrite example's decode-speed ratio,
 # 2.73x (2.17-3.15), lies above its rounds' tokens per target pass, 2.63, and is still a result: its own target passes
 # took less than the baseline's one-token step (in bfloat16 on this CPU a pass over a few tokens can cost less than
 # over one), and the ceiling is priced from them (record/stats.py's Ceiling: 2.75x there).
-@pytest.mark.parametrize("name", list(EXAMPLES))
+@pytest.mark.parametrize("name", each_example())
 def test_each_examples_speedup_is_published_as_a_paper_would(name):
     """At least 5 interleaved turns of the run and the target alone, the machine named, and no median above its
     ceiling, what the run's own target passes allow with drafting free."""
@@ -58,7 +73,7 @@ def test_the_claims_can_fail():
     assert not EXAMPLES["story-tree"].shows(story) and not EXAMPLES["code-heads"].shows(code)  # no tree; the draft model's
 
 
-@pytest.mark.parametrize("name", list(EXAMPLES))
+@pytest.mark.parametrize("name", each_example())
 def test_each_example_was_recorded_on_a_steady_machine(name):
     """Each side's turns within 1.5x of each other, and a cost-aware c that a draft step can cost (issue 46: c = 1.45
     and turns at 0.15-0.8 tokens/s came from an overloaded machine); a made-up slow turn or c is caught."""
@@ -76,7 +91,98 @@ def test_each_example_was_recorded_on_a_steady_machine(name):
         assert any("c = 1.45" in why for why in examples.unsteady(dear))
 
 
-@pytest.mark.parametrize("name", list(EXAMPLES))
+def story_tree_like(drafter="distinct", duplicate=False, pass_s=0.9):
+    """A hand-made run shaped as the story-tree example: its second round a tree of widths 2-1 whose node 1 (token 20)
+    was rejected and its sibling, node 2 (token 21, or 20 again with `duplicate`), kept, then node 4. 8 tokens in
+    2.0 s against the target alone's 7 tok/s: 0.57x; its two passes took `pass_s` each, so its ceiling is
+    8 / (2 · pass_s) / 7: 0.63 at 0.9 s."""
+    from specviz.record.stats import summarize
+    from specviz.record.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, DraftPosition, Round, TokenProb,
+                                      TreeRecord)
+    from tests.helpers import make_trace
+
+    trace = make_trace()
+    fates = [REJECTED, ACCEPTED, DISCARDED, ACCEPTED]
+    tokens = [20, 20 if duplicate else 21, 22, 23]
+    drafts = [DraftPosition(t, "abcd"[i], 0.5, 0.4, fate) for i, (t, fate) in enumerate(zip(tokens, fates))]
+    tree = TreeRecord(widths=[2, 1], parents=[-1, 0, 0, 1, 2], depth=[0, 1, 1, 2, 2], root_id=1, root_text="y",
+                      path=[2, 4], test_p=[0.3, 0.4, None, 0.5])
+    trace.rounds[1] = Round(1, 4, drafts, 2, TokenProb(1, "y", 0.5), BONUS, None, None, [tokens[1], 23, 1], 0.1,
+                            pass_s, drafter=drafter, tree=tree)
+    trace.rounds[0].verify_time_s = pass_s
+    trace.output_token_ids = [t for r in trace.rounds for t in r.committed_ids]
+    trace.settings.update(drafter=drafter, tree_widths=[2, 1])
+    trace.summary = summarize(trace.rounds, total_time_s=2.0)
+    return trace
+
+
+def test_the_tree_example_needs_distinct_siblings_and_a_tree_dearer_than_its_tokens():
+    """The story-tree example's check (issue 55 item 8): the old recording's 21 duplicate siblings, whose tests could
+    never pass, are refused; so is a tree that is not slower than the target alone, ceiling and all."""
+    shows = EXAMPLES["story-tree"].shows
+    assert examples.sibling_saves(story_tree_like()) == 1 and examples.duplicate_siblings(story_tree_like()) == 0
+    assert shows(story_tree_like())
+    assert examples.duplicate_siblings(story_tree_like(duplicate=True)) == 1
+    assert not shows(story_tree_like(duplicate=True))  # a repeat of a rejected sibling: p′ = 0, never kept
+    assert not shows(story_tree_like(drafter="tree"))  # siblings drawn with replacement may repeat
+    assert not shows(story_tree_like(pass_s=0.2))  # ceiling 8 / 0.4 / 7 = 2.86: a tree that could pay
+    old = examples.load_trace((examples.EXAMPLES_DIR / "story-tree.json").read_bytes())
+    if old.settings["drafter"] == "tree":  # the shipped file, until it is recorded again (AWAITING_RECORDING)
+        assert examples.duplicate_siblings(old) == 21 and not shows(old)
+    assert "distinct" in EXAMPLES["story-tree"].description and "ceiling below 1" in EXAMPLES["story-tree"].description
+
+
+def test_the_heads_examples_draft_time_is_said_over_the_rows_it_reads():
+    """Its draft (5.4 ms a round when recorded) is about half the Costs tab's all-rows time for the same heads (11.0
+    ms): trained heads read out only the rows of at most `train-heads`' draft_vocab tokens (engine/readout.py), and
+    the description says so with that number, the size the Costs tab times the heads over among the others."""
+    from specviz.engine.readout import SUBSET_SIZES
+    from specviz.train.fit import TrainPlan
+
+    rows = TrainPlan().draft_vocab
+    description = EXAMPLES["code-heads"].description
+    assert rows in SUBSET_SIZES and f"at most {rows:,} of 151,936" in description
+    assert "Drafting over fewer rows" in description
+
+
+def record_with_turns(monkeypatch, tmp_path, *alone_seconds: list[float]):
+    """record_example with each timing's target-alone turns taking these seconds (7 tokens each; the run's turns
+    alike), in order: -> (the recording, how many timings it took)."""
+    from specviz.record.trace import Repeats, TimedRun
+    from tests.helpers import make_trace
+
+    timings = iter(alone_seconds)
+    calls = []
+
+    def timed_run(engine, prompt, settings, turns, say):
+        calls.append(turns)
+        trace = make_trace()
+        trace.baseline.repeats = Repeats([TimedRun(7, 0.5, 0.05)] * 3, [TimedRun(7, s, 0.05) for s in next(timings)],
+                                         1, "a test CPU, 2 cores", 1.0, 2.0)
+        return trace
+
+    monkeypatch.setattr(examples, "timed_run", timed_run)
+    recorded = examples.record_example(None, EXAMPLES["code"], tmp_path, turns=3)
+    return recorded, len(calls)
+
+
+def test_turns_that_varied_over_1_15x_are_timed_again_once(monkeypatch, tmp_path):
+    """Target alone at 1.0, 1.2, 1.0 s: 1.20x apart, over 1.15x, so every turn is timed again; at 1.0, 1.1, 1.0 s
+    (1.10x) the first timing is kept. Still over after the second, the second is kept (and says so on the page);
+    the 1.5x refusal stays the hard limit."""
+    from specviz.view.summary import steadiness
+
+    again, timings = record_with_turns(monkeypatch, tmp_path, [1.0, 1.2, 1.0], [1.0, 1.1, 1.0])
+    assert timings == 2 and [t.total_s for t in again.trace.baseline.repeats.target] == [1.0, 1.1, 1.0]
+    once, timings = record_with_turns(monkeypatch, tmp_path, [1.0, 1.1, 1.0], [9.0, 9.0, 9.0])
+    assert timings == 1 and [t.total_s for t in once.trace.baseline.repeats.target] == [1.0, 1.1, 1.0]
+    kept, timings = record_with_turns(monkeypatch, tmp_path, [1.0, 1.2, 1.0], [1.0, 1.25, 1.0])
+    assert timings == 2 and examples.unsteady(kept.trace) == []  # kept: within the 1.5x refusal
+    written = examples.load_trace(kept.path.read_bytes()).baseline.repeats
+    assert steadiness(written).startswith("Its turns varied 1.25×") and written.load_after == 2.0
+
+
+@pytest.mark.parametrize("name", each_example())
 def test_a_speedup_above_its_ceiling_or_from_few_turns_is_no_result(name):
     """Made-up turns (both ratios, whole run and decode speed, equal to `ratio`) just below the lower of the example's
     two ceilings are a result; 2 % above either is not."""
@@ -224,6 +330,8 @@ def test_the_command_records_into_a_folder(tmp_path, tiny_pair, tokenizer, monke
     assert status == (0 if all(shows) and all(results) else 1)  # random weights rarely show what the real pair does
     assert ("WARNING: it does not show what its description says" in out) == (not all(shows))
     assert ("WARNING: its speedup is no result" in out) == (not all(results))
+    from specviz.record.stats import quiet
+    assert out.count("NOTE: timed twice, still over 1.15x") == sum(not quiet(t.baseline.repeats) for t in traces)
     with pytest.raises(SystemExit):  # argparse: an unknown example name is a usage error
         cli.main(["record-examples", "--only", "nope"])
 

@@ -58,6 +58,32 @@ def test_measuring_tiny_models_times_every_point_and_leaves_caches_as_found(engi
     assert cache.get_seq_length() == 16 and cache.layers[0].keys.shape[0] == 2
 
 
+def test_the_batch_one_draft_step_is_timed_with_the_runs_own_draft_pass(engine, monkeypatch):
+    """The Costs tab's c and the price the load's short measurement gives the cost-aware rule come from one timer
+    (issue 55, item 4): its draft step at batch 1 runs the run's own draft pass (lean.py's, for these Qwen2 models),
+    as engine/pass_costs.py's does; a larger batch runs transformers' forward, as a batched run drafts. Before, the tab
+    timed transformers' forward at every batch (c = 0.45 beside a price of 0.287 for the same pair)."""
+    from specviz.engine import pass_costs
+    from specviz.engine.lean import LeanDecoder
+
+    fed, timed, real, timer = [], [], LeanDecoder.__call__, pass_costs.draft_step_times
+
+    def spy(self, tokens, cache, keep):
+        fed.append(len(tokens))
+        return real(self, tokens, cache, keep)
+
+    def draft_step_times(*args, **kwargs):
+        timed.append(args[1])
+        return timer(*args, **kwargs)
+
+    monkeypatch.setattr(LeanDecoder, "__call__", spy)
+    monkeypatch.setattr(pass_timing, "draft_step_times", draft_step_times)
+    p = pass_timing.measure_costs(engine, context=16, tokens=(1, 2), batches=(1, 2), repeats=3)
+    assert timed == [engine.draft]  # the load's timer, once: at batch 1
+    assert fed == [16, 1, 1, 1, 1]  # the lean pass: the 16-token context, a warm-up step, 3 timed steps; no more
+    assert len(p.draft_batch_s) == 2 and all(t > 0 for t in p.draft_batch_s)
+
+
 def test_the_figures_and_readout_quote_the_profile():
     from specviz.measure import cost_charts
 
@@ -71,6 +97,11 @@ def test_the_figures_and_readout_quote_the_profile():
     said = cost_charts.readout(busy, 0.8, 4)
     assert f"v = t(5) / t(1) = <b>{busy.v(4):.2f}</b>" in said and f"batch <b>{cross}</b>" in said
     assert "cpu" in said
+    # where each figure of c comes from, said once (issue 55, item 4): this tab's, the rule's price, a run's own
+    assert said.count("Three figures of c, each from its own source: this tab's, above (the draft's step at batch 1 "
+                      "timed as a run drafts it, on a 16-token cache); the cost-aware rule's price (the short "
+                      "measurement taken when the pair loaded: the same timer on a 64-token cache") == 1
+    assert "what a run paid (its own timings, beside its price in the summary" in said
     free = profile([1] * 5, [0.1] * 5)
     assert "still pays at batch 16" in cost_charts.readout(free, 0.8, 4)
     assert len(cost_charts.batch_figure(free, 0.8, 4).data) == 1  # no crossover to mark

@@ -54,7 +54,8 @@ def cost_trace() -> Trace:
 def repeats_trace() -> Trace:
     """The hand-made trace with its baseline timed in three turns against reruns of the run."""
     trace = make_trace()
-    trace.baseline.repeats = Repeats([TimedRun(7, 0.5, 0.3)] * 3, [TimedRun(7, 1.0, 0.05)] * 3, 1, "a test CPU")
+    trace.baseline.repeats = Repeats([TimedRun(7, 0.5, 0.3)] * 3, [TimedRun(7, 1.0, 0.05)] * 3, 1, "a test CPU",
+                                     load_before=0.4, load_after=2.1)
     return trace
 
 
@@ -253,6 +254,12 @@ REPEATS = {
     "negative-warm-up": (spoil("baseline.repeats.warm_up", -1, repeats_trace()), TURNS),
     "tokens-as-fraction": (spoil("baseline.repeats.target.0.tokens", 7.5, repeats_trace()),
                            "trace.baseline.repeats.target[0].tokens should be int, got float"),
+    "negative-load": (spoil("baseline.repeats.load_after", -0.5, repeats_trace()),
+                      "baseline.repeats.load_before and load_after should be load averages >= 0 or null"),
+    "load-as-text": (spoil("baseline.repeats.load_before", "1.2", repeats_trace()),
+                     "trace.baseline.repeats.load_before should be float, got str"),
+    "load-infinite": (spoil("baseline.repeats.load_before", INF, repeats_trace()),
+                      "trace.baseline.repeats.load_before is not a finite number"),
 }
 
 # A tree round: the shape its widths give, fates along one path from the root.
@@ -313,6 +320,16 @@ def test_the_traces_the_rows_above_spoil_open_as_they_were_written(make):
     trace = make()
     text = trace.to_json()
     assert load_trace(text.encode()) == load_trace(text) == load_trace(json.loads(text)) == trace
+
+
+def test_turns_timed_before_the_load_average_was_recorded_open_without_it():
+    """A version-9 file's repeats hold no load averages (format version 10 added them): it opens, with none."""
+    old = spoil("baseline.repeats.load_before", GONE, repeats_trace())
+    del old["baseline"]["repeats"]["load_after"]
+    old["format_version"] = 9
+    repeats = load_trace(old).baseline.repeats
+    assert repeats.load_before is None and repeats.load_after is None and len(repeats.target) == 3
+    assert load_trace(data(repeats_trace())).baseline.repeats.load_after == 2.1  # a new file keeps them
 
 
 def test_a_probability_a_float32_sum_pushed_just_past_1_opens():

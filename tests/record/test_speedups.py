@@ -6,8 +6,8 @@ import pytest
 
 import dataclasses
 
-from specviz.record.stats import (Ceiling, Spread, decode_speedup, speedup_over_baseline, speedups, spread,
-                                  turn_decode_speedups, turn_speedups)
+from specviz.record.stats import (QUIET, Ceiling, Spread, decode_speedup, quiet, speedup_over_baseline, speedups,
+                                  spread, turn_decode_speedups, turn_rates, turn_speedups)
 from specviz.record.trace import Repeats, TimedRun
 from tests.helpers import make_trace
 
@@ -23,6 +23,18 @@ def timed(trace, run_seconds: list[float], alone_seconds: list[float]):
 def test_spread_is_the_median_and_the_ends():
     assert spread([1.2, 0.9, 1.1]) == Spread(1.1, 0.9, 1.2, 3)
     assert spread([2.0]) == Spread(2.0, 2.0, 2.0, 1)
+
+
+def test_each_sides_turns_are_quiet_within_1_15x():
+    """7 tokens a turn: the target alone in 1.0 and 1.2 s runs at 7.00 and 5.83 tok/s, 1.20x apart (not quiet); in
+    1.0 and 1.1 s, 1.10x apart (quiet); the run's own turns are alike in both."""
+    assert QUIET == 1.15 and spread([1.2, 0.9, 1.1]).ratio == pytest.approx(4 / 3)
+    busy = timed(make_trace(), [0.5, 0.5, 0.5], [1.0, 1.2, 1.0]).baseline.repeats
+    run, alone = turn_rates(busy)
+    assert (run.low, run.high) == (14.0, 14.0) and (alone.low, alone.high) == pytest.approx((7 / 1.2, 7.0))
+    assert alone.ratio == pytest.approx(1.2) and not quiet(busy)
+    assert quiet(timed(make_trace(), [0.5, 0.5, 0.5], [1.0, 1.1, 1.0]).baseline.repeats)
+    assert not quiet(timed(make_trace(), [0.5, 0.6, 0.5], [1.0, 1.0, 1.0]).baseline.repeats)  # the run's side 1.2x
 
 
 def test_each_turn_is_its_own_ratio_and_the_speedup_their_median():

@@ -1,7 +1,9 @@
 """The cost-aware rule on the page: each round's reason in numbers a student can redo, the plain rounds marked on the
 tokens-per-pass chart and counted in the summary, the fallback said, and the record's JSON read back strictly."""
 
+import dataclasses
 import re
+from html import escape
 
 import pytest
 
@@ -10,9 +12,11 @@ from specviz.engine.pass_costs import TOKENS
 from specviz.record.cost_profile import CostProfile
 from specviz.record.load import load_trace
 from specviz.view import charts
-from specviz.view.cost_words import round_note, run_account, speculation_off
+from specviz.view.cost_words import paid_times, price_note, round_note, run_account, speculation_off
 from specviz.view.explanation import explanation
 from specviz.view.summary import summary_html
+from specviz.view.style import significant
+from specviz.view.trace_text import summary_lines
 
 SETTINGS = RunSettings(k=6, temperature=1.0, seed=3, max_new_tokens=60, adaptive=True, stop_rule="cost")
 
@@ -124,3 +128,63 @@ def test_a_round_ended_by_the_end_of_text_token_says_so(cheap):
     r = next(r for r in cheap.rounds if r.cost and r.cost.choices and r.cost.choices[-1].drafted and r.k)
     note = round_note(r, cheap.pass_costs, {r.drafts[-1].token_id})  # as if its last draft ended the text
     assert "drafting stopped at the end-of-text token" in note and "the most" not in note
+
+
+# --- the price of a draft step beside what the run paid (issue 55, item 4) --------------------------------------
+
+def priced_at(trace, c):
+    """The trace as if the rule had priced a draft step at c (its other prices as they were)."""
+    return dataclasses.replace(trace, pass_costs=dataclasses.replace(trace.pass_costs, c=c))
+
+
+@pytest.fixture(scope="module")
+def spices():
+    """A shipped cost-aware run with its baseline: its own timings give what it paid for a draft step."""
+    from specviz.lecture.examples import load_example
+
+    return load_example("spices")
+
+
+def test_what_a_run_paid_for_a_draft_step_is_its_own_timings(spices):
+    from specviz.measure.measured import steady_state
+    from specviz.record.stats import target_step_time
+
+    draft, step = paid_times(spices)
+    assert step == target_step_time(spices.baseline)
+    assert draft / step == pytest.approx(steady_state(spices.rounds, step).c)  # the Lab's and the bench's c
+    assert paid_times(dataclasses.replace(spices, baseline=None)) is None  # no target step to divide by
+
+
+@pytest.mark.parametrize("factor, said", [(0.7, "below what the run paid (more than 15 %), so each draft looked "
+                                                 "cheaper than it was: the price pushed K up."),
+                                          (1.4, "above what the run paid (more than 15 %), so each draft looked "
+                                                "dearer than it was: the price held K down.")])
+def test_a_price_off_by_more_than_the_margin_says_so_and_which_way(spices, factor, said):
+    draft, step = paid_times(spices)
+    note = price_note(priced_at(spices, factor * draft / step))
+    priced, ms_draft, ms_step, paid, off = re.fullmatch(
+        r"Priced at c = ([\d.]+) a draft step \([^)]+\); this run paid c = ([\d.]+) "
+        r"\(its own timings: ([\d.]+) ms a draft step ÷ ([\d.]+) ms a step of the target alone\)\. The price was off: "
+        r"(\d+) % .*", note).group(1, 3, 4, 2, 5)
+    assert said in note
+    assert significant(float(ms_draft) / float(ms_step), 3) == paid  # a student divides the printed times
+    assert round(abs(float(priced) / float(paid) - 1) * 100) == int(off)  # from the printed prices
+    assert abs(int(off) - round(abs(factor - 1) * 100)) <= 1  # as far off as it was set, to their rounding
+    assert escape(note) in summary_html(priced_at(spices, factor * draft / step))  # said on the page, not hovered
+    assert note in summary_lines(priced_at(spices, factor * draft / step))  # and by the CLI
+
+
+def test_a_price_that_matches_what_the_run_paid_says_nothing_of_being_off(spices):
+    """The negative control: priced within the margin, the note gives both figures and calls nothing off."""
+    draft, step = paid_times(spices)
+    note = price_note(priced_at(spices, 1.1 * draft / step))
+    assert note.startswith("Priced at c = ") and "this run paid c = " in note
+    assert note.endswith("The price was within 15 % of it.")
+    assert not any(word in note for word in ("off", "pushed", "held K", "looked"))
+
+
+def test_no_price_note_without_the_rule_its_price_or_a_baseline(spices, dear):
+    assert price_note(dataclasses.replace(spices, baseline=None)) == ""  # the page's Generate before Baseline
+    assert price_note(dataclasses.replace(spices, pass_costs=None)) == ""  # fell back to the threshold
+    assert price_note(dataclasses.replace(spices, settings={**spices.settings, "stop_rule": "threshold"})) == ""
+    assert price_note(dear) == "" and "Priced at" not in summary_html(dear)  # a run with no baseline

@@ -71,7 +71,7 @@ def serve_command(a: argparse.Namespace) -> int:
     print(serve_bench.report(runs, plan, where, serve_bench.predicted_crossovers(runs, profile)))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(serve_bench.as_json(runs, plan, where), f, indent=1)
+            json.dump(serve_bench.as_json(runs, plan, where, profile), f, indent=1)
     if a.record:
         from specviz.measure.serve_chart import record_serve
 

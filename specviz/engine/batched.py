@@ -193,6 +193,7 @@ class Batch:
         self.draft_slots = LeanSlots(LeanDecoder(draft)) if draft is not None and LeanDecoder.supports(draft) else Slots()
         self.passes = 0  # target passes over the whole batch (rounds), prefills not counted
         self.tokens = 0  # tokens those passes committed, over every sequence
+        self.row_rounds = 0  # sequences those passes verified, summed over the passes (a round of B counts B)
         self.examined = self.accepted = 0  # drafts verification examined and kept, over every sequence
         self.choices: list[BatchChoice] = []  # the cost-aware rule's choice each round, with why
         self.plain_rounds = 0  # rounds at K = 0 in a row (the rule probes after PROBE_EVERY)
@@ -251,7 +252,7 @@ class Batch:
         drafted = self.clock()
         feeds = [seq.ids[-1:] + d for seq, d in zip(self.rows, drafts)]
         logits = self.target_slots.feed(self.target, feeds, k + 1)
-        self.passes += 1
+        self.passes, self.row_rounds = self.passes + 1, self.row_rounds + batch
         for b, seq in enumerate(self.rows):
             mine = min(k, seq.left - 1)  # the drafts this sequence may use within its token limit
             p = warp(logits[b, :mine + 1, :self.vocab], seq.req.sampling)

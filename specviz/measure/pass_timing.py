@@ -34,17 +34,21 @@ CONTEXT = 192  # cached tokens under every pass: a prompt and an answer's worth
 REPEATS = 3  # timings of each point: the median kept, the least and most as its spread
 
 
-def speedup_at_batch(profile: CostProfile, alpha: float, k: int, batch: int) -> float:
+def speedup_at_batch(profile: CostProfile, alpha: float, k: int, batch: int, tokens: float | None = None) -> float:
     """Predicted speedup of speculative decoding over target-only decoding when `batch` sequences decode at once.
 
     Target-only, each step costs t_target(b); a speculative round costs K draft steps at batch b and one verify
     pass over b·(K+1) tokens, here estimated by the batch-1 pass over as many tokens (the weights are read once
     either way; the attention differs, and is small next to the matmuls at this context):
 
-        speedup(b) = E(α, K) · t_target(b) / (K · t_draft(b) + t(b·(K+1)))
+        speedup(b) = E · t_target(b) / (K · t_draft(b) + t(b·(K+1)))
+
+    E, the tokens a sequence gets per round: `tokens` where runs measured it, else E(α, K) of one α for every draft
+    position (which overstates it where acceptance falls along a round).
     """
     t_target, t_draft = profile.target_step(batch), profile.draft_step(batch)
-    return expected_tokens_per_pass(alpha, k) * t_target / (k * t_draft + profile.t(batch * (k + 1)))
+    expected = tokens if tokens is not None else expected_tokens_per_pass(alpha, k)
+    return expected * t_target / (k * t_draft + profile.t(batch * (k + 1)))
 
 
 def crossover_range(profile: CostProfile, alpha: float, k: int) -> tuple[int | None, int | None]:
@@ -53,11 +57,11 @@ def crossover_range(profile: CostProfile, alpha: float, k: int) -> tuple[int | N
     return (crossover_batch(profile.extreme(False), alpha, k), crossover_batch(profile.extreme(True), alpha, k))
 
 
-def crossover_batch(profile: CostProfile, alpha: float, k: int) -> int | None:
+def crossover_batch(profile: CostProfile, alpha: float, k: int, tokens: float | None = None) -> int | None:
     """The smallest batch size (1 … the largest measured) at which speculation no longer pays (speedup < 1);
-    None when it pays at every one."""
+    None when it pays at every one. `tokens`: E as runs measured it (speedup_at_batch)."""
     for b in range(1, profile.batches[-1] + 1):
-        if speedup_at_batch(profile, alpha, k, b) < 1:
+        if speedup_at_batch(profile, alpha, k, b, tokens) < 1:
             return b
     return None
 

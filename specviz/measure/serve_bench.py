@@ -83,6 +83,7 @@ class Run:
     alpha: float  # drafts kept ÷ drafts examined, over every sequence (0 where nothing was drafted)
     users_detail: list[dict] = field(default_factory=list)  # per request: user, prompt, kind, ttft_s, …
     why: list[str] = field(default_factory=list)  # the cost-aware rule's first rounds, in numbers
+    tokens_per_sequence_pass: float = 0.0  # tokens a sequence received per pass that verified it (0: not recorded)
 
 
 def prompts_for(engine, kinds: tuple[str, ...], users: int) -> list[tuple[str, str, tuple[int, ...]]]:
@@ -139,7 +140,8 @@ def one_run(engine, plan: Plan, users: int, rule: str, turn: int, prices: BatchP
               for i, (u, s) in enumerate(done)]
     tokens = sum(len(s.output_ids) for _, s in done)
     return Run(users, rule, turn, seconds, tokens / seconds, batch.tokens / max(batch.passes, 1),
-               batch.accepted / batch.examined if batch.examined else 0.0, detail, [c.why() for c in batch.choices[:3]])
+               batch.accepted / batch.examined if batch.examined else 0.0, detail, [c.why() for c in batch.choices[:3]],
+               batch.tokens / max(batch.row_rounds, 1))
 
 
 def after_first(s: Served) -> float:
@@ -225,15 +227,21 @@ def greedy_same(runs: list[Run]) -> bool:
 
 def predicted_crossovers(runs: list[Run], profile) -> dict[str, int | None]:
     """Each drafting rule's crossover as the Costs tab predicts it (pass_timing.crossover_batch, from the profile
-    with no longer pass cheaper: CostProfile.steady) at its K and the median α of its runs (every prompt kind)."""
+    with no longer pass cheaper: CostProfile.steady) at its K and what its runs measured a round gives a sequence:
+    for a fixed K, the median of their tokens per sequence per pass (E itself: acceptance falls along a round, so
+    E(α, K) of the runs' α would overstate it); for the cost rule, whose K varies, E(α, K) at the most it drafts and
+    the median α of its runs (every prompt kind)."""
     from specviz.measure.pass_timing import crossover_batch
 
     out = {}
     for rule in dict.fromkeys(r.rule for r in runs):
-        k, _ = rule_k(rule)
-        alphas = [r.alpha for r in runs if r.rule == rule and r.alpha > 0]
-        if k and profile is not None and alphas:
-            out[rule] = crossover_batch(profile.steady(), min(statistics.median(alphas), 0.999), k)
+        k, priced = rule_k(rule)
+        mine = [r for r in runs if r.rule == rule and r.alpha > 0]
+        if not (k and profile is not None and mine):
+            continue
+        measured = [r.tokens_per_sequence_pass for r in mine if r.tokens_per_sequence_pass > 0]
+        tokens = statistics.median(measured) if measured and not priced else None
+        out[rule] = crossover_batch(profile.steady(), min(statistics.median(r.alpha for r in mine), 0.999), k, tokens)
     return out
 
 
@@ -268,5 +276,7 @@ def _users(n: int | None) -> str:
     return f"{n} users" if n else "not within the batches measured"
 
 
-def as_json(runs: list[Run], plan: Plan, machine: str) -> dict:
-    return {"machine": machine, "plan": asdict(plan), "runs": [asdict(r) for r in runs]}
+def as_json(runs: list[Run], plan: Plan, machine: str, profile=None) -> dict:
+    """Every run and the profile that priced the cost rule and the prediction (None: not measured)."""
+    return {"machine": machine, "plan": asdict(plan), "runs": [asdict(r) for r in runs],
+            "profile": asdict(profile) if profile is not None else None}

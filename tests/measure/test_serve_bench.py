@@ -126,3 +126,21 @@ def test_no_longer_pass_is_priced_cheaper_than_a_shorter_one():
     steady = slow.steady()
     assert steady.target_s == [1.0, 1.1, 1.6, 1.6, 2.4] and steady.target_batch_s == [1.0, 1.4, 1.4]
     assert steady.t(16) / steady.t(8) == 1.0 and slow.t(16) / slow.t(8) < 0.2
+
+
+def test_a_fixed_k_s_crossover_is_predicted_from_what_its_rounds_gave_a_sequence():
+    """α = 0.9 promises E(0.9, 4) = 4.1 tokens a round; rounds that gave each sequence 2.0 cross over at fewer users.
+    The negative control: the same runs without the measured figure predict by α, later. The cost rule, whose K
+    varies, keeps E(α, K)."""
+    from specviz.record.cost_profile import CostProfile
+
+    tokens = [1, 2, 5, 10, 20, 40, 80]
+    profile = CostProfile("cpu", "float32", "d", "t", 64, tokens, [1 + 0.2 * (n - 1) for n in tokens], [1, 2, 4, 8, 16],
+                          [1 + 0.2 * (b - 1) for b in (1, 2, 4, 8, 16)], [0.1] * 5)
+    measured = [serve_bench.Run(u, rule, 0, 1.0, 1.0, 2.0, 0.9, [], [], 2.0) for u in (1, 2) for rule in ("k4", "cost")]
+    unmeasured = [serve_bench.Run(u, "k4", 0, 1.0, 1.0, 2.0, 0.9, []) for u in (1, 2)]
+    by_rounds = serve_bench.predicted_crossovers(measured, profile)
+    by_alpha = serve_bench.predicted_crossovers(unmeasured, profile)
+    assert by_rounds["k4"] == pass_timing.crossover_batch(profile.steady(), 0.9, 4, tokens=2.0)
+    assert by_rounds["k4"] < by_alpha["k4"] == pass_timing.crossover_batch(profile.steady(), 0.9, 4)
+    assert by_rounds["cost"] == by_alpha["k4"]

@@ -15,11 +15,16 @@ from the batch's own rounds as it serves, the pair's measured profile filling in
 (engine/batch_prices.py): there v_B(K) is the whole rest of the round after drafting, the pass and every row's
 verdict, so what the batch pays is what it is priced at. a_b(n) is sequence
 b's own acceptance at draft position n so far: of its drafts examined there (every draft before them kept), the
-share kept, with PRIOR pseudo-drafts kept, so a new sequence drafts and measures rather than trusting nothing.
+share kept, with PRIOR pseudo-drafts kept at the rate every sequence served before it kept there (`pooled`: what
+the server has measured of this pair; with nothing measured, 1), so a new sequence starts from what drafts
+usually do rather than from a promise that every draft survives.
 S_b(n), the chance its n-th draft survives, is their product: acceptance falls along a round (the draft drifts from
 the target), which one α for every position, E(α, K) = (1 − α^(K+1)) / (1 − α), would miss: on the packaged pair
 at 8 users its α of 0.83 promised 3.6 tokens a sequence per K = 4 round, and the rounds gave 2.35 (2026-12-04).
-After PROBE_EVERY rounds at K = 0 one round drafts K = 1 anyway, so that text turning predictable is noticed.
+After PROBE_EVERY rounds at K = 0 one round drafts K = 1 anyway, so that text turning predictable is noticed, but
+only where it could: where one draft that every sequence kept would pay at these prices (c + v_B(1) < 2). Past
+that, at many users, better acceptance cannot make a draft pay, and a probe only costs (its draft catches up on
+every token the plain rounds committed).
 
 Exact: K is chosen from earlier rounds and the measured prices only, never from this round's passes or draws, so
 each sequence's output follows its target alone whatever K a round gets (tests/engine/test_batched.py).
@@ -56,17 +61,19 @@ class Positions:
             self.examined[n] += 1
             self.kept[n] += n < n_kept
 
-    def acceptance(self, n: int) -> float:
-        """a(n): the share kept at position n (1-based) of those examined there, with PRIOR kept pseudo-drafts."""
+    def acceptance(self, n: int, pooled: "Positions | None" = None) -> float:
+        """a(n): the share kept at position n (1-based) of those examined there, with PRIOR pseudo-drafts kept at
+        `pooled`'s a(n) (None: all kept)."""
         seen = self.examined[n - 1] if n <= len(self.examined) else 0
         kept = self.kept[n - 1] if n <= len(self.kept) else 0
-        return (kept + PRIOR) / (seen + PRIOR)
+        prior = pooled.acceptance(n) if pooled is not None else 1.0
+        return (kept + PRIOR * prior) / (seen + PRIOR)
 
-    def expected(self, k: int) -> float:
+    def expected(self, k: int, pooled: "Positions | None" = None) -> float:
         """E(K) = 1 + S(1) + … + S(K): the tokens a round of K drafts is expected to give this sequence."""
         total, survive = 1.0, 1.0
         for n in range(1, k + 1):
-            survive *= self.acceptance(n)
+            survive *= self.acceptance(n, pooled)
             total += survive
         return total
 
@@ -90,13 +97,13 @@ class BatchChoice:
                 f"{' '.join(f'{x:.1f}' for x in self.v[1:])}: tokens a step {rates} → {chosen}")
 
 
-def choose_k(sequences: list[Positions], c: float, v: Callable[[int], float], most: int, plain_rounds: int = 0
-             ) -> BatchChoice:
+def choose_k(sequences: list[Positions], c: float, v: Callable[[int], float], most: int, plain_rounds: int = 0,
+             pooled: Positions | None = None) -> BatchChoice:
     """The K (0 … most) whose round gives the batch the most expected tokens per one-token step of the batch.
     `sequences`: each sequence's drafts by position; `c`, `v(K)`: the prices at this batch (above); `plain_rounds`:
-    rounds at K = 0 in a row just before."""
+    rounds at K = 0 in a row just before; `pooled`: every earlier sequence's drafts by position (the prior)."""
     vs = tuple(v(k) for k in range(most + 1))
-    rates = tuple(sum(seq.expected(k) for seq in sequences) / (k * c + vs[k]) for k in range(most + 1))
+    rates = tuple(sum(seq.expected(k, pooled) for seq in sequences) / (k * c + vs[k]) for k in range(most + 1))
     best = max(range(most + 1), key=lambda k: (rates[k], -k))  # ties: fewer drafts
-    probe = best == 0 and most > 0 and plain_rounds >= PROBE_EVERY
+    probe = best == 0 and most > 0 and plain_rounds >= PROBE_EVERY and c + vs[1] < 2
     return BatchChoice(1 if probe else best, len(sequences), rates, c, vs, probe)

@@ -7,7 +7,8 @@ B·(K + 1) tokens by it. A batch's pass reads B caches and each row is verified,
 its rounds cost more than that: priced by the profile alone, the rule drafted at 8 users where the target alone was
 faster (0.82× the better rule, 2026-12-04). So each round's time is kept in two parts, where it was spent:
 
-    draft(B)     one draft step of B rows (a round's draft steps ÷ K)
+    draft(B)     one draft step of B rows (a round's draft steps ÷ K, in a round after a drafting one: after plain
+                 rounds the first step also catches up on the tokens they committed, which a drafting round does not)
     rest(B, K)   the rest of the round: the target's pass over B × (K + 1) positions, then each row's verdict
 
 and a round of K drafts at B is priced K·draft(B) + rest(B, K), by the median of the last KEEP measured at that
@@ -17,7 +18,8 @@ rule probes K = 1 now and then (batch_rule.PROBE_EVERY), so a batch that stopped
 
 Exact: the prices are clock readings of earlier rounds, never a draw or a pass's numbers, so whatever K they choose
 each sequence's output follows its target alone (tests/engine/test_batched.py). One BatchPrices serves every batch
-on the loaded pair (a server keeps what it measured across requests).
+on the loaded pair (a server keeps what it measured across requests), and with the clock the verdicts of every
+sequence it served by draft position, the prior a new sequence's acceptance starts from (algorithm/batch_rule.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import statistics
 from collections import deque
 
+from specviz.algorithm.batch_rule import Positions
 from specviz.record.cost_profile import CostProfile
 
 KEEP = 8  # measured rounds per (B, K) whose median prices it: recent enough to follow the machine
@@ -37,10 +40,12 @@ class BatchPrices:
         self.profile = profile.steady()  # no longer pass priced cheaper than a shorter one
         self.drafts: dict[int, deque[float]] = {}  # B -> seconds of one draft step of B rows
         self.rests: dict[tuple[int, int], deque[float]] = {}  # (B, K) -> seconds of the rest of a round
+        self.pooled = Positions()  # every sequence's verdicts by draft position: a new sequence's prior (batch_rule)
 
-    def add(self, batch: int, k: int, draft_s: float, rest_s: float) -> None:
-        """One round's clock: its K draft steps took draft_s in all, the rest of it rest_s."""
-        if k:
+    def add(self, batch: int, k: int, draft_s: float | None, rest_s: float) -> None:
+        """One round's clock: its K draft steps took draft_s in all (None: not a draft step's price, see above),
+        the rest of it rest_s."""
+        if k and draft_s is not None:
             self.drafts.setdefault(batch, deque(maxlen=KEEP)).append(draft_s / k)
         self.rests.setdefault((batch, k), deque(maxlen=KEEP)).append(rest_s)
 

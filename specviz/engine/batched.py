@@ -246,6 +246,7 @@ class Batch:
         if not self.rows:
             return
         k = min(self._chosen_k(), max(seq.left - 1 for seq in self.rows))
+        caught_up = self.plain_rounds == 0  # the draft's caches lack at most the last round's tokens
         self.plain_rounds = self.plain_rounds + 1 if k == 0 else 0
         batch, began = len(self.rows), self.clock()
         drafts, q = self._draft(k)
@@ -259,6 +260,8 @@ class Batch:
             verdict = verify(p, q[b][:mine], torch.tensor(drafts[b][:mine], dtype=torch.long), seq.gen)
             kept = seq.commit(drafts[b][:verdict.n_accepted] + [verdict.next_token], self.eos_ids)
             seq.positions.add(len(verdict.accept_probs), verdict.n_accepted)
+            if self.prices is not None:
+                self.prices.pooled.add(len(verdict.accept_probs), verdict.n_accepted)
             self.examined, self.accepted = self.examined + len(verdict.accept_probs), self.accepted + verdict.n_accepted
             self.tokens += len(kept)
             seq.served.passes += 1
@@ -268,7 +271,7 @@ class Batch:
                 self.draft_slots.drop(b, k - 1, fed_drafts)
                 seq.drafted += fed_drafts
         if self.prices is not None:
-            self.prices.add(batch, k, drafted - began, self.clock() - drafted)
+            self.prices.add(batch, k, drafted - began if caught_up else None, self.clock() - drafted)
         self._leave(started)
 
     def _chosen_k(self) -> int:
@@ -279,7 +282,7 @@ class Batch:
             return self.k
         prices, b = self.prices, len(self.rows)
         choice = choose_k([seq.positions for seq in self.rows], prices.c(b), lambda k: prices.v(b, k), self.k,
-                          self.plain_rounds)
+                          self.plain_rounds, prices.pooled)
         self.choices.append(choice)
         return choice.k
 

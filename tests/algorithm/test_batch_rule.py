@@ -42,11 +42,15 @@ def test_a_batch_that_drafts_poorly_drafts_less():
     assert choose_k([steady(0.9)] * 4, 0.3, cheap, 8).k > choose_k([steady(0.3)] * 4, 0.3, cheap, 8).k
 
 
-def test_after_plain_rounds_one_round_probes():
-    dear = lambda k: 1 + 1.0 * k  # noqa: E731
-    assert choose_k([steady(0.5)], 0.3, dear, 4, plain_rounds=PROBE_EVERY - 1).k == 0
-    probe = choose_k([steady(0.5)], 0.3, dear, 4, plain_rounds=PROBE_EVERY)
+def test_after_plain_rounds_one_round_probes_where_a_kept_draft_could_pay():
+    """c + v(1) = 1.8: a draft every sequence kept would pay, so a probe can find one; at 2.3 none could (the
+    negative control: many users, where the probe only costs)."""
+    fair = lambda k: 1 + 0.5 * k  # noqa: E731
+    assert choose_k([steady(0.5)], 0.3, fair, 4, plain_rounds=PROBE_EVERY - 1).k == 0
+    probe = choose_k([steady(0.5)], 0.3, fair, 4, plain_rounds=PROBE_EVERY)
     assert probe.k == 1 and probe.probe and probe.why().endswith("→ K = 1 to measure again")
+    dear = lambda k: 1 + 1.0 * k  # noqa: E731
+    assert choose_k([steady(0.5)], 0.3, dear, 4, plain_rounds=10 * PROBE_EVERY).k == 0
 
 
 def test_the_why_prints_the_numbers_it_chose_by():
@@ -64,3 +68,16 @@ def test_acceptance_is_kept_by_position_and_falls_along_a_round():
     assert seq.acceptance(1) == pytest.approx(a1) and seq.acceptance(2) == pytest.approx(a2)
     assert seq.acceptance(9) == 1.0  # never examined: the prior alone
     assert seq.expected(2) == pytest.approx(1 + a1 + a1 * a2) and Positions().expected(3) == 4.0
+
+
+def test_a_new_sequence_starts_from_what_earlier_sequences_kept():
+    """Nothing seen of its own: the prior is the pooled rate (0.5 here), not 1; with no pool, 1 (the negative
+    control). Its own verdicts then count beside PRIOR pseudo-drafts at that rate."""
+    pooled = steady(0.5)
+    fresh = Positions()
+    assert fresh.acceptance(1, pooled) == pytest.approx(0.5) and fresh.acceptance(1) == 1.0
+    assert fresh.expected(2, pooled) == pytest.approx(1.75) and fresh.expected(2) == 3.0
+    fresh.add(1, 1)
+    assert fresh.acceptance(1, pooled) == pytest.approx((1 + PRIOR * 0.5) / (1 + PRIOR))
+    dear = lambda k: 1 + 0.6 * k  # noqa: E731
+    assert choose_k([Positions()] * 4, 0.3, dear, 4).k > 0 and choose_k([Positions()] * 4, 0.3, dear, 4, pooled=pooled).k == 0

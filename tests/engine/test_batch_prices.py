@@ -35,6 +35,14 @@ def test_an_unmeasured_k_is_the_profile_scaled_by_the_nearest_measured_k_at_that
     assert prices.rest(4, 4) == pytest.approx(2 * (1 + 0.05 * 19))  # no round at 4 users: every batch's scale
 
 
+def test_a_draft_that_caught_up_after_plain_rounds_does_not_price_a_draft_step():
+    prices = BatchPrices(profile())
+    prices.add(8, 1, draft_s=None, rest_s=2.0)  # its one step fed every token the plain rounds committed
+    assert 8 not in prices.drafts and prices.rest(8, 1) == 2.0
+    prices.add(8, 2, draft_s=0.6, rest_s=2.5)
+    assert prices.draft(8) == 0.3
+
+
 def test_nothing_measured_is_the_profile_itself():
     prices = BatchPrices(profile())
     assert prices.rest(8, 0) == pytest.approx(1.35) and prices.rest(8, 4) == pytest.approx(1 + 0.05 * 39)

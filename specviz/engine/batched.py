@@ -2,7 +2,8 @@
 serving engine runs them (continuous batching). Each round the draft model drafts for every sequence in lockstep
 (one batched draft step per draft position), ONE target pass scores every sequence's drafts (B × (K + 1)
 positions), and each sequence accepts its own prefix, takes its own replacement or bonus, and keeps its own caches.
-A sequence that finishes leaves the batch; a waiting request joins it with its prompt scored alone.
+A sequence that finishes leaves the batch; a waiting request joins it with its prompt scored alone by the target, and
+by the draft only when a round first drafts for it (a batch that drafts nothing never pays for the draft).
 
     batch = Batch(target, draft, vocab=..., eos_ids=..., k=4)
     served = batch.serve([Request(ids, SamplingSettings(temperature=0), seed=1, max_new_tokens=48), ...], most=8)
@@ -153,6 +154,46 @@ class Slots:
             mine.keys = torch.cat([_left_pad(mine.keys, width), _left_pad(theirs.keys, width)])
             mine.values = torch.cat([_left_pad(mine.values, width), _left_pad(theirs.values, width)])
 
+    def add_empty(self) -> None:
+        """Add a row that keeps no slot yet: its cache is filled when it is first needed (`fill`)."""
+        rows, have = self.kept.shape
+        self.kept = torch.cat([self.kept, torch.zeros(1, have, dtype=torch.bool)])
+        for layer in self._filled():
+            layer.keys = torch.cat([layer.keys, layer.keys.new_zeros(1, *layer.keys.shape[1:])])
+            layer.values = torch.cat([layer.values, layer.values.new_zeros(1, *layer.values.shape[1:])])
+
+    def fill(self, row: int, alone: DynamicCache, length: int) -> None:
+        """Row `row`, which keeps no slot yet, takes `length` slots filled alone, every one kept: the shorter side
+        is padded on the left with masked slots, as `join` pads."""
+        rows, have = self.kept.shape
+        width = max(have, length)
+        layers = self._filled()
+        if not layers:  # no row has slots yet: the cache takes alone's layers, every other row masked zeros
+            self.cache, layers = alone, []
+            for layer in alone.layers:
+                layer.keys, layer.values = _as_row(layer.keys, row, rows), _as_row(layer.values, row, rows)
+        for mine, theirs in zip(layers, alone.layers):
+            for name in ("keys", "values"):
+                x = _left_pad(getattr(mine, name), width)
+                x[row, :, width - length:] = getattr(theirs, name)[0]
+                setattr(mine, name, x)
+        kept = torch.cat([torch.zeros(rows, width - have, dtype=torch.bool), self.kept], 1)
+        kept[row] = False
+        kept[row, width - length:] = True
+        self.kept = kept
+
+    def _filled(self) -> list:
+        """The cache's layers that hold slots (none before a row was filled)."""
+        return [layer for layer in self.cache.layers if getattr(layer, "keys", None) is not None
+                and layer.keys.numel()]
+
+
+def _as_row(x: torch.Tensor, row: int, rows: int) -> torch.Tensor:
+    """(1, H, S, D) -> (rows, H, S, D): x as row `row`, zeros (masked slots) in every other."""
+    out = x.new_zeros(rows, *x.shape[1:])
+    out[row] = x[0]
+    return out
+
 
 def _left_pad(x: torch.Tensor, width: int) -> torch.Tensor:
     """(B, H, S, D) -> (B, H, width, D), zeros before: masked slots."""
@@ -226,19 +267,22 @@ class Batch:
         served.passes += 1
         self.target_slots.join(alone, len(seq.ids))
         if self.draft is not None:
-            self._join_draft(seq)
+            self.draft_slots.add_empty()  # filled when a round first drafts for it (_fill_draft): never, under a
+        #                                   rule that drafts nothing at this many users, so no join pays for a draft
         seq.commit([first], self.eos_ids)
         served.first_token_s = self.clock() - started
         self.rows.append(seq)
         self._leave(started)
 
-    def _join_draft(self, seq: Sequence) -> None:
-        """The draft's cache of the prompt, filled alone, so that the draft is next fed the first token."""
+    def _fill_draft(self, row: int, seq: Sequence) -> None:
+        """The draft's cache of all the sequence's ids but the last, filled alone, so that its first draft step is
+        fed the last: the prompt and what it committed before the batch first drafted for it."""
         alone = DynamicCache()
         device = next(self.draft.parameters()).device
-        self.draft(input_ids=torch.tensor([seq.ids], device=device), cache=alone, use_cache=True, logits_to_keep=1)
-        self.draft_slots.join(alone, len(seq.ids))
-        seq.drafted = len(seq.ids)
+        self.draft(input_ids=torch.tensor([seq.ids[:-1]], device=device), cache=alone, use_cache=True,
+                   logits_to_keep=1)
+        self.draft_slots.fill(row, alone, len(seq.ids) - 1)
+        seq.drafted = len(seq.ids) - 1
 
     @torch.inference_mode()
     def round(self, started: float) -> None:
@@ -246,7 +290,8 @@ class Batch:
         if not self.rows:
             return
         k = min(self._chosen_k(), max(seq.left - 1 for seq in self.rows))
-        caught_up = self.plain_rounds == 0  # the draft's caches lack at most the last round's tokens
+        caught_up = all(seq.drafted and len(seq.ids) - seq.drafted <= 2 for seq in self.rows)  # the draft's caches
+        #                      lack at most a drafting round's tokens: its steps are no catch-up (batch_prices.py)
         self.plain_rounds = self.plain_rounds + 1 if k == 0 else 0
         batch, began = len(self.rows), self.clock()
         drafts, q = self._draft(k)
@@ -291,6 +336,9 @@ class Batch:
         rows = len(self.rows)
         drafts: list[list[int]] = [[] for _ in range(rows)]
         qs: list[list[torch.Tensor]] = [[] for _ in range(rows)]
+        for b, seq in enumerate(self.rows):
+            if k and not seq.drafted:
+                self._fill_draft(b, seq)
         for step in range(k):
             if step == 0:  # what the draft's cache lacks: the newest token, or after a clean sweep two
                 feeds = [seq.ids[seq.drafted:] for seq in self.rows]

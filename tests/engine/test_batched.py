@@ -109,6 +109,21 @@ def test_the_batch_drafts_through_the_lean_pass_with_transformers_logits(pair):
         assert not torch.allclose(ours[0], theirs[0], atol=1e-5, rtol=0) and torch.allclose(ours[1], theirs[1], atol=1e-5, rtol=0)
 
 
+def test_a_batch_that_drafts_nothing_never_runs_the_draft(pair, monkeypatch):
+    """The draft reads a sequence's text only when a round first drafts for it: under K = 0 (as the cost rule for a
+    batch chooses at many users) no join pays for it. The negative control: K = 2 runs it."""
+    seen = []
+    embed = pair.draft.get_input_embeddings()
+    original = embed.forward
+    monkeypatch.setattr(embed, "forward", lambda ids: seen.append(tuple(ids.shape)) or original(ids))
+    asked = requests(pair, 3)
+    plain = Batch(pair.target, pair.draft, pair.vocab, set(), 0).serve(asked, 2)
+    assert seen == [] and all(s.output_ids == _target_alone(pair, s.request.prompt_ids, s.request.max_new_tokens)
+                              for s in plain)
+    Batch(pair.target, pair.draft, pair.vocab, set(), 2).serve(asked, 2)
+    assert seen
+
+
 def test_bad_sizes_are_refused_with_a_sentence(pair):
     batch = Batch(pair.target, pair.draft, pair.vocab, set(), 4)
     for most in (0, 17):

@@ -21,6 +21,12 @@ usually do rather than from a promise that every draft survives.
 S_b(n), the chance its n-th draft survives, is their product: acceptance falls along a round (the draft drifts from
 the target), which one α for every position, E(α, K) = (1 − α^(K+1)) / (1 − α), would miss: on the packaged pair
 at 8 users its α of 0.83 promised 3.6 tokens a sequence per K = 4 round, and the rounds gave 2.35 (2026-12-04).
+A sequence whose draft cache lags (one that joined and was never drafted for, or one after plain rounds) must first
+catch up: the draft reads the tokens it lacks once, `catch_up[b]` of the batch's steps, which pays for every round
+the sequence has left, about left_b / E_b(K) of them, so each round of K > 0 is charged its share:
+Σ_b catch_up_b / max(1, left_b / E_b(K)). A sequence near its end is not worth catching up; one with most of its
+answer ahead is.
+
 After PROBE_EVERY rounds at K = 0 one round drafts K = 1 anyway, so that text turning predictable is noticed, but
 only where it could: where one draft that every sequence kept would pay at these prices (c + v_B(1) < 2). Past
 that, at many users, better acceptance cannot make a draft pay, and a probe only costs (its draft catches up on
@@ -88,22 +94,34 @@ class BatchChoice:
     c: float  # a draft step at this batch, in the batch's one-token target steps
     v: tuple[float, ...]  # the verify pass over K drafts a sequence, for K = 0, 1, …, most
     probe: bool = False  # K = 1 to measure again after PROBE_EVERY rounds at K = 0
+    catch_up: float = 0.0  # the draft's catch-up the batch lacked, once, in the batch's steps
 
     def why(self) -> str:
         """'B = 4, c = 0.31, v(1…4) = 1.3 1.7 2.2 2.6: tokens a step 4.0 (K = 0), 5.1, 5.0, 4.6, 4.2 → K = 1'."""
         rates = ", ".join(f"{r:.1f}" + (" (K = 0)" if k == 0 else "") for k, r in enumerate(self.rates))
         chosen = "K = 1 to measure again" if self.probe else f"K = {self.k}"
+        lag = f", catch-up {self.catch_up:.1f}" if self.catch_up else ""
         return (f"B = {self.batch}, c = {self.c:.2f}, v(1…{len(self.v) - 1}) = "
-                f"{' '.join(f'{x:.1f}' for x in self.v[1:])}: tokens a step {rates} → {chosen}")
+                f"{' '.join(f'{x:.1f}' for x in self.v[1:])}{lag}: tokens a step {rates} → {chosen}")
 
 
 def choose_k(sequences: list[Positions], c: float, v: Callable[[int], float], most: int, plain_rounds: int = 0,
-             pooled: Positions | None = None) -> BatchChoice:
+             pooled: Positions | None = None, catch_up: list[float] | None = None, left: list[int] | None = None
+             ) -> BatchChoice:
     """The K (0 … most) whose round gives the batch the most expected tokens per one-token step of the batch.
     `sequences`: each sequence's drafts by position; `c`, `v(K)`: the prices at this batch (above); `plain_rounds`:
-    rounds at K = 0 in a row just before; `pooled`: every earlier sequence's drafts by position (the prior)."""
+    rounds at K = 0 in a row just before; `pooled`: every earlier sequence's drafts by position (the prior);
+    `catch_up`, `left`: each sequence's draft catch-up in the batch's steps and its tokens left (above)."""
     vs = tuple(v(k) for k in range(most + 1))
-    rates = tuple(sum(seq.expected(k, pooled) for seq in sequences) / (k * c + vs[k]) for k in range(most + 1))
+    catch_up = catch_up or [0.0] * len(sequences)
+    left = left or [1 << 30] * len(sequences)
+
+    def rate(k: int) -> float:
+        expected = [seq.expected(k, pooled) for seq in sequences]
+        share = sum(lag / max(1.0, n / e) for lag, n, e in zip(catch_up, left, expected)) if k else 0.0
+        return sum(expected) / (k * c + vs[k] + share)
+
+    rates = tuple(rate(k) for k in range(most + 1))
     best = max(range(most + 1), key=lambda k: (rates[k], -k))  # ties: fewer drafts
     probe = best == 0 and most > 0 and plain_rounds >= PROBE_EVERY and c + vs[1] < 2
-    return BatchChoice(1 if probe else best, len(sequences), rates, c, vs, probe)
+    return BatchChoice(1 if probe else best, len(sequences), rates, c, vs, probe, sum(catch_up))

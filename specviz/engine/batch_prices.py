@@ -40,6 +40,7 @@ class BatchPrices:
         self.profile = profile.steady()  # no longer pass priced cheaper than a shorter one
         self.drafts: dict[int, deque[float]] = {}  # B -> seconds of one draft step of B rows
         self.rests: dict[tuple[int, int], deque[float]] = {}  # (B, K) -> seconds of the rest of a round
+        self.fills: deque[float] = deque(maxlen=KEEP)  # seconds a token of the draft's catch-up (Batch._fill_draft)
         self.pooled = Positions()  # every sequence's verdicts by draft position: a new sequence's prior (batch_rule)
 
     def add(self, batch: int, k: int, draft_s: float | None, rest_s: float) -> None:
@@ -68,6 +69,19 @@ class BatchPrices:
             return statistics.median(self.drafts[batch])
         return self.profile.draft_step(batch) * self._scale(
             [(statistics.median(times), self.profile.draft_step(b)) for b, times in self.drafts.items()])
+
+    def add_fill(self, tokens: int, seconds: float) -> None:
+        """The draft read `tokens` of a sequence alone, its catch-up, in `seconds`."""
+        if tokens > 0:
+            self.fills.append(seconds / tokens)
+
+    def fill_token(self) -> float:
+        """Seconds the draft takes a token of catch-up: measured, else the draft's step over the profile's widest
+        pass shape (a pass over n tokens costs the draft as it costs the target, in proportion)."""
+        if self.fills:
+            return statistics.median(self.fills)
+        p, n = self.profile, self.profile.tokens[-1]
+        return p.draft_step(1) * p.t(n) / p.t(1) / n
 
     def c(self, batch: int) -> float:
         """A draft step of B rows, in the batch's one-token target steps (its round at K = 0)."""

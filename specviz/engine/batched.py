@@ -277,12 +277,14 @@ class Batch:
     def _fill_draft(self, row: int, seq: Sequence) -> None:
         """The draft's cache of all the sequence's ids but the last, filled alone, so that its first draft step is
         fed the last: the prompt and what it committed before the batch first drafted for it."""
-        alone = DynamicCache()
+        alone, began = DynamicCache(), self.clock()
         device = next(self.draft.parameters()).device
         self.draft(input_ids=torch.tensor([seq.ids[:-1]], device=device), cache=alone, use_cache=True,
                    logits_to_keep=1)
         self.draft_slots.fill(row, alone, len(seq.ids) - 1)
         seq.drafted = len(seq.ids) - 1
+        if self.prices is not None:
+            self.prices.add_fill(seq.drafted, self.clock() - began)
 
     @torch.inference_mode()
     def round(self, started: float) -> None:
@@ -326,8 +328,10 @@ class Batch:
         if self.prices is None or self.k == 0:
             return self.k
         prices, b = self.prices, len(self.rows)
+        step = prices.rest(b, 0)  # the batch's one-token step, s
+        catch_up = [max(0, len(seq.ids) - seq.drafted - 2) * prices.fill_token() / step for seq in self.rows]
         choice = choose_k([seq.positions for seq in self.rows], prices.c(b), lambda k: prices.v(b, k), self.k,
-                          self.plain_rounds, prices.pooled)
+                          self.plain_rounds, prices.pooled, catch_up, [seq.left for seq in self.rows])
         self.choices.append(choice)
         return choice.k
 

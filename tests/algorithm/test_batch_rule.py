@@ -81,3 +81,16 @@ def test_a_new_sequence_starts_from_what_earlier_sequences_kept():
     assert fresh.acceptance(1, pooled) == pytest.approx((1 + PRIOR * 0.5) / (1 + PRIOR))
     dear = lambda k: 1 + 0.6 * k  # noqa: E731
     assert choose_k([Positions()] * 4, 0.3, dear, 4).k > 0 and choose_k([Positions()] * 4, 0.3, dear, 4, pooled=pooled).k == 0
+
+
+def test_a_draft_that_must_catch_up_pays_its_share_of_the_rounds_left():
+    """Four sequences whose drafts would just pay (K = 1 gives 4.1 tokens a step against 4.0) but whose draft caches
+    lag 2 steps each: with 40 tokens left, each round of K = 1 pays 8 / (40 / 1.9) = 0.38 more steps, and K = 0
+    wins; with 400 left, 0.04 a round, and K = 1 still does (the negative control: no catch-up, K = 1)."""
+    four = [steady(0.9)] * 4
+    v = lambda k: 1 + 0.5 * k  # noqa: E731
+    assert choose_k(four, 0.35, v, 1).k == 1
+    lagging = choose_k(four, 0.35, v, 1, catch_up=[2.0] * 4, left=[40] * 4)
+    assert lagging.k == 0 and lagging.rates[1] == pytest.approx(4 * 1.9 / (0.35 + 1.5 + 8 / (40 / 1.9)))
+    assert "catch-up 8.0" in lagging.why()
+    assert choose_k(four, 0.35, v, 1, catch_up=[2.0] * 4, left=[400] * 4).k == 1

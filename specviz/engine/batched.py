@@ -133,9 +133,8 @@ class Slots:
         index = torch.tensor(rows, dtype=torch.long)
         self.kept = self.kept[index]
         used = self.kept.any(0)
-        for layer in self.cache.layers:
-            if getattr(layer, "keys", None) is not None and layer.keys.numel():
-                layer.keys, layer.values = layer.keys[index][:, :, used], layer.values[index][:, :, used]
+        for layer in self._filled():
+            layer.keys, layer.values = layer.keys[index][:, :, used], layer.values[index][:, :, used]
         self.kept = self.kept[:, used]
 
     def join(self, alone: DynamicCache, length: int) -> None:

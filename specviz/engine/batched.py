@@ -327,8 +327,8 @@ class Batch:
         if self.prices is None or self.k == 0:
             return self.k
         prices, b = self.prices, len(self.rows)
-        step = prices.rest(b, 0)  # the batch's one-token step, s
-        catch_up = [max(0, len(seq.ids) - seq.drafted - 2) * prices.fill_token() / step for seq in self.rows]
+        per_token = prices.fill_token() / prices.rest(b, 0)  # a token of catch-up, in the batch's one-token steps
+        catch_up = [max(0, len(seq.ids) - seq.drafted - 2) * per_token for seq in self.rows]
         choice = choose_k([seq.positions for seq in self.rows], prices.c(b), lambda k: prices.v(b, k), self.k,
                           self.plain_rounds, prices.pooled, catch_up, [seq.left for seq in self.rows])
         self.choices.append(choice)

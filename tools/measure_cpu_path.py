@@ -107,6 +107,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--kernels", default="auto")
     parser.add_argument("--llama-cpp", default="", metavar="BIN", help="a llama.cpp build's bin folder")
+    parser.add_argument("--memory-only", action="store_true", help="only the pair's resident memory after loading")
     args = parser.parse_args()
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     from transformers.utils import logging
@@ -120,6 +121,10 @@ def main() -> None:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     with open("/proc/self/status") as f:
         now = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS"))
+    if args.memory_only:
+        print(f"{time.strftime('%Y-%m-%d')} on {machine('cpu')}; kernels {engine.kernels}; draft {engine.draft_name}")
+        print(f"the pair's memory: {now / 1e9:.2f} GB resident after loading, {rss / 1e9:.2f} GB at its peak")
+        return
     profile = engine.measure_pass_costs()
     runs = {"transformers float32 generate": reference_generate(CODE[1])}
     for kind, tokens, most_k in (CODE, STORY):

@@ -17,7 +17,7 @@ from specviz.settings.prompts import BENCH_PROMPTS as PROMPTS
 from specviz.engine import Engine, RunSettings
 from specviz.measure.measured import steady_state
 from specviz.models.pairs import load_pair
-from specviz.models.quant import FULL, INT4, INT8, fastest_weights, quantize_linears, weights_name
+from specviz.models.quant import FULL, INT4, INT8, fastest_weights, quantize_weights, weights_name
 from specviz.record.stats import target_step_time
 
 KINDS = (FULL, INT8, INT4)
@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=48)
     a = parser.parse_args()
     pair = load_pair(draft_weights=FULL)
-    engines = {kind: Engine(pair.draft if kind == FULL else quantize_linears(copy.deepcopy(pair.draft), kind),
+    engines = {kind: Engine(pair.draft if kind == FULL else quantize_weights(copy.deepcopy(pair.draft), kind),
                             pair.target, pair.tokenizer, weights_name(pair.draft_name, kind), pair.target_name,
                             pair.dtype) for kind in KINDS}
     for engine in engines.values():

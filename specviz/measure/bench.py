@@ -27,7 +27,7 @@ import torch
 
 from specviz.drafters import HEADS_TREE, LAYERS, LOOKUP, MODEL, REGISTRY, SHAPED_TREES, TREE
 from specviz.engine import Engine, RunSettings
-from specviz.models.quant import FULL, pick_weights, quantize_linears, weights_name
+from specviz.models.quant import FULL, pick_weights, quantize_weights, weights_name
 from specviz.models.timer import time_calls
 from specviz.settings.bounds import COST_RULE, MAX_K, THRESHOLD_RULE, widths_text
 from specviz.settings.prompts import BENCH_PROMPTS
@@ -147,7 +147,7 @@ def _packed_draft(a, engine: Engine, weights: str) -> torch.nn.Module:
     """The draft with int8 or int4 weights beside the full one the peer runs: loaded again as load_pair would load
     it (pairs.load_draft: on the float16-fbgemm path its linear layers are no longer plain, nothing to quantize)."""
     if a.tiny:
-        return quantize_linears(copy.deepcopy(engine.draft), weights)
+        return quantize_weights(copy.deepcopy(engine.draft), weights)
     from specviz.models.kernel_choice import Choice
     from specviz.models.pairs import pair_ids, load_draft, resolve_model
     return load_draft(resolve_model(pair_ids(a.preset, None, None)[0]), engine.device, Choice(engine.kernels, engine.dtype, ""), weights)

@@ -223,6 +223,8 @@ def _tie_embedding(model: nn.Module, blocks: dict | None = None) -> None:
         model.set_input_embeddings(Int4Embedding(blocks[EMBEDDING]))
         return
     embed = model.get_input_embeddings()
+    if not isinstance(embed, nn.Embedding):  # a table of its own already (an int8 draft's: quant.Int8Embedding)
+        return
     tied = getattr(model.config, "tie_word_embeddings", False) and getattr(model.lm_head, "weight", None) is not None
     table = model.lm_head.weight if tied else embed.weight.detach().to(torch.float16)
     model.set_input_embeddings(Fp16Embedding(table))

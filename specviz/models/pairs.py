@@ -19,7 +19,7 @@ from specviz.models.machine import native_bf16
 from specviz.models.memory import give_back_freed_memory, own_copies
 from specviz.models.packaged import cache_root
 from specviz.models.packaged import PACKAGED_PREFIX, prepare_packaged
-from specviz.models.quant import FULL, packed_dtype, pick_weights, quantize_linears, weights_name
+from specviz.models.quant import FULL, packed_dtype, pick_weights, quantize_weights, weights_name
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ def load_draft(path: str, device: str, choice: Choice, weights: str) -> torch.nn
     if weights == FULL:
         return apply_path(load_model(path, device, choice.load_dtype), choice.path)
     packed = packed_dtype(DTYPES[choice.dtype], choice.path)
-    draft = quantize_linears(load_model(path, device, str(packed).removeprefix("torch.")), weights)
+    draft = quantize_weights(load_model(path, device, str(packed).removeprefix("torch.")), weights)
     own_copies(draft)  # what quantizing left (the embedding, the norms) may still view the file it was loaded from
     return draft if packed != DTYPES[choice.dtype] else apply_path(draft, choice.path)
 

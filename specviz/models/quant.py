@@ -1,5 +1,5 @@
 """A lighter draft: its linear layers with int8 weights (one scale per output row) or int4 weights (a scale and a
-zero per group of 32 inputs), on CPU.
+zero per group of 32 inputs), and its input embedding with int8 rows, on CPU.
 
 Why only the draft, and why this is still exact: speculative decoding is lossless for ANY draft distribution
 q, as long as verification uses the q the draft really sampled from, which the engine always does. A
@@ -59,6 +59,23 @@ class Int4Linear(Int4Groups):
 
     def __init__(self, linear: nn.Linear):
         super().__init__(*rounded(linear.weight), linear.bias, dtype=linear.weight.dtype)
+
+
+class Int8Embedding(nn.Module):
+    """A token's row of a table kept as int8 times one scale per row (as Int8Linear keeps a layer's rows), in the
+    scale's dtype (the table's, or float32 where a path turns the rest of the model float32): half a bfloat16 table's
+    memory (the packaged draft's 151,936 × 896 rows: 0.14 GB, not 0.27). Its rounding moves the draft's q a little,
+    never the output (this module's docstring)."""
+
+    def __init__(self, embedding: nn.Module):
+        super().__init__()
+        w = embedding.weight.detach().float()
+        scale = w.abs().amax(dim=1).clamp(min=1e-12) / 127
+        self.register_buffer("weight_int8", (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8))
+        self.register_buffer("scale", scale.to(embedding.weight.dtype))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.weight_int8[ids].to(self.scale.dtype) * self.scale[ids].unsqueeze(-1)
 
 
 PACKED = {INT8: Int8Linear, INT4: Int4Linear}
@@ -130,13 +147,14 @@ def weights_name(draft_name: str, weights: str) -> str:
     return draft_name if weights == FULL else f"{draft_name} ({weights})"
 
 
-def quantize_linears(model: nn.Module, weights: str = INT8) -> nn.Module:
-    """Replace the model's nn.Linear layers by int8 or int4 ones, in place (the full-precision weights are freed,
-    except where shared with an embedding).
+def quantize_weights(model: nn.Module, weights: str = INT8) -> nn.Module:
+    """Replace the model's nn.Linear layers by int8 or int4 ones and its input embedding by int8 rows, in place (the
+    full-precision weights are freed; a table the LM head shares with the embedding too, as both are replaced).
 
     int4 keeps two kinds of layer at int8: the LM head, whose rounding moves the logits themselves (4 bits there
     would cost the packaged draft 4 % of its greedy agreement with the target to save 1.1 ms a step; docs/engine.md,
-    "Why the LM head stays int8", has the measurement), and any layer int4's kernel cannot take (Int4Linear.fits)."""
+    "Why the LM head stays int8", has the measurement), and any layer int4's kernel cannot take (Int4Linear.fits).
+    The embedding is int8 on both: a step reads one row of it, so it costs memory, not time."""
     if weights not in PACKED:
         raise ValueError(f"quantize to {' or '.join(PACKED)}, not {weights!r}")
     if next(model.parameters()).device.type != "cpu":
@@ -147,4 +165,6 @@ def quantize_linears(model: nn.Module, weights: str = INT8) -> nn.Module:
             if isinstance(child, nn.Linear):
                 kind = INT4 if weights == INT4 and child is not head and Int4Linear.fits(child) else INT8
                 setattr(module, name, PACKED[kind](child))
+    if isinstance(getattr(model, "get_input_embeddings", lambda: None)(), nn.Embedding):
+        model.set_input_embeddings(Int8Embedding(model.get_input_embeddings()))
     return model

@@ -11,7 +11,7 @@ from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, Qwen2Confi
 from specviz.engine.decoding import forward
 from specviz.engine import Engine, RunSettings
 from specviz.engine.lean import LeanCache, LeanDecoder
-from specviz.models.quant import quantize_linears
+from specviz.models.quant import quantize_weights
 
 SHAPE = dict(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4,
              num_key_value_heads=2, max_position_embeddings=1024)
@@ -40,7 +40,7 @@ def feeds():
 def test_the_lean_pass_gives_transformers_logits_bit_for_bit(kind, dtype, weights):
     m = model(kind, dtype)
     if weights != "full":
-        m = quantize_linears(m, weights)
+        m = quantize_weights(m, weights)
     decoder = LeanDecoder(m)
     theirs, ours = DynamicCache(), decoder.new_cache()
     with torch.inference_mode():

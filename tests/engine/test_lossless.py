@@ -13,7 +13,7 @@ import torch
 
 from specviz.engine import chain
 from specviz.engine import RunSettings
-from specviz.models.quant import quantize_linears
+from specviz.models.quant import quantize_weights
 from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
 
 from tests.helpers import TEST_DEVICE
@@ -88,7 +88,7 @@ def quantized_setup(tiny_pair, tokenizer, weights):
     if DEVICE != "cpu":
         pytest.skip(f"{weights} draft weights are CPU-only")
     draft, target = tiny_pair
-    return make_setup(quantize_linears(copy.deepcopy(draft), weights), target, tokenizer)
+    return make_setup(quantize_weights(copy.deepcopy(draft), weights), target, tokenizer)
 
 
 @pytest.fixture(scope="module")

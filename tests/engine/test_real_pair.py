@@ -17,7 +17,7 @@ from specviz.engine.lean import LeanCache
 from specviz.models.kernels import apply_path
 from specviz.models.pairs import (DEFAULT_PRESET, PRESETS, auto_dtype, load_model, load_pair, pick_device,
                                   resolve_model)
-from specviz.models.quant import quantize_linears, weights_name
+from specviz.models.quant import quantize_weights, weights_name
 
 pytestmark = pytest.mark.real
 
@@ -130,7 +130,7 @@ def test_fp32_greedy_with_a_quantized_draft_equals_target_only(fp32_engine, targ
     """The lighter drafts (models/quant.py) through the lean draft pass, beside the full-precision target."""
     if fp32_engine.device != "cpu":
         pytest.skip(f"{weights} draft weights are CPU-only")
-    draft = quantize_linears(load_model(resolve_model(PRESETS[DEFAULT_PRESET].draft), "cpu", "float32"), weights)
+    draft = quantize_weights(load_model(resolve_model(PRESETS[DEFAULT_PRESET].draft), "cpu", "float32"), weights)
     engine = Engine(apply_path(draft, fp32_engine.kernels), fp32_engine.target, fp32_engine.tokenizer,
                     weights_name("draft", weights), "target", kernels=fp32_engine.kernels)
     run = engine.start(PROMPTS[0], RunSettings(k=4, temperature=0, max_new_tokens=8))  # the first 8 of 16

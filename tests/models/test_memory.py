@@ -3,7 +3,7 @@ with the target, its KV cache per token; recorded in the trace and shown in the 
 
 from specviz.engine import Engine, RunSettings
 from specviz.models.memory import draft_memory
-from specviz.models.quant import INT8, quantize_linears
+from specviz.models.quant import INT8, quantize_weights
 from specviz.record.load import load_trace
 from specviz.view.summary import summary_html
 
@@ -26,7 +26,7 @@ def test_quantized_weights_count_at_their_stored_size(tiny_pair):
     import copy
 
     draft, target = tiny_pair
-    int8 = quantize_linears(copy.deepcopy(draft), INT8)
+    int8 = quantize_weights(copy.deepcopy(draft), INT8)
     assert draft_memory(int8, target).weights_bytes < draft_memory(draft, target).weights_bytes
 
 

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from specviz.engine import Engine, RunSettings
-from specviz.models.quant import INT4, INT8, Int4Linear, Int8Linear, pick_weights, quantize_linears
+from specviz.models.quant import INT4, INT8, Int4Linear, Int8Embedding, Int8Linear, pick_weights, quantize_weights
 
 from harness.tiny_models import tiny_model
 
@@ -44,21 +44,40 @@ def test_int4_linear_matches_its_own_groups_and_stays_close_to_the_linear(dtype,
     assert (got - linear(x).float()).abs().max() < 0.1 * want.abs().max()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_int8_embedding_gives_each_row_within_half_a_step_in_half_the_bytes(dtype):
+    torch.manual_seed(0)
+    embedding = nn.Embedding(300, 64).to(dtype)
+    packed = Int8Embedding(embedding)
+    ids = torch.tensor([[3, 299, 0], [7, 7, 150]])
+    want, got = embedding(ids).float(), packed(ids)
+    assert got.dtype == dtype and got.shape == (2, 3, 64)
+    step = embedding.weight.detach().float().abs().amax(1)[ids].unsqueeze(-1) / 127  # each row's own step
+    # bfloat16 rounds the scale and the product, each by at most 2^-8 of the value
+    rounding = 1e-6 * want.abs() if dtype == torch.float32 else 2 ** -7 * (want.abs() + step)
+    assert ((got.float() - want).abs() <= step / 2 + rounding + 1e-7).all()
+    assert ((got.float() - want).abs() > 0).any()  # it did round: not the table itself
+    table = embedding.weight.numel() * embedding.weight.element_size()
+    kept = sum(b.numel() * b.element_size() for b in packed.buffers())
+    assert kept == table // embedding.weight.element_size() + 300 * embedding.weight.element_size()  # a byte a value
+
+
 def test_int4_takes_only_the_shapes_its_kernel_can():
     assert Int4Linear.fits(nn.Linear(64, 32)) and not Int4Linear.fits(nn.Linear(48, 32))  # whole groups of 32 inputs
     assert not Int4Linear.fits(nn.Linear(64, 40))  # outputs in multiples of 16
-    model = quantize_linears(nn.Sequential(nn.Linear(64, 32), nn.Linear(32, 40)), INT4)
+    model = quantize_weights(nn.Sequential(nn.Linear(64, 32), nn.Linear(32, 40)), INT4)
     assert [type(m) for m in model] == [Int4Linear, Int8Linear]  # the other layer gets int8, not left full
 
 
 @pytest.mark.parametrize("weights, kind", [(INT8, Int8Linear), (INT4, Int4Linear)])
 def test_quantize_replaces_every_linear_and_keeps_the_model_close(weights, kind):
     model = tiny_model(seed=3)
-    quantized = quantize_linears(copy.deepcopy(model), weights)
-    assert not any(type(m) is nn.Linear for m in quantized.modules())
+    quantized = quantize_weights(copy.deepcopy(model), weights)
+    assert not any(type(m) in (nn.Linear, nn.Embedding) for m in quantized.modules())
+    assert type(quantized.get_input_embeddings()) is Int8Embedding
     assert all(type(m) is kind for m in quantized.model.layers.modules() if isinstance(m, (Int8Linear, Int4Linear)))
     # an LM head int4's kernel could take (96 outputs) stays int8 all the same: its rounding moves the logits
-    assert type(quantize_linears(tiny_model(seed=3, vocab=96), weights).lm_head) is Int8Linear
+    assert type(quantize_weights(tiny_model(seed=3, vocab=96), weights).lm_head) is Int8Linear
     ids = torch.tensor([[5, 9, 12, 7, 30]])
     with torch.inference_mode():
         p, q = model(ids).logits.softmax(-1), quantized(ids).logits.softmax(-1)
@@ -72,7 +91,7 @@ def test_quantize_replaces_every_linear_and_keeps_the_model_close(weights, kind)
 @pytest.mark.parametrize("weights", [INT8, INT4])
 def test_engine_with_a_quantized_draft_still_gives_the_target_greedy_output(tiny_pair, tokenizer, weights):
     draft, target = tiny_pair
-    engine = Engine(quantize_linears(copy.deepcopy(draft), weights), target, tokenizer)
+    engine = Engine(quantize_weights(copy.deepcopy(draft), weights), target, tokenizer)
     settings = RunSettings(k=4, temperature=0.0, max_new_tokens=24, chat=False)
     trace = engine.run("def fib(n):", settings, baseline=True)
     assert trace.output_token_ids == trace.baseline.output_token_ids
@@ -84,7 +103,7 @@ def test_draft_weights_setting():
     with pytest.raises(ValueError, match="draft weights must be one of auto, int4, int8, full"):
         pick_weights("int2", "cpu")
     with pytest.raises(ValueError, match="quantize to int8 or int4"):
-        quantize_linears(tiny_model(seed=0), "full")
+        quantize_weights(tiny_model(seed=0), "full")
 
 
 def test_auto_takes_the_kind_this_cpu_runs_fastest(monkeypatch):

@@ -26,15 +26,22 @@ from specviz.settings.bounds import DRAFT_WEIGHTS
 FULL, INT8, INT4 = "full", "int8", "int4"  # the weights a draft can run with (bounds.DRAFT_WEIGHTS adds "auto")
 
 
+def int8_rows(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(int8 codes, one scale per row in the weight's dtype): each row symmetric, rounded to nearest, its largest
+    magnitude 127 steps."""
+    w = weight.detach().float()
+    scale = w.abs().amax(dim=1).clamp(min=1e-12) / 127
+    return (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8), scale.to(weight.dtype)
+
+
 class Int8Linear(nn.Module):
-    """y = x W^T + b with W stored as int8 rows times one scale per row (symmetric, round to nearest)."""
+    """y = x W^T + b with W stored as int8 rows times one scale per row (int8_rows)."""
 
     def __init__(self, linear: nn.Linear):
         super().__init__()
-        w = linear.weight.detach().float()
-        scale = w.abs().amax(dim=1).clamp(min=1e-12) / 127
-        self.register_buffer("weight_int8", (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8))
-        self.register_buffer("scale", scale.to(linear.weight.dtype))
+        codes, scale = int8_rows(linear.weight)
+        self.register_buffer("weight_int8", codes)
+        self.register_buffer("scale", scale)
         self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().clone())
         self.in_features, self.out_features = linear.in_features, linear.out_features
 
@@ -62,17 +69,16 @@ class Int4Linear(Int4Groups):
 
 
 class Int8Embedding(nn.Module):
-    """A token's row of a table kept as int8 times one scale per row (as Int8Linear keeps a layer's rows), in the
+    """A token's row of a table kept as int8 times one scale per row (int8_rows, as Int8Linear keeps a layer's), in the
     scale's dtype (the table's, or float32 where a path turns the rest of the model float32): half a bfloat16 table's
     memory (the packaged draft's 151,936 × 896 rows: 0.14 GB, not 0.27). Its rounding moves the draft's q a little,
     never the output (this module's docstring)."""
 
     def __init__(self, embedding: nn.Module):
         super().__init__()
-        w = embedding.weight.detach().float()
-        scale = w.abs().amax(dim=1).clamp(min=1e-12) / 127
-        self.register_buffer("weight_int8", (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8))
-        self.register_buffer("scale", scale.to(embedding.weight.dtype))
+        codes, scale = int8_rows(embedding.weight)
+        self.register_buffer("weight_int8", codes)
+        self.register_buffer("scale", scale)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         return self.weight_int8[ids].to(self.scale.dtype) * self.scale[ids].unsqueeze(-1)

@@ -3,7 +3,7 @@ measurement when a pair loads, and the prices a run drafts by; and `time_passes`
 context, which the Costs tab's full measurement (measure/pass_timing.py) times with too; and `draft_step_times`, the one
 timer of a draft step as a run pays it, which both measurements time the draft's step at batch 1 with.
 
-The short measurement times the target's pass over 1, 2, 3, 5, 9 and 17 new tokens and one draft step, each a few
+The short measurement times the target's pass over TOKENS new tokens (1 to 17) and one draft step, each a few
 times over a cache of CONTEXT tokens (seconds for the packaged pair on 2 CPU cores, docs/engine.md), fed only ids and
 positions the loaded pair has (a smaller vocabulary or context than the packaged pair's shortens them, see `_context`);
 the Costs tab's full measurement (measure/pass_timing.py) replaces it on the engine when it runs. A draft step is timed

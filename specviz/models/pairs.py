@@ -193,7 +193,7 @@ def load_draft(path: str, device: str, choice: Choice, weights: str) -> torch.nn
         return apply_path(load_model(path, device, choice.load_dtype), choice.path)
     packed = packed_dtype(DTYPES[choice.dtype], choice.path)
     draft = quantize_weights(load_model(path, device, str(packed).removeprefix("torch.")), weights)
-    own_copies(draft)  # what quantizing left (the embedding, the norms) may still view the file it was loaded from
+    own_copies(draft)  # what quantizing left (the norms, a bias) may still view the file it was loaded from
     return draft if packed != DTYPES[choice.dtype] else apply_path(draft, choice.path)
 
 

@@ -171,6 +171,7 @@ def quantize_weights(model: nn.Module, weights: str = INT8) -> nn.Module:
             if isinstance(child, nn.Linear):
                 kind = INT4 if weights == INT4 and child is not head and Int4Linear.fits(child) else INT8
                 setattr(module, name, PACKED[kind](child))
-    if isinstance(getattr(model, "get_input_embeddings", lambda: None)(), nn.Embedding):
-        model.set_input_embeddings(Int8Embedding(model.get_input_embeddings()))
+    embedding = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    if isinstance(embedding, nn.Embedding):
+        model.set_input_embeddings(Int8Embedding(embedding))
     return model

@@ -22,10 +22,11 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import statistics
 import time
 
 import torch
+
+from specviz.record.stats import spread
 
 CODE, STORY = ("code", 48, 4), ("story", 32, 8)  # prompt kind, new tokens, the most K
 EMULATION = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "FBGEMM_ENABLE_INSTRUCTIONS")
@@ -98,10 +99,6 @@ def llama_cpp_runs(bin_dir: str, tokenizer, tokens: int) -> dict:
     return {"llama.cpp target alone (llama-bench)": bench, "llama.cpp speculative, code": speculative}
 
 
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=5)
@@ -147,21 +144,21 @@ def main() -> None:
           f"step {profile.draft_step(1) * 1000:.0f} ms (c = {profile.c:.2f}); median of {profile.repeats}")
     print(f"\ntokens/s over {args.turns} interleaved turns, median (range):")
     for name, values in speeds.items():
-        print(f"  {name}: {spread(values)}")
+        print(f"  {name}: {spread(values).text()}")
     base = speeds["transformers float32 generate"]
     for kind in ("code", "story"):
         alone, spec = speeds[f"specviz target alone, {kind}"], speeds[f"specviz speculative, {kind}"]
         ratios = [s / a for s, a in zip(spec, alone)]
-        print(f"  {kind}: speculative ÷ its own target alone, turn by turn: {spread(ratios)}")
+        print(f"  {kind}: speculative ÷ its own target alone, turn by turn: {spread(ratios).text()}")
     ratios = [a / b for a, b in zip(speeds["specviz target alone, code"], base)]
-    print(f"  code: specviz target alone ÷ transformers float32 generate, turn by turn: {spread(ratios)}")
+    print(f"  code: specviz target alone ÷ transformers float32 generate, turn by turn: {spread(ratios).text()}")
     ratios = [a / b for a, b in zip(speeds["specviz speculative, code"], base)]
-    print(f"  code: specviz speculative ÷ transformers float32 generate, turn by turn: {spread(ratios)}")
+    print(f"  code: specviz speculative ÷ transformers float32 generate, turn by turn: {spread(ratios).text()}")
     if args.llama_cpp:
         for mine, theirs in (("specviz target alone, code", "llama.cpp target alone (llama-bench)"),
                              ("specviz speculative, code", "llama.cpp speculative, code")):
             ratios = [a / b for a, b in zip(speeds[mine], speeds[theirs])]
-            print(f"  {mine} ÷ {theirs}, turn by turn: {spread(ratios)}")
+            print(f"  {mine} ÷ {theirs}, turn by turn: {spread(ratios).text()}")
 
 
 if __name__ == "__main__":

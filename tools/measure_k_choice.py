@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import statistics
 
 import torch
 
 from specviz.engine import Engine, RunSettings
 from specviz.models.machine import machine
 from specviz.models.pairs import load_pair
+from specviz.record.stats import spread
 from specviz.settings.prompts import BENCH_PROMPTS
 
 
@@ -57,8 +57,7 @@ def main() -> None:
         if name in rounds:
             counts, per_pass = rounds[name]
             drafted = f"; rounds by K drafted {dict(counts)}, {per_pass:.2f} tokens a pass"
-        print(f"  {name}: {statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f}) tokens/s, "
-              f"{statistics.median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f}){drafted}")
+        print(f"  {name}: {spread(values).text()} tokens/s, {spread(ratios).text(unit='×')}{drafted}")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from specviz.measure import pass_timing
 from specviz.measure.bench_report import COST_CONFIG, SAME_DRAFT_PEER, Row, write_report
 from specviz.measure.measured import SteadyState, steady_state
 from specviz.record.stats import (acceptance_rate, baseline_decode_speed, decode_speed, later_rounds, per_position,
-                                  step_times, target_step_time)
+                                  spread, step_times, target_step_time)
 from specviz.algorithm.tree import parse_widths
 
 def bench_command(a: argparse.Namespace) -> int:
@@ -297,11 +297,12 @@ def pooled_positions(traces) -> list[list[int]]:
 
 def _row(ptype, mode, name, k, values: dict, base_tps: list[float], positions: list | None = None) -> Row:
     values = {**values, "speedup": [t / b for t, b in zip(values["tps"], base_tps)]}
-    med = {key: statistics.median(v) for key, v in values.items()}
+    each = {key: spread(v) for key, v in values.items()}
+    med = {key: s.median for key, s in each.items()}
     return Row(ptype, name, mode, k, med["tps"], med["speedup"], med.get("alpha"), med.get("tpp"), med.get("c"),
                med.get("predicted"), med.get("ttft"), med.get("decode_speedup"), med.get("v"),
-               spreads={key: [min(v), max(v)] for key, v in values.items() if key != "mean_k"},
-               by_position=positions or [])
+               spreads={key: [s.low, s.high] for key, s in each.items() if key != "mean_k"},
+               by_position=positions or [], runs=each["tps"].runs)
 
 
 def trace_figures(t, target_step: float) -> dict:
@@ -357,7 +358,7 @@ def measure_tracing_overhead(engine, max_new, repeats) -> dict:
     runs = interleaved({"traced": lambda p, seed: engine.run(p, s).summary.tokens_per_s,
                         "untraced": lambda p, seed: engine.run(p, s, details=False).summary.tokens_per_s},
                        [BENCH_PROMPTS["code"][0]], repeats)
-    traced, lean = statistics.median(runs["traced"]), statistics.median(runs["untraced"])
-    return {"traced_tokens_per_s": traced, "untraced_tokens_per_s": lean, "overhead": 1 - traced / lean,
-            "traced_spread": [min(runs["traced"]), max(runs["traced"])],
-            "untraced_spread": [min(runs["untraced"]), max(runs["untraced"])]}
+    traced, lean = spread(runs["traced"]), spread(runs["untraced"])
+    return {"traced_tokens_per_s": traced.median, "untraced_tokens_per_s": lean.median,
+            "overhead": 1 - traced.median / lean.median, "traced_spread": [traced.low, traced.high],
+            "untraced_spread": [lean.low, lean.high], "runs": traced.runs}

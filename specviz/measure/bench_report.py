@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from specviz.models.machine import cpu_flags
+from specviz.record.stats import Spread
 from specviz.settings.bounds import MAX_K
 
 SAME_DRAFT_PEER = "transformers exactly K=4, specviz's draft"  # the like-for-like peer: same draft object, same K
@@ -39,6 +40,12 @@ class Row:
     #                                                                 speedup, ttft, …) whose median the row holds
     by_position: list[list[int]] = field(default_factory=list)  # [tested, accepted] drafts at chain position 1, 2, …
     #                                                              over its distinct runs (bench.pooled_positions)
+    runs: int = 1  # the runs each median and its spread are over
+
+    def spread(self, key: str, median: float) -> Spread:
+        """A figure's median with its least and most over the runs (`median` itself where none are kept)."""
+        low, high = self.spreads.get(key, (median, median))
+        return Spread(median, low, high, self.runs)
 
 
 def write_report(out: Path, rows: list[Row], extra: dict, engine, a) -> None:
@@ -61,12 +68,9 @@ def _f(x, fmt="{:.2f}"):
     return "" if x is None else fmt.format(x)
 
 
-def _m(r: Row | None, key: str, value: float | None, fmt: str = "{:.2f}") -> str:
+def _m(r: Row | None, key: str, value: float | None) -> str:
     """A median with its min–max over the runs: '4.10 (3.90–4.30)'."""
-    if r is None or value is None:
-        return ""
-    low, high = r.spreads.get(key, (value, value))
-    return f"{fmt.format(value)} ({fmt.format(low)}–{fmt.format(high)})"
+    return "" if r is None or value is None else r.spread(key, value).text()
 
 
 def markdown_report(rows: list[Row], extra: dict, env: dict) -> str:
@@ -89,12 +93,16 @@ def markdown_report(rows: list[Row], extra: dict, env: dict) -> str:
                      f"{_m(r, 'speedup', r.speedup)} | {_m(r, 'decode_speedup', r.decode_speedup)} | "
                      f"{_m(r, 'alpha', r.alpha)} | {_f(r.tokens_per_pass)} | {_m(r, 'c', r.c)} | {_m(r, 'v', r.v)} | "
                      f"{_f(r.predicted)} | {_f(ratio)} | {_m(r, 'ttft', r.ttft_s)} |")
-    t = extra
-    lines += [] if t is None else ["", f"Tracing overhead (code prompt, greedy, K=4, interleaved): traced {t['traced_tokens_per_s']:.2f} "
-                  f"tok/s ({t['traced_spread'][0]:.2f}–{t['traced_spread'][1]:.2f}), minimal trace "
-                  f"{t['untraced_tokens_per_s']:.2f} tok/s ({t['untraced_spread'][0]:.2f}–{t['untraced_spread'][1]:.2f})"
-                  f" → {t['overhead'] * 100:.1f} %", ""]
+    lines += [] if extra is None else ["", tracing_line(extra), ""]
     return "\n".join(lines)
+
+
+def tracing_line(t: dict) -> str:
+    """The tracing overhead (bench.measure_tracing_overhead's figures): each side's tokens/s with its range."""
+    traced, lean = (Spread(t[f"{side}_tokens_per_s"], *t[f"{side}_spread"], t["runs"])
+                    for side in ("traced", "untraced"))
+    return (f"Tracing overhead (code prompt, greedy, K=4, interleaved): traced {traced.text(unit=' tok/s')}, "
+            f"minimal trace {lean.text(unit=' tok/s')} → {t['overhead'] * 100:.1f} %")
 
 
 def rules_table(rows: list[Row]) -> list[str]:
@@ -177,8 +185,8 @@ def like_for_like(group: dict[str, Row]) -> str:
 def _cell(r: Row | None) -> str:
     if r is None:
         return ""
-    low, high = r.spreads.get("speedup", (r.speedup, r.speedup))
-    return f"{r.tokens_per_s:.2f} ({r.speedup:.2f}×, {low:.2f}–{high:.2f})"
+    speedup = r.spread("speedup", r.speedup)
+    return f"{r.tokens_per_s:.2f} ({speedup.median:.2f}×, {speedup.low:.2f}–{speedup.high:.2f})"
 
 
 def chart_figure(rows: list[Row]):

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from specviz.algorithm.sampling import SamplingSettings
 from specviz.engine.batch_prices import BatchPrices
 from specviz.engine.batched import Batch, Request, Served
+from specviz.record.stats import Spread, spread
 from specviz.settings.bounds import MAX_BATCH, MAX_K
 from specviz.settings.prompts import BENCH_PROMPTS
 
@@ -182,14 +183,10 @@ class Line:
 
     users: int
     rule: str
-    aggregate: tuple[float, float, float]  # tokens/s over every user: median, least, most over the turns
-    per_user: tuple[float, float, float]  # a request's tokens/s after its first, the turn's median: median, range
-    ttft: tuple[float, float, float]  # a request's time to first token, the turn's median: median, range
+    aggregate: Spread  # tokens/s over every user, over the turns
+    per_user: Spread  # a request's tokens/s after its first, the turn's median, over the turns
+    ttft: Spread  # a request's time to first token, the turn's median, over the turns
     tokens_per_pass: float  # median over the turns
-
-
-def _spread(values: list[float]) -> tuple[float, float, float]:
-    return statistics.median(values), min(values), max(values)
 
 
 def lines(runs: list[Run]) -> list[Line]:
@@ -198,18 +195,18 @@ def lines(runs: list[Run]) -> list[Line]:
         for rule in dict.fromkeys(r.rule for r in runs):
             mine = [r for r in runs if r.users == users and r.rule == rule]
             if mine:
-                out.append(Line(users, rule, _spread([r.aggregate_tokens_per_s for r in mine]),
-                                _spread([statistics.median(d["tokens_per_s"] for d in r.users_detail) for r in mine]),
-                                _spread([statistics.median(d["ttft_s"] for d in r.users_detail) for r in mine]),
+                out.append(Line(users, rule, spread([r.aggregate_tokens_per_s for r in mine]),
+                                spread([statistics.median(d["tokens_per_s"] for d in r.users_detail) for r in mine]),
+                                spread([statistics.median(d["ttft_s"] for d in r.users_detail) for r in mine]),
                                 statistics.median(r.tokens_per_pass for r in mine)))
     return out
 
 
 def measured_crossover(table: list[Line], rule: str) -> int | None:
     """The fewest users at which `rule`'s aggregate tokens/s (median) falls below the target alone's; None: never."""
-    target = {line.users: line.aggregate[0] for line in table if line.rule == "target"}
+    target = {line.users: line.aggregate.median for line in table if line.rule == "target"}
     for line in table:
-        if line.rule == rule and line.users in target and line.aggregate[0] < target[line.users]:
+        if line.rule == rule and line.users in target and line.aggregate.median < target[line.users]:
             return line.users
     return None
 
@@ -251,8 +248,8 @@ def report(runs: list[Run], plan: Plan, machine: str, predicted: dict[str, int |
     rows = [f"{'users':>5}  {'rule':<7} {'aggregate tokens/s':>26}  {'per user tokens/s':>24}  "
             f"{'time to first token s':>24}  {'tokens/pass':>11}"]
     for line in table:
-        rows.append(f"{line.users:>5}  {line.rule:<7} {_fmt(line.aggregate):>26}  {_fmt(line.per_user):>24}  "
-                    f"{_fmt(line.ttft, 2):>24}  {line.tokens_per_pass:>11.2f}")
+        rows.append(f"{line.users:>5}  {line.rule:<7} {line.aggregate.text(1):>26}  {line.per_user.text(1):>24}  "
+                    f"{line.ttft.text(2):>24}  {line.tokens_per_pass:>11.2f}")
     said = [f"serve-bench on {machine}: {plan.turns} interleaved turns, {plan.requests} request(s) a user, "
             f"{plan.max_new_tokens} new tokens, temperature {plan.temperature}, prompts {', '.join(plan.kinds)}; "
             f"median (least–most) over turns", *rows]
@@ -266,10 +263,6 @@ def report(runs: list[Run], plan: Plan, machine: str, predicted: dict[str, int |
         said.append("greedy: every rule gave every prompt the same tokens" if greedy_same(runs) else
                     "greedy: the rules' tokens DIFFER for some prompt (a bug: each must equal the target alone's)")
     return "\n".join(said)
-
-
-def _fmt(spread: tuple[float, float, float], digits: int = 1) -> str:
-    return f"{spread[0]:.{digits}f} ({spread[1]:.{digits}f}–{spread[2]:.{digits}f})"
 
 
 def _users(n: int | None) -> str:

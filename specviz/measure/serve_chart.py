@@ -25,6 +25,7 @@ MAX_BYTES = 256 * 1024  # a recording is tens of KiB; anything larger is not one
 STYLES = {"target": dict(color=INK, dash="dash", symbol="square"), "cost": dict(color=P_COLOR, dash="solid",
                                                                                symbol="diamond")}
 DRAFTING = dict(color=Q_COLOR, dash="dot", symbol="circle")  # any fixed K
+SMALL = "<small>({})</small>"  # a figure's range in the table, smaller than its median
 
 
 def rule_name(rule: str) -> str:
@@ -39,7 +40,7 @@ def serve_figure(table: list[Line], machine: str, font_size: int = FONT_SIZE) ->
     for rule in dict.fromkeys(line.rule for line in table):
         mine = [line for line in table if line.rule == rule]
         style = STYLES.get(rule, DRAFTING)
-        data.append(dict(type="scatter", x=[m.aggregate[0] for m in mine], y=[m.per_user[0] for m in mine],
+        data.append(dict(type="scatter", x=[m.aggregate.median for m in mine], y=[m.per_user.median for m in mine],
                          mode="lines+markers+text", text=[f"{m.users}" for m in mine], textposition="top center",
                          textfont=dict(size=font_size - 2), name=rule_name(rule),
                          line=dict(color=style["color"], width=3, dash=style["dash"]),
@@ -63,8 +64,9 @@ def serve_table(runs: list[Run], plan: Plan, machine: str, predicted: dict[str, 
     table = lines(runs)
     head = ("<tr><th>users</th><th>rule</th><th>tokens/s in all</th><th>tokens/s each</th>"
             "<th>first token, s</th><th>tokens a pass</th></tr>")
-    rows = "".join(f"<tr><td>{m.users}</td><td>{escape(rule_name(m.rule))}</td><td>{_range(m.aggregate)}</td>"
-                   f"<td>{_range(m.per_user)}</td><td>{_range(m.ttft, 2)}</td><td>{m.tokens_per_pass:.2f}</td></tr>"
+    rows = "".join(f"<tr><td>{m.users}</td><td>{escape(rule_name(m.rule))}</td><td>{m.aggregate.text(1, aside=SMALL)}"
+                   f"</td><td>{m.per_user.text(1, aside=SMALL)}</td><td>{m.ttft.text(2, aside=SMALL)}</td>"
+                   f"<td>{m.tokens_per_pass:.2f}</td></tr>"
                    for m in table)
     said = []
     for rule in dict.fromkeys(m.rule for m in table):
@@ -82,10 +84,6 @@ def serve_table(runs: list[Run], plan: Plan, machine: str, predicted: dict[str, 
             f'tokens a request, prompts {escape(", ".join(plan.kinds))}, temperature {plan.temperature}; each figure '
             f'the median over the turns (least–most).</p><table class="sv-serve-table">{head}{rows}</table>'
             f'<p>{" ".join(said)}</p></div>')
-
-
-def _range(spread: tuple[float, float, float], digits: int = 1) -> str:
-    return f"{spread[0]:.{digits}f} <small>({spread[1]:.{digits}f}–{spread[2]:.{digits}f})</small>"
 
 
 # --- the recording ---------------------------------------------------------------------------------------------

@@ -5,11 +5,12 @@ one home of the numbers the engine saves in the summary and the page, the CLI, t
   alone's (`decode_speed`, `baseline_decode_speed`, `decode_speedup`), the target alone's step (`target_step_time`),
   the whole run's `speedup_over_baseline`.
 - Speedups as a paper publishes them (`speedups`): with the baseline's repeats, the median of the turns' ratios with
-  their range (`Spread`), each beside the most it could be if drafting were free (`Ceiling`: the run's tokens over
-  the seconds of its own target passes, over the target alone's tokens/s; a speedup above it is timing noise or a
-  fault, never a result). Since format version 9 each turn records its own passes' seconds, so each turn has its own
-  ceiling (`turn_ceilings`) and the ceilings' median and range stand beside the speedups': a turn's speedup never
-  passes its own ceiling (its passes are part of its wall clock), so neither does any printed end of the range.
+  their range (`Spread`, written one way, '1.10 (0.90–1.20)', by `Spread.text`), each beside the most it could be if
+  drafting were free (`Ceiling`: the run's tokens over the seconds of its own target passes, over the target alone's
+  tokens/s; a speedup above it is timing noise or a fault, never a result). Since format version 9 each turn records
+  its own passes' seconds, so each turn has its own ceiling (`turn_ceilings`) and the ceilings' median and range stand
+  beside the speedups': a turn's speedup never passes its own ceiling (its passes are part of its wall clock), so
+  neither does any printed end of the range.
   How steady each side's turns ran (`turn_rates`; `quiet`: each within QUIET = 1.15×) says how quiet the machine was.
 - The rounds after the first, whose target pass also encodes the prompt (`later_rounds`): `step_times` and
   `mean_drafts`, from which measure/measured.py reads the cost model's c and v.
@@ -122,6 +123,13 @@ class Spread:
     def ratio(self) -> float:
         """The most over the least: [1.2, 0.9, 1.1] -> 1.33."""
         return self.high / self.low
+
+    def text(self, digits: int = 2, unit: str = "", aside: str = "({})") -> str:
+        """The median, then its range in `aside`, the one way a median with its range is written:
+        [1.2, 0.9, 1.1] -> '1.10 (0.90–1.20)'; digits=1, unit='×' -> '1.1× (0.9–1.2)'; a page may set `aside` to
+        '<small>({})</small>'."""
+        span = f"{self.low:.{digits}f}–{self.high:.{digits}f}"
+        return f"{self.median:.{digits}f}{unit} {aside.format(span)}"
 
 
 def spread(values: list[float]) -> Spread:

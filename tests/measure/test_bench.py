@@ -63,8 +63,17 @@ def test_every_median_has_its_spread_and_speedups_pair_runs_of_one_turn():
     row = _row("code", "greedy", "specviz K=4", 4, {"tps": [3.0, 6.0], "ttft": [0.5, 0.7]}, [2.0, 4.0])
     assert row.speedup == 1.5 and row.spreads["speedup"] == [1.5, 1.5]  # paired: the slow minute cancels
     assert row.tokens_per_s == 4.5 and row.spreads["tps"] == [3.0, 6.0] and row.spreads["ttft"] == [0.5, 0.7]
-    assert _m(row, "tps", row.tokens_per_s) == "4.50 (3.00–6.00)"
+    assert _m(row, "tps", row.tokens_per_s) == "4.50 (3.00–6.00)" and row.runs == 2
     assert _m(Row("code", "x", "greedy", None, 1.0, 1.0), "alpha", None) == ""
+
+
+def test_the_tracing_overhead_is_each_sides_median_with_its_range():
+    from specviz.measure.bench_report import tracing_line
+
+    figures = {"traced_tokens_per_s": 9.5, "untraced_tokens_per_s": 10.0, "overhead": 0.05, "traced_spread": [9.0, 9.8],
+               "untraced_spread": [9.7, 10.4], "runs": 8}
+    assert tracing_line(figures).endswith("traced 9.50 tok/s (9.00–9.80), minimal trace 10.00 tok/s (9.70–10.40) "
+                                          "→ 5.0 %")
 
 
 def test_the_drafters_side_by_side_with_acceptance_by_position(tiny_pair, tokenizer, tmp_path, monkeypatch):

@@ -25,6 +25,12 @@ def test_spread_is_the_median_and_the_ends():
     assert spread([2.0]) == Spread(2.0, 2.0, 2.0, 1)
 
 
+def test_a_spread_is_written_one_way_its_median_then_its_range():
+    s = spread([1.2, 0.9, 1.1])
+    assert s.text() == "1.10 (0.90–1.20)" and s.text(1, unit="×") == "1.1× (0.9–1.2)"
+    assert s.text(2, aside="<small>({})</small>") == "1.10 <small>(0.90–1.20)</small>"
+
+
 def test_each_sides_turns_are_quiet_within_1_15x():
     """7 tokens a turn: the target alone in 1.0 and 1.2 s runs at 7.00 and 5.83 tok/s, 1.20x apart (not quiet); in
     1.0 and 1.1 s, 1.10x apart (quiet); the run's own turns are alike in both."""

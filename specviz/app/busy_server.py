@@ -7,8 +7,6 @@ queue), and Stop ends it after the round in progress. Layout first, then its eve
 
 from __future__ import annotations
 
-import html
-
 import gradio as gr
 
 from specviz.app.errors import message_of
@@ -18,6 +16,7 @@ from specviz.lab.readouts import heading_html, warning_html
 from specviz.measure import serve_bench
 from specviz.measure.serve_chart import recorded_serve, serve_figure, serve_table
 from specviz.settings.bounds import Bound
+from specviz.view import notices
 
 LIVE_MOST = 8  # users a live run may serve at once on the page
 LIVE_S = 60  # seconds after which a live run stops (a CPU's minute; the recording shows more)
@@ -42,10 +41,9 @@ def live_users(most) -> tuple[int, ...]:
 def first_view(recorded: dict | None):
     """-> figure, table, status before a live run: the recording's, or a sentence that there is none."""
     if recorded is None:
-        return None, "", '<div style="font-size:18px">No recording could be read: press “Serve users live”.</div>'
-    status = (f'<div style="font-size:18px">Drawn from a recording made {html.escape(recorded["recorded"])}: not this '
-              f'server. “Serve users live” serves the loaded pair here, at most {LIVE_MOST} users and '
-              f'{LIVE_S} s.</div>')
+        return None, "", notices.tab_status("No recording could be read: press “Serve users live”.")
+    status = notices.tab_status(f"Drawn from a recording made {recorded['recorded']}: not this server. “Serve users "
+                                f"live” serves the loaded pair here, at most {LIVE_MOST} users and {LIVE_S} s.")
     return (serve_figure(serve_bench.lines(recorded["runs"]), recorded["machine"]),
             serve_table(recorded["runs"], recorded["plan"], recorded["machine"], recorded["predicted"],
                         recorded["greedy_same"]), status)
@@ -80,7 +78,7 @@ def live_handler(get_engine: EngineLoader | None, cache: CostCache, stops: LiveS
         return (serve_figure(serve_bench.lines(runs), machine),
                 serve_table(runs, plan, machine, serve_bench.predicted_crossovers(runs, profile),
                             serve_bench.greedy_same(runs) if plan.temperature == 0 else None),
-                f'<div style="font-size:18px">✓ {html.escape(said)}</div>')
+                notices.tab_status(said, done=True))
     return live
 
 
@@ -105,7 +103,7 @@ def stop_handler(stops: LiveStops = LIVE_STOPS):
     def stop(request: gr.Request):
         said = ("Stopping after the round in progress." if stops.stop(getattr(request, "session_hash", None) or "api")
                 else "No live run of yours is going.")
-        return f'<div style="font-size:18px">{said}</div>'
+        return notices.tab_status(said)
     return stop
 
 

@@ -6,8 +6,6 @@ is cached per pair for the process, and shows progress.
 
 from __future__ import annotations
 
-import html
-
 import gradio as gr
 
 from specviz.measure import cost_charts
@@ -17,6 +15,7 @@ from specviz.app.errors import message_of
 from specviz.app.sections import panes, section
 from specviz.lab.readouts import heading_html, warning_html
 from specviz.settings.bounds import MAX_K, Bound
+from specviz.view import notices
 from specviz.app.serving import MODEL_RUNS, CostCache, EngineLoader, Step, engine_ref, measure_pair_costs
 
 EXPLAIN = (
@@ -51,7 +50,7 @@ def measure_handler(get_engine: EngineLoader | None, cache: CostCache):
             get_engine(preset, lambda *_: None).pass_costs = profile
         except Exception as e:  # a pair that failed to load, out of memory
             return gr.skip(), warning_html(message_of(e))
-        return profile, f'<div style="font-size:18px">✓ {said}</div>'
+        return profile, notices.tab_status(said, done=True)
     return measure
 
 
@@ -72,16 +71,15 @@ def first_status(recorded) -> str:
     if recorded is None:
         said = "No recorded measurement could be read: press “Measure the loaded pair”."
     else:
-        said = (f"Drawn from a recorded measurement of {html.escape(recorded.target)} ({html.escape(recorded.dtype)}), "
-                f"made {html.escape(recorded.recorded)}: not this server's pair. “Measure the loaded pair” measures it "
-                f"live and replaces it.")
-    return f'<div style="font-size:18px">{said} {NO_GPU} {LIVE_TAKES}</div>'
+        said = (f"Drawn from a recorded measurement of {recorded.target} ({recorded.dtype}), made {recorded.recorded}: "
+                f"not this server's pair. “Measure the loaded pair” measures it live and replaces it.")
+    return notices.tab_status(f"{said} {NO_GPU} {LIVE_TAKES}")
 
 
 def show_costs(profile, alpha, k):
     """-> readout, ratio chart, batch chart for the measured profile at this α and K."""
     if profile is None:
-        return '<div style="font-size:20px">Press “Measure the loaded pair”.</div>', None, None
+        return notices.tab_waiting("Press “Measure the loaded pair”."), None, None
     try:
         alpha, k = Bound(0, 1).check(alpha, "α"), Bound(1, MAX_K, whole=True).check(k, "K")
     except ValueError as e:  # a value no slider offers (an API client): say so, keep the charts

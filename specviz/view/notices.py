@@ -1,6 +1,7 @@
 """The page's one-line notices: the status line (busy, done, or what went wrong), the run-info line (device, dtype,
-kernels, draft and target, what a pass costs) and a placeholder where a panel has nothing yet. Escaped text; the app
-writes them.
+kernels, draft and target, what a pass costs) and a placeholder where a panel has nothing yet; a tab's own status
+line beside its controls (`tab_status`: the Costs tab's measurement and busy server) and what its readout says before
+there is one (`tab_waiting`). Escaped text; the app writes them.
 """
 
 from __future__ import annotations
@@ -29,3 +30,14 @@ def status(message: str, kind: str = "info") -> str:
     """A status line: kind is info, busy, done or error (an error also gets a ⚠)."""
     icon = {"error": "⚠ ", "done": "✓ "}.get(kind, "")
     return f'<div class="sv-status sv-status-{kind}">{icon}{escape(message)}</div>'
+
+
+def tab_status(message: str, done: bool = False) -> str:
+    """A tab's own status line, under the controls it answers: unboxed, in the tab's text size; `done` (a run or a
+    measurement just finished) puts a ✓ before it. 'Measured X in 12 s.', done -> '✓ Measured X in 12 s.'."""
+    return f'<div class="sv-tab-status">{"✓ " if done else ""}{escape(message)}</div>'
+
+
+def tab_waiting(message: str) -> str:
+    """What a tab's readout says before there is one to show (what to press), at the readout's own size."""
+    return f'<div class="sv-tab-waiting">{escape(message)}</div>'

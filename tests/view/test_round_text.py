@@ -97,6 +97,16 @@ def test_prompt_and_token_text_are_escaped_everywhere(trace):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html
 
 
+def test_a_tabs_own_status_line_is_escaped_and_its_class_is_in_the_pages_css():
+    from tests.helpers import ROOT
+
+    assert notices.tab_status("Measured <b>x</b> in 3 s.", done=True) == (
+        '<div class="sv-tab-status">✓ Measured &lt;b&gt;x&lt;/b&gt; in 3 s.</div>')
+    assert notices.tab_waiting("Press “Measure”.") == '<div class="sv-tab-waiting">Press “Measure”.</div>'
+    css = (ROOT / "assets" / "style.css").read_text(encoding="utf-8")
+    assert ".sv-tab-status { font-size: 18px; }" in css and ".sv-tab-waiting { font-size: 20px; }" in css
+
+
 def test_explanation_tells_what_happened(trace):
     for i, r in enumerate(trace.rounds):
         text = explanation(trace, i)

@@ -162,31 +162,6 @@ def test_engine_cache_loads_a_pair_once_and_keeps_it_when_another_fails(tiny_pai
     assert cache("tiny") is engines[0] and loads == ["tiny", "broken"]
 
 
-def test_measure_a_step(client, capsys):
-    """Not an assertion: prints what a step costs the server (the handler and the JSON of its outputs: the slider
-    and the chart's mark; the browser shows the round itself) and through the API (server and client)."""
-    import gradio as gr
-
-    trace = load_trace(FIXTURE.read_bytes())
-    plot, html = gr.Plot(render=False), gr.HTML(render=False)
-    server = []
-    for number in [2, 3, 4, 5, 6, 7, 1] * 3:
-        started = time.perf_counter()
-        for out in round_view.show_round(trace, number, False)[1:]:
-            (plot if hasattr(out, "to_json") else html).postprocess(out)
-        server.append(time.perf_counter() - started)
-    final, _ = generate(client, max_new_tokens=32)
-    n = value(final["slider"])
-    api = []
-    for i in range(10):
-        started = time.perf_counter()
-        client.predict(1 + i % (n - 1), False, api_name="/show_round")
-        api.append(time.perf_counter() - started)
-    with capsys.disabled():
-        print(f"\n[measure] a step: server {sorted(server)[len(server) // 2] * 1000:.0f} ms median "
-              f"(max {max(server[1:]) * 1000:.0f} ms); via gradio_client {sorted(api)[5] * 1000:.0f} ms median")
-
-
 def test_the_drafter_choice_reaches_the_engine(client, tmp_path):
     job = client.submit("def fib(n):", "tiny", 4, 0.0, 1.0, 0, 0, 16, False, "lookup", api_name="/generate")
     final = named("generate", job.result())

@@ -282,8 +282,7 @@ def pooled_positions(traces) -> list[list[int]]:
     pooled: list[list[int]] = []
     seen = set()
     for t in traces:
-        sampled = t.settings.get("temperature", 0) > 0
-        key = (t.prompt, tuple(t.output_token_ids), t.settings.get("seed") if sampled else None)
+        key = (t.prompt, tuple(t.output_token_ids), None if t.greedy else t.settings.get("seed"))
         if key in seen:
             continue
         seen.add(key)

@@ -100,9 +100,11 @@ def llama_cpp_runs(bin_dir: str, tokenizer, tokens: int) -> dict:
 
 
 def main() -> None:
+    from specviz.models.pair_flags import add_kernels_flag
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=5)
-    parser.add_argument("--kernels", default="auto")
+    add_kernels_flag(parser)
     parser.add_argument("--llama-cpp", default="", metavar="BIN", help="a llama.cpp build's bin folder")
     parser.add_argument("--memory-only", action="store_true", help="only the pair's resident memory after loading")
     args = parser.parse_args()

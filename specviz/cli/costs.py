@@ -6,16 +6,12 @@ from __future__ import annotations
 import argparse
 
 from specviz.settings import defaults
-from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES
 from specviz.cli.progress import print_progress
-from specviz.models.kernels import add_kernels_flag
+from specviz.models.pair_flags import add_pair_flags
 
 
 def add_costs_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", default=None, help="a preset name (default: the offline packaged pair)")
-    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
-    add_kernels_flag(p)
-    p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS)
+    add_pair_flags(p)
     p.add_argument("--alpha", type=float, default=0.8, help="acceptance rate for the predicted speedups")
     p.add_argument("--k", type=int, default=defaults.K, help="draft tokens per round for the predicted speedups")
 

@@ -8,22 +8,25 @@ import sys
 
 from specviz.drafters import REGISTRY, SHAPED_TREES, layers, tree
 from specviz.drafters.shaped_tree import SHAPED_PARAMS
-from specviz.settings.bounds import (DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_K, RUN_BOUNDS, STOP_RULES, THRESHOLD_RULE,
-                                     check_prompt_given, widths_text)
+from specviz.settings.bounds import (DRAFT_WEIGHTS, MAX_K, RUN_BOUNDS, STOP_RULES, THRESHOLD_RULE, check_prompt_given,
+                                     widths_text)
 from specviz.settings.needs import NEEDS
 from specviz.record.trace import MAX_TURNS, PUBLISHED_TURNS
 from specviz.view.cost_words import round_note
 from specviz.view.trace_text import ROUND_HEADER, round_line, summary_lines
 from specviz.cli.flags import flag
 from specviz.cli.progress import print_progress
-from specviz.models.kernels import add_kernels_flag
+from specviz.models.pair_flags import MODELS, add_pair_flags
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt", required=True)
-    p.add_argument("--preset", default=None, help="a preset name (default: the offline packaged pair)")
-    p.add_argument("--draft", default=None, help="draft model: hub id, local folder or packaged:<name>")
-    p.add_argument("--target", default=None, help="target model: hub id, local folder or packaged:<name>")
+    add_pair_flags(p, MODELS, helps={
+        "--draft-weights": "int4 / int8: a lighter draft with 4- or 8-bit weights (still exact); full: as loaded; "
+                           "auto (default): on CPU whichever of the three this CPU runs fastest; with a drafter that "
+                           "runs the draft model"})
+    p.set_defaults(draft_weights=None)  # left out, None: refused only where typed (run_settings)
+    p.add_argument("--device", default="auto")
     from specviz.engine.request import DRAFTER_FACTS, RunSettings
 
     # Every default is the request contract's, read there: a flag left out is None here (so a run asks only what was
@@ -58,13 +61,6 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     for param in SHAPED_PARAMS:  # --tree-budget, --tree-depth
         p.add_argument(param.flag, type=int, dest=param.name, help=f"with --drafter {shaped}: {param.help}")
     p.add_argument("--no-chat", action="store_true", help="feed the prompt raw, without the chat template")
-    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
-    add_kernels_flag(p)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--draft-weights", choices=DRAFT_WEIGHTS,
-                   help="int4 / int8: a lighter draft with 4- or 8-bit weights (still exact); full: as loaded; "
-                        "auto (default): on CPU whichever of the three this CPU runs fastest; with a drafter "
-                        "that runs the draft model")
     p.add_argument("--baseline", action="store_true",
                    help="also time the target alone and report the speedup: the run and the target alone timed in "
                         "turns, after one warm-up run of each, the median and range of the turns' ratios")

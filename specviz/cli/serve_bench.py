@@ -7,9 +7,9 @@ import argparse
 import json
 import time
 
-from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES, MAX_BATCH
+from specviz.settings.bounds import MAX_BATCH
 from specviz.cli.progress import print_progress
-from specviz.models.kernels import add_kernels_flag
+from specviz.models.pair_flags import MODELS, add_pair_flags
 
 
 def _numbers(text: str) -> tuple[int, ...]:
@@ -27,12 +27,8 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     from specviz.measure.serve_bench import RULE_NAMES, Plan
 
     plan = Plan()
-    p.add_argument("--preset", default=None, help="a preset name (default: the offline packaged pair)")
-    p.add_argument("--draft", default=None, help="a draft model (hub id, folder or packaged:NAME), with --target")
-    p.add_argument("--target", default=None, help="a target model, with --draft")
-    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
-    add_kernels_flag(p)
-    p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS)
+    add_pair_flags(p, MODELS, helps={"--draft": "a draft model (hub id, folder or packaged:NAME), with --target",
+                                     "--target": "a target model, with --draft"})
     p.add_argument("--users", type=_numbers, default=plan.users,
                    help=f"numbers of users at once, comma-separated, each 1-{MAX_BATCH} (default 1,2,4,8)")
     p.add_argument("--prompt-kinds", type=_names, default=plan.kinds, help="the users' prompts' kinds, in turn "

@@ -10,10 +10,9 @@ from typing import Any, Callable, Mapping
 
 from specviz.drafters import EAGLE, HEADS
 from specviz.settings import defaults
-from specviz.settings.bounds import DRAFT_WEIGHTS, DTYPE_CHOICES
 from specviz.settings.needs import Need
 from specviz.settings.prompts import BENCH_PROMPTS
-from specviz.models.kernels import add_kernels_flag
+from specviz.models.pair_flags import add_pair_flags
 
 DEFAULT_TYPES, DEFAULT_REPEATS = "code,factual,story,rewrite", 2
 DRAFTERS_TYPES, DRAFTERS_REPEATS = "code,factual,story,json", 5  # --drafters' when --types or --repeats are not set:
@@ -24,12 +23,9 @@ OWN_STATE = (HEADS, EAGLE)  # the drafters reading the target's own state, as --
 
 def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="bench-out", help="folder for results.json, report.md, chart.html")
-    p.add_argument("--preset", default=None)
-    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
-    add_kernels_flag(p)
-    p.add_argument("--draft-weights", default="auto", choices=DRAFT_WEIGHTS,
-                   help="specviz's draft: int4 or int8 weights, or as loaded (auto: the fastest on this CPU); the "
-                        "peer always gets the draft as loaded, and then also rows with specviz's draft")
+    add_pair_flags(p, helps={"--preset": None, "--draft-weights": (
+        "specviz's draft: int4 or int8 weights, or as loaded (auto: the fastest on this CPU); the peer always gets "
+        "the draft as loaded, and then also rows with specviz's draft")})
     p.add_argument("--ks", default="1,2,3,4,5,6,7,8", help="K values for specviz with the draft model")
     p.add_argument("--adaptive-k", type=int, default=12, help="the most K of specviz's adaptive rows")
     p.add_argument("--lookup-ks", default="2,4,8", help="K values for specviz with prompt lookup")

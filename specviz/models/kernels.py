@@ -88,15 +88,6 @@ class Int8DynamicLinear(nn.Module):
         return self.inner(x)
 
 
-def add_kernels_flag(parser) -> None:
-    """`--kernels`, as every command that loads a pair takes it (an unknown or impossible value is refused when the
-    pair loads, with what this machine offers)."""
-    parser.add_argument("--kernels", default="auto", metavar="PATH",
-                        help=f"on a CPU, the path the linear layers run on: auto (default: the fastest exact path, "
-                             f"measured once on this machine and remembered), or {', '.join(PATHS)} (refused where "
-                             f"its rows measure not independent here: int8-dynamic everywhere; docs/engine.md)")
-
-
 def available(path: str, device: str = "cpu") -> str | None:
     """Why `path` cannot run here, or None where it can."""
     if device != "cpu":

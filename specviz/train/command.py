@@ -9,12 +9,13 @@ import sys
 import time
 
 from specviz.drafters.trained import KINDS, MEDUSA
-from specviz.models.kernels import add_kernels_flag, path_of
+from specviz.models.kernels import path_of
+from specviz.models.pair_flags import add_pair_flags
 from specviz.models.machine import machine as machine_words
 from specviz.models.packaged import cache_root
 from specviz.models.pairs import load_target
 from specviz.engine.trained import draft_cost, load_trained, save_trained, trained_folder
-from specviz.settings.bounds import DTYPE_CHOICES, Progress
+from specviz.settings.bounds import Progress
 from specviz.train.fit import STEPS, TrainPlan
 from specviz.train.text import check_text_folder
 from specviz.train.training import train_heads
@@ -29,8 +30,9 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
     d = TrainPlan()
     p.add_argument("--kind", default=MEDUSA, choices=KINDS,
                    help=f"{MEDUSA}: Medusa heads (default); {KINDS[1]}: an EAGLE-style layer on the target's features")
-    p.add_argument("--preset", default=None, help="whose target (default: the offline packaged pair's)")
-    p.add_argument("--target", default=None, help="or a target model: hub id, local folder or packaged:<name>")
+    add_pair_flags(p, ("--target",), draft_weights=False, helps={  # the target alone loads: no draft
+        "--preset": "whose target (default: the offline packaged pair's)",
+        "--target": "or a target model: hub id, local folder or packaged:<name>"})
     p.add_argument("--heads", type=int, default=None,
                    help=f"Medusa heads, or the EAGLE layer's draft steps, 1-8 (default {STEPS[MEDUSA]} heads, "
                         f"{STEPS[KINDS[1]]} steps)")
@@ -50,8 +52,6 @@ def add_train_args(p: argparse.ArgumentParser) -> None:
                         f"it first)")
     p.add_argument("--minutes", type=float, default=d.minutes,
                    help=f"the most the whole training may take (default {d.minutes:g}); it stops early to keep it")
-    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES)
-    add_kernels_flag(p)
 
 
 def train_command(a: argparse.Namespace, progress: Progress | None = None) -> int:

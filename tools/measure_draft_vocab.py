@@ -5,7 +5,7 @@ training measured at each size (the provenance's vocab_agreement). docs/drafters
 
     python -m tools.measure_draft_vocab
 
-Needs heads trained with `python -m specviz train-heads` (and `--kind eagle` for its rows); the timings do not depend
+Needs heads trained with `python -m specviz train-drafters` (and `--kind eagle` for its rows); the timings do not depend
 on which tokens the rows are, so the first n ids stand in for the most used n.
 """
 

@@ -1,4 +1,4 @@
-"""What a train-heads step and its held-out check cost on the packaged target's shapes (hidden 1536, vocabulary
+"""What a train-drafters step and its held-out check cost on the packaged target's shapes (hidden 1536, vocabulary
 151,936), with random weights: a step's cost does not depend on the values, so no model loads. docs/drafters.md
 quotes its output (the Medusa heads' training).
 

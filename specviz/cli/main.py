@@ -1,5 +1,6 @@
-"""The command line's entry: `python -m specviz run|bench|costs|serve-bench|record-examples|train-heads`, one module a
-command (cli/run.py, measure/bench.py, cli/costs.py, cli/serve_bench.py, cli/record.py, train/command.py), wired here.
+"""The command line's entry: `python -m specviz run|bench|costs|serve-bench|record-examples|train-drafters`, one
+module a command (cli/run.py, measure/bench.py, cli/costs.py, cli/serve_bench.py, cli/record.py, train/command.py),
+wired here. `train-heads`, train-drafters' name until issue 61, still runs it.
 
 Errors in settings, prompts or models print one line and exit with status 2.
 """
@@ -19,6 +20,8 @@ from specviz.cli.run import add_run_args, run_command
 from specviz.cli.serve_bench import add_serve_args, serve_command
 from specviz.measure.bench_flags import add_bench_args
 
+TRAIN_NAMES = ("train-drafters", "train-heads")  # Medusa heads or the EAGLE layer; the old name kept for old scripts
+
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -33,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
                                                       "token for the target alone, fixed K and the cost rule"))
     add_record_args(sub.add_parser("record-examples", help="record the examples the page ships (assets/examples/)"))
     from specviz.train.command import add_train_args, train_command  # torch's training side: only when asked for
-    add_train_args(sub.add_parser("train-heads", help="train Medusa drafting heads (or, with --kind eagle, an "
-                                                      "EAGLE-style layer) for the target, on this machine"))
+    add_train_args(sub.add_parser(TRAIN_NAMES[0], aliases=TRAIN_NAMES[1:], help="train Medusa drafting heads (or, "
+                                  "with --kind eagle, an EAGLE-style layer) for the target, on this machine"))
     a = parser.parse_args(argv)
     try:
         if a.command == "run":
@@ -45,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             return serve_command(a)
         if a.command == "record-examples":
             return record_command(a)
-        if a.command == "train-heads":
+        if a.command in TRAIN_NAMES:
             return train_command(a, print_progress)
         from specviz.measure.bench import bench_command
         refuse_unneeded_bench_flags(a, changed_flags(add_bench_args, a))

@@ -1,5 +1,5 @@
 """An EAGLE-style drafter (Li et al. 2024): one small decoder layer on the target's own features, trained on this
-machine (`python -m specviz train-heads --kind eagle`). Each step takes the target's feature at a position and the
+machine (`python -m specviz train-drafters --kind eagle`). Each step takes the target's feature at a position and the
 embedding of the token after it, guesses the feature at the next position, and reads a draft off the target's frozen
 LM head; later steps run on the layer's own guesses. The features are those the last verify pass already computed,
 so no target pass drafts: a draft costs one step of the small layer and the shared output layer (engine/eagle.py).

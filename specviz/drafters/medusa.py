@@ -5,7 +5,7 @@ A chain takes each head's top choice (sampled: a draw from each head's q), so K 
 tree takes each head's top candidates at its depth and the existing tree pass verifies them; a shaped tree grows
 where the heads' path probabilities are highest, within a node budget (drafters/shaped_tree.py).
 
-Heads are trained on this machine for one target (`python -m specviz train-heads`); until they are, choosing this
+Heads are trained on this machine for one target (`python -m specviz train-drafters`); until they are, choosing this
 drafter says how to train them."""
 
 from specviz.drafters.base import TARGET_STATE, Drafter, plural

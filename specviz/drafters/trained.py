@@ -2,15 +2,15 @@
 the kinds of trained weights, how each kind is named in a sentence, the command that trains them and the sentence a
 run gets before they are trained, and the default shape of a tree drafted from the target's own state.
 
-Their weights are trained on this machine for one target (specviz/train/, `python -m specviz train-heads`) and kept
+Their weights are trained on this machine for one target (specviz/train/, `python -m specviz train-drafters`) and kept
 beside the model cache (engine/trained.py)."""
 
 from specviz.settings.bounds import widths_text
 
 MEDUSA, EAGLE = "medusa", "eagle"  # the kinds of trained weights a drafter reads (Drafter.trained; engine/trained.py
-#                                   saves them by kind; `train-heads --kind` names them)
+#                                   saves them by kind; `train-drafters --kind` names them)
 KINDS = (MEDUSA, EAGLE)
-TRAIN_COMMAND = "python -m specviz train-heads"  # how heads get trained: every "none trained yet" sentence names it
+TRAIN_COMMAND = "python -m specviz train-drafters"  # how heads get trained: every "none trained yet" sentence names it
 TRAIN_MINUTES = 15  # the most its defaults take on this project's 2-core CPU (specviz/train/)
 
 

@@ -128,7 +128,7 @@ class Engine:
 
     def use_trained(self, trained) -> None:
         """Draft with this trained drafter (Medusa heads or the EAGLE layer, of trained.kind) from now on: what
-        train-heads and the tests hand the engine."""
+        train-drafters and the tests hand the engine."""
         self._trained[trained.kind] = trained
 
     def memory_of(self, drafter):

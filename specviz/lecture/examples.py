@@ -225,8 +225,8 @@ EXAMPLES = {e.name: e for e in [
                                       tree_widths=TREE_WIDTHS), _shows_tree),
     Example("code-heads", "Code, Medusa heads",
             "The Fibonacci function drafted by three Medusa heads that specviz trained on the target's own answers "
-            "when this run was recorded (`python -m specviz train-heads`; a machine that has not run it has no heads "
-            "of its own, as its settings say): no draft model runs; each head reads the target's last hidden state "
+            "when this run was recorded (`python -m specviz train-drafters`; a machine that has not run it has no "
+            "heads of its own, as its settings say): no draft model runs; each head reads the target's last hidden state "
             "and guesses the token 1, 2 or 3 places ahead, a later head kept only after every head before it was; "
             "the text equals the target's own greedy output. Its draft reads only the output rows of the tokens the "
             "target used most in training (at most 32,768 of 151,936), so its draft time compares with the Costs "

@@ -51,7 +51,7 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drafters", action="store_true",
                    help=f"only the drafters side by side at K = {DRAFTERS_K}: the draft model, self-speculation "
                         "(--draft-layers, default half the target's layers), Medusa heads and the EAGLE-style layer "
-                        "(trained with train-heads), with acceptance by position, and beside them the trees: the "
+                        "(trained with train-drafters), with acceptance by position, and beside them the trees: the "
                         "draft model's and the heads' of fixed widths, and the shaped trees of the draft model, the "
                         f"heads and the EAGLE layer, each at its default shape; default types {DRAFTERS_TYPES}, "
                         f"{DRAFTERS_REPEATS} repeats")

@@ -1,4 +1,4 @@
-"""`python -m specviz train-heads`: Medusa heads or an EAGLE-style layer trained for the target on this machine
+"""`python -m specviz train-drafters`: Medusa heads or an EAGLE-style layer trained for the target on this machine
 (train/fit.py), saved beside the model cache (engine/trained.py), with their provenance, each phase's time and what a
 draft costs beside a target pass printed. The command line (cli/main.py) hands it its progress printer."""
 
@@ -18,7 +18,7 @@ from specviz.engine.trained import draft_cost, load_trained, save_trained, train
 from specviz.settings.bounds import Progress
 from specviz.train.fit import STEPS, TrainPlan
 from specviz.train.text import check_text_folder
-from specviz.train.training import train_heads
+from specviz.train.training import train_drafter
 
 
 FINISH_MINUTES = 1.0  # kept from the training for what follows it: saving, reloading the weights as a run drafts
@@ -58,7 +58,7 @@ def train_command(a: argparse.Namespace, progress: Progress | None = None) -> in
     """Train heads (or an EAGLE layer) for the target (frozen), save them beside the model cache, print their
     provenance and what each phase took."""
     if not (0 < a.minutes <= 600) or a.tokens < 0 or a.prompts < 0 or a.epochs < 1:
-        raise ValueError(f"train-heads wants 0 < --minutes <= 600, --prompts >= 0, --tokens >= 0 and --epochs >= 1; "
+        raise ValueError(f"train-drafters wants 0 < --minutes <= 600, --prompts >= 0, --tokens >= 0 and --epochs >= 1; "
                          f"got {a.minutes:g}, {a.prompts}, {a.tokens} and {a.epochs}")
     text = check_text_folder(a.text) if a.text is not None else None  # before a minute of loading
     t0 = time.perf_counter()
@@ -70,10 +70,10 @@ def train_command(a: argparse.Namespace, progress: Progress | None = None) -> in
     plan = TrainPlan(kind=a.kind, heads=a.heads, prompts=a.prompts, tokens=a.tokens, epochs=a.epochs, minutes=left,
                      text=text)
     machine = machine_words(str(next(target.parameters()).device))
-    heads, prov = train_heads(target, tokenizer, name, plan, _print_bar, trained_folder(cache_root(), name, "teacher"),
-                              machine)
-    folder = save_trained(heads, prov, trained_folder(cache_root(), name, heads.kind))
-    print(f"\n{heads.title} for {name} (fingerprint {prov.target_hash}) saved in {folder}")
+    drafter, prov = train_drafter(target, tokenizer, name, plan, _print_bar,
+                                   trained_folder(cache_root(), name, "teacher"), machine)
+    folder = save_trained(drafter, prov, trained_folder(cache_root(), name, drafter.kind))
+    print(f"\n{drafter.title} for {name} (fingerprint {prov.target_hash}) saved in {folder}")
     print(f"data: {prov.data}\nthe target read {prov.train_tokens:,} tokens to train on and {prov.heldout_tokens:,} "
           f"held out")
     ph = prov.phases
@@ -83,17 +83,17 @@ def train_command(a: argparse.Namespace, progress: Progress | None = None) -> in
           f"{ph['fit']:.0f} s ({prov.steps} steps); held-out check {ph['check']:.0f} s")
     print(f"training loss (last 10 steps) {prov.loss:.3f}; softmax over {prov.subset:,} tokens keeping "
           f"{prov.subset_mass:.1%} of the soft labels' mass")
-    unit = "head" if heads.kind == MEDUSA else "EAGLE step"
+    unit = "head" if drafter.kind == MEDUSA else "EAGLE step"
     for i, (agreed, was) in enumerate(zip(prov.agreement, prov.untrained), start=1):
         print(f"{unit} {i} (the token {i} past the next): top-1 agreement with the target, held out: {agreed:.1%} "
               f"(untrained {was:.1%})")
-    chain_of = "a chain of heads" if heads.kind == MEDUSA else "a chain of steps"
+    chain_of = "a chain of heads" if drafter.kind == MEDUSA else "a chain of steps"
     print(f"greedy, held out: {chain_of} 1 … k all agree: "
           + ", ".join(f"k = {k} {c:.1%}" for k, c in enumerate(prov.chain, start=1))
           + f"; tokens a target pass gives: a chain {1 + sum(prov.chain):.2f}, the default tree {prov.tree:.2f}")
     drafting = load_trained(folder, target, name, path=path_of(target))  # as a run drafts: on the target's kernels
     draft_s, pass_s = draft_cost(drafting, target)
-    what = f"a draft of all {heads.n} heads" if heads.kind == MEDUSA else "one EAGLE step (a full window)"
+    what = f"a draft of all {drafter.n} heads" if drafter.kind == MEDUSA else "one EAGLE step (a full window)"
     print(f"{what}, with the shared output layer: {draft_s * 1000:.1f} ms, "
           f"{draft_s / pass_s:.2f} of a one-token target pass ({pass_s * 1000:.1f} ms), medians of 5 here")
     return 0

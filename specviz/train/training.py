@@ -1,9 +1,9 @@
 """One training of drafting weights for a frozen target on this machine, start to end, by self-distillation: Medusa
-heads (Medusa-1, the backbone frozen) or an EAGLE-style layer (EAGLE-1's losses). `train_heads` gathers the data
+heads (Medusa-1, the backbone frozen) or an EAGLE-style layer (EAGLE-1's losses). `train_drafter` gathers the data
 (data.py), checks the untrained drafter on the held-out part, fits it (fit.py), checks it again, and returns the
 provenance a file of weights carries (engine/trained.py).
 
-    heads, provenance = train_heads(target, tokenizer, "Qwen2.5-Coder-1.5B-Instruct", TrainPlan(), folder=...)
+    drafter, provenance = train_drafter(target, tokenizer, "Qwen2.5-Coder-1.5B-Instruct", TrainPlan(), folder=...)
 
 1. Teacher (data.py): the target answers prompts of the page's kinds (answers.py, prompts.py), then reads windows of
    offline text (text.py), held-out prompts and windows first; per position its feature and its top-`top`
@@ -50,7 +50,7 @@ from specviz.train.teacher import Report, Subset, ranked_tokens
 
 
 
-def train_heads(target, tokenizer, target_name: str, plan: TrainPlan = TrainPlan(), report: Report | None = None,
+def train_drafter(target, tokenizer, target_name: str, plan: TrainPlan = TrainPlan(), report: Report | None = None,
                 folder: Path | None = None, machine: str = ""):
     """Trained drafting weights of `plan.kind` for the frozen `target` and their provenance (the caller saves them:
     trained.save_trained). `folder`: where the teacher's data is cached (None: not cached)."""

@@ -325,5 +325,5 @@ def test_markup_in_every_text_field_of_a_trace_stays_text(client, trace, tmp_pat
 def test_drafting_heads_never_trained_say_how_to_train_them(client, drafter, said):
     out = generate(client, drafter=drafter)
     assert said in text(out["status"])
-    assert "python -m specviz train-heads" in text(out["status"])
+    assert "python -m specviz train-drafters" in text(out["status"])
     assert_serving(client)

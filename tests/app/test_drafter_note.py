@@ -26,7 +26,7 @@ def actions(tmp_path, monkeypatch):
 @pytest.mark.parametrize("drafter", [HEADS.key, HEADS_TREE.key, EAGLE_SHAPED.key])
 def test_an_untrained_drafter_says_so_with_the_command(actions, drafter):
     note = actions.drafter_note(drafter, DEFAULT_PRESET)
-    assert "sv-status-error" in note and "trained for" in note and "python -m specviz train-heads" in note
+    assert "sv-status-error" in note and "trained for" in note and "python -m specviz train-drafters" in note
     assert ("--kind eagle" in note) == drafter.startswith("eagle")
 
 

@@ -82,9 +82,9 @@ def test_run_prints_rounds_summary_and_writes_json(folders, tmp_path):
     (["--drafter", "tree", "--tree-budget", "8"], "--tree-budget applies only with a shaped tree drafter"),
     (["--drafter", "tree", "--adaptive"], "--adaptive applies only with a chain drafter that runs a model"),
     (["--drafter", "heads"], "No Medusa heads are trained for"),  # said before the models load
-    (["--drafter", "heads-tree"], "train them once with `python -m specviz train-heads`"),
+    (["--drafter", "heads-tree"], "train them once with `python -m specviz train-drafters`"),
     (["--drafter", "eagle"], "No EAGLE-style layer is trained for"),
-    (["--drafter", "eagle-tree"], "train it once with `python -m specviz train-heads --kind eagle`"),
+    (["--drafter", "eagle-tree"], "train it once with `python -m specviz train-drafters --kind eagle`"),
     (["--baseline", "--repeats", "0"], "--repeats should be a whole number from 1 to 100, got 0"),
     # the rule's flags are refused whenever typed without the rule they choose, at their defaults too: the user
     # asked for a rule that would not run
@@ -135,13 +135,13 @@ def test_the_cost_aware_rule_says_why_under_each_round(main, folders, tmp_path):
 
 
 @pytest.mark.slow  # training in a subprocess, as a user runs it
-def test_train_heads_then_draft_with_them(main, folders, tmp_path, monkeypatch):
+def test_train_drafters_then_draft_with_them(main, folders, tmp_path, monkeypatch):
     """Medusa heads, then an EAGLE layer on the teacher's data the first training cached (the target reads nothing)."""
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))  # the trained heads are saved here, and read from here
     for kind, drafter, said, unit in (("medusa", "heads", "2 Medusa heads for", "head"),
                                       ("eagle", "eagle", "an EAGLE-style layer for", "EAGLE step")):
-        train = cli("train-heads", "--kind", kind, "--target", folders[1], "--heads", "2", "--prompts", "32", "--tokens", "5120",
-                    "--minutes", "2", "--dtype", "float32")
+        train = cli("train-drafters", "--kind", kind, "--target", folders[1], "--heads", "2", "--prompts", "32",
+                    "--tokens", "5120", "--minutes", "2", "--dtype", "float32")
         assert train.returncode == 0, train.stderr
         assert "min left" in train.stderr and "100% held-out check" in train.stderr  # the progress bar, to its end
         assert said in train.stdout and "held out:" in train.stdout and f"{unit} 2 (the token 2 past" in train.stdout
@@ -158,11 +158,19 @@ def test_train_heads_then_draft_with_them(main, folders, tmp_path, monkeypatch):
         assert "greedy output identical to target-only: yes" in r.stdout and "K=2" in r.stdout
 
 
-def test_train_heads_refuses_bad_numbers(main, folders):
-    r = main("train-heads", "--target", folders[1], "--minutes", "0")
-    assert r.returncode == 2 and "train-heads wants 0 < --minutes <= 600" in r.stderr
-    r = main("train-heads", "--target", folders[1], "--prompts", "-1")
+def test_train_drafters_refuses_bad_numbers(main, folders):
+    r = main("train-drafters", "--target", folders[1], "--minutes", "0")
+    assert r.returncode == 2 and "train-drafters wants 0 < --minutes <= 600" in r.stderr
+    r = main("train-drafters", "--target", folders[1], "--prompts", "-1")
     assert r.returncode == 2 and "--prompts >= 0" in r.stderr
+
+
+def test_train_heads_still_runs_train_drafters_and_says_nothing_more(main, folders):
+    """The command's name until issue 61 still runs it, word for word: the scripts and notes written before work."""
+    for args, code in ((("--target", folders[1], "--minutes", "0"), 2), (("--kind", "eagle", "--help"), 0)):
+        new, old = main("train-drafters", *args), main("train-heads", *args)
+        assert new.returncode == old.returncode == code and new.stdout + new.stderr
+        assert (old.stdout, old.stderr) == (new.stdout, new.stderr)
 
 
 def test_the_speedup_lines_give_the_ceiling_and_refuse_a_speedup_above_it():

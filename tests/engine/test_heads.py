@@ -68,7 +68,7 @@ def test_weights_trained_for_another_target_are_refused_with_a_sentence(target, 
     other = noisy_copy(target, 0.1)
     save_trained(MedusaHeads(other), provenance(other, target_name="other"), tmp_path)
     with pytest.raises(ValueError, match=r"trained for other \(fingerprint [0-9a-f]{16}\), not for this target, tiny "
-                                         r".*Train one for it with `python -m specviz train-heads`"):
+                                         r".*Train one for it with `python -m specviz train-drafters`"):
         load_trained(tmp_path, target, "tiny")
 
 

@@ -141,11 +141,11 @@ def test_without_trained_heads_a_run_says_how_to_train_them(tiny_pair, tokenizer
     engine = Engine(*tiny_pair, tokenizer, target_name="tiny-target")
     for spec in (HEADS, HEADS_TREE):
         with pytest.raises(ValueError, match=r"No Medusa heads are trained for tiny-target on this machine yet: "
-                                             r"train them once with `python -m specviz train-heads`"):
+                                             r"train them once with `python -m specviz train-drafters`"):
             engine.start(PROMPT, RunSettings(drafter=spec.key))
     for spec in (EAGLE, EAGLE_TREE):
         with pytest.raises(ValueError, match=r"No EAGLE-style layer is trained for tiny-target on this machine yet: "
-                                             r"train it once with `python -m specviz train-heads --kind eagle`"):
+                                             r"train it once with `python -m specviz train-drafters --kind eagle`"):
             engine.start(PROMPT, RunSettings(drafter=spec.key))
 
 

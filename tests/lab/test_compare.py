@@ -109,8 +109,8 @@ def test_untrained_heads_are_left_out_with_a_sentence_and_compared_once_trained(
     engine = Engine(*tiny_pair, tokenizer, target_name="tiny-target")
     drafters, notes = compare.runnable(engine)
     assert drafters == ("model", "lookup", "layers") and len(notes) == 2
-    assert "train them once with `python -m specviz train-heads`" in notes[0]
-    assert "train it once with `python -m specviz train-heads --kind eagle`" in notes[1]
+    assert "train them once with `python -m specviz train-drafters`" in notes[0]
+    assert "train it once with `python -m specviz train-drafters --kind eagle`" in notes[1]
     rows = list(compare.compare_drafters(engine, "def f():", replace(GREEDY, max_new_tokens=6), [2]))
     assert [r.drafter for r in rows] == ["target", "model", "lookup", "layers"]
     status = comparison_status(rows, (2,), 1.0, (0,), drafters, tuple(notes))

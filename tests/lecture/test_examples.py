@@ -127,7 +127,7 @@ def test_the_tree_example_needs_distinct_siblings_and_a_tree_dearer_than_its_tok
 
 def test_the_heads_examples_draft_time_is_said_over_the_rows_it_reads():
     """Its draft (5.4 ms a round when recorded) is about half the Costs tab's all-rows time for the same heads (11.0
-    ms): trained heads read out only the rows of at most `train-heads`' draft_vocab tokens (engine/readout.py), and
+    ms): trained heads read out only the rows of at most `train-drafters`' draft_vocab tokens (engine/readout.py), and
     the description says so with that number, the size the Costs tab times the heads over among the others."""
     from specviz.engine.readout import SUBSET_SIZES
     from specviz.train.fit import TrainPlan

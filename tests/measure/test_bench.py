@@ -90,7 +90,7 @@ def test_the_drafters_side_by_side_with_acceptance_by_position(tiny_pair, tokeni
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
     draft, target = tiny_pair
     engine = Engine(draft, target, tokenizer, "tiny-draft", "tiny-target")
-    with pytest.raises(ValueError, match=r"No Medusa heads are trained for tiny-target.*train-heads"):
+    with pytest.raises(ValueError, match=r"No Medusa heads are trained for tiny-target.*train-drafters"):
         drafters_ks(engine, [])  # refused before any run: nothing trained for this target
     engine.use_trained(tiny_heads(target, n=3, scale=0.3))
     engine.use_trained(tiny_eagle(target, steps=4, scale=0.3))

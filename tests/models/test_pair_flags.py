@@ -16,7 +16,7 @@ def _commands():
     from specviz.train.command import add_train_args
 
     return {"run": add_run_args, "bench": add_bench_args, "costs": add_costs_args, "serve-bench": add_serve_args,
-            "train-heads": add_train_args}
+            "train-drafters": add_train_args}
 
 
 def _actions(add_args) -> dict[str, argparse.Action]:
@@ -26,7 +26,7 @@ def _actions(add_args) -> dict[str, argparse.Action]:
     return {a.option_strings[-1]: a for a in p._actions}
 
 
-@pytest.mark.parametrize("command", ["run", "bench", "costs", "serve-bench", "train-heads"])
+@pytest.mark.parametrize("command", ["run", "bench", "costs", "serve-bench", "train-drafters"])
 def test_every_command_takes_the_pair_flags_as_declared(command):
     actions = _actions(_commands()[command])
     assert {"--preset", "--dtype", "--kernels"} <= set(actions)

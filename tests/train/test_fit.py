@@ -18,7 +18,7 @@ from specviz.train.text import code_documents, prose_documents, windows
 from specviz.train.teacher import Subset, read_teacher, teach
 from specviz.train.fit import (TrainPlan, agreement_eagle, agreement_medusa, agreement_of, eagle_loss, fit_eagle,
                                fit_medusa, head_pairs, soft_loss)
-from specviz.train.training import train_heads
+from specviz.train.training import train_drafter
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -149,7 +149,7 @@ def _medusa_on_anchors(heads, held) -> float:
 @pytest.mark.parametrize("kind, spec", [("medusa", HEADS), ("eagle", EAGLE)])
 def test_trained_weights_record_where_they_come_from_and_draft_exactly(target, tmp_path, tokenizer, kind, spec):
     seen = []
-    heads, provenance = train_heads(target, char_tokenizer(), "tiny", replace(PLAN, kind=kind, epochs=1),
+    heads, provenance = train_drafter(target, char_tokenizer(), "tiny", replace(PLAN, kind=kind, epochs=1),
                                     lambda phase, done, left: seen.append((phase, done, left)), tmp_path / "teacher")
     # 20 prompts (2 held out) answered in 64 tokens each, then 100 windows of offline text (10 held out)
     assert provenance.kind == kind and provenance.train_tokens == (18 + 90) * 64
@@ -174,7 +174,7 @@ def test_trained_weights_record_where_they_come_from_and_draft_exactly(target, t
 
 def test_too_little_to_train_on_is_a_sentence(target):
     with pytest.raises(ValueError, match="too little to train on within the time bound: 0 training and 0 held-out"):
-        train_heads(target, char_tokenizer(), "tiny", replace(PLAN, prompts=0, tokens=64 * 5))
+        train_drafter(target, char_tokenizer(), "tiny", replace(PLAN, prompts=0, tokens=64 * 5))
 
 
 def test_a_chain_counts_a_draft_only_after_every_one_before_it_and_a_tree_its_candidates():
@@ -187,7 +187,7 @@ def test_a_chain_counts_a_draft_only_after_every_one_before_it_and_a_tree_its_ca
 
 def test_an_unknown_kind_is_a_sentence(target):
     with pytest.raises(ValueError, match="must be one of medusa, eagle, got 'hydra'"):
-        train_heads(target, char_tokenizer(), "tiny", replace(PLAN, kind="hydra"))
+        train_drafter(target, char_tokenizer(), "tiny", replace(PLAN, kind="hydra"))
 
 
 def test_each_kind_reads_until_its_own_shares_unless_told():

@@ -26,7 +26,7 @@ import segno
 from specviz.app.actions import ModelActions, example_said
 from specviz.app.room_routes import RoomHub
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, example_named, load_example
-from specviz.lecture.rooms import RoomError, RoomView
+from specviz.lecture.room_state import RoomError, RoomView
 from specviz.record.load import load_trace
 from specviz.record.trace import Trace
 from specviz.settings.bounds import short_repr, whole_number

@@ -1,9 +1,18 @@
-"""What a lecture carries: the recorded examples that ship in assets/examples/ (real runs of the packaged
-pair with what each must show), and rooms (rooms.py): one lecturer drives a trace, students follow it and answer
-the quiz, with every key, bound and expiry a shared server needs. Beside them, each a part of a room: its short code
-(room_codes.py), what it holds of its trace (room_trace.py), its seats (seats.py: the followers present at once,
-held while their stream is open and a grace after), what it keeps of each trace it showed (showings.py), and its
-results after the bell (results.py).
+"""What a lecture carries: the recorded examples that ship in assets/examples/ (real runs of the packaged pair with
+what each must show), and rooms: one lecturer drives a trace, students follow it and answer the quiz, with every key,
+bound and expiry a shared server needs. A room is state and rules, no web: the page serves it from app/. Read
+rooms.py first (the store), then room_state.py (what a room holds) and room_rules.py (what each request does to it).
+
+- examples.py: the recorded examples: the catalogue, what each must show checked on its trace, recording them
+- rooms.py: RoomStore, every room of one server behind one lock: opening, finding, expiring, the bounds
+- room_state.py: a room as data: Room, RoomView (what a follower sees), OpenedRoom, and RoomError, every refusal
+- room_rules.py: what each request does to one room (drive, move to a trace, join, answer, the view), given the time
+- room_codes.py: a room's short code: six random characters and a seventh that checks them
+- code_guesses.py: the limit on naming codes that open no room, per client and for all clients together
+- room_trace.py: what a room holds of its trace: its rounds' quiz facts, its id, its title
+- seats.py: a room's seats: the followers present at once, each held while its stream is open and a grace after
+- showings.py: what a room keeps of each trace it showed: answers and reveals, the last MAX_TRACES
+- results.py: a room's results after the bell, every trace it showed, as the lecturer's CSV and JSON
 
 Imports settings, drafters, record (the trace, the quiz's data), algorithm (E(α, K) for a room's facts) and engine
 (recording the examples); never the view or gradio (the page serves the rooms from app/).

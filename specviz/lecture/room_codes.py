@@ -1,5 +1,5 @@
 """A room's short code: six random characters from 31 and a seventh that checks them, so a typo is told at once
-and never counts as a guess (lecture/rooms.py counts guesses; docs/lecture.md has the arithmetic).
+and never counts as a guess (lecture/code_guesses.py counts guesses; docs/lecture.md has the arithmetic).
 
     with_check("222222") -> "2222222"     is_code("2222222") -> True     is_code("2222223") -> False
 """

@@ -1,9 +1,9 @@
-"""A room's seats: the followers present at once, bounded like a lecture hall (lecture/rooms.py keeps one dict of
-them a room, follower id -> Seat, and its lock guards them). A seat is held while its follower's event stream is
-open, and GRACE_S after the last one closed or after it was taken (a reload or a phone's dropped Wi-Fi keeps it); a
-seat not held is free for someone else but still names its follower, so a return keeps their answers, until more
-than MAX_GONE are gone and the longest gone are forgotten. Seats know no answers, no clock and no web: the room
-passes the time, and moves a forgotten follower's answers into its counts without their id.
+"""A room's seats: the followers present at once, bounded like a lecture hall (a Room, lecture/room_state.py, keeps one
+dict of them, follower id -> Seat, and its store's lock guards them). A seat is held while its follower's event stream
+is open, and GRACE_S after the last one closed or after it was taken (a reload or a phone's dropped Wi-Fi keeps it); a
+seat not held is free for someone else but still names its follower, so a return keeps their answers, until more than
+MAX_GONE are gone and the longest gone are forgotten. Seats know no answers, no clock and no web: the room passes the
+time, and moves a forgotten follower's answers into its counts without their id.
 
     seats = {}
     seat = take_seat(seats, "f1", now=0.0, most=300)   # a seat, held GRACE_S from now (None: every seat taken)

@@ -1,8 +1,8 @@
 """What a room keeps of each trace it showed (issue 55, item 7): per trace, its rounds' answers, the reveal steps the
-lecturer showed, and which rounds the room's screen showed and released (lecture/rooms.py keeps one dict of them a
-room, trace_id -> Showing, and its lock guards them). So a room moved to another trace starts that trace's answers
-afresh, one moved back resumes the earlier trace as the class left it, and the results list every trace kept under
-its title. At most MAX_TRACES a room: past that the least recently shown is dropped, and the results say how many.
+lecturer showed, and which rounds the room's screen showed and released (a Room, lecture/room_state.py, keeps one dict
+of them, trace_id -> Showing, and its store's lock guards them). So a room moved to another trace starts that trace's
+answers afresh, one moved back resumes the earlier trace as the class left it, and the results list every trace kept
+under its title. At most MAX_TRACES a room: past that the least recently shown is dropped, and the results say how many.
 No clock, no web, no follower's identity leaves this module but in counts.
 
     traces = {}

@@ -17,7 +17,7 @@ its answer is a path's length, 0 to the tree's depth (`most_accepted`, the one b
 - a room's facts (`RoundFacts`, `QuizFacts`: per round the largest answer, the right one, the reveal steps, and
   E(α, K) − 1, filled in by lecture/room_trace.quiz_facts) and the class's mean answer (`mean_guess`);
 - what a follower's page may hold of each round (`follower_forms`): nothing, the quiz form, or the round in full,
-  the one rule a room (lecture/rooms.py) keeps and a follower's stage (view/follower.py) draws.
+  the one rule a room (lecture/room_rules.py) keeps and a follower's stage (view/follower.py) draws.
 """
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ import pytest
 from specviz.app.room_routes import MAX_BODY, RoomHub
 from specviz.lecture.examples import load_example
 from specviz.lecture.room_codes import CODE_ALPHABET, with_check
-from specviz.lecture.rooms import GRACE_S, MISSES_ALLOWED, RoomStore
+from specviz.lecture.code_guesses import MISSES_ALLOWED, Guesses
+from specviz.lecture.rooms import RoomStore
+from specviz.lecture.seats import GRACE_S
 from specviz.lecture.room_trace import quiz_facts, trace_title
 from harness.room_pages import room_server
 from tests.helpers import Clock
@@ -178,7 +180,7 @@ def test_unknown_full_and_guessed_rooms_say_so(server, http, room):
     assert 'class="sv-room-page sv-room-form"' in limited.text and "style=" not in limited.text
     assert "<script" not in http.get("/room?code=<script>x").text  # what was typed comes back escaped
     assert http.post(f"/room/{room.room}/drive", json={"key": room.key, "trace": room.trace, "round": 2}).status_code == 200
-    hub.store._misses.clear(), hub.store._misses_all.clear()
+    hub.store.guesses = Guesses()  # the next test's guesses start afresh
 
 
 def read_events(url: str, n: int, seen: list, ready: threading.Event) -> None:

@@ -13,7 +13,11 @@ from specviz.lecture import seats
 from specviz.lecture.results import results_csv, results_json
 from specviz.lecture.room_codes import CODE_ALPHABET, CODE_LENGTH, is_code, with_check
 from specviz.lecture.room_trace import round_facts
-from specviz.lecture.rooms import GRACE_S, MAX_TRACES, MISSES_ALLOWED, MISSES_ALLOWED_ALL, RoomError, RoomStore
+from specviz.lecture.code_guesses import MISSES_ALLOWED, MISSES_ALLOWED_ALL
+from specviz.lecture.room_state import RoomError
+from specviz.lecture.rooms import RoomStore
+from specviz.lecture.seats import GRACE_S
+from specviz.lecture.showings import MAX_TRACES
 from specviz.record.quiz_data import QuizFacts
 from tests.helpers import Clock
 

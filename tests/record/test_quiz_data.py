@@ -7,7 +7,8 @@ import pytest
 
 from specviz.engine import RunSettings
 from specviz.lecture.room_trace import quiz_facts
-from specviz.lecture.rooms import RoomError, RoomStore
+from specviz.lecture.room_state import RoomError
+from specviz.lecture.rooms import RoomStore
 from specviz.record.lecture_pack import pack_json
 from specviz.record.quiz_data import QuizState, RoundQuiz, load_lecture, most_accepted, quiz_to_dict
 

@@ -91,7 +91,7 @@ def sizes(trace) -> dict:
     import httpx
 
     from specviz.app.room_html import follower_page
-    from specviz.app.room_routes import RoomHub
+    from specviz.app.room_hub import RoomHub
     from specviz.lecture.room_trace import quiz_facts, trace_title
     from specviz.lecture.rooms import RoomStore
     from specviz.record.quiz_data import reveal_steps

@@ -47,7 +47,7 @@ MAX_SECONDS = 600  # and the longest it runs
 
 def serve(port: int, rooms: int) -> None:
     """Serve the app with `rooms` rooms open; print one JSON line {"rooms": [[id, key], …]}, then serve."""
-    from specviz.app.room_routes import ROOMS
+    from specviz.app.room_hub import ROOMS
     from specviz.engine import Engine
     from specviz.lecture.examples import load_example
     from specviz.lecture.room_trace import quiz_facts
@@ -212,7 +212,7 @@ def one_setup(rooms: int, followers: int, steps: int, pace: float) -> dict:
 def idle_room_bytes(n: int = 20) -> dict:
     """What an idle room holds beyond its trace's JSON, measured with tracemalloc in this process: n rooms opened,
     each joined by no one; then the same with 100 followers joined and answering one round."""
-    from specviz.app.room_routes import RoomHub
+    from specviz.app.room_hub import RoomHub
     from specviz.lecture.examples import load_example
     from specviz.lecture.rooms import RoomStore
     from specviz.lecture.room_trace import quiz_facts

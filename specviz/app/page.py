@@ -25,7 +25,7 @@ from specviz.app.costs_tab import build_costs
 from specviz.lecture.examples import EXAMPLES
 from specviz.app.lab_tab import build_lab
 from specviz.app.room_panel import HREF_JS, RoomPanel, build_room_panel, open_linked, wire_room_panel
-from specviz.app.room_routes import ROOMS, RoomHub
+from specviz.app.room_hub import ROOMS, RoomHub
 from specviz.drafters import DEFAULT, REGISTRY, layers, shaped_tree, tree
 from specviz.engine.request import RunSettings
 from specviz.settings.bounds import STOP_RULES, widths_text

@@ -24,7 +24,7 @@ import gradio as gr
 import segno
 
 from specviz.app.actions import ModelActions, example_said
-from specviz.app.room_routes import RoomHub
+from specviz.app.room_hub import RoomHub
 from specviz.lecture.examples import EXAMPLES, FIRST, ExampleError, example_named, load_example
 from specviz.lecture.room_state import RoomError, RoomView
 from specviz.record.load import load_trace

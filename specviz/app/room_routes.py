@@ -22,12 +22,9 @@ server-sent stream per follower holds no thread and no queue slot, and a step is
 same bytes to every follower. Every refusal answers JSON {"error": a sentence} with a status; nothing one follower
 sends reaches another but the counts in the class's panel.
 
-What a follower can fetch holds only what the room has released (issue 44; the rule is record/quiz_data.py's
-follower_forms, the room keeps it): the page carries each round in its form now, and each state on the stream
-carries the rounds whose form changed since the follower's last state (their new sections, rendered once per room
-version and the same bytes to every follower at the same version), so a reveal reaches a phone without a reload.
-A stream is gzipped for a browser that accepts it, each message compressed once and cut off by a full flush, so the
-same compressed bytes go to every follower (a section is a tenth of its size compressed).
+What a follower can fetch holds only what the room has released (issue 44): the page carries each round in its
+form now, and each state on the stream the rounds whose form changed since; the room hub (room_hub.py) builds both,
+once per room version, the same bytes (gzipped for a browser that accepts it) to every follower.
 """
 
 from __future__ import annotations
@@ -35,190 +32,24 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-import zlib
-from collections import OrderedDict
 from contextlib import aclosing
 from functools import partial
-from typing import NamedTuple
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from specviz.app.room_html import code_form, error_page, gzipped_page
+from specviz.app.room_hub import RoomHub, Sent, deflated
+from specviz.app.room_html import code_form, error_page
 from specviz.lecture.results import results_csv, results_json
-from specviz.lecture.rooms import RoomError, RoomStore, RoomView
+from specviz.lecture.room_state import RoomError
 from specviz.lecture.seats import GRACE_S
-from specviz.record.load import load_trace
-from specviz.record.quiz_data import QuizFacts
-from specviz.record.trace import Trace
-from specviz.view.class_panel import class_panel
-from specviz.view.follower import follower_section
 
 KEEPALIVE_S = 15.0  # a comment down each idle stream this often, so proxies keep it open and a gone one is noticed
 MAX_BODY = 2048  # bytes: every request body of these routes is a few numbers and ids
 MAX_STREAMS = 2000  # open event streams on one server, every room together (a room holds at most MAX_FOLLOWERS)
-JOIN_RING_S = 0.25  # joins are told to a room's followers at most this often (the joined count)
-PAGES_KEPT = 16  # follower pages kept, gzipped (~30 kB each): rooms joining at once ask for the same few again and again
-TRACES_KEPT = 16  # rooms' traces kept parsed (a paris-sized trace takes 70 ms to read), to render a changed round
-DELTAS_KEPT = 8  # per room, the changed rounds' JSON kept for this many `since` versions (most followers share one)
-WIRE_KEPT = 256  # followers' messages kept as sent (plain or gzipped), every room together
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # a gzip stream: deflate, no name, no time (RFC 1952)
 RESULTS = {"csv": (results_csv, "text/csv; charset=utf-8"), "json": (results_json, "application/json")}
-
-
-class Sent(NamedTuple):
-    key: tuple  # (version, seats held): a new message when either changes
-    data: str  # the state as JSON, the same bytes to every stream of the room
-    view: RoomView  # what it was built from (the rounds' forms, for a follower's changed sections)
-
-
-class RoomHub:
-    """The rooms of one server and what their web side adds: a bell per room that wakes its streams, each room's
-    state as the JSON its streams send, built once per version, and the rounds a follower may see, rendered once
-    per change of their form."""
-
-    def __init__(self, store: RoomStore | None = None):
-        self.store = store or RoomStore()
-        self._bells: dict[str, asyncio.Event] = {}
-        self._sent: dict[str, Sent] = {}  # room -> its state as last built
-        self._pages: OrderedDict[tuple, bytes] = OrderedDict()  # (room, part, forms' version) -> its page, gzipped
-        self._rendering: dict[tuple, asyncio.Future] = {}  # a page or a trace being made in a thread
-        self._traces: OrderedDict[tuple, Trace] = OrderedDict()  # (room, part) -> its trace, parsed
-        self._deltas: dict[str, tuple[tuple, OrderedDict]] = {}  # room -> ((part, forms' version), since -> JSON)
-        self._wire: OrderedDict[tuple, bytes] = OrderedDict()  # (room, state, since, gzip) -> a follower's message
-        self._soon: set[str] = set()  # rooms to ring shortly (joins)
-        self.streams = 0
-
-    def ring(self, room: str) -> None:
-        """Wake every stream of `room` (called on the event loop, after a change)."""
-        bell = self._bells.pop(room, None)
-        if bell is not None:
-            bell.set()
-
-    def ring_soon(self, room: str) -> None:
-        """Ring `room` within JOIN_RING_S, once however many ask meanwhile: a hall joining at once is a few messages
-        to each follower (the joined count), not one per join."""
-        if room not in self._soon:
-            self._soon.add(room)
-            asyncio.get_running_loop().call_later(JOIN_RING_S, self._ring_later, room)
-
-    def _ring_later(self, room: str) -> None:
-        self._soon.discard(room)
-        self.ring(room)
-
-    def bell(self, room: str) -> asyncio.Event:
-        return self._bells.setdefault(room, asyncio.Event())
-
-    def state(self, room: str) -> Sent:
-        """The room's state for its streams; RoomError once it has closed. Seats free themselves GRACE_S after a
-        stream closes, without a new version: the count is part of the key."""
-        view = self.store.view(room)
-        sent = self._sent.get(room)
-        if sent is None or sent.key != (view.version, view.followers):
-            facts = self.store.facts(room)
-            panel = class_panel(facts, view.round_, view.quiz, view.followers, view.answered, view.revealed)
-            sent = Sent((view.version, view.followers), json.dumps({
-                "room": room, "round": view.round_, "step": view.step, "quiz": view.quiz, "version": view.version,
-                "rounds": len(facts.rounds), "here": view.followers, "answered": view.answered,
-                "leading": view.leading, "part": view.part, "trace": view.trace, "title": view.title,
-                "reached": {str(n): s for n, s in view.reached.items()}, "panel": panel}), view)
-            self._sent[room] = sent
-            self._forget_closed()
-        return sent
-
-    def retrace(self, room: str, key: str, trace_json: str, facts: QuizFacts, title: str) -> None:
-        """Move the room to another trace; its followers' pages reload on the next state (its `part` changed)."""
-        self.store.retrace(room, key, trace_json, facts, title)
-        self.ring(room)
-
-    async def page(self, room: str) -> tuple[bytes, int]:
-        """(a follower's page for `room` as the room has released it now, gzipped, its forms' version); RoomError
-        if the room has closed. Rendered once per change of a round's form, in a thread (a class joining at once must
-        not stall the streams of other rooms), however many ask for it meanwhile."""
-        view = self.store.view(room)
-        which = (room, view.part, view.forms_version)
-        if which not in self._pages:
-            trace = await self.trace(room, view.part)
-            if trace is None:  # moved to another trace meanwhile: that one's page
-                return await self.page(room)
-            page = partial(gzipped_page, room, view.part, trace, view.forms, view.forms_version)
-            self._pages[which] = await self._once(("page", *which), partial(asyncio.to_thread, page))
-            while len(self._pages) > PAGES_KEPT:
-                self._pages.popitem(last=False)
-        self._pages.move_to_end(which)
-        return self._pages[which], view.forms_version
-
-    async def trace(self, room: str, part: int) -> Trace | None:
-        """The room's trace, parsed once (in a thread), if the room is still on `part`; else None."""
-        which = (room, part)
-        if which not in self._traces:
-            trace_json, now = self.store.trace_json(room)
-            if now != part:
-                return None
-            try:
-                self._traces[which] = await self._once(("trace", *which), partial(asyncio.to_thread, load_trace,
-                                                                                   trace_json))
-            except ValueError as e:  # checked when the room opened: only a room opened around record.load fails
-                raise RoomError(f"this room's trace cannot be read ({e}); ask the lecturer to open the room again",
-                                500) from None
-            while len(self._traces) > TRACES_KEPT:
-                self._traces.popitem(last=False)
-        self._traces.move_to_end(which)
-        return self._traces[which]
-
-    async def changed(self, room: str, view: RoomView, since: int) -> str:
-        """JSON {round: its section} of every round whose form changed after version `since` (a follower's page or
-        last state holds every form up to it), as of `view`; built once per `since`, the same bytes to every
-        follower that was there."""
-        if since >= view.forms_version:
-            return "{}"
-        key = (view.part, view.forms_version)
-        if self._deltas.get(room, (None,))[0] != key:
-            self._deltas[room] = (key, OrderedDict())
-        built = self._deltas[room][1]
-        if since not in built:
-            trace = await self.trace(room, view.part)
-            built[since] = "{}" if trace is None else json.dumps(  # None: moved on; its followers reload
-                {str(n): follower_section(trace, n, view.forms[n]) for n, at in sorted(view.changed.items())
-                 if at > since})
-            while len(built) > DELTAS_KEPT:
-                built.popitem(last=False)
-        return built[since]
-
-    async def message(self, room: str, sent: Sent, since: int, gz: bool) -> bytes:
-        """A follower's message for state `sent` (the rounds changed after `since`, the room's version as its id), as
-        sent: UTF-8, or gzipped (`gz`); built and compressed once, the same bytes to every follower at `since`."""
-        which = (room, sent.key, since, gz)
-        if which not in self._wire:
-            sections = await self.changed(room, sent.view, since)
-            text = f'id: {sent.view.version}\ndata: {sent.data[:-1]}, "sections": {sections}}}\n\n'
-            self._wire[which] = deflated(text) if gz else text.encode()
-            while len(self._wire) > WIRE_KEPT:
-                self._wire.popitem(last=False)
-        return self._wire[which]
-
-    async def _once(self, which: tuple, make):
-        """`await make()`, however many ask for `which` meanwhile: one call, every asker gets its result."""
-        if which not in self._rendering:
-            self._rendering[which] = asyncio.ensure_future(make())
-        try:  # shielded: an asker that leaves (a closed tab) does not cancel it for the others
-            return await asyncio.shield(self._rendering[which])
-        finally:
-            self._rendering.pop(which, None)
-
-    def _forget_closed(self) -> None:
-        if len(self._sent) > self.store.max_rooms:  # rooms closed since: forget what was sent to them
-            for room in list(self._sent):
-                try:
-                    self.store.view(room)
-                except RoomError:
-                    self._sent.pop(room, None)
-                    self._bells.pop(room, None)
-                    self._deltas.pop(room, None)
-
-
-ROOMS = RoomHub()  # the server's rooms: the page (build_demo) and the routes (serving.launch_kwargs) share it
 
 
 # --- the routes -----------------------------------------------------------------------------------------------
@@ -315,14 +146,6 @@ async def _events(hub: RoomHub, request: Request) -> Response:
     return StreamingResponse(_stream(hub, room, follower, since, gz), media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no", "Vary": "Accept-Encoding",
                                       **({"Content-Encoding": "gzip"} if gz else {})})
-
-
-def deflated(text: str) -> bytes:
-    """`text` as deflate blocks ending in a full flush: a piece of a gzip stream that needs nothing sent before it, so
-    a message is compressed once and the same bytes continue every follower's stream (RFC 1951; the stream never
-    ends cleanly, as a browser's event stream is cut off, not finished)."""
-    squeeze = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
-    return squeeze.compress(text.encode()) + squeeze.flush(zlib.Z_FULL_FLUSH)
 
 
 def _since(text: str, version: int) -> int:

@@ -22,7 +22,8 @@ import gradio as gr
 
 from specviz.app import gpu_time
 from specviz.app.assets import ASSETS, PAGE_SCRIPTS, scripts, text
-from specviz.app.room_routes import ROOMS, RoomHub, room_routes
+from specviz.app.room_hub import ROOMS, RoomHub
+from specviz.app.room_routes import room_routes
 from specviz.lab import compare
 from specviz.measure import pass_timing
 from specviz.engine import Engine, RunSettings

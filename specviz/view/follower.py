@@ -6,7 +6,7 @@ one `<section class="sv-round">` each, so the browser steps between them as on t
     its steps            the round in full (stage.round_section), fates and all: it has been released
 
 Pure functions of a trace and the forms (no gradio, no models). The room sends a section again whenever its form
-changes (app/room_routes.py), and the page swaps it in (assets/follow.js).
+changes (app/room_hub.py), and the page swaps it in (assets/follow.js).
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def test_the_lab_and_costs_tabs_pass_axe(browser, url, monkeypatch):
 
 
 def test_a_followers_page_passes_axe(browser, url):
-    from specviz.app.room_routes import ROOMS
+    from specviz.app.room_hub import ROOMS
     from specviz.lecture.examples import load_example
     from specviz.lecture.room_trace import quiz_facts
 

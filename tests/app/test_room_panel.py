@@ -8,7 +8,7 @@ import json
 import pytest
 
 from specviz.app.room_panel import move_room
-from specviz.app.room_routes import RoomHub
+from specviz.app.room_hub import RoomHub
 from specviz.lecture.examples import load_example
 from specviz.lecture.rooms import RoomStore
 from specviz.lecture.room_trace import quiz_facts

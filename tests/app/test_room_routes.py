@@ -12,7 +12,8 @@ import time
 import httpx
 import pytest
 
-from specviz.app.room_routes import MAX_BODY, RoomHub
+from specviz.app.room_hub import RoomHub
+from specviz.app.room_routes import MAX_BODY
 from specviz.lecture.examples import load_example
 from specviz.lecture.room_codes import CODE_ALPHABET, with_check
 from specviz.lecture.code_guesses import MISSES_ALLOWED, Guesses

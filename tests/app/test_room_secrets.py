@@ -19,7 +19,7 @@ import zlib
 import httpx
 import pytest
 
-from specviz.app.room_routes import RoomHub
+from specviz.app.room_hub import RoomHub
 from specviz.engine import Engine, RunSettings
 from specviz.lecture.examples import EXAMPLES, load_example
 from specviz.lecture.room_trace import quiz_facts, trace_title

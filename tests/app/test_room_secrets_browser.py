@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from harness.browser import AppPage, Page
 from harness.room_pages import WHERE, FollowerPage, open_room
-from specviz.app.room_routes import ROOMS
+from specviz.app.room_hub import ROOMS
 from specviz.lecture.examples import EXAMPLES, load_example
 from tests.helpers import BROWSER
 

@@ -9,6 +9,7 @@ layout, then every event wired in one place; the handlers it wires live in the m
 - trace_files.py: trace files on the server: the folder the downloads serve from, reading an upload
 - round_view.py: the round view's panels named once, and the handlers that show a recorded round
 - page.py: the page: its layout, then every event wired in one place
+- settings_rows.py: the pair, the drafter and every setting of a run as controls, in the rows that place them
 - sections.py: a tab's sections, one screen each in the presenter view
 - lab_tab.py: the Lab's handlers and their wiring
 - lab_layout.py: the Lab's sections laid out

@@ -14,10 +14,10 @@ and takes the K with the most tokens per step (K = 0, the target alone at B, giv
 from the batch's own rounds as it serves, the pair's measured profile filling in what has not run yet
 (engine/batch_prices.py): there v_B(K) is the whole rest of the round after drafting, the pass and every row's
 verdict, so what the batch pays is what it is priced at. a_b(n) is sequence
-b's own acceptance at draft position n so far: of its drafts examined there (every draft before them kept), the
-share kept, with PRIOR pseudo-drafts kept at the rate every sequence served before it kept there (`pooled`: what
-the server has measured of this pair; with nothing measured, 1), so a new sequence starts from what drafts
-usually do rather than from a promise that every draft survives.
+b's own acceptance at draft position n so far (algorithm/acceptance.py): of its drafts examined there (every draft
+before them kept), the share kept, with PRIOR pseudo-drafts kept at the rate every sequence served before it kept
+there (`pooled`: what the server has measured of this pair; with nothing measured, 1), so a new sequence starts from
+what drafts usually do rather than from a promise that every draft survives.
 S_b(n), the chance its n-th draft survives, is their product: acceptance falls along a round (the draft drifts from
 the target), which one α for every position, E(α, K) = (1 − α^(K+1)) / (1 − α), would miss: on the packaged pair
 at 8 users its α of 0.83 promised 3.6 tokens a sequence per K = 4 round, and the rounds gave 2.35 (2026-12-04).
@@ -27,10 +27,10 @@ the sequence has left, about left_b / E_b(K) of them, so each round of K > 0 is 
 Σ_b catch_up_b / max(1, left_b / E_b(K)). A sequence near its end is not worth catching up; one with most of its
 answer ahead is.
 
-After PROBE_EVERY rounds at K = 0 one round drafts K = 1 anyway, so that text turning predictable is noticed, but
-only where it could: where one draft that every sequence kept would pay at these prices (c + v_B(1) < 2). Past
-that, at many users, better acceptance cannot make a draft pay, and a probe only costs (its draft catches up on
-every token the plain rounds committed).
+After PROBE_EVERY_WHERE_IT_COULD_PAY rounds at K = 0 one round drafts K = 1 anyway, so that text turning
+predictable is noticed, but only where it could: where one draft that every sequence kept would pay at these prices
+(c + v_B(1) < 2). Past that, at many users, better acceptance cannot make a draft pay, and a probe only costs (its
+draft catches up on every token the plain rounds committed).
 
 Exact: K is chosen from earlier rounds and the measured prices only, never from this round's passes or draws, so
 each sequence's output follows its target alone whatever K a round gets (tests/engine/test_batched.py).
@@ -44,44 +44,10 @@ each sequence's output follows its target alone whatever K a round gets (tests/e
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
-PRIOR = 1.0  # pseudo-drafts kept behind each position's acceptance: a new sequence starts at 1 and measures
-PROBE_EVERY = 8  # rounds at K = 0 after which one round drafts K = 1, to measure again
-
-
-@dataclass
-class Positions:
-    """One sequence's drafts so far, by draft position (1, 2, …): how many verification examined, how many it kept."""
-
-    examined: list[int] = field(default_factory=list)
-    kept: list[int] = field(default_factory=list)
-
-    def add(self, n_examined: int, n_kept: int) -> None:
-        """A round's verdict: positions 1 … n_examined examined, 1 … n_kept kept."""
-        while len(self.examined) < n_examined:
-            self.examined.append(0)
-            self.kept.append(0)
-        for n in range(n_examined):
-            self.examined[n] += 1
-            self.kept[n] += n < n_kept
-
-    def acceptance(self, n: int, pooled: "Positions | None" = None) -> float:
-        """a(n): the share kept at position n (1-based) of those examined there, with PRIOR pseudo-drafts kept at
-        `pooled`'s a(n) (None: all kept)."""
-        seen = self.examined[n - 1] if n <= len(self.examined) else 0
-        kept = self.kept[n - 1] if n <= len(self.kept) else 0
-        prior = pooled.acceptance(n) if pooled is not None else 1.0
-        return (kept + PRIOR * prior) / (seen + PRIOR)
-
-    def expected(self, k: int, pooled: "Positions | None" = None) -> float:
-        """E(K) = 1 + S(1) + … + S(K): the tokens a round of K drafts is expected to give this sequence."""
-        total, survive = 1.0, 1.0
-        for n in range(1, k + 1):
-            survive *= self.acceptance(n, pooled)
-            total += survive
-        return total
+from specviz.algorithm.acceptance import PROBE_EVERY_WHERE_IT_COULD_PAY, Positions
 
 
 @dataclass(frozen=True)
@@ -93,7 +59,7 @@ class BatchChoice:
     rates: tuple[float, ...]  # expected tokens per one-token step of the batch, for K = 0, 1, …, most
     c: float  # a draft step at this batch, in the batch's one-token target steps
     v: tuple[float, ...]  # the verify pass over K drafts a sequence, for K = 0, 1, …, most
-    probe: bool = False  # K = 1 to measure again after PROBE_EVERY rounds at K = 0
+    probe: bool = False  # K = 1 to measure again after plain rounds (acceptance.py)
     catch_up: float = 0.0  # the draft's catch-up the batch lacked, once, in the batch's steps
 
     def why(self) -> str:
@@ -123,5 +89,5 @@ def choose_k(sequences: list[Positions], c: float, v: Callable[[int], float], mo
 
     rates = tuple(rate(k) for k in range(most + 1))
     best = max(range(most + 1), key=lambda k: (rates[k], -k))  # ties: fewer drafts
-    probe = best == 0 and most > 0 and plain_rounds >= PROBE_EVERY and c + vs[1] < 2
+    probe = best == 0 and most > 0 and plain_rounds >= PROBE_EVERY_WHERE_IT_COULD_PAY and c + vs[1] < 2
     return BatchChoice(1 if probe else best, len(sequences), rates, c, vs, probe, sum(catch_up))

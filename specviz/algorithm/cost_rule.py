@@ -14,12 +14,12 @@ or when it and some drafts after it pay together (the sum of S_j − rate · (c 
 0: `gain`), since a measured v often rises most for the first draft and hardly after.
 
 Before the n-th draft exists, S_n is estimated as S_(n−1), the chance the drafts so far survive, times this run's
-measured acceptance at position n. S_(n−1) is the product of each draft's own probability of its token raised to a
+measured acceptance at position n (algorithm/acceptance.py). S_(n−1) is the product of each draft's own probability of its token raised to a
 power γ: the draft is surer than it says where verification keeps most of its drafts (γ < 1) and less sure where it
 loses them (γ > 1), so γ is refitted after every round until this run's estimates for the drafts it examined add up
 to how many of them survived (`fit_gamma`; γ = 1, the draft taken at its word, before). K = 0 is a legal answer: the
-round is a plain target step. After PROBE_EVERY plain rounds in a row one draft is made anyway, so that a run whose text turns
-predictable is noticed.
+round is a plain target step. After PROBE_EVERY_AT_ANY_PRICE plain rounds in a row one draft is made anyway, so
+that a run whose text turns predictable is noticed.
 
 Exact: K is chosen from the draft's own probabilities and earlier rounds only, never from this round's target pass
 or draws (as the threshold rule is), so the output follows the target whatever K each round gets.
@@ -30,26 +30,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from specviz.algorithm.acceptance import PROBE_EVERY_AT_ANY_PRICE, Positions, survival
 from specviz.record.trace import CostDecision, DraftChoice
 
-PROBE_EVERY = 16  # plain rounds in a row after which one draft is made to measure again (its cost: docs/engine.md)
-PRIOR = 1.0  # pseudo-observations behind every per-position estimate: one survived draft at full confidence, so a
-#              run's first rounds draft and measure instead of trusting nothing
 PRIOR_AT_HALF = 2.0  # pseudo-drafts behind γ (fit_gamma): two of confidence 0.5, one of them survived
 GAMMA_RANGE = (0.1, 4.0)  # γ beyond these would mean the draft's probabilities say nothing: kept within them
 FIT_LAST = 256  # examined drafts γ is fitted to: the run's latest (a bound on the work after each round)
-
-
-@dataclass
-class PositionStats:
-    """What this run's drafts at one position did: how many were examined and how many survived."""
-
-    examined: int = 0
-    accepted: int = 0
-
-    def acceptance(self) -> float:
-        """The chance a draft here survives, given every earlier one did (before the draft is made)."""
-        return (self.accepted + PRIOR) / (self.examined + PRIOR)
 
 
 def fit_gamma(examined: list[tuple[float, bool]]) -> float:
@@ -73,7 +59,7 @@ class CostRule:
 
     c: float  # a draft step, in one-token target steps
     v: list[float]  # v[n]: the verify pass over n drafts; v[0] = 1
-    positions: list[PositionStats] = field(default_factory=list)
+    positions: Positions = field(default_factory=Positions)  # this run's drafts examined and kept, by position
     gamma: float = 1.0  # the power on the draft's own probabilities that this run's survivals fitted (fit_gamma)
     examined: list[tuple[float, bool]] = field(default_factory=list)  # (confidence, survived), the latest FIT_LAST
     tokens: int = 0  # committed by the rounds this rule priced
@@ -85,7 +71,6 @@ class CostRule:
 
     def __post_init__(self):
         self.v = [max(self.v[:i + 1]) for i in range(len(self.v))]  # a longer pass never costs less: noise evened
-        self.positions = [PositionStats() for _ in self.v[1:]]
 
     @property
     def rate(self) -> float:
@@ -101,7 +86,7 @@ class CostRule:
         if n > min(most, len(self.v) - 1):
             return False
         survive, cost, gain = self._outlook(n, min(most, len(self.v) - 1))
-        probe = n == 1 and self.plain_in_a_row >= PROBE_EVERY
+        probe = n == 1 and self.plain_in_a_row >= PROBE_EVERY_AT_ANY_PRICE
         self._choices.append(DraftChoice(survive, cost, gain > 0 or probe, probe=probe and gain <= 0, gain=gain))
         return self._choices[-1].drafted
 
@@ -109,9 +94,9 @@ class CostRule:
         """(S_n, its cost, the best net gain in tokens of drafting n … m for any m up to `most`). Looking past the
         n-th draft matters where one more token makes the verify pass dearer at first and then hardly at all (a
         measured v(1) − v(0) above the later steps): a draft that does not pay alone may pay with those after it."""
-        survive, total, best = self._survive, 0.0, -math.inf
-        for j in range(n, most + 1):
-            survive *= self.positions[j - 1].acceptance()
+        total, best = 0.0, -math.inf
+        acceptances = (self.positions.acceptance(j) for j in range(n, most + 1))
+        for j, survive in enumerate(survival(acceptances, self._survive), start=n):
             cost = self.c + self.v[j] - self.v[j - 1]
             total += survive - self.rate * cost
             best = max(best, total)
@@ -129,10 +114,9 @@ class CostRule:
         tokens kept) and return its record."""
         k = len(confidences)
         record = CostDecision(self.rate, self._choices, self._expected, k * self.c + self.v[k])
-        for i, sure in enumerate(confidences[:n_accepted + 1]):  # the examined: the accepted and the one rejected
-            stats = self.positions[i]
-            stats.examined, stats.accepted = stats.examined + 1, stats.accepted + (i < n_accepted)
-            self.examined.append((sure, i < n_accepted))
+        examined = confidences[:n_accepted + 1]  # the accepted and the one rejected
+        self.positions.add(len(examined), n_accepted)
+        self.examined += [(sure, i < n_accepted) for i, sure in enumerate(examined)]
         if confidences:
             self.examined = self.examined[-FIT_LAST:]
             self.gamma = fit_gamma(self.examined)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 
 def expected_tokens_per_pass(alpha: float, k: float) -> float:
-    """E = (1 - α^(K+1)) / (1 - α): expected tokens per target pass for i.i.d. acceptance α.
+    """E = (1 - α^(K+1)) / (1 - α): expected tokens per target pass for i.i.d. acceptance α, the closed form of
+    E(K) = 1 + S(1) + … + S(K) with S(n) = α^n (acceptance.expected_tokens, for an acceptance per draft position).
 
     >>> round(expected_tokens_per_pass(0.7, 4), 2)
     2.77

@@ -14,12 +14,13 @@ faster (0.82× the better rule, 2026-12-04). So each round's time is kept in two
 and a round of K drafts at B is priced K·draft(B) + rest(B, K), by the median of the last KEEP measured at that
 (B, K). One not measured yet is the profile's figure scaled by how the measured ones compare with theirs: at the
 nearest K measured at that B, else at every B (a machine slower or faster than when the profile was timed). The
-rule probes K = 1 now and then (batch_rule.PROBE_EVERY), so a batch that stopped drafting still measures a draft.
+rule probes K = 1 now and then (acceptance.PROBE_EVERY_WHERE_IT_COULD_PAY), so a batch that stopped drafting still
+measures a draft.
 
 Exact: the prices are clock readings of earlier rounds, never a draw or a pass's numbers, so whatever K they choose
 each sequence's output follows its target alone (tests/engine/test_batched.py). One BatchPrices serves every batch
 on the loaded pair (a server keeps what it measured across requests), and with the clock the verdicts of every
-sequence it served by draft position, the prior a new sequence's acceptance starts from (algorithm/batch_rule.py).
+sequence it served by draft position, the prior a new sequence's acceptance starts from (algorithm/acceptance.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import statistics
 from collections import deque
 
-from specviz.algorithm.batch_rule import Positions
+from specviz.algorithm.acceptance import Positions
 from specviz.record.cost_profile import CostProfile
 
 KEEP = 8  # measured rounds per (B, K) whose median prices it: recent enough to follow the machine
@@ -41,7 +42,7 @@ class BatchPrices:
         self.drafts: dict[int, deque[float]] = {}  # B -> seconds of one draft step of B rows
         self.rests: dict[tuple[int, int], deque[float]] = {}  # (B, K) -> seconds of the rest of a round
         self.fills: deque[float] = deque(maxlen=KEEP)  # seconds a token of the draft's catch-up (Batch._fill_draft)
-        self.pooled = Positions()  # every sequence's verdicts by draft position: a new sequence's prior (batch_rule)
+        self.pooled = Positions()  # every sequence's verdicts by draft position: a new sequence's prior
 
     def add(self, batch: int, k: int, draft_s: float | None, rest_s: float) -> None:
         """One round's clock: its K draft steps took draft_s in all (None: not a draft step's price, see above),

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 import torch
 from transformers import DynamicCache
 
-from specviz.algorithm.batch_rule import BatchChoice, Positions, choose_k
+from specviz.algorithm.acceptance import Positions
+from specviz.algorithm.batch_rule import BatchChoice, choose_k
 from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
 from specviz.engine.batch_prices import BatchPrices
 from specviz.engine.lean import LeanDecoder
@@ -236,7 +237,7 @@ class Batch:
         self.row_rounds = 0  # sequences those passes verified, summed over the passes (a round of B counts B)
         self.examined = self.accepted = 0  # drafts verification examined and kept, over every sequence
         self.choices: list[BatchChoice] = []  # the cost-aware rule's choice each round, with why
-        self.plain_rounds = 0  # rounds at K = 0 in a row (the rule probes after PROBE_EVERY)
+        self.plain_rounds = 0  # rounds at K = 0 in a row (acceptance.PROBE_EVERY_WHERE_IT_COULD_PAY)
         self.clock = time.perf_counter
 
     def serve(self, requests: list[Request], most: int, started: float | None = None) -> list[Served]:

@@ -127,7 +127,7 @@ class DraftChoice:
     survive: float  # the estimated chance that this draft and every one before it survive: the tokens it would add
     cost: float  # what drafting and verifying it adds, in one-token target steps: c + v(n) − v(n − 1)
     drafted: bool  # gain > 0 (or a probe)
-    probe: bool = False  # drafted only to measure again, after PROBE_EVERY rounds without drafts
+    probe: bool = False  # drafted only to measure again, after PROBE_EVERY_AT_ANY_PRICE rounds without drafts
     gain: float = 0.0  # the best net gain in tokens of drafting this one and up to every later one the round allows:
     #                    the sum of survive − rate × cost over them (predicted: later drafts at the run's acceptance)
 

@@ -6,7 +6,8 @@ the CLI's round lines and the summary say the same.
 
 from __future__ import annotations
 
-from specviz.algorithm.cost_rule import PROBE_EVERY, predicted_speedup
+from specviz.algorithm.acceptance import PROBE_EVERY_AT_ANY_PRICE
+from specviz.algorithm.cost_rule import predicted_speedup
 from specviz.record.cost_profile import CostProfile
 from specviz.record.stats import step_times, target_step_time
 from specviz.record.trace import DraftChoice, PassCosts, Round, Trace
@@ -45,8 +46,8 @@ def round_note(rnd: Round, prices: PassCosts | None, eos_ids=()) -> str:
     d = rnd.cost
     said = [f"Cost-aware K ({_rate_words(d.rate)}):"]
     if d.choices[0].probe:
-        said.append(f"a probe: after {PROBE_EVERY} rounds without drafts it drafted one anyway, to measure this "
-                    f"run's acceptance again.")
+        said.append(f"a probe: after {PROBE_EVERY_AT_ANY_PRICE} rounds without drafts it drafted one anyway, to "
+                    f"measure this run's acceptance again.")
     last = d.choices[-1]
     n = len(d.choices)
     if last.drafted:
@@ -76,7 +77,8 @@ def round_reason(rnd: Round, prices: PassCosts | None, eos_ids=()) -> str:
         return ""
     d, last, n = rnd.cost, rnd.cost.choices[-1], len(rnd.cost.choices)
     if d.choices[0].probe:
-        return f"a probe: after {PROBE_EVERY} rounds without drafts it drafted one anyway, to measure again"
+        return (f"a probe: after {PROBE_EVERY_AT_ANY_PRICE} rounds without drafts it drafted one anyway, to measure "
+                "again")
     if last.drafted:
         return f"each of its {rnd.k} draft{'s' * (rnd.k != 1)} paid for its cost; {_why_no_more(rnd, prices, eos_ids)}"
     survive, rate, cost, value = weighing(last.survive, d.rate, last.cost)

@@ -1,13 +1,15 @@
 """algorithm/batch_rule.py: the cost-aware rule for a batch, by hand-worked prices. Cheap verify passes (small B, the
 weights read once) make drafting pay; a pass that costs its positions in full (large B, compute-bound) makes K = 0
-the answer; a batch that drafts poorly drafts less; after PROBE_EVERY plain rounds one round probes with K = 1."""
+the answer; a batch that drafts poorly drafts less; after PROBE_EVERY_WHERE_IT_COULD_PAY plain rounds one round
+probes with K = 1."""
 
 import doctest
 
 import pytest
 
 from specviz.algorithm import batch_rule
-from specviz.algorithm.batch_rule import PRIOR, PROBE_EVERY, Positions, choose_k
+from specviz.algorithm.acceptance import PRIOR, PROBE_EVERY_WHERE_IT_COULD_PAY, Positions
+from specviz.algorithm.batch_rule import choose_k
 from specviz.algorithm.theory import expected_tokens_per_pass
 
 
@@ -46,28 +48,16 @@ def test_after_plain_rounds_one_round_probes_where_a_kept_draft_could_pay():
     """c + v(1) = 1.8: a draft every sequence kept would pay, so a probe can find one; at 2.3 none could (the
     negative control: many users, where the probe only costs)."""
     fair = lambda k: 1 + 0.5 * k  # noqa: E731
-    assert choose_k([steady(0.5)], 0.3, fair, 4, plain_rounds=PROBE_EVERY - 1).k == 0
-    probe = choose_k([steady(0.5)], 0.3, fair, 4, plain_rounds=PROBE_EVERY)
+    assert choose_k([steady(0.5)], 0.3, fair, 4, plain_rounds=PROBE_EVERY_WHERE_IT_COULD_PAY - 1).k == 0
+    probe = choose_k([steady(0.5)], 0.3, fair, 4, plain_rounds=PROBE_EVERY_WHERE_IT_COULD_PAY)
     assert probe.k == 1 and probe.probe and probe.why().endswith("→ K = 1 to measure again")
     dear = lambda k: 1 + 1.0 * k  # noqa: E731
-    assert choose_k([steady(0.5)], 0.3, dear, 4, plain_rounds=10 * PROBE_EVERY).k == 0
+    assert choose_k([steady(0.5)], 0.3, dear, 4, plain_rounds=10 * PROBE_EVERY_WHERE_IT_COULD_PAY).k == 0
 
 
 def test_the_why_prints_the_numbers_it_chose_by():
     choice = choose_k([Positions(), Positions()], 0.25, lambda k: 1 + 0.5 * k, 2)  # nothing seen: every a(n) = 1
     assert choice.why() == ("B = 2, c = 0.25, v(1…2) = 1.5 2.0: tokens a step 2.0 (K = 0), 2.3, 2.4 → K = 2")
-
-
-def test_acceptance_is_kept_by_position_and_falls_along_a_round():
-    """Rounds of 4 drafts: kept 4; kept 1 (position 2 rejected); kept 0 (position 1 rejected)."""
-    seq = Positions()
-    for examined, kept in ((4, 4), (2, 1), (1, 0)):
-        seq.add(examined, kept)
-    assert seq.examined == [3, 2, 1, 1] and seq.kept == [2, 1, 1, 1]
-    a1, a2 = (2 + PRIOR) / (3 + PRIOR), (1 + PRIOR) / (2 + PRIOR)
-    assert seq.acceptance(1) == pytest.approx(a1) and seq.acceptance(2) == pytest.approx(a2)
-    assert seq.acceptance(9) == 1.0  # never examined: the prior alone
-    assert seq.expected(2) == pytest.approx(1 + a1 + a1 * a2) and Positions().expected(3) == 4.0
 
 
 def test_a_new_sequence_starts_from_what_earlier_sequences_kept():

@@ -2,7 +2,8 @@
 
 import pytest
 
-from specviz.algorithm.cost_rule import PRIOR, PRIOR_AT_HALF, PROBE_EVERY, CostRule, fit_gamma
+from specviz.algorithm.acceptance import PRIOR, PROBE_EVERY_AT_ANY_PRICE, Positions
+from specviz.algorithm.cost_rule import PRIOR_AT_HALF, CostRule, fit_gamma
 
 
 def drafts_of(rule: CostRule, confidences: list[float], most: int = 8) -> int:
@@ -26,7 +27,7 @@ def test_a_fresh_rule_drafts_while_the_drafts_so_far_are_likely_to_survive():
 
 def test_an_expensive_verify_makes_k_zero_a_plain_target_step():
     rule = CostRule(c=0.3, v=[1 + 0.5 * n for n in range(9)])  # v(4) = 3, as on the AVX2 float32 CPU
-    rule.positions[0].examined, rule.positions[0].accepted = 9, 4  # 5 of 10 (with the prior) survived at position 1
+    rule.positions = Positions([9], [4])  # 5 of 10 (with the prior) survived at position 1
     assert drafts_of(rule, [0.9]) == 0
     choice, = rule._choices
     assert choice.survive == pytest.approx(0.5) and choice.cost == pytest.approx(0.8) and not choice.drafted
@@ -36,8 +37,8 @@ def test_an_expensive_verify_makes_k_zero_a_plain_target_step():
 
 def test_after_probe_every_plain_rounds_one_draft_measures_again():
     rule = CostRule(c=0.3, v=[1 + 0.5 * n for n in range(9)])
-    rule.positions[0].examined = 20  # none of 20 survived: drafting never pays
-    for _ in range(PROBE_EVERY):
+    rule.positions = Positions([20], [0])  # none of 20 survived: drafting never pays
+    for _ in range(PROBE_EVERY_AT_ANY_PRICE):
         assert drafts_of(rule, [0.5]) == 0
         rule.end_round([], 0, 1)
     assert drafts_of(rule, [0.5, 0.5]) == 1  # the probe, then the rule stops again
@@ -59,8 +60,8 @@ def test_the_round_teaches_the_rule_its_acceptance_and_rate():
     drafts_of(rule, [0.5, 0.5], most=2)
     record = rule.end_round([0.5, 0.5], n_accepted=1, committed=2)  # the first survived, the second was rejected
     assert record.expected_cost == pytest.approx(2 * 0.1 + 1.2)
-    assert [(p.examined, p.accepted) for p in rule.positions] == [(1, 1), (1, 0)]
-    assert rule.positions[1].acceptance() == pytest.approx(PRIOR / (1 + PRIOR))
+    assert (rule.positions.examined, rule.positions.kept) == ([1, 1], [1, 0])
+    assert rule.positions.acceptance(2) == pytest.approx(PRIOR / (1 + PRIOR))
     assert rule.examined == [(0.5, True), (0.5, False)] and rule.gamma == pytest.approx(1.0, abs=1e-6)  # as sure as
     assert rule.rate == pytest.approx(2 / 1.4)                                                          # it said
 

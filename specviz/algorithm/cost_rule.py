@@ -58,7 +58,7 @@ class CostRule:
     """The rule's state through one run: the prices, what earlier rounds did, and the round being drafted."""
 
     c: float  # a draft step, in one-token target steps
-    v: list[float]  # v[n]: the verify pass over n drafts; v[0] = 1
+    v: list[float]  # v[n]: the verify pass over n drafts; v[0] = 1, never falling (evened: record/cost_profile.py)
     positions: Positions = field(default_factory=Positions)  # this run's drafts examined and kept, by position
     gamma: float = 1.0  # the power on the draft's own probabilities that this run's survivals fitted (fit_gamma)
     examined: list[tuple[float, bool]] = field(default_factory=list)  # (confidence, survived), the latest FIT_LAST
@@ -68,9 +68,6 @@ class CostRule:
     _choices: list[DraftChoice] = field(default_factory=list)
     _survive: float = 1.0  # the chance this round's drafts so far all survive
     _expected: float = 1.0  # 1 + the sum of the survive estimates of this round's drafts so far
-
-    def __post_init__(self):
-        self.v = [max(self.v[:i + 1]) for i in range(len(self.v))]  # a longer pass never costs less: noise evened
 
     @property
     def rate(self) -> float:

@@ -29,7 +29,7 @@ import statistics
 from collections import deque
 
 from specviz.algorithm.acceptance import Positions
-from specviz.record.cost_profile import CostProfile
+from specviz.record.cost_profile import CostProfile, Prices
 
 KEEP = 8  # measured rounds per (B, K) whose median prices it: recent enough to follow the machine
 
@@ -84,20 +84,26 @@ class BatchPrices:
         p, n = self.profile, self.profile.tokens[-1]
         return p.draft_step(1) * p.t(n) / p.t(1) / n
 
+    def prices_at(self, batch: int, most: int) -> Prices:
+        """This batch's prices at B for K = 0 … most: its round at K = 0 the step, a draft step of B rows, the rest
+        of a round of K drafts, each measured or the profile's, scaled (above)."""
+        rests = tuple(self.rest(batch, k) for k in range(most + 1))
+        return Prices(batch, rests[0], self.draft(batch), rests)
+
     def c(self, batch: int) -> float:
         """A draft step of B rows, in the batch's one-token target steps (its round at K = 0)."""
-        return self.draft(batch) / self.rest(batch, 0)
+        return self.prices_at(batch, 0).c
 
     def v(self, batch: int, k: int) -> float:
-        """The rest of a round of K drafts at B, in the batch's one-token target steps (at least 1)."""
-        return max(1.0, self.rest(batch, k) / self.rest(batch, 0))
+        """The rest of a round of K drafts at B, in the batch's one-token target steps (no less than the step)."""
+        return self.prices_at(batch, k).steady().v[k]
 
     def measured(self, batch: int, k: int) -> bool:
         return (batch, k) in self.rests
 
     def _profile_rest(self, batch: int, k: int) -> float:
         """The profile's price of the pass: the step at B where K = 0, else one sequence's pass over B·(K + 1)."""
-        return self.profile.target_step(batch) if k == 0 else self.profile.t(batch * (k + 1))
+        return self.profile.prices_at(batch, k).pass_s[k]
 
     @staticmethod
     def _scale(pairs: list[tuple[float, float]]) -> float:

@@ -101,14 +101,11 @@ def time_passes(feed, cache, device, repeats: int, warm_up: int = 0) -> list[flo
 
 
 def prices(profile: CostProfile, step_s: float, most: int, load: int) -> PassCosts:
-    """The rule's prices at `load` runs in flight, in one-token target steps at that load: c, a draft step, and
-    v[n] = t(load·(n + 1)) / t_target(load), the verify pass over n drafts for each of `load` runs (read once).
-    A longer pass never costs less, and the machine busy with something else for a moment only ever adds time, so
-    each v[n] is the least of the values at n and beyond, and at least 1: one slow point at 5 tokens once priced every
-    draft past the third at 4.8 steps (measured 2026-12-01) and the rule drafted three at most."""
-    step = profile.target_step(load)
-    c = step_s * profile.draft_step(load) / profile.draft_step(1) / step
-    v = [1.0] + [profile.t(load * (n + 1)) / step for n in range(1, most + 1)]
-    v = [max(1.0, min(v[n:])) if n else 1.0 for n in range(len(v))]
+    """The rule's prices at `load` runs in flight, in one-token target steps at that load (CostProfile.prices_at):
+    c, a draft step of this drafter (`step_s` at batch 1, grown with the load as the profile's draft's step grows),
+    and v[n], the verify pass over n drafts for each of `load` runs (read once), each the least of the values at n
+    and beyond and at least 1 (Prices.steady): the rule drafted three at most where one slow point at 5 tokens priced
+    every draft past the third at 4.8 steps (measured 2026-12-01)."""
+    at = profile.prices_at(load, most).steady()
     source = f"{profile.source}, {profile.target} on {profile.device} in {profile.dtype}"
-    return PassCosts(c, v, load, source)
+    return PassCosts(step_s / profile.draft_step(1) * at.c, at.v, load, source)

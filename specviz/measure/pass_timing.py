@@ -24,7 +24,7 @@ import torch
 from specviz.engine.pass_costs import draft_step_times, engine_kernels, time_passes
 from specviz.measure.draft_parts import measure_parts
 from specviz.settings.bounds import Progress
-from specviz.algorithm.theory import expected_tokens_per_pass
+from specviz.algorithm.theory import expected_tokens_per_pass, round_cost
 from specviz.record.cost_profile import CostProfile
 
 NEW_TOKENS = (*range(1, 10), 12, 17)  # n: tokens fed in one target pass (K + 1 for K = 0 … 8, 11, 16)
@@ -38,17 +38,16 @@ def speedup_at_batch(profile: CostProfile, alpha: float, k: int, batch: int, tok
     """Predicted speedup of speculative decoding over target-only decoding when `batch` sequences decode at once.
 
     Target-only, each step costs t_target(b); a speculative round costs K draft steps at batch b and one verify
-    pass over b·(K+1) tokens, here estimated by the batch-1 pass over as many tokens (the weights are read once
-    either way; the attention differs, and is small next to the matmuls at this context):
+    pass over b·(K+1) tokens, here estimated by the batch-1 pass over as many tokens (CostProfile.prices_at):
 
-        speedup(b) = E · t_target(b) / (K · t_draft(b) + t(b·(K+1)))
+        speedup(b) = E / (K · c_b + v_b(K)),   c_b = t_draft(b) / t_target(b),   v_b(K) = t(b·(K+1)) / t_target(b)
 
     E, the tokens a sequence gets per round: `tokens` where runs measured it, else E(α, K) of one α for every draft
     position (which overstates it where acceptance falls along a round).
     """
-    t_target, t_draft = profile.target_step(batch), profile.draft_step(batch)
+    at = profile.prices_at(batch, k)
     expected = tokens if tokens is not None else expected_tokens_per_pass(alpha, k)
-    return expected * t_target / (k * t_draft + profile.t(batch * (k + 1)))
+    return expected / round_cost(k, at.c, at.v[k])
 
 
 def crossover_range(profile: CostProfile, alpha: float, k: int) -> tuple[int | None, int | None]:

@@ -2,7 +2,13 @@
 the batch it decodes, the draft's step, and what a draft from the target's own state costs part by part (DraftParts:
 a Medusa head's block, the shared output layer, an EAGLE-style layer). measure/pass_timing.py measures the full profile (the Costs tab),
 engine/pass_costs.py a short one at load; the speedup predictions (measure/pass_timing.py), the Costs tab and the
-cost-aware drafting rule (algorithm/cost_rule.py) read it. Plain numbers: it crosses the GPU boundary and is kept per pair.
+cost-aware drafting rules (algorithm/cost_rule.py, batch_rule.py) read it. Plain numbers: it crosses the GPU boundary
+and is kept per pair.
+
+What a round costs at a batch of B sequences is read from it in one place, `CostProfile.prices_at` (`Prices`): the
+single run's prices (engine/pass_costs.py), the batch's before its rounds have run (engine/batch_prices.py) and the
+speedup predictions at B all take it. "A longer pass is never cheaper" is one rule too, `never_cheaper`: a profile's
+points evened by it (`CostProfile.steady`) or a round's prices (`Prices.steady`).
 """
 
 from __future__ import annotations
@@ -49,6 +55,47 @@ class DraftParts:
         if not all(0 < n <= self.vocab for n in self.rows) or not all(0 <= a <= 1 for a in self.rows_agreement):
             return "the draft parts' subset sizes or agreements are out of range"
         return None
+
+
+def never_cheaper(times: list[float]) -> list[float]:
+    """Each time the least of it and every later one's: a longer pass (more tokens, more sequences, more drafts) is
+    never cheaper than a shorter one, so a point above a later one was slowed by other work, which only ever adds
+    time. One slow point taken as measured once priced every draft past the third at 4.8 steps (2026-12-01).
+
+    >>> never_cheaper([1.0, 1.3, 1.2, 1.5])
+    [1.0, 1.2, 1.2, 1.5]
+    """
+    return [min(times[i:]) for i in range(len(times))]
+
+
+@dataclass(frozen=True)
+class Prices:
+    """What a round costs at a batch of B sequences, in seconds and in the batch's one-token target steps:
+
+        c = t_draft(B) / t_target(B)      a draft step of B rows
+        v(K) = pass(K) / t_target(B)      the verify pass over K drafts a sequence; v(0) = 1, the step itself
+
+    >>> at = Prices(batch=4, step_s=0.5, draft_s=0.125, pass_s=(0.5, 0.75, 0.625))
+    >>> at.c, at.v, at.steady().v
+    (0.25, [1.0, 1.5, 1.25], [1.0, 1.25, 1.25])
+    """
+
+    batch: int
+    step_s: float  # t_target(B): the target alone's step at B, the unit c and v are in
+    draft_s: float  # t_draft(B): the draft's step at B
+    pass_s: tuple[float, ...]  # pass(K) for K = 0, 1, …, the most: the step at K = 0, else the pass over B·(K + 1)
+
+    @property
+    def c(self) -> float:
+        return self.draft_s / self.step_s
+
+    @property
+    def v(self) -> list[float]:
+        return [p / self.step_s for p in self.pass_s]
+
+    def steady(self) -> "Prices":
+        """These prices with no longer pass cheaper than a shorter one (never_cheaper), nor than the step itself."""
+        return dataclasses.replace(self, pass_s=tuple(max(self.step_s, p) for p in never_cheaper(list(self.pass_s))))
 
 
 @dataclass
@@ -98,24 +145,35 @@ class CostProfile:
         """This profile with no pass cheaper than a shorter one: each time the least of it and every later one's
         (more tokens, or more sequences). A moment of other work on two cores stalls one timed point by a scheduler's
         slice; taken as measured, one slow t(8) once made a batch of 8's verify passes look free (2026-12-04)."""
-        def lowest_after(times: list[float]) -> list[float]:
-            return [min(times[i:]) for i in range(len(times))]
-
-        return dataclasses.replace(self, target_s=lowest_after(self.target_s),
-                                   target_batch_s=lowest_after(self.target_batch_s),
-                                   draft_batch_s=lowest_after(self.draft_batch_s))
+        return dataclasses.replace(self, target_s=never_cheaper(self.target_s),
+                                   target_batch_s=never_cheaper(self.target_batch_s),
+                                   draft_batch_s=never_cheaper(self.draft_batch_s))
 
     def t(self, n: float) -> float:
         """The target's pass over n tokens at batch 1, interpolated linearly between measured counts."""
         return _interpolate(self.tokens, self.target_s, n)
 
     def v(self, k: int) -> float:
-        """v = t(K+1) / t(1): the verify pass of K drafts, in one-token target steps."""
-        return self.t(k + 1) / self.t(1)
+        """v = t(K+1) / t(1): the verify pass of K drafts, in one-token target steps (prices_at batch 1)."""
+        return self.prices_at(1, k).v[k]
+
+    @property
+    def c(self) -> float:
+        """c = draft step / one-token target step, at batch 1."""
+        return self.prices_at(1, 0).c
+
+    def prices_at(self, batch: int, most: int) -> Prices:
+        """What a round costs with `batch` sequences decoding at once, for K = 0 … most drafts a sequence: the
+        target's step at B, the draft's, and the verify pass over K drafts, the step at K = 0, else one sequence's pass
+        over B·(K + 1) tokens (the weights are read once either way; the attention differs, and is small next to the
+        matmuls at a short context). As measured: Prices.steady evens them."""
+        step = self.target_step(batch)
+        return Prices(batch, step, self.draft_step(batch),
+                      (step, *(self.t(batch * (k + 1)) for k in range(1, most + 1))))
 
     def target_step(self, batch: float = 1) -> float:
         """The target's one-token step with `batch` sequences decoding at once; where only batch 1 was measured, its
-        pass over `batch` tokens (the weights are read once either way: the approximation speedup_at_batch makes)."""
+        pass over `batch` tokens (the weights are read once either way: the approximation prices_at makes)."""
         if len(self.batches) > 1:
             return _interpolate(self.batches, self.target_batch_s, batch)
         return self.t(batch)
@@ -124,7 +182,7 @@ class CostProfile:
         """The draft's step at `batch`; where only batch 1 was measured, assumed to grow as the target's does."""
         if len(self.batches) > 1:
             return _interpolate(self.batches, self.draft_batch_s, batch)
-        return self.draft_batch_s[0] * self.target_step(batch) / self.target_step(1)
+        return self.draft_batch_s[0] * (self.target_step(batch) / self.target_step(1))
 
     def problem(self, device: str, dtype: str, target: str, kernels: str = "") -> str | None:
         """Why this profile cannot price a run of `target` on `device` in `dtype` on `kernels` (another device, pair
@@ -139,11 +197,6 @@ class CostProfile:
         if len(self.tokens) != len(self.target_s) or len(self.batches) != len(self.target_batch_s):
             return "the cost measurement's counts and times disagree"
         return None
-
-    @property
-    def c(self) -> float:
-        """c = draft step / one-token target step, at batch 1."""
-        return self.draft_batch_s[0] / self.target_batch_s[0]
 
 
 def _interpolate(xs: list[float], ys: list[float], x: float) -> float:

@@ -76,7 +76,3 @@ def test_gamma_makes_the_runs_estimates_add_up_to_its_survivals(examined, side):
     estimated = sum(sure ** gamma for sure, _ in examined) + PRIOR_AT_HALF * 0.5 ** gamma
     assert estimated == pytest.approx(sum(kept for _, kept in examined) + PRIOR_AT_HALF * 0.5, abs=1e-6)
     assert (gamma > 1 + 1e-6) - (gamma < 1 - 1e-6) == side
-
-
-def test_a_noisy_verify_that_falls_is_evened_out():
-    assert CostRule(c=0.1, v=[1.0, 1.2, 1.1, 1.3]).v == [1.0, 1.2, 1.2, 1.3]

@@ -37,6 +37,15 @@ def test_prices_are_steps_of_the_target_and_grow_with_the_load(engine):
     assert two.load == 2 and "on cpu" in two.source
 
 
+def test_a_slow_point_does_not_price_every_longer_pass_dear(engine):
+    """t(5) timed while the machine was busy (4.8 s, the rest 1 s) would price v(4) to v(6) dear; each v(n) is the
+    least at n or beyond, so t(8) evens them, and t(2), faster than the step itself, is priced at the step."""
+    p = made_up(engine)
+    noisy = dataclasses.replace(p, target_s=[4.8 if n == 5 else 0.9 if n == 2 else 1.0 for n in TOKENS])
+    assert prices(noisy, 0.1, 8, load=1).v == [1.0] * 9
+    assert prices(noisy, 0.1, 8, load=1).v != [noisy.t(n + 1) / noisy.t(1) for n in range(9)]  # as measured: dear
+
+
 def test_greedy_output_is_the_targets_and_rounds_record_their_weighing(engine):
     engine.pass_costs = made_up(engine, draft_s=0.05)
     trace = engine.run(PROMPT, RunSettings(temperature=0, **COST), baseline=True)

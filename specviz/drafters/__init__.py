@@ -6,6 +6,17 @@ its parameters and the sentences the round view says about it. The page, the CLI
 read `REGISTRY`; the engine reads a drafter's `source` and `tree` to run it. Adding a drafter is one module here
 (and its tests) when its drafts come from a source the engine already runs.
 
+- base.py: Drafter and Param: a drafter's key, label, source of drafts, parameters and sentences
+- model.py: the draft model's chain (the default)
+- lookup.py: prompt lookup: drafts copied from earlier text by an n-gram search
+- layers.py: self-speculation: the target's first N layers draft
+- tree.py: a draft tree from the draft model, its children per node set per depth (e.g. 2-2-1-1)
+- distinct_tree.py: a draft tree whose siblings are distinct tokens (recursive rejection)
+- shaped_tree.py: a draft tree shaped per round where the draft's path probability is highest (EAGLE-2)
+- trained.py: what every trained drafter shares: the kinds of weights, the training command, the depth bound
+- medusa.py: the Medusa heads' three drafters: a chain, a tree and a shaped tree
+- eagle.py: the EAGLE-style layer's three drafters: a chain, a tree and a shaped tree
+
 Imports settings only (no torch), so the record, the view and the page may read it.
 """
 

@@ -98,6 +98,41 @@ def join_chunks(packaged: PackagedGGUF, dest: Path, progress: Progress | None = 
             f"reinstall with: pip install --force-reinstall -r requirements.txt")
 
 
+def joined_gguf(name: str, progress: Progress | None = None) -> Path:
+    """The packaged model's GGUF file itself, for programs that read GGUF (llama.cpp beside specviz in the benchmark,
+    measure/peers.py): joined from its chunks once and kept in the cache beside the prepared folder. Its sha256 is
+    checked each time it is handed out (seconds), so a file cut short or changed since is joined again; a join appears
+    by one atomic rename, so a killed one leaves no file a later call trusts."""
+    packaged = PACKAGED.get(name)
+    if packaged is None:
+        raise ValueError(f"unknown packaged model {name!r}; known: {', '.join(PACKAGED)}")
+    path = cache_root() / f"{name}-{packaged.sha256[:12]}.gguf"
+    if path.is_file() and path.stat().st_size == packaged.size and _sha256(path) == packaged.sha256:
+        return path
+    try:
+        cache_root().mkdir(parents=True, exist_ok=True)
+        fd, part = tempfile.mkstemp(prefix=f".{name}-", suffix=".gguf.part", dir=cache_root())
+        os.close(fd)
+        try:
+            join_chunks(packaged, Path(part), progress)
+            os.chmod(part, 0o644)  # readable as the cache's other files are (mkstemp makes it the owner's alone)
+            os.replace(part, path)
+        finally:
+            Path(part).unlink(missing_ok=True)
+    except OSError as e:
+        raise ValueError(f"could not keep {name}'s GGUF file in {cache_root()}: {e.strerror or e} (it takes "
+                         f"{packaged.size / 1e9:.1f} GB)") from None
+    return path
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(8 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def prepare_packaged(name: str, progress: Progress | None = None) -> Path:
     """Return a safetensors folder for a packaged model, building it on first use.
 

@@ -253,3 +253,24 @@ def test_apple_silicon_comes_after_cuda_and_before_the_cpu(monkeypatch):
     assert pairs.pick_device() == "cpu"
     with pytest.raises(ValueError, match="no Apple-silicon GPU"):
         pairs.pick_device("mps")
+
+
+def test_the_joined_gguf_is_kept_once_and_joined_again_when_its_sha256_changed(fake, monkeypatch):
+    cache, _ = fake
+    path = packaged.joined_gguf("Fake")
+    assert path.read_bytes() == bytes([0]) * 1000 + bytes([1]) * 1000 and entries(cache) == [path.name]
+    joins, join = [], packaged.join_chunks
+    monkeypatch.setattr(packaged, "join_chunks", lambda *a, **k: joins.append(1) or join(*a, **k))
+    assert packaged.joined_gguf("Fake") == path and joins == []  # checked, and trusted
+    with open(path, "r+b") as f:
+        f.seek(5)
+        f.write(b"\x07")  # the same size, another sha256
+    assert packaged.joined_gguf("Fake") == path and joins == [1] and path.read_bytes()[5] == 0
+
+
+def test_a_joined_gguf_that_fails_its_sha256_leaves_nothing(fake, monkeypatch):
+    cache, _ = fake
+    monkeypatch.setitem(packaged.PACKAGED, "Fake", dataclasses.replace(packaged.PACKAGED["Fake"], sha256="0" * 64))
+    with pytest.raises(ValueError, match="corrupted or partial"):
+        packaged.joined_gguf("Fake")
+    assert entries(cache) == []

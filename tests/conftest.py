@@ -37,11 +37,12 @@ if WORKER:
 
 # --- two workers (pytest.ini: -n 2) ----------------------------------------------------------------------------
 # A module's tests run on one worker, so its module-scoped app, browser and traces are built once; the modules that
-# test the packaged pair (and nothing else) share one worker, so the pair is never in memory twice (two float32 copies
-# exceeded the machine's 24 GiB). xdist's own `--dist loadgroup` cannot do this under pytest 9.2 (it renames
-# items through `_nodeid`, which pytest 9.2 no longer reads), so the scheduler below groups by module itself.
+# test the packaged pair (and nothing else; llama.cpp on its GGUF files among them) share one worker, so the pair is
+# never in memory twice (two float32 copies exceeded the machine's 24 GiB). xdist's own `--dist loadgroup` cannot do
+# this under pytest 9.2 (it renames items through `_nodeid`, which pytest 9.2 no longer reads), so the scheduler below
+# groups by module itself.
 REAL_MODULES = ("tests/engine/test_real_pair.py", "tests/app/test_browser_real_pair.py",
-                "tests/lecture/test_examples_real_pair.py")
+                "tests/lecture/test_examples_real_pair.py", "tests/measure/test_peers_real.py")
 # Modules of distribution tests (thousands of seeded runs each, 4-16 s a test, module fixtures of a second or less):
 # their tests are handed out one by one and last, so the two workers end together (as whole modules of 26-62 s, the
 # inner loop took 189 s; handed out so, 179 s: one run each, 2026-12-02).

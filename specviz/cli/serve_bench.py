@@ -10,6 +10,7 @@ import time
 from specviz.settings.bounds import MAX_BATCH
 from specviz.cli.progress import print_progress
 from specviz.models.pair_flags import MODELS, add_pair_flags
+from specviz.measure.peers import add_peers_flag
 
 
 def _numbers(text: str) -> tuple[int, ...]:
@@ -40,6 +41,7 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--requests", type=int, default=plan.requests, help="requests each user sends in turn")
     p.add_argument("--seconds", type=float, default=plan.seconds, help="no request is sent after this long in a run")
     p.add_argument("--temperature", type=float, default=plan.temperature)
+    add_peers_flag(p)
     p.add_argument("--json", default=None, metavar="FILE", help="write every run, every user's tokens, here")
     p.add_argument("--record", action="store_true", help="also write the recording the Costs tab ships "
                                                          "(assets/costs/serve.json)")
@@ -55,6 +57,9 @@ def serve_command(a: argparse.Namespace) -> int:
 
     plan = serve_bench.Plan(a.users, a.rules, a.prompt_kinds, a.max_new_tokens, a.turns, a.temperature, a.requests,
                             a.seconds)
+    from specviz.measure.peers import peers_to_run, start_serve_peer
+
+    peers = peers_to_run(a.peers, (a.preset, a.draft, a.target), plan.temperature == 0)
     engine = Engine.from_pair(load_pair(a.preset, a.draft, a.target, dtype=a.dtype, progress=print_progress,
                                         kernels=a.kernels, draft_weights=a.draft_weights))
     engine.warm_up()
@@ -62,14 +67,19 @@ def serve_command(a: argparse.Namespace) -> int:
         serve_bench.rule_k(r)[0] for r in plan.rules) else None
     from specviz.measure.recorded_costs import while_measuring
 
-    runs, busy = while_measuring(lambda: serve_bench.serve_runs(engine, plan, profile, print_progress))
+    llama = start_serve_peer(a, plan, engine) if peers else None  # measure/peers.py: its users in the same turns
+    runs, busy = while_measuring(lambda: serve_bench.serve_runs(engine, plan, profile, print_progress,
+                                                                peer=llama and llama.run))
     where = machine(engine.device) + busy
-    print(serve_bench.report(runs, plan, where, serve_bench.predicted_crossovers(runs, profile)))
+    ours = [r for r in runs if r.rule in plan.rules]  # the peer's runs are reported, not predicted or recorded
+    print(serve_bench.report(runs, plan, where, serve_bench.predicted_crossovers(ours, profile)))
+    if llama:
+        print(llama.contrast(runs))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(serve_bench.as_json(runs, plan, where, profile), f, indent=1)
     if a.record:
         from specviz.measure.serve_chart import record_serve
 
-        record_serve(runs, plan, where, profile, time.strftime("%Y-%m-%d", time.gmtime()))
+        record_serve(ours, plan, where, profile, time.strftime("%Y-%m-%d", time.gmtime()))
     return 0

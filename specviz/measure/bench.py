@@ -37,6 +37,8 @@ from specviz.algorithm.cost_rule import predicted_speedup
 from specviz.measure import pass_timing
 from specviz.measure.bench_report import COST_CONFIG, SAME_DRAFT_PEER, Row, write_report
 from specviz.measure.measured import SteadyState, steady_state
+from specviz.measure.peer_figures import peer_values
+from specviz.measure.peers import peers_to_run, start_bench_peer
 from specviz.record.stats import (acceptance_rate, baseline_decode_speed, decode_speed, later_rounds, per_position,
                                   spread, step_times, target_step_time)
 from specviz.algorithm.tree import parse_widths
@@ -59,6 +61,7 @@ def bench_command(a: argparse.Namespace) -> int:
     unknown = [t for t in a.types.split(",") if t not in BENCH_PROMPTS]
     if unknown:  # before the pair loads
         raise ValueError(f"--types must name prompt kinds of {', '.join(BENCH_PROMPTS)}, got {', '.join(unknown)}")
+    peers = peers_to_run(a.peers, (a.preset, None, None), "greedy" in a.modes.split(","))
     engine = _tiny_engine() if a.tiny else _real_engine(a)
     peer_draft = engine.draft  # transformers gets the draft as loaded: the setup its users would run
     weights = pick_weights(a.draft_weights, engine.device, _activations(engine), engine.kernels)
@@ -79,8 +82,10 @@ def bench_command(a: argparse.Namespace) -> int:
     engine.run(BENCH_PROMPTS["code"][0], RunSettings(max_new_tokens=8))  # one throwaway run: allocator, caches
     if a.rules:
         ks = {"chain": [4], "copy": [], "adaptive": a.adaptive_k, "rules_only": True}
+    llama = start_bench_peer(a, engine) if peers else None  # measure/peers.py: its rows in the greedy turns
     rows = run_bench(engine, ks, a.modes.split(","), a.types.split(","), a.prompts_per_type, a.repeats,
-                     a.max_new_tokens, a.temperature, peer=not (a.no_peer or a.drafters), peer_draft=peer_draft)
+                     a.max_new_tokens, a.temperature, peer=not (a.no_peer or a.drafters), peer_draft=peer_draft,
+                     llama=llama)
     extra = None if a.rules or a.drafters else measure_tracing_overhead(engine, a.max_new_tokens,
                                                                         max(a.repeats, TRACING_REPEATS))
     write_report(Path(a.out), rows, extra, engine, a)
@@ -182,10 +187,11 @@ def interleaved(configs: dict, prompts: list[str], repeats: int, say=lambda line
 
 
 def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature, peer=True,
-              peer_draft=None) -> list[Row]:
+              peer_draft=None, llama=None) -> list[Row]:
     """peer_draft: the draft transformers is given as its users would run it (default: the engine's). transformers
     also runs with the engine's own draft and exactly K = 4 drafts a round, like for like with specviz K=4 (and,
-    when peer_draft differs, at its default K too, which splits the gain between the lighter draft and the loop)."""
+    when peer_draft differs, at its default K too, which splits the gain between the lighter draft and the loop).
+    llama: llama.cpp's servers (measure/peers.BenchPeer), whose rows join the greedy turns."""
     peer_draft = engine.draft if peer_draft is None else peer_draft
     peers = {"transformers assisted (default K)": ("heuristic", peer_draft)}
     if not ks.get("rules_only"):  # --rules: the stop rules against transformers' own heuristic only
@@ -199,6 +205,7 @@ def run_bench(engine, ks, modes, types, per_type, repeats, max_new, temperature,
         for mode in modes:
             temp = 0.0 if mode == "greedy" else temperature
             configs = _configs(engine, ks, peers, max_new, temp)
+            configs.update(llama.configs(engine, max_new) if llama and temp == 0 else {})
             results = interleaved(configs, BENCH_PROMPTS[ptype][:per_type], repeats, lambda line: print(line, flush=True))
             rows += bar_rows(ptype, mode, ks, results)
             for r in rows[-len(configs):]:
@@ -255,11 +262,11 @@ def bar_rows(ptype, mode, ks, results: dict) -> list[Row]:
     step = statistics.median(target_step_time(b) or b.total_time_s for b in bases)  # the Lab's step time
     base_tps = [b.tokens_per_s for b in bases]
     base_decode = [baseline_decode_speed(b) or b.tokens_per_s for b in bases]
-    rows = [_row(ptype, mode, "target-only", None, {"tps": base_tps, "ttft": [b.first_token_time_s for b in bases]},
-                 base_tps)]
+    rows = [_row(ptype, mode, "target-only", None, {"tps": base_tps, "ttft": [b.first_token_time_s for b in bases],
+                                                     "decode_tps": base_decode}, base_tps)]
     for name, runs in results.items():
-        if not name.startswith("specviz"):
-            rows.append(_row(ptype, mode, name, None, {"tps": runs}, base_tps))
+        if not name.startswith("specviz"):  # transformers' tokens/s, llama.cpp's Completions
+            rows.append(_row(ptype, mode, name, None, peer_values(runs), base_tps))
             continue
         figures = [trace_figures(t, step) for t in runs]
         values = {key: [f[key] for f in figures] for key in figures[0]}
@@ -301,7 +308,8 @@ def _row(ptype, mode, name, k, values: dict, base_tps: list[float], positions: l
     return Row(ptype, name, mode, k, med["tps"], med["speedup"], med.get("alpha"), med.get("tpp"), med.get("c"),
                med.get("predicted"), med.get("ttft"), med.get("decode_speedup"), med.get("v"),
                spreads={key: [s.low, s.high] for key, s in each.items() if key != "mean_k"},
-               by_position=positions or [], runs=each["tps"].runs)
+               by_position=positions or [], runs=each["tps"].runs, decode_tokens_per_s=med.get("decode_tps"),
+               prefill_tokens_per_s=med.get("prefill_tps"))
 
 
 def trace_figures(t, target_step: float) -> dict:

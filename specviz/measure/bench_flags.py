@@ -13,6 +13,7 @@ from specviz.settings import defaults
 from specviz.settings.needs import Need
 from specviz.settings.prompts import BENCH_PROMPTS
 from specviz.models.pair_flags import add_pair_flags
+from specviz.measure.peers import add_peers_flag
 
 DEFAULT_TYPES, DEFAULT_REPEATS = "code,factual,story,rewrite", 2
 DRAFTERS_TYPES, DRAFTERS_REPEATS = "code,factual,story,json", 5  # --drafters' when --types or --repeats are not set:
@@ -42,6 +43,7 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
     p.add_argument("--max-new-tokens", type=int, default=48)
     p.add_argument("--no-peer", action="store_true", help="skip transformers' assisted generation")
+    add_peers_flag(p)
     p.add_argument("--rules", action="store_true",
                    help="only the stop rules side by side: target-only, K=4, the threshold rule, the cost-aware rule "
                         "(both adaptive up to --adaptive-k) and transformers' own heuristic")
@@ -93,12 +95,12 @@ BENCH_NEEDS = (
     # (bench's option names, written as one string: its --tree option is not the drafter "tree")
     *_without(_PROJECTION, *("preset dtype draft_weights ks adaptive_k lookup_ks tree draft_layers layers_k modes "
                              "temperature types prompts_per_type repeats max_new_tokens no_peer rules verify_cost "
-                             "quick drafters").split()),
+                             "quick drafters peers").split()),
     *_without(_QUICK, "ks", "lookup_ks", "modes", "types", "repeats", "max_new_tokens", "adaptive_k",
               "prompts_per_type"),
     *_without(_RULES, *"ks lookup_ks tree draft_layers layers_k".split()),
-    *_without(_DRAFTERS, *"ks lookup_ks tree adaptive_k no_peer rules quick".split()),
-    *_without(_TINY, "preset", "dtype", "drafters"),
+    *_without(_DRAFTERS, *"ks lookup_ks tree adaptive_k no_peer rules quick peers".split()),
+    *_without(_TINY, "preset", "dtype", "drafters", "peers"),
     Need("layers_k", "with self-speculation rows (the K of the --draft-layers rows)", "draft_layers",
          "to the layers that draft, e.g. 14,21", lambda options: _bench_flag("draft_layers")(options)
          or options.get("quick") is True),  # the smoke run drafts with 1 layer

@@ -13,6 +13,7 @@ import torch
 
 from specviz.models.machine import cpu_flags
 from specviz.record.stats import Spread
+from specviz.measure.peers import SERVED, about
 from specviz.settings.bounds import MAX_K
 
 SAME_DRAFT_PEER = "transformers exactly K=4, specviz's draft"  # the like-for-like peer: same draft object, same K
@@ -41,6 +42,8 @@ class Row:
     by_position: list[list[int]] = field(default_factory=list)  # [tested, accepted] drafts at chain position 1, 2, …
     #                                                              over its distinct runs (bench.pooled_positions)
     runs: int = 1  # the runs each median and its spread are over
+    decode_tokens_per_s: float | None = None  # tokens/s after the first token (specviz: after the first round)
+    prefill_tokens_per_s: float | None = None  # prompt tokens/s of the prefill, where the run reports it (llama.cpp)
 
     def spread(self, key: str, median: float) -> Spread:
         """A figure's median with its least and most over the runs (`median` itself where none are kept)."""
@@ -57,7 +60,8 @@ def write_report(out: Path, rows: list[Row], extra: dict, engine, a) -> None:
            "dtype": engine.dtype, "draft": engine.draft_name, "target": engine.target_name,
            "max_new_tokens": a.max_new_tokens, "repeats": a.repeats, "date": time.strftime("%Y-%m-%d"),
            "cpu_flags": cpu_flags(), "verify_cost": a.verify_cost, "drafters": bool(getattr(a, "drafters", False)),
-           "pass_costs": {"c": engine.pass_costs.c, "v": [engine.pass_costs.v(k) for k in (1, 4, 8)]}}
+           "pass_costs": {"c": engine.pass_costs.c, "v": [engine.pass_costs.v(k) for k in (1, 4, 8)]},
+           "peers": about() if any(r.config.startswith(SERVED) for r in rows) else None}
     (out / "results.json").write_text(json.dumps({"env": env, "tracing": extra, "rows": [asdict(r) for r in rows]},
                                                  indent=1))
     (out / "report.md").write_text(markdown_report(rows, extra, env))
@@ -84,7 +88,7 @@ def markdown_report(rows: list[Row], extra: dict, env: dict) -> str:
     if env.get("drafters"):
         lines += drafters_table(rows) + [""] + positions_table(rows) + [""]
     else:
-        lines += rules_table(rows) + [""] + peer_table(rows) + [""]
+        lines += rules_table(rows) + [""] + peer_table(rows) + [""] + beside_llama(rows, env.get("peers")) + [""]
     lines += ["| prompt | mode | config | tok/s | speedup | decode speedup | α | tok/pass | c | v | predicted | "
               "measured/predicted | TTFT s |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -180,6 +184,25 @@ def like_for_like(group: dict[str, Row]) -> str:
     if not (ours and theirs):
         return ""
     return f"**{ours.speedup / theirs.speedup:.2f}×** ({ours.tokens_per_s:.2f} vs {theirs.tokens_per_s:.2f} tok/s)"
+
+
+def beside_llama(rows: list[Row], peer: dict | None) -> list[str]:
+    """`bench --peers llama.cpp`: per prompt type, greedy, specviz's target alone and its K=4 and cost-aware rows
+    beside llama.cpp's, on the same GGUF files: tokens/s with the prefill, over specviz's target alone, prefill and
+    decode tokens/s, time to first token, draft acceptance (medians, min–max)."""
+    if not peer:
+        return []
+    lines = [f"llama.cpp beside specviz ({peer['wheel']}, its CPU build {peer['cpu_build']}; the same GGUF files, "
+             "greedy, the turns interleaved):", "",
+             "| prompt | config | tok/s with prefill | × specviz target-only | prefill tok/s | "
+             "time to first token s | decode tok/s | draft acceptance |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r.mode == "greedy" and (r.config in ("target-only", "specviz K=4") or r.config.startswith(
+                (COST_CONFIG, SERVED))):
+            lines.append(f"| {r.prompt_type} | {r.config} | {_m(r, 'tps', r.tokens_per_s)} | {_speedup(r)} | "
+                         f"{_m(r, 'prefill_tps', r.prefill_tokens_per_s, '{:.1f}')} | {_m(r, 'ttft', r.ttft_s)} | "
+                         f"{_m(r, 'decode_tps', r.decode_tokens_per_s)} | {_m(r, 'alpha', r.alpha)} |")
+    return lines
 
 
 def _cell(r: Row | None) -> str:

@@ -151,13 +151,14 @@ def after_first(s: Served) -> float:
     return (len(s.output_ids) - 1) / span if len(s.output_ids) > 1 and span > 0 else 0.0
 
 
-def serve_runs(engine, plan: Plan, prices=None, progress=None, stop=None) -> list[Run]:
+def serve_runs(engine, plan: Plan, prices=None, progress=None, stop=None, peer=None) -> list[Run]:
     """Every (users, rule) of the plan, `turns` times, interleaved: turn by turn, each users count, each rule, after
     one short untimed run of each rule at the most users.
-    `stop` (an Event): set, the runs end after the round in progress, keeping those whose users all finished."""
+    `stop` (an Event): set, the runs end after the round in progress, keeping those whose users all finished.
+    `peer` (users, turn) -> Run: a peer's server, after the rules at each users count (measure/peers.ServePeer)."""
     if any(rule_k(r)[1] for r in plan.rules) and prices is None:
         raise ValueError("the cost rule needs the pair's measured costs (measure/pass_timing.measure_costs)")
-    runs, total = [], plan.turns * len(plan.users) * len(plan.rules)
+    runs, total = [], plan.turns * len(plan.users) * (len(plan.rules) + bool(peer))
     warm = dataclasses.replace(plan, max_new_tokens=min(plan.max_new_tokens, 4))  # each rule's shapes once, untimed:
     for rule in plan.rules:  # a CPU's first pass of a shape pays for choosing its kernels, so its clock is not kept
         one_run(engine, warm, max(plan.users), rule, plan.turns, prices and BatchPrices(prices), stop)
@@ -172,6 +173,8 @@ def serve_runs(engine, plan: Plan, prices=None, progress=None, stop=None) -> lis
                 if progress:
                     progress(len(runs) / total, f"turn {turn + 1}: {users} users, {rule}: "
                                                 f"{runs[-1].aggregate_tokens_per_s:.1f} tokens/s in all")
+            if peer is not None:
+                runs.append(peer(users, turn))
     return runs
 
 
@@ -245,11 +248,12 @@ def predicted_crossovers(runs: list[Run], profile) -> dict[str, int | None]:
 def report(runs: list[Run], plan: Plan, machine: str, predicted: dict[str, int | None]) -> str:
     """The table a serving benchmark prints, the machine named, each figure a median with its range over turns."""
     table = lines(runs)
-    rows = [f"{'users':>5}  {'rule':<7} {'aggregate tokens/s':>26}  {'per user tokens/s':>24}  "
+    rows = [f"{'users':>5}  {'rule':<9} {'aggregate tokens/s':>26}  {'per user tokens/s':>24}  "
             f"{'time to first token s':>24}  {'tokens/pass':>11}"]
     for line in table:
-        rows.append(f"{line.users:>5}  {line.rule:<7} {line.aggregate.text(1):>26}  {line.per_user.text(1):>24}  "
-                    f"{line.ttft.text(2):>24}  {line.tokens_per_pass:>11.2f}")
+        per_pass = f"{line.tokens_per_pass:.2f}" if line.tokens_per_pass else "–"  # a peer's passes are not counted
+        rows.append(f"{line.users:>5}  {line.rule:<9} {line.aggregate.text(1):>26}  {line.per_user.text(1):>24}  "
+                    f"{line.ttft.text(2):>24}  {per_pass:>11}")
     said = [f"serve-bench on {machine}: {plan.turns} interleaved turns, {plan.requests} request(s) a user, "
             f"{plan.max_new_tokens} new tokens, temperature {plan.temperature}, prompts {', '.join(plan.kinds)}; "
             f"median (least–most) over turns", *rows]
@@ -259,8 +263,9 @@ def report(runs: list[Run], plan: Plan, machine: str, predicted: dict[str, int |
             said.append(f"{rule}: drafting's aggregate first falls below the target alone's at "
                         f"{found if found else 'no number of users measured'}"
                         + (f" (the Costs tab's prediction: {_users(predicted[rule])})" if rule in predicted else ""))
-    if plan.temperature == 0:
-        said.append("greedy: every rule gave every prompt the same tokens" if greedy_same(runs) else
+    if plan.temperature == 0:  # specviz's rules (a peer's are its own: see measure/peers.ServePeer.contrast)
+        said.append("greedy: every rule gave every prompt the same tokens" if greedy_same(
+            [r for r in runs if r.rule in plan.rules]) else
                     "greedy: the rules' tokens DIFFER for some prompt (a bug: each must equal the target alone's)")
     return "\n".join(said)
 

@@ -170,12 +170,19 @@ def serve_runs(engine, plan: Plan, prices=None, progress=None, stop=None, peer=N
                 if stop is not None and stop.is_set():
                     return runs
                 runs.append(run)
-                if progress:
-                    progress(len(runs) / total, f"turn {turn + 1}: {users} users, {rule}: "
-                                                f"{runs[-1].aggregate_tokens_per_s:.1f} tokens/s in all")
+                _said(progress, runs, total)
             if peer is not None:
                 runs.append(peer(users, turn))
+                _said(progress, runs, total)
     return runs
+
+
+def _said(progress, runs: list[Run], total: int) -> None:
+    """The last run, as a progress line."""
+    if progress:
+        run = runs[-1]
+        progress(len(runs) / total, f"turn {run.turn + 1}: {run.users} users, {run.rule}: "
+                                    f"{run.aggregate_tokens_per_s:.1f} tokens/s in all")
 
 
 # --- the report ------------------------------------------------------------------------------------------------

@@ -153,8 +153,10 @@ def test_a_peers_users_join_the_serve_report_without_counting_as_specviz(tiny_pa
     def peer(users, turn):
         asked.append((users, turn))
         return served(users, peers.SERVED, [[9]] * users, turn=turn)  # tokens no specviz rule gave
-    runs = serve_runs(engine, plan, peer=peer)
+    said = []
+    runs = serve_runs(engine, plan, progress=lambda done, line: said.append((done, line)), peer=peer)
     assert asked == [(1, 0), (2, 0), (1, 1), (2, 1)]  # in the turns, after the rules at each number of users
+    assert len(said) == 8 and said[-1] == (1.0, "turn 2: 2 users, llama.cpp: 40.0 tokens/s in all")
     assert [(r.turn, r.users, r.rule) for r in runs] == [(t, u, rule) for t in range(2) for u in (1, 2)
                                                         for rule in ("target", peers.SERVED)]
     text = report(runs, plan, "this machine", {})

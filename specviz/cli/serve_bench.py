@@ -10,6 +10,7 @@ import time
 from specviz.settings.bounds import MAX_BATCH
 from specviz.cli.progress import print_progress
 from specviz.models.pair_flags import MODELS, add_pair_flags
+from specviz.measure.peers import add_peers_flag  # llama.cpp beside specviz
 
 
 def _numbers(text: str) -> tuple[int, ...]:
@@ -40,7 +41,6 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--requests", type=int, default=plan.requests, help="requests each user sends in turn")
     p.add_argument("--seconds", type=float, default=plan.seconds, help="no request is sent after this long in a run")
     p.add_argument("--temperature", type=float, default=plan.temperature)
-    from specviz.measure.peers import add_peers_flag  # llama.cpp beside specviz (measure/peers.py)
     add_peers_flag(p)
     p.add_argument("--json", default=None, metavar="FILE", help="write every run, every user's tokens, here")
     p.add_argument("--record", action="store_true", help="also write the recording the Costs tab ships "

@@ -13,6 +13,7 @@ from specviz.settings import defaults
 from specviz.settings.needs import Need
 from specviz.settings.prompts import BENCH_PROMPTS
 from specviz.models.pair_flags import add_pair_flags
+from specviz.measure.peers import add_peers_flag  # llama.cpp beside specviz
 
 DEFAULT_TYPES, DEFAULT_REPEATS = "code,factual,story,rewrite", 2
 DRAFTERS_TYPES, DRAFTERS_REPEATS = "code,factual,story,json", 5  # --drafters' when --types or --repeats are not set:
@@ -42,7 +43,6 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
     p.add_argument("--max-new-tokens", type=int, default=48)
     p.add_argument("--no-peer", action="store_true", help="skip transformers' assisted generation")
-    from specviz.measure.peers import add_peers_flag  # llama.cpp beside specviz (measure/peers.py)
     add_peers_flag(p)
     p.add_argument("--rules", action="store_true",
                    help="only the stop rules side by side: target-only, K=4, the threshold rule, the cost-aware rule "

@@ -72,9 +72,9 @@ def _f(x, fmt="{:.2f}"):
     return "" if x is None else fmt.format(x)
 
 
-def _m(r: Row | None, key: str, value: float | None) -> str:
+def _m(r: Row | None, key: str, value: float | None, digits: int = 2) -> str:
     """A median with its min–max over the runs: '4.10 (3.90–4.30)'."""
-    return "" if r is None or value is None else r.spread(key, value).text()
+    return "" if r is None or value is None else r.spread(key, value).text(digits)
 
 
 def markdown_report(rows: list[Row], extra: dict, env: dict) -> str:
@@ -200,7 +200,7 @@ def beside_llama(rows: list[Row], peer: dict | None) -> list[str]:
         if r.mode == "greedy" and (r.config in ("target-only", "specviz K=4") or r.config.startswith(
                 (COST_CONFIG, SERVED))):
             lines.append(f"| {r.prompt_type} | {r.config} | {_m(r, 'tps', r.tokens_per_s)} | {_speedup(r)} | "
-                         f"{_m(r, 'prefill_tps', r.prefill_tokens_per_s, '{:.1f}')} | {_m(r, 'ttft', r.ttft_s)} | "
+                         f"{_m(r, 'prefill_tps', r.prefill_tokens_per_s, 1)} | {_m(r, 'ttft', r.ttft_s)} | "
                          f"{_m(r, 'decode_tps', r.decode_tokens_per_s)} | {_m(r, 'alpha', r.alpha)} |")
     return lines
 

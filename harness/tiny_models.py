@@ -51,7 +51,7 @@ def on_gguf_int4(model: Qwen2ForCausalLM) -> Qwen2ForCausalLM:
     """A copy of a tiny model on the gguf-int4 path, its block linears given 4-bit groups of their own (rounded to
     nearest, as a GGUF file's Q4_K blocks would hold them; models/gguf_blocks.py reads a real file's)."""
     from specviz.models.gguf_blocks import Q4K
-    from specviz.models.int4 import rounded
+    from specviz.models.layers import rounded
     from specviz.models.kernels import GGUF_INT4, apply_path
 
     blocks = {name: Q4K(*rounded(module.weight)) for name, module in model.named_modules()

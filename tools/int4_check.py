@@ -8,7 +8,8 @@ import argparse
 
 import torch
 
-from specviz.models.quant import Int4Linear, Int8Linear, fastest_weights, stack_time
+from specviz.models.layers import Int4Linear, Int8Linear
+from specviz.models.quant import fastest_weights, stack_time
 
 IN, OUT, LAYERS = 896, 4864, 24
 

@@ -1,6 +1,6 @@
 """The packaged draft's greedy top-1 agreement with the target along the target's own greedy answers (the bench's
 prompts, 48 tokens each, one forward pass of each model over prompt and answer), and the pair's resident memory after
-loading; `--full-embedding` keeps the draft's input embedding as loaded instead of int8 rows (quant.Int8Embedding),
+loading; `--full-embedding` keeps the draft's input embedding as loaded instead of int8 rows (layers.Int8Embedding),
 for the comparison in docs/engine.md.
 
     python -m tools.measure_draft_agreement [--full-embedding]

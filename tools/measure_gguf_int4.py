@@ -70,8 +70,7 @@ def load_on(path_name: str):
 
 def sizes(model) -> str:
     """What a loaded target holds, in GB: its 4-bit layers, its float16 (or other) linear layers, its embedding."""
-    from specviz.models.int4 import Int4Groups
-    from specviz.models.kernels import Fp16Linear
+    from specviz.models.layers import Fp16Linear, Int4Groups
 
     def held(module) -> int:
         own = sum(t.numel() * t.element_size() for t in [*module.parameters(), *module.buffers()])
@@ -93,12 +92,12 @@ def main() -> None:
     from transformers.utils import logging
     logging.disable_progress_bar()
     from specviz.models.gguf_blocks import EMBEDDING, q4k_blocks
-    from specviz.models.int4 import moved_by
+    from specviz.models.layers import moved_by
     from specviz.models.machine import machine
 
     print(f"{time.strftime('%Y-%m-%d')} on {machine('cpu')}; load average {os.getloadavg()[0]:.1f}")
     moved = [moved_by(q.step, q.minimum) for name, q in q4k_blocks("Qwen2.5-Coder-1.5B-Instruct").items()
-             if name != EMBEDDING]  # the embedding's rows are computed exactly (kernels.Int4Embedding)
+             if name != EMBEDDING]  # the embedding's rows are computed exactly (layers.Int4Embedding)
     print(f"gguf-int4's steps and minimums in bfloat16 move the file's weights by at most "
           f"{max(m[0] for m in moved):.2%} of their group's largest weight, {statistics.mean(m[1] for m in moved):.3%} "
           f"on average ({len(moved)} Q4_K linear layers)")

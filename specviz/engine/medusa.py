@@ -83,6 +83,6 @@ class MedusaHeads(TargetRows, torch.nn.Module):
 
 def _dtype_of(block: ResBlock, default: torch.dtype) -> torch.dtype:
     """The dtype a block computes in: its own weights' (float32 while training), or the activations' once its layer
-    runs on a packed path (kernels.Fp16Linear keeps float32 activations)."""
+    runs on a packed path (layers.Fp16Linear keeps float32 activations)."""
     weight = getattr(block.linear, "weight", None)
     return weight.dtype if isinstance(weight, torch.nn.Parameter) else default

@@ -15,7 +15,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from specviz.models.kernels import Fp16Linear, put_linears_on
+from specviz.models.kernels import put_linears_on
+from specviz.models.layers import Fp16Linear
 
 SUBSET_SIZES = (1024, 4096, 16384, 32768)  # the subsets a training reports held-out agreement for and the Costs
 #                                            tab times a draft over (train/fit.py's draft_vocab is one of them)

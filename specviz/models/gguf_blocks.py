@@ -4,8 +4,8 @@ start loads them in seconds.
 
 A Q4_K super-block holds 256 weights of a row: a float16 d and dmin, and for each of its 8 sub-blocks of 32 a 6-bit
 scale sc and a 6-bit min m; a weight is d·sc·code − dmin·m with a 4-bit code. So each group of 32 has a step d·sc and a
-minimum −dmin·m, computed here in float32 exactly (an 11-bit d times a 6-bit integer), which is what int4.Int4Groups
-takes; the embedding's rows (token_embd, Q4_K too) are read from the same codes (kernels.Int4Embedding). The target's
+minimum −dmin·m, computed here in float32 exactly (an 11-bit d times a 6-bit integer), which is what layers.Int4Groups
+takes; the embedding's rows (token_embd, Q4_K too) are read from the same codes (layers.Int4Embedding). The target's
 other tensors (Q6_K: its output layer, half of attn_v and ffn_down; float32 norms and biases) have
 no 4-bit kernel and stay as the prepared folder holds them (kernels.py).
 
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from specviz.models.int4 import weights_of
+from specviz.models.layers import pack, unpack, weights_of
 from specviz.models.packaged import PACKAGED, cache_root, join_chunks
 from specviz.settings.bounds import Progress
 
@@ -126,15 +126,6 @@ def _write_blocks(name: str, path: Path, progress: Progress | None) -> None:
         raise ValueError(f"could not keep {name}'s 4-bit blocks in {cache_root()}: {e.strerror or e}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def pack(codes: torch.Tensor) -> torch.Tensor:
-    """Two codes a byte (the even column in the low nibble), half the disk."""
-    return codes[:, 0::2] | (codes[:, 1::2] << 4)
-
-
-def unpack(packed: torch.Tensor) -> torch.Tensor:
-    return torch.stack([packed & 0x0F, packed >> 4], -1).reshape(packed.shape[0], -1)
 
 
 def _load(path: Path) -> dict[str, Q4K]:

@@ -1,9 +1,11 @@
 """Which kernel path a pair runs on here, measured on this machine: which paths are exact here, how fast each is,
-the one chosen and remembered, and the loaded model checked on it. The paths themselves are kernels.py.
+the one chosen and remembered, and the loaded model checked on it. The paths themselves are kernels.py's table: a
+path is checked and timed on its row's stand-in layer, refused with its row's reason, and loaded as its row says
+(`Choice.kernel`).
 
     choice = choose_path(hidden, inner, "cpu", dtype_asked=None, kernels_asked="auto")  # a Choice: the path and why
     apply_path(model, choice.path)                                                      # kernels.py
-    check_rows(model).exact                                                             # the loaded model, checked
+    check_loaded(model, choice)                                                         # its reason, checked on it
 
 Exact means a row's output does not depend on which rows are computed with it (`row_difference`): then the verify
 pass scores each draft as a one-token step of the same path would, and speculative decoding's output follows the
@@ -11,10 +13,10 @@ target alone on that path. Which paths are exact is measured on this machine (`r
 every size of pass a run makes, ROW_COUNTS), never assumed per path: a path is offered where its rows are
 independent here, refused with its measured difference where not.
 
-`auto` times each path exact here on a stack of linear layers of the target's shapes (one row, a decoding step, and
-K + 1 rows, a verify pass), takes the one whose token costs least (`Timing.cost`: the target alone or a speculative
-round, whichever is cheaper on that path), and remembers it, with every path's row
-check and timings, per machine and torch build beside the model cache (`kernels.json`), so later starts read it.
+`auto` times each path exact here on a stack of its stand-in layers of the target's shapes (`stack_of`; one row, a
+decoding step, and K + 1 rows, a verify pass), takes the one whose token costs least (`Timing.cost`: the target
+alone or a speculative round, whichever is cheaper on that path), and remembers it, with every path's row check and
+timings, per machine and torch build beside the model cache (`kernels.json`), so later starts read it.
 """
 
 from __future__ import annotations
@@ -28,18 +30,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from specviz.models.kernels import (BFLOAT16, DTYPE_OF, FLOAT32, FP16_FBGEMM, GGUF_INT4, INT8_DYNAMIC, PACKED_FP16,
-                                    PATHS, STACK, available, stack_of)
+from specviz.models.kernels import FLOAT32, KERNELS, PATHS, TABLE, KernelPath, available
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.models.machine import cpu_flags, machine
 from specviz.models.timer import median_s
 from specviz.settings.bounds import MAX_BATCH, MAX_K, MAX_TREE_NODES
 
-WHY_NOT = {FLOAT32: "its small-matrix kernels sum a row in another order beside other rows",
-           BFLOAT16: "it rounds a row's sums to bfloat16 differently beside other rows",
-           FP16_FBGEMM: "its kernel sums a row in another order beside other rows",
-           GGUF_INT4: "its kernel sums a row in another order beside other rows",
-           INT8_DYNAMIC: "its activations are scaled by one number per tensor"}
 ROWS = 5  # rows of a verify pass the choice times and the load check scores: K + 1 for the default K = 4
 ROW_COUNTS = (2, ROWS, MAX_K + 1, MAX_TREE_NODES + 1, MAX_BATCH * (MAX_K + 1))  # the passes whose rows must be
 #             independent: the smallest verify pass, the default one, the longest chain's, a full tree's, the largest
@@ -47,6 +43,7 @@ ROW_COUNTS = (2, ROWS, MAX_K + 1, MAX_TREE_NODES + 1, MAX_BATCH * (MAX_K + 1))  
 ROW_TOLERANCE = 1e-5  # the largest difference (relative to the outputs' size) still counted as row-independent:
 #                       float32 measures up to 7e-7 (its small-matrix kernel sums in another order), float16-fbgemm
 #                       0; bfloat16 0 to 3e-3 by CPU, shape and rows; int8-dynamic 2e-2
+STACK = 6  # layers of the target's MLP shape in a stack (stack_of): more than a CPU's caches hold, as a pass reads
 CACHE_FILE = "kernels.json"
 ISA_LIMITS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA", "FBGEMM_ENABLE_INSTRUCTIONS")
 #             variables that make torch's libraries use less of the CPU than it has (an AVX2-only CPU emulated): a
@@ -89,10 +86,10 @@ def row_test(path: str, layers: list[tuple[nn.Module, int]]) -> RowTest:
     for layer, width in layers:
         for rows in ROW_COUNTS:
             for seed in range(2):
-                x = torch.randn(rows, width, generator=torch.Generator().manual_seed(seed)).to(_input_dtype(path))
+                x = torch.randn(rows, width, generator=torch.Generator().manual_seed(seed)).to(KERNELS[path].inputs)
                 difference = row_difference(layer, x)
                 if difference > worst[0]:
-                    worst = (difference, rows, f"{width} × {_out_features(layer)}")
+                    worst = (difference, rows, f"{width} × {layer.out_features}")
     return RowTest(path, *worst)
 
 
@@ -103,24 +100,25 @@ def rows_here(path: str, hidden: int = 1536, inner: int = 8960) -> RowTest:
     return row_test(path, [(up, hidden), (down, inner)])
 
 
-def exact_here(path: str, hidden: int = 1536, inner: int = 8960) -> bool:
-    """Whether `path` runs on this machine with its rows independent at these shapes (measured)."""
-    return available(path) is None and rows_here(path, hidden, inner).exact
-
-
-def _out_features(layer: nn.Module) -> int:
-    return getattr(layer, "out_features", None) or layer.inner.out_features
-
-
 def refusal(path: str, hidden: int = 1536, inner: int = 8960) -> str:
     """Why a path that is not exact here is refused, measured on this machine on layers of the given shapes."""
     return (f"--kernels {path} is not exact on this machine, so specviz refuses it: {rows_here(path, hidden, inner)}"
-            f" (measured here; an exact path differs by at most {ROW_TOLERANCE:.0e}): {WHY_NOT[path]}, so a draft's "
-            f"score in a verify pass would depend on the drafts beside it. Here: {offered_here('cpu', hidden, inner)}")
+            f" (measured here; an exact path differs by at most {ROW_TOLERANCE:.0e}): {KERNELS[path].why_not}, so a "
+            f"draft's score in a verify pass would depend on the drafts beside it. Here: "
+            f"{offered_here('cpu', hidden, inner)}")
 
 
-def _input_dtype(path: str) -> torch.dtype:
-    return torch.bfloat16 if path == BFLOAT16 else torch.float32
+def stack_of(path: str, hidden: int, inner: int, layers: int = STACK, seed: int = 0) -> list[nn.Module]:
+    """`layers` random linear layers hidden → inner as `path` computes them (its row's stand-in layer): the timed
+    stand-in for a model's MLPs, and the layers whose rows are checked."""
+    gen, make = torch.Generator().manual_seed(seed), KERNELS[path].layer
+    out = []
+    for _ in range(layers):
+        linear = nn.Linear(hidden, inner, bias=False)
+        with torch.no_grad():
+            linear.weight.copy_(torch.randn(inner, hidden, generator=gen) / hidden ** 0.5)
+        out.append(make(linear))
+    return out
 
 
 # --- the choice --------------------------------------------------------------------------------------------------
@@ -160,10 +158,14 @@ class Choice:
     exact: bool = False  # chosen as exact (auto, --kernels, float32): the load then checks the loaded target's rows
 
     @property
+    def kernel(self) -> KernelPath | None:
+        """Its row of the table (kernels.py); None for a dtype's own kernels on a GPU ("float16")."""
+        return KERNELS.get(self.path)
+
+    @property
     def load_dtype(self) -> str:
-        """The dtype to load the weights in: float16 for float16-fbgemm (what it stores, so the pair never passes
-        through float32 in memory: twice the size), else the activations'."""
-        return "float16" if self.path in PACKED_FP16 else self.dtype
+        """The dtype to load the weights in: its path's (KernelPath.load_dtype), else the activations'."""
+        return self.dtype if self.kernel is None else self.kernel.load_dtype
 
 
 def time_paths(hidden: int, inner: int, paths: tuple[str, ...]) -> list[Timing]:
@@ -177,14 +179,14 @@ def time_paths(hidden: int, inner: int, paths: tuple[str, ...]) -> list[Timing]:
         for _ in range(5):
             for path, stack in stacks.items():
                 for j, x in enumerate((one, rows)):
-                    x = x.to(_input_dtype(path))
+                    x = x.to(KERNELS[path].inputs)
                     times[path][j].append(median_s(lambda i: [layer(x) for layer in stack], "cpu", 1))
     return [Timing(path, min(one_t), min(rows_t)) for path, (one_t, rows_t) in times.items()]
 
 
 def paths_for(gguf: bool) -> tuple[str, ...]:
-    """The paths a model can take: gguf-int4 only for one loaded from a GGUF file's 4-bit blocks."""
-    return tuple(p for p in PATHS if gguf or p != GGUF_INT4)
+    """The paths a model can take: one that reads a GGUF file's blocks (gguf-int4) only for a model loaded from one."""
+    return tuple(row.name for row in TABLE if gguf or row.file is None)
 
 
 def choose_path(hidden: int, inner: int, device: str, dtype_asked: str | None, kernels_asked: str | None,
@@ -197,9 +199,10 @@ def choose_path(hidden: int, inner: int, device: str, dtype_asked: str | None, k
     if kernels_asked not in ("auto", *PATHS):
         raise ValueError(f"--kernels must be auto or one of {', '.join(PATHS)}, got {kernels_asked!r}; here: "
                          f"{offered_here(device, gguf=gguf)}")
-    if kernels_asked == GGUF_INT4 and not gguf:
-        raise ValueError(f"--kernels {GGUF_INT4} computes from a GGUF file's 4-bit blocks, and this target was not "
-                         f"loaded from one (the packaged pair's was); here: {offered_here(device)}")
+    file = KERNELS[kernels_asked].file if kernels_asked != "auto" else None
+    if file is not None and not gguf:
+        raise ValueError(f"--kernels {kernels_asked} computes from {file.reads}, and this target was not loaded from "
+                         f"one (the packaged pair's was); here: {offered_here(device)}")
     if kernels_asked != "auto":
         return _asked(kernels_asked, device, dtype_asked, hidden, inner, gguf)
     if device != "cpu":
@@ -230,10 +233,11 @@ def _asked(path: str, device: str, dtype_asked: str | None, hidden: int, inner: 
                          f"{offered_here(device, hidden, inner, gguf)}")
     if device == "cpu" and not rows_here(path, hidden, inner).exact:
         raise ValueError(refusal(path, hidden, inner))
-    if dtype_asked not in (None, "", "auto") and dtype_asked != DTYPE_OF[path]:
-        raise ValueError(f"--kernels {path} computes in {DTYPE_OF[path]}, but --dtype {dtype_asked} was asked: leave "
-                         f"--dtype out, or set it to {DTYPE_OF[path]}")
-    return Choice(path, DTYPE_OF[path], f"as asked (--kernels); {_rows_said(path, hidden, inner)}", exact=True)
+    computes = KERNELS[path].activations
+    if dtype_asked not in (None, "", "auto") and dtype_asked != computes:
+        raise ValueError(f"--kernels {path} computes in {computes}, but --dtype {dtype_asked} was asked: leave "
+                         f"--dtype out, or set it to {computes}")
+    return Choice(path, computes, f"as asked (--kernels); {_rows_said(path, hidden, inner)}", exact=True)
 
 
 def _rows_said(path: str, hidden: int, inner: int) -> str:
@@ -247,7 +251,7 @@ def _measured(hidden: int, inner: int, cache: Path | None, gguf: bool = False) -
     key = machine_key(hidden, inner, gguf)
     remembered = _read(cache).get(key) if cache else None
     if remembered and remembered.get("path") in paths_for(gguf) and available(remembered["path"]) is None:
-        return Choice(remembered["path"], DTYPE_OF[remembered["path"]],
+        return Choice(remembered["path"], KERNELS[remembered["path"]].activations,
                       remembered["why"] + " (measured before on this machine and remembered beside the model cache)",
                       exact=True)
     tests = [rows_here(p, hidden, inner) for p in paths_for(gguf) if available(p) is None]
@@ -265,7 +269,7 @@ def _measured(hidden: int, inner: int, cache: Path | None, gguf: bool = False) -
     if cache:
         _write(cache, key, {"path": best.path, "why": why, "timings": [asdict(t) for t in timings],
                             "rows": [asdict(t) | {"exact": t.exact} for t in tests]})
-    return Choice(best.path, DTYPE_OF[best.path], why, tuple(timings), tuple(tests), exact=True)
+    return Choice(best.path, KERNELS[best.path].activations, why, tuple(timings), tuple(tests), exact=True)
 
 
 def machine_key(hidden: int, inner: int, gguf: bool = False) -> str:
@@ -317,6 +321,22 @@ class RowCheck:
     def __str__(self) -> str:
         return (f"{ROWS} tokens scored together and one at a time differ by total variation "
                 f"{self.total_variation:.1e}, argmax {'identical' if self.argmax_same else 'DIFFERENT'}")
+
+
+def check_loaded(target, choice: Choice) -> str:
+    """The choice's reason, with the loaded target checked on its path (check_rows) and, on a path that reads a GGUF
+    file's blocks, which layers compute from them (FileBlocks.layers_said: a tensor no kernel of the path reads runs
+    another exact way, and is said so): ValueError where the path that should be exact measures otherwise on this
+    model."""
+    if not choice.exact:
+        return choice.why
+    rows = check_rows(target)
+    if not rows.exact:
+        raise ValueError(f"the {choice.path} kernels are not exact on this target ({rows}): run with --kernels "
+                         f"float32, the reference")
+    file = choice.kernel.file if choice.kernel else None
+    said = file.layers_said(target) + "; " if file else ""
+    return f"{choice.why}; {said}checked on the loaded target: {rows}"
 
 
 def check_rows(model, context: int = 24) -> RowCheck:

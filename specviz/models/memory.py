@@ -25,7 +25,7 @@ def draft_memory(draft, target) -> DraftMemory | None:
         size = t.numel() * t.element_size()
         shared, own = (shared + size, own) if t.data_ptr() in owned_by_target else (shared, own + size)
     target_modules = {id(m) for m in target.modules()}
-    for m in draft.modules():  # weights packed for a kernel (kernels.Fp16Linear) are no tensor torch counts
+    for m in draft.modules():  # weights packed for a kernel (layers.Fp16Linear) are no tensor torch counts
         packed = getattr(m, "packed_bytes", 0)
         shared, own = (shared + packed, own) if id(m) in target_modules else (shared, own + packed)
     config = getattr(draft, "config", None)

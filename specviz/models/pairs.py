@@ -12,9 +12,8 @@ from dataclasses import dataclass
 import torch
 
 from specviz.settings.bounds import DTYPE_CHOICES, Progress
-from specviz.models.kernel_choice import Choice, check_rows, choose_path
-from specviz.models.gguf_blocks import q4k_blocks
-from specviz.models.kernels import GGUF_INT4, apply_path, layers_said
+from specviz.models.kernel_choice import Choice, check_loaded, choose_path
+from specviz.models.kernels import apply_path
 from specviz.models.machine import native_bf16
 from specviz.models.memory import give_back_freed_memory, own_copies
 from specviz.models.packaged import cache_root
@@ -182,7 +181,7 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
                               blocks=blocks_for(target, choice, progress))
     give_back_freed_memory()
     return ModelPair(draft_model, target_model, tok_target, weights_name(_short(draft), weights), _short(target),
-                     device, choice.dtype, checked(target_model, choice), choice.path)
+                     device, choice.dtype, check_loaded(target_model, choice), choice.path)
 
 
 def load_draft(path: str, device: str, choice: Choice, weights: str) -> torch.nn.Module:
@@ -218,9 +217,10 @@ def packaged_name(model_id: str) -> str | None:
 
 
 def blocks_for(model_id: str, choice: Choice, progress: Progress | None = None) -> dict | None:
-    """The GGUF 4-bit blocks a model computes from on the gguf-int4 path (gguf_blocks.py); None on any other."""
-    name = packaged_name(model_id)
-    return q4k_blocks(name, _scaled(progress, 0.9, 0.95)) if choice.path == GGUF_INT4 and name else None
+    """The GGUF file's blocks a model computes from on its path (the path's FileBlocks: gguf-int4 reads the Q4_K ones,
+    gguf_blocks.py); None on a path that reads none, or for a model from no packaged file."""
+    name, file = packaged_name(model_id), choice.kernel.file if choice.kernel else None
+    return file.read(name, _scaled(progress, 0.9, 0.95)) if file and name else None
 
 
 def choose_kernels(path: str, device: str, dtype: str | None, kernels: str | None, gguf: bool = False) -> Choice:
@@ -229,22 +229,10 @@ def choose_kernels(path: str, device: str, dtype: str | None, kernels: str | Non
     from transformers import AutoConfig
 
     if device != "cpu":
-        return choose_path(0, 0, device, pick_dtype(dtype, device), kernels)
+        dtype = pick_dtype(dtype, device)
+        return choose_path(0, 0, device, dtype, kernels)
     config = AutoConfig.from_pretrained(path)
     return choose_path(config.hidden_size, config.intermediate_size, device, dtype, kernels, cache_root(), gguf)
-
-
-def checked(target, choice: Choice) -> str:
-    """The choice's reason, with the loaded target checked on its path (kernel_choice.check_rows): ValueError where the
-    path that should be exact measures otherwise on this model."""
-    if not choice.exact:
-        return choice.why
-    said = layers_said(target)
-    rows = check_rows(target)
-    if not rows.exact:
-        raise ValueError(f"the {choice.path} kernels are not exact on this target ({rows}): run with --kernels "
-                         f"float32, the reference")
-    return f"{choice.why}; {said + '; ' if said else ''}checked on the loaded target: {rows}"
 
 
 def load_target(preset: str | None = None, target: str | None = None, dtype: str | None = None,

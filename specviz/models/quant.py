@@ -1,5 +1,6 @@
 """A lighter draft: its linear layers with int8 weights (one scale per output row) or int4 weights (a scale and a
-zero per group of 32 inputs), and its input embedding with int8 rows, on CPU.
+zero per group of 32 inputs), and its input embedding with int8 rows, on CPU (the layers themselves: layers.py):
+which weights a draft runs with, and which this CPU runs fastest.
 
 Why only the draft, and why this is still exact: speculative decoding is lossless for ANY draft distribution
 q, as long as verification uses the q the draft really sampled from, which the engine always does. A
@@ -17,74 +18,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from specviz.models.int4 import GROUP, Int4Groups, rounded
-from specviz.models.kernels import FLOAT32, PACKED_FP16, Fp16Linear
+from specviz.models.kernels import FLOAT32, PACKS_FP16
+from specviz.models.layers import Fp16Linear, Int4Linear, Int8Embedding, Int8Linear
 from specviz.models.machine import native_bf16
 from specviz.models.timer import median_s
 from specviz.settings.bounds import DRAFT_WEIGHTS
 
 FULL, INT8, INT4 = "full", "int8", "int4"  # the weights a draft can run with (bounds.DRAFT_WEIGHTS adds "auto")
-
-
-def int8_rows(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(int8 codes, one scale per row in the weight's dtype): each row symmetric, rounded to nearest, its largest
-    magnitude 127 steps."""
-    w = weight.detach().float()
-    scale = w.abs().amax(dim=1).clamp(min=1e-12) / 127
-    return (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8), scale.to(weight.dtype)
-
-
-class Int8Linear(nn.Module):
-    """y = x W^T + b with W stored as int8 rows times one scale per row (int8_rows)."""
-
-    def __init__(self, linear: nn.Linear):
-        super().__init__()
-        codes, scale = int8_rows(linear.weight)
-        self.register_buffer("weight_int8", codes)
-        self.register_buffer("scale", scale)
-        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().clone())
-        self.in_features, self.out_features = linear.in_features, linear.out_features
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        flat = x.reshape(-1, self.in_features).to(self.scale.dtype)
-        y = torch.ops.aten._weight_int8pack_mm(flat, self.weight_int8, self.scale)  # one fused kernel
-        if self.bias is not None:
-            y = y + self.bias
-        return y.reshape(*x.shape[:-1], self.out_features)
-
-
-class Int4Linear(Int4Groups):
-    """y = x W^T + b with W stored as 4-bit codes: each group of 32 weights along a row keeps its minimum and a step
-    (max − min) / 15, and a weight is code · step + minimum (asymmetric, round to nearest), in int4.py's layout for
-    torch's CPU kernel, which computes with the dequantized weights in one pass."""
-
-    GROUP = GROUP
-
-    @classmethod
-    def fits(cls, linear: nn.Linear) -> bool:
-        return Int4Groups.fits(linear.in_features, linear.out_features)
-
-    def __init__(self, linear: nn.Linear):
-        super().__init__(*rounded(linear.weight), linear.bias, dtype=linear.weight.dtype)
-
-
-class Int8Embedding(nn.Module):
-    """A token's row of a table kept as int8 times one scale per row (int8_rows, as Int8Linear keeps a layer's), in the
-    scale's dtype (the table's, or float32 where a path turns the rest of the model float32): half a bfloat16 table's
-    memory (the packaged draft's 151,936 × 896 rows: 0.14 GB, not 0.27). Its rounding moves the draft's q a little,
-    never the output (this module's docstring)."""
-
-    def __init__(self, embedding: nn.Module):
-        super().__init__()
-        codes, scale = int8_rows(embedding.weight)
-        self.register_buffer("weight_int8", codes)
-        self.register_buffer("scale", scale)
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.weight_int8[ids].to(self.scale.dtype) * self.scale[ids].unsqueeze(-1)
-
-
-PACKED = {INT8: Int8Linear, INT4: Int4Linear}
+PACKED = {INT8: Int8Linear, INT4: Int4Linear}  # the layers of each (layers.py)
 
 
 def pick_weights(draft_weights: str, device: str, dtype: torch.dtype = torch.float32, path: str = FLOAT32) -> str:
@@ -98,12 +39,13 @@ def pick_weights(draft_weights: str, device: str, dtype: torch.dtype = torch.flo
 
 
 def packed_dtype(dtype: torch.dtype, path: str = FLOAT32) -> torch.dtype:
-    """The activations an int8 or int4 draft computes in: bfloat16 beside float16-fbgemm on a CPU that computes
-    bfloat16 natively, the pair's own dtype elsewhere. Why the draft may leave the target's dtype: the output
+    """The activations an int8 or int4 draft computes in: bfloat16 beside a path that packs float16 for fbgemm
+    (kernels.PACKS_FP16: float16-fbgemm, gguf-int4) on a CPU that computes bfloat16 natively, the pair's own dtype
+    elsewhere. Why the draft may leave the target's dtype: the output
     follows the target whatever q the draft draws from (this module's docstring), and these kernels are fast in
     bfloat16 only (on an avx512_bf16 EPYC, 8 draft-sized MLP layers for one row: int4 1.6 ms in bfloat16 and
     32 ms in float32, against 2.8 ms for the float16-fbgemm full weights; 2026-12-03)."""
-    return torch.bfloat16 if path in PACKED_FP16 and native_bf16() else dtype
+    return torch.bfloat16 if path in PACKS_FP16 and native_bf16() else dtype
 
 
 _FASTEST: dict[tuple, str] = {}  # measured once per process, dtype and path
@@ -125,7 +67,7 @@ def fastest_weights(dtype: torch.dtype, shape: tuple[int, int] = (896, 4864), la
         with torch.inference_mode():
             one, many = (torch.randn(rows, shape[0], dtype=dtype) for rows in (1, 32))
             stack = [nn.Linear(*shape, bias=False).to(dtype) for _ in range(layers)]
-            full = [Fp16Linear(linear) for linear in stack] if path in PACKED_FP16 else stack  # as the draft runs
+            full = [Fp16Linear(linear) for linear in stack] if path in PACKS_FP16 else stack  # as the draft runs
             full_one = stack_time(full, one)
             costs = {FULL: _STEPS_PER_PROMPT * full_one + stack_time(full, many)}
             small = packed_dtype(dtype, path)  # what a packed draft computes in (bfloat16 where native)

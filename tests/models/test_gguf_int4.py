@@ -1,4 +1,4 @@
-"""The gguf-int4 path (kernels.py, int4.py, gguf_blocks.py): a GGUF file's Q4_K blocks decoded to exactly the weights
+"""The gguf-int4 path (kernels.py, layers.py, gguf_blocks.py): a GGUF file's Q4_K blocks decoded to exactly the weights
 the file defines, computed by torch's int4 kernel with rows independent of their batch-mates, and every drafter's
 greedy output equal to the target alone's on that path (tiny models with 4-bit groups of their own; the packaged
 target's own blocks: tests/engine/test_real_pair.py)."""
@@ -14,9 +14,9 @@ from specviz.drafters import REGISTRY
 from specviz.engine import Engine, RunSettings
 from specviz.models import kernels
 from specviz.models.gguf_blocks import Q4K, Q4K_BYTES, decode_q4k, linear_name
-from specviz.models.int4 import Int4Groups, moved_by, rounded
-from specviz.models.kernel_choice import check_rows
-from specviz.models.kernels import GGUF_INT4, Fp16Linear, apply_path, path_of
+from specviz.models.kernel_choice import Choice, check_loaded, check_rows
+from specviz.models.kernels import GGUF_INT4, apply_path, path_of
+from specviz.models.layers import Fp16Linear, Int4Embedding, Int4Groups, moved_by, rounded
 
 pytestmark = [pytest.mark.usefixtures("one_thread"),
               pytest.mark.skipif(kernels.available(GGUF_INT4) is not None, reason=str(kernels.available(GGUF_INT4)))]
@@ -72,7 +72,8 @@ def test_the_path_puts_layers_with_blocks_on_int4_and_the_rest_on_float16():
     assert isinstance(fast.model.layers[0].mlp.up_proj, Int4Groups)
     assert isinstance(fast.model.layers[0].self_attn.q_proj, Int4Groups) and fast.model.layers[0].self_attn.q_proj.bias is not None
     assert check_rows(fast).exact
-    assert kernels.layers_said(fast).startswith("14 linear layers computed from the GGUF file's Q4_K blocks")
+    said = check_loaded(fast, Choice(GGUF_INT4, "float32", "as asked", exact=True))  # what the page's model line says
+    assert said.startswith("as asked; 14 linear layers computed from the GGUF file's Q4_K blocks") and "checked" in said
     plain = apply_path(copy.deepcopy(target), GGUF_INT4)  # no blocks (a draft, a hub model): float16 throughout
     assert not any(isinstance(m, Int4Groups) for m in plain.modules()) and path_of(plain) == kernels.FP16_FBGEMM
     with pytest.raises(ValueError, match="they are not this model's"):
@@ -97,7 +98,7 @@ def test_greedy_on_gguf_int4_equals_the_target_alone_on_it(int4_engine, drafter)
 
 def test_the_embedding_reads_the_files_4_bit_rows():
     raw, want = _q4k_bytes(48, 256, seed=2)
-    table = kernels.Int4Embedding(decode_q4k(raw, 48, 256))
+    table = Int4Embedding(decode_q4k(raw, 48, 256))
     ids = torch.tensor([[3, 0, 47], [5, 5, 1]])
     assert torch.equal(table(ids), torch.from_numpy(want)[ids])  # the file's values, bit for bit
     assert table.codes.numel() == 48 * 256 // 2  # two codes a byte

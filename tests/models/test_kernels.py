@@ -14,9 +14,9 @@ from specviz.drafters import REGISTRY
 from specviz.engine import Engine, RunSettings
 from specviz.models import kernel_choice, kernels
 from specviz.models.fingerprint import fingerprint
-from specviz.models.kernel_choice import ROW_COUNTS, ROW_TOLERANCE, check_rows, choose_path
-from specviz.models.kernels import (BFLOAT16, FLOAT32, FP16_FBGEMM, GGUF_INT4, INT8_DYNAMIC, PATHS, Fp16Linear,
-                                    apply_path)
+from specviz.models.kernel_choice import ROW_COUNTS, ROW_TOLERANCE, Choice, check_rows, choose_path
+from specviz.models.kernels import BFLOAT16, FLOAT32, FP16_FBGEMM, GGUF_INT4, INT8_DYNAMIC, PATHS, apply_path
+from specviz.models.layers import Fp16Linear
 from specviz.settings.bounds import MAX_BATCH, MAX_K, MAX_TREE_NODES
 from specviz.models.memory import draft_memory
 
@@ -47,6 +47,30 @@ def test_a_path_is_offered_exactly_where_its_rows_measure_independent_here(path)
                                              f"{rows.rows} rows computed together differ"):
             choose_path(1536, 8960, "cpu", None, path, gguf=gguf)
         assert f"{path}, {rows.rows} rows differ by {rows.difference:.1e}" in kernel_choice.offered_here(gguf=gguf)
+
+
+def test_a_path_is_one_row_of_the_table_that_the_loader_and_the_choice_read():
+    """Each row says what its path computes in, loads in, reads of a GGUF file, and gives the stand-in layer whose rows
+    are checked and whose stack is timed: a layer of the shape asked, taking the path's activations."""
+    assert PATHS == tuple(row.name for row in kernels.TABLE) and len(set(PATHS)) == len(PATHS)
+    assert kernels.PACKS_FP16 == (FP16_FBGEMM, GGUF_INT4)  # both store the layers without blocks for fbgemm
+    for row in kernels.TABLE:
+        assert Choice(row.name, row.activations, "").load_dtype == ("float16" if row.packs_fp16 else row.activations)
+        assert (row.name in kernel_choice.paths_for(gguf=False)) == (row.file is None)
+        assert row.name in kernel_choice.paths_for(gguf=True)
+        if row.lacking() is None:
+            layer = row.layer(torch.nn.Linear(64, 32, bias=False))
+            with torch.inference_mode():
+                assert layer(torch.randn(3, 64).to(row.inputs)).shape == (3, 32) and layer.out_features == 32
+
+
+def test_a_path_whose_need_is_not_met_here_says_which(monkeypatch):
+    monkeypatch.setattr(kernels, "native_bf16", lambda: False)
+    for path in (BFLOAT16, GGUF_INT4):
+        assert "this CPU has no native bfloat16 (no avx512_bf16 or AMX)" in kernels.available(path)
+        assert path not in kernel_choice.offered_here("cpu", 64, 128, gguf=True)
+    assert kernels.available(FLOAT32) is None and kernels.available(FP16_FBGEMM, "cuda").endswith(
+        "is a CPU path; on cuda the dtype alone chooses the kernels")
 
 
 class _RowsAlikeUpTo(torch.nn.Module):

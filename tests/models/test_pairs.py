@@ -43,7 +43,7 @@ def test_a_packed_draft_beside_float16_fbgemm_computes_in_bfloat16_where_native(
     from specviz.models import quant
     from specviz.models.kernel_choice import Choice
     from specviz.models.kernels import FP16_FBGEMM
-    from specviz.models.quant import Int8Linear
+    from specviz.models.layers import Int8Linear
     monkeypatch.setattr(quant, "native_bf16", lambda: native)
     draft = pairs.load_draft(tiny_folders[0], "cpu", Choice(FP16_FBGEMM, "float32", ""), "int8")
     assert isinstance(draft.model.layers[0].mlp.up_proj, Int8Linear)

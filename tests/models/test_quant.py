@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 from specviz.engine import Engine, RunSettings
-from specviz.models.quant import INT4, INT8, Int4Linear, Int8Embedding, Int8Linear, pick_weights, quantize_weights
+from specviz.models.layers import Int4Linear, Int8Embedding, Int8Linear
+from specviz.models.quant import INT4, INT8, pick_weights, quantize_weights
 
 from harness.tiny_models import tiny_model
 

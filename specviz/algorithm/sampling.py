@@ -85,6 +85,17 @@ def sample(probs: torch.Tensor, generator: torch.Generator | None = None) -> tor
     return torch.searchsorted(cdf, u, right=True).squeeze(-1).clamp_(max=probs.shape[-1] - 1)
 
 
+def draw(probs: torch.Tensor, greedy: bool, generator: torch.Generator | None = None) -> torch.Tensor:
+    """One token id per row of probs (N, V) -> (N,): the argmax when greedy, else `sample`'s draw. A greedy row is
+    one-hot (warp), so its argmax is its only sample: taking it skips the float64 CDF over the vocabulary and leaves
+    the generator untouched.
+
+    >>> draw(torch.tensor([[0.0, 1.0, 0.0]]), greedy=True).tolist()
+    [1]
+    """
+    return probs.argmax(-1) if greedy else sample(probs, generator)
+
+
 @dataclass
 class Verdict:
     """The outcome of verifying one round of K draft tokens."""

@@ -43,7 +43,7 @@ from typing import Sequence
 import torch
 
 from specviz.settings.bounds import DEPTH_BOUND, MAX_TREE_NODES, WIDTH_BOUND, widths_text  # the bounds, and why
-from specviz.algorithm.sampling import accept_probability, residual_distribution, sample
+from specviz.algorithm.sampling import accept_probability, draw, residual_distribution, sample
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT
 
 
@@ -230,7 +230,7 @@ def verify_tree(
     while True:
         kids = tree.children(node)
         if not kids:  # a leaf: the bonus comes from the target's distribution after the whole path
-            v.next_token = int(p[node].argmax()) if greedy else int(sample(p[node][None], generator)[0])
+            v.next_token = int(draw(p[node][None], greedy, generator)[0])
             return v
         child = _test_children(v, kids, tokens, p[node], None if greedy else q[node].float(), generator, distinct)
         if child is None:

@@ -34,7 +34,7 @@ from transformers import DynamicCache
 
 from specviz.algorithm.acceptance import Positions
 from specviz.algorithm.batch_rule import BatchChoice, choose_k
-from specviz.algorithm.sampling import SamplingSettings, sample, verify, warp
+from specviz.algorithm.sampling import SamplingSettings, draw, verify, warp
 from specviz.engine.batch_prices import BatchPrices
 from specviz.engine.lean import LeanDecoder
 from specviz.record.cost_profile import CostProfile
@@ -353,7 +353,7 @@ class Batch:
             logits = self.draft_slots.feed(self.draft, feeds, 1)[:, 0, :self.vocab]
             for b, seq in enumerate(self.rows):
                 row = warp(logits[b:b + 1], seq.req.sampling)[0]
-                x = int(row.argmax()) if seq.req.sampling.greedy else int(sample(row[None], seq.gen)[0])
+                x = int(draw(row[None], seq.req.sampling.greedy, seq.gen)[0])
                 drafts[b].append(x)
                 qs[b].append(row)
         q = [torch.stack(rows_q) if rows_q else torch.zeros(0, self.vocab) for rows_q in qs]

@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from specviz.algorithm.sampling import sample, verify, warp
+from specviz.algorithm.sampling import draw, verify, warp
 from specviz.algorithm.cost_rule import CostRule
 from specviz.engine.decoding import TOP_N, DecodingRun, RunContext, forward, rollback
 from specviz.models.timer import synchronize
@@ -99,8 +99,7 @@ class ChainRun(DecodingRun):
             feed = (self.ids + drafts)[self.draft_cache.get_seq_length():]
             logits = forward(self.ctx.drafter, feed, self.draft_cache, 1)[:, :self.ctx.vocab]
             row = warp(logits, self.s.sampling)[0]
-            # A one-hot row's only sample is its argmax: greedy skips the float64 CDF over the vocabulary
-            x = int(row.argmax()) if self.s.sampling.greedy else int(sample(row[None], self.gen)[0])
+            x = int(draw(row[None], self.s.sampling.greedy, self.gen)[0])
             drafts.append(x)
             qs.append(row)
             if self.s.adaptive:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from specviz.algorithm.sampling import SamplingSettings, sample, warp
+from specviz.algorithm.sampling import SamplingSettings, draw, warp
 from specviz.algorithm.shaped import Growth, grow_tree
 from specviz.algorithm.tree import TreeShape
 from specviz.engine.eagle import WINDOW
@@ -35,7 +35,7 @@ def eagle_chain(eagle, features: torch.Tensor, ids: list[int], k: int, sampling:
         guess = eagle.predict(f, x)  # (1, H): the feature at the newest position
         logits = eagle.logits(guess)[:, :vocab].float().cpu()  # (1, vocab)
         q = warp(logits, sampling)
-        token = int(q[0].argmax()) if sampling.greedy else int(sample(q, generator)[0])
+        token = int(draw(q, sampling.greedy, generator)[0])
         drafts.append(token)
         qs.append(q[0])
         raws.append(logits[0])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from specviz.algorithm.sampling import SamplingSettings, sample, warp
+from specviz.algorithm.sampling import SamplingSettings, draw, warp
 from specviz.algorithm.shaped import Growth, grow_tree
 from specviz.algorithm.tree import TreeShape
 from specviz.engine.tree_pass import children
@@ -29,7 +29,7 @@ def heads_chain(heads, hidden: torch.Tensor, k: int, sampling: SamplingSettings,
     temperature 0, else a draw from its q."""
     logits = head_logits(heads, hidden, k, vocab)
     q = warp(logits, sampling)
-    drafts = q.argmax(-1) if sampling.greedy else sample(q, generator)
+    drafts = draw(q, sampling.greedy, generator)
     return drafts.tolist(), q, logits
 
 

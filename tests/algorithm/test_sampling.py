@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from specviz.algorithm.sampling import (SamplingSettings, accept_probability, residual_distribution, sample, verify,
-                              warp)
+from specviz.algorithm.sampling import (SamplingSettings, accept_probability, draw, residual_distribution, sample,
+                                        verify, warp)
 
 
 def test_paris_worked_example():
@@ -158,6 +158,21 @@ def test_sample_follows_probs_and_skips_zero_mass():
     assert counts[1] == 0 and counts[4] == 0
     assert torch.allclose(counts, probs[0], atol=0.01)
 
+
+
+def test_a_greedy_draw_is_the_argmax_and_leaves_the_generator_alone():
+    """A greedy draw takes each row's argmax without a uniform; a sampled one is `sample`'s draw, by the same
+    generator. The negative control: the sampled draw moves the generator, so the next uniform differs."""
+    one_hot = warp(torch.tensor([[1.0, 3.0, 2.0], [5.0, 0.0, 1.0]]), SamplingSettings(temperature=0))
+    gen, untouched = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+    assert draw(one_hot, True, gen).tolist() == [1, 0]
+    assert torch.rand(1, generator=gen) == torch.rand(1, generator=untouched)
+    probs = torch.tensor([[0.2, 0.3, 0.5]]).repeat(50, 1)
+    drawn = draw(probs, False, torch.Generator().manual_seed(3))
+    assert torch.equal(drawn, sample(probs, torch.Generator().manual_seed(3))) and len(set(drawn.tolist())) > 1
+    moved = torch.Generator().manual_seed(7)
+    draw(probs[:1], False, moved)
+    assert torch.rand(1, generator=moved) != torch.rand(1, generator=torch.Generator().manual_seed(7))
 
 @pytest.mark.parametrize("temperature, top_k, top_p", [(0.7, 0, 1.0), (1.0, 5, 1.0), (1.3, 0, 0.9), (0.5, 50, 0.8),
                                                        (1.0, 0, 0.05), (2.0, 1000, 0.95), (1.0, 1, 0.5)])

@@ -36,6 +36,7 @@ from specviz.algorithm.acceptance import Positions
 from specviz.algorithm.batch_rule import BatchChoice, choose_k
 from specviz.algorithm.sampling import SamplingSettings, draw, verify, warp
 from specviz.engine.batch_prices import BatchPrices
+from specviz.engine.decoding import cut_at_stop
 from specviz.engine.lean import LeanDecoder
 from specviz.record.cost_profile import CostProfile
 from specviz.settings.bounds import MAX_BATCH
@@ -81,15 +82,12 @@ class Sequence:
         return self.req.max_new_tokens - len(self.served.output_ids)
 
     def commit(self, tokens: list[int], eos_ids: set[int]) -> list[int]:
-        """Keep `tokens` up to and including an EOS, within max_new_tokens; the ones kept."""
-        kept = []
-        for token in tokens[:self.left]:
-            kept.append(token)
-            if token in eos_ids:
-                break
+        """Keep `tokens` by a run's commit rule (decoding.cut_at_stop: up to and including an EOS, within
+        max_new_tokens); the ones kept. A sequence whose output ends there is done."""
+        kept, stop = cut_at_stop(tokens, eos_ids, self.left)
         self.ids += kept
         self.served.output_ids += kept
-        self.done = self.left <= 0 or (bool(kept) and kept[-1] in eos_ids)
+        self.done = stop is not None
         return kept
 
 

@@ -1,8 +1,8 @@
 """What every speculative run shares, whatever drafts: a forward pass over the tokens a KV cache lacks, the
-cache's rollback, `RunContext`, all a run reads of its engine, and `DecodingRun`, the run's state (the committed
-ids, both caches, the seeded generator), its iteration round by round with the time each took, the commit rule
-(cut after EOS or max_new_tokens) and its trace. The chain (chain.ChainRun) and the tree (tree_run.TreeRun) each
-add their own `_round`.
+cache's rollback, the commit rule (`cut_at_stop`: cut after EOS or max_new_tokens, which a batch's sequences keep
+too, batched.py), `RunContext`, all a run reads of its engine, and `DecodingRun`, the run's state (the committed
+ids, both caches, the seeded generator), its iteration round by round with the time each took and its trace. The
+chain (chain.ChainRun) and the tree (tree_run.TreeRun) each add their own `_round`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,21 @@ def rollback(cache: DynamicCache | LeanCache, keep: int) -> None:
     extra = cache.get_seq_length() - keep
     if extra > 0:
         cache.crop(-extra)
+
+
+def cut_at_stop(tokens: list[int], eos_ids: set[int], left: int) -> tuple[list[int], str | None]:
+    """The commit rule: of a round's new tokens, those kept, up to and including the first EOS and at most `left`
+    (what max_new_tokens leaves) -> (kept, why the output ends there: "eos", "max_new_tokens"; None: it goes on).
+
+    >>> cut_at_stop([5, 2, 7], {2}, 10), cut_at_stop([5, 6, 7], {2}, 2), cut_at_stop([5], {2}, 3)
+    (([5, 2], 'eos'), ([5, 6], 'max_new_tokens'), ([5], None))
+    """
+    kept = []
+    for token in tokens[:max(left, 0)]:
+        kept.append(token)
+        if token in eos_ids:
+            return kept, "eos"
+    return kept, "max_new_tokens" if len(kept) >= left else None
 
 
 @dataclass(frozen=True)
@@ -142,15 +157,8 @@ class DecodingRun:
         return self.draft_cache.get_seq_length(), self.target_cache.get_seq_length()
 
     def _commit(self, new: list[int]) -> list[int]:
-        committed = []
-        for token in new:
-            committed.append(token)
-            if token in self.ctx.eos_ids:
-                self.stop = "eos"
-                break
-            if self.n_new + len(committed) >= self.s.max_new_tokens:
-                self.stop = "max_new_tokens"
-                break
+        """Keep the round's new tokens by the commit rule (`cut_at_stop`), which says when the run stops."""
+        committed, self.stop = cut_at_stop(new, self.ctx.eos_ids, self.s.max_new_tokens - self.n_new)
         self.ids.extend(committed)
         return committed
 

@@ -6,7 +6,7 @@ import torch
 from transformers import DynamicCache
 
 from specviz.engine import Engine, RunSettings
-from specviz.engine.decoding import forward, rollback
+from specviz.engine.decoding import cut_at_stop, forward, rollback
 from specviz.record.stats import step_times
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Trace
 
@@ -105,6 +105,16 @@ def test_eos_inside_the_draft_ends_the_run(tiny_pair, tokenizer):
     assert trace.rounds[-1].stop == "eos"
     assert trace.rounds[-1].drafts[-1].token_id == eos  # drafting stopped at EOS, nothing after it
 
+
+
+def test_the_commit_rule_cuts_after_eos_and_at_the_token_limit():
+    """One rule for a run alone and a batch's sequences: up to and including the first EOS, at most what
+    max_new_tokens leaves, and why the output ends there (None: it goes on)."""
+    assert cut_at_stop([5, 2, 7], {2}, 10) == ([5, 2], "eos")
+    assert cut_at_stop([5, 6, 2], {2}, 3) == ([5, 6, 2], "eos")  # EOS on the last token allowed: EOS says why
+    assert cut_at_stop([5, 6, 7], {2}, 2) == ([5, 6], "max_new_tokens")
+    assert cut_at_stop([5, 6], {2}, 3) == ([5, 6], None)
+    assert cut_at_stop([5, 6], {2}, 0) == ([], "max_new_tokens")  # nothing left: nothing kept, not the tail
 
 def test_trace_json_round_trip(engine):
     trace = engine.run(PROMPT, RunSettings(k=3, temperature=0.7, seed=1, max_new_tokens=25), baseline=True)

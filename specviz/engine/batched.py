@@ -34,10 +34,11 @@ from transformers import DynamicCache
 
 from specviz.algorithm.acceptance import Positions
 from specviz.algorithm.batch_rule import BatchChoice, choose_k
-from specviz.algorithm.sampling import SamplingSettings, draw, verify, warp
+from specviz.algorithm.sampling import SamplingSettings, verify, warp
 from specviz.engine.batch_prices import BatchPrices
 from specviz.engine.decoding import cut_at_stop
 from specviz.engine.lean import LeanDecoder
+from specviz.engine.model_draft import model_chain
 from specviz.record.cost_profile import CostProfile
 from specviz.settings.bounds import MAX_BATCH
 
@@ -334,28 +335,22 @@ class Batch:
         return choice.k
 
     def _draft(self, k: int) -> tuple[list[list[int]], list[torch.Tensor]]:
-        """k drafts for every sequence, one batched draft step each: (drafts per row, q per row (k, V))."""
-        rows = len(self.rows)
-        drafts: list[list[int]] = [[] for _ in range(rows)]
-        qs: list[list[torch.Tensor]] = [[] for _ in range(rows)]
+        """k drafts for every sequence, one batched draft step each, through a run's loop (model_draft.py): (drafts
+        per row, q per row (k, V))."""
         for b, seq in enumerate(self.rows):
             if k and not seq.drafted:
                 self._fill_draft(b, seq)
-        for step in range(k):
-            if step == 0:  # what the draft's cache lacks: the newest token, or after a clean sweep two
+
+        def step(drafts: list[list[int]]) -> torch.Tensor:
+            if not drafts[0]:  # what the draft's cache lacks: the newest token, or after a clean sweep two
                 feeds = [seq.ids[seq.drafted:] for seq in self.rows]
                 for seq in self.rows:
                     seq.drafted = len(seq.ids)
             else:
                 feeds = [[d[-1]] for d in drafts]
-            logits = self.draft_slots.feed(self.draft, feeds, 1)[:, 0, :self.vocab]
-            for b, seq in enumerate(self.rows):
-                row = warp(logits[b:b + 1], seq.req.sampling)[0]
-                x = int(draw(row[None], seq.req.sampling.greedy, seq.gen)[0])
-                drafts[b].append(x)
-                qs[b].append(row)
-        q = [torch.stack(rows_q) if rows_q else torch.zeros(0, self.vocab) for rows_q in qs]
-        return drafts, q
+            return self.draft_slots.feed(self.draft, feeds, 1)[:, 0, :self.vocab]
+
+        return model_chain(step, k, [(seq.req.sampling, seq.gen) for seq in self.rows], self.vocab)
 
     def _leave(self, started: float) -> None:
         """Sequences that finished leave the batch, their slots with them."""

@@ -10,16 +10,18 @@ rollback is one crop to the committed length. Round 1 is the target's prefill al
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import torch
 
-from specviz.algorithm.sampling import draw, verify, warp
+from specviz.algorithm.sampling import verify, warp
 from specviz.algorithm.cost_rule import CostRule
 from specviz.engine.decoding import TOP_N, DecodingRun, RunContext, forward, rollback
 from specviz.models.timer import synchronize
 from specviz.drafters.trained import EAGLE
 from specviz.engine.eagle_draft import eagle_chain
 from specviz.engine.heads_draft import heads_chain
+from specviz.engine.model_draft import model_chain
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, CacheLengths, DraftPosition, \
     PassCosts, Round, TokenProb
 
@@ -90,50 +92,53 @@ class ChainRun(DecodingRun):
             return *self._copied_draft(k), []
         if self.reads_state:
             return self._heads_draft(k)
-        drafts, qs, sure, alive = [], [], [], 1.0
         if self.rule:  # round 1 drafts nothing (k = 0): the rule first weighs round 2
             self.rule.start_round()
-        while len(drafts) < k and (self.rule is None or self.rule.draft_more(k)):
+        ends, sure = self._chain_end()
+
+        def step(drafts: list[list[int]]) -> torch.Tensor:
             # The draft cache lacks the prompt and the first token in round 2, later 1 token (usual) or 2 (after a
             # clean sweep: the last draft and the bonus).
-            feed = (self.ids + drafts)[self.draft_cache.get_seq_length():]
-            logits = forward(self.ctx.drafter, feed, self.draft_cache, 1)[:, :self.ctx.vocab]
-            row = warp(logits, self.s.sampling)[0]
-            x = int(draw(row[None], self.s.sampling.greedy, self.gen)[0])
-            drafts.append(x)
-            qs.append(row)
-            if self.s.adaptive:
-                sure.append(_confidence(logits[0], x))
-                alive *= sure[-1]
-                if self.rule:
-                    self.rule.drafted(sure[-1])
-            if x in self.ctx.eos_ids:
-                break  # nothing after EOS can be kept
-            if self.s.adaptive and not self.rule and alive < self.s.confidence:
-                break
-        q = torch.stack(qs) if qs else torch.zeros(0, self.ctx.vocab)
-        return drafts, q, sure
+            feed = (self.ids + drafts[0])[self.draft_cache.get_seq_length():]
+            return forward(self.ctx.drafter, feed, self.draft_cache, 1)[:, :self.ctx.vocab]
 
-    def _heads_draft(self, k: int) -> tuple[list[int], torch.Tensor, list[float]]:
-        """Drafts from the target's own state: Medusa heads all at once from its last hidden state (heads_draft.py),
-        the EAGLE layer step by step from its recent features (eagle_draft.py); cut as the draft model's loop cuts:
-        after EOS, and with adaptive K once the product of their own probabilities falls below the confidence."""
-        if k == 0:
-            return [], torch.zeros(0, self.ctx.vocab), []
-        sure, alive = [], [1.0]
+        drafts, q = model_chain(step, k, [(self.s.sampling, self.gen)], self.ctx.vocab,
+                                more=(lambda: self.rule.draft_more(k)) if self.rule else None,
+                                stop=lambda logits, drafts: ends(logits[0], drafts[0][-1]))
+        return drafts[0], q[0], sure
 
-        def stop(i: int, logits: torch.Tensor, x: int) -> bool:
+    def _chain_end(self) -> tuple[Callable[[torch.Tensor, int], bool], list[float]]:
+        """(ends(logits, x): whether a chain of drafts ends after draft x, drawn from the raw logits (V,); the
+        draft's own probabilities of its drafts, in order, which `ends` appends to with adaptive K). A chain ends
+        after EOS (nothing after it can be kept), and with adaptive K once the product of those probabilities falls
+        below the confidence, unless the cost-aware rule runs: it hears each probability and weighs the next draft
+        itself."""
+        sure: list[float] = []
+        alive = [1.0]
+
+        def ends(logits: torch.Tensor, x: int) -> bool:
             if self.s.adaptive:
                 sure.append(_confidence(logits, x))
                 alive[0] *= sure[-1]
-            return x in self.ctx.eos_ids or (self.s.adaptive and alive[0] < self.s.confidence)
+                if self.rule:
+                    self.rule.drafted(sure[-1])
+            return x in self.ctx.eos_ids or (self.s.adaptive and not self.rule and alive[0] < self.s.confidence)
 
-        if self.s.drafter_spec.trained == EAGLE:  # one EAGLE step a draft, stopping as soon as `stop` says
+        return ends, sure
+
+    def _heads_draft(self, k: int) -> tuple[list[int], torch.Tensor, list[float]]:
+        """Drafts from the target's own state: Medusa heads all at once from its last hidden state (heads_draft.py),
+        the EAGLE layer step by step from its recent features (eagle_draft.py); cut as the draft model's chain is cut
+        (`_chain_end`)."""
+        if k == 0:
+            return [], torch.zeros(0, self.ctx.vocab), []
+        ends, sure = self._chain_end()
+        if self.s.drafter_spec.trained == EAGLE:  # one EAGLE step a draft, stopping as soon as `ends` says
             drafts, q, _ = eagle_chain(self.ctx.drafter, self.features, self.ids, k, self.s.sampling, self.ctx.vocab,
-                                       self.gen, stop)
+                                       self.gen, lambda i, logits, x: ends(logits, x))
             return drafts, q, sure
         drafts, q, logits = heads_chain(self.ctx.drafter, self.hidden, k, self.s.sampling, self.ctx.vocab, self.gen)
-        n = next((i + 1 for i, x in enumerate(drafts) if stop(i, logits[i], x)), len(drafts))
+        n = next((i + 1 for i, x in enumerate(drafts) if ends(logits[i], x)), len(drafts))
         return drafts[:n], q[:n], sure[:n]
 
     def _copied_draft(self, k: int) -> tuple[list[int], torch.Tensor]:

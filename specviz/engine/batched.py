@@ -26,8 +26,10 @@ each draft was drawn from.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 from transformers import DynamicCache
@@ -52,6 +54,7 @@ class Request:
     seed: int
     max_new_tokens: int
     label: str = ""  # what a report calls it (the prompt's kind)
+    user: int = 0  # who asked: a closed loop's user (measure/serve_bench.py); 0 where one list is served
 
 
 @dataclass
@@ -228,7 +231,6 @@ class Batch:
         self.target, self.draft, self.vocab, self.eos_ids, self.k = target, draft, vocab, set(eos_ids), k
         self.prices = BatchPrices(prices) if isinstance(prices, CostProfile) else prices
         self.rows: list[Sequence] = []
-        self.finished: list[Served] = []  # requests that ended, in order (a load driver takes them)
         self.target_slots = Slots()  # the target runs transformers' own forward, the reference
         self.draft_slots = LeanSlots(LeanDecoder(draft)) if draft is not None and LeanDecoder.supports(draft) else Slots()
         self.passes = 0  # target passes over the whole batch (rounds), prefills not counted
@@ -239,22 +241,35 @@ class Batch:
         self.plain_rounds = 0  # rounds at K = 0 in a row (acceptance.PROBE_EVERY_WHERE_IT_COULD_PAY)
         self.clock = time.perf_counter
 
-    def serve(self, requests: list[Request], most: int, started: float | None = None) -> list[Served]:
-        """Every request, at most `most` at once, each joining as soon as a seat is free (in order) -> its Served."""
+    def serve(self, requests: list[Request], most: int, then: Callable[[Served, float], Request | None] | None = None,
+              stop: threading.Event | None = None) -> list[Served]:
+        """The admission loop: every request, at most `most` at once, each joining as soon as a seat is free (in the
+        order asked), a round for every seated one between joins -> each request's Served, in the order asked.
+        `then(served, now)`, told of each request as it ends (now: seconds since serving began), may ask the next
+        one, asked at `now` (a closed loop of users: measure/serve_bench.py). `stop` set: serving ends after the
+        round in progress."""
         if not 1 <= most <= MAX_BATCH:
             raise ValueError(f"at most {MAX_BATCH} sequences at once, and at least 1; got {most}")
-        started = self.clock() if started is None else started
+        started = self.clock()
         waiting = [Served(r) for r in requests]
         out = list(waiting)
-        while waiting or self.rows:
+        while (waiting or self.rows) and not (stop is not None and stop.is_set()):
+            ended = []
             while waiting and len(self.rows) < most:
-                self.join(waiting.pop(0), started)
-            self.round(started)
+                ended += self.join(waiting.pop(0), started)
+            ended += self.round(started)
+            for served in ended if then is not None else []:
+                now = self.clock() - started
+                asked = then(served, now)
+                if asked is not None:
+                    waiting.append(Served(asked, asked_s=now))
+                    out.append(waiting[-1])
         return out
 
     @torch.inference_mode()
-    def join(self, served: Served, started: float) -> None:
-        """Score the request's prompt alone, sample its first token, and seat it in the batch."""
+    def join(self, served: Served, started: float) -> list[Served]:
+        """Score the request's prompt alone, sample its first token, and seat it in the batch -> the requests that
+        ended (this one, if its first token ends it)."""
         seq = Sequence(served)
         served.joined_s = self.clock() - started
         alone = DynamicCache()
@@ -271,7 +286,7 @@ class Batch:
         seq.commit([first], self.eos_ids)
         served.first_token_s = self.clock() - started
         self.rows.append(seq)
-        self._leave(started)
+        return self._leave(started)
 
     def _fill_draft(self, row: int, seq: Sequence) -> None:
         """The draft's cache of all the sequence's ids but the last, filled alone, so that its first draft step is
@@ -286,10 +301,11 @@ class Batch:
             self.prices.add_fill(seq.drafted, self.clock() - began)
 
     @torch.inference_mode()
-    def round(self, started: float) -> None:
-        """One round for every sequence in the batch: draft in lockstep, one target pass, verify each, commit."""
+    def round(self, started: float) -> list[Served]:
+        """One round for every sequence in the batch: draft in lockstep, one target pass, verify each, commit -> the
+        requests that ended."""
         if not self.rows:
-            return
+            return []
         k = min(self._chosen_k(), max(seq.left - 1 for seq in self.rows))
         caught_up = all(seq.drafted and len(seq.ids) - seq.drafted <= 2 for seq in self.rows)  # the draft's caches
         #                      lack at most a drafting round's tokens: its steps are no catch-up (batch_prices.py)
@@ -318,7 +334,7 @@ class Batch:
                 seq.drafted += fed_drafts
         if self.prices is not None:
             self.prices.add(batch, k, drafted - began if caught_up else None, self.clock() - drafted)
-        self._leave(started)
+        return self._leave(started)
 
     def _chosen_k(self) -> int:
         """This round's K: fixed, or the cost-aware rule's at this batch size, priced by what the batch's rounds
@@ -352,17 +368,17 @@ class Batch:
 
         return model_chain(step, k, [(seq.req.sampling, seq.gen) for seq in self.rows], self.vocab)
 
-    def _leave(self, started: float) -> None:
-        """Sequences that finished leave the batch, their slots with them."""
-        if not any(seq.done for seq in self.rows):
-            return
+    def _leave(self, started: float) -> list[Served]:
+        """Sequences that finished leave the batch, their slots with them -> their requests, in the batch's order."""
+        ended = [seq.served for seq in self.rows if seq.done]
+        if not ended:
+            return []
         now = self.clock() - started
+        for served in ended:
+            served.finished_s = now
         staying = [b for b, seq in enumerate(self.rows) if not seq.done]
-        for seq in self.rows:
-            if seq.done:
-                seq.served.finished_s = now
-                self.finished.append(seq.served)
         self.rows = [self.rows[b] for b in staying]
         self.target_slots.select(staying)
         if self.draft is not None:
             self.draft_slots.select(staying)
+        return ended

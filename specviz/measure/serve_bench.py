@@ -100,27 +100,21 @@ def prompts_for(engine, kinds: tuple[str, ...], users: int) -> list[tuple[str, s
 
 
 def serve_users(batch: Batch, asked: list[list[Request]], seconds: float, stop=None) -> list[tuple[int, Served]]:
-    """Closed loop: each user's first request at 0, its next as soon as its last ends (none after `seconds`), every
-    request seated at once (the batch holds every user) -> (user, Served) in the order they ended. `stop` (an Event):
-    set, the loop ends after the round in progress, with what had ended by then."""
-    started = batch.clock()
-    queues = [list(requests) for requests in asked]
-    owner: dict[int, int] = {}
-    waiting = [(u, Served(q.pop(0))) for u, q in enumerate(queues) if q]
+    """Closed loop, through the batch's admission loop (Batch.serve): each user's first request at 0, its next as
+    soon as its last ends (none after `seconds`), every request seated at once (the batch holds every user) ->
+    (user, Served) in the order they ended. `stop` (an Event): set, the loop ends after the round in progress, with
+    what had ended by then."""
+    queues = [[dataclasses.replace(r, user=u) for r in requests] for u, requests in enumerate(asked)]
     done: list[tuple[int, Served]] = []
-    while (waiting or batch.rows) and not (stop is not None and stop.is_set()):
-        for u, served in waiting:
-            owner[id(served)] = u
-            batch.join(served, started)
-        waiting = []
-        batch.round(started)
-        for served in batch.finished:
-            u = owner[id(served)]
-            done.append((u, served))
-            now = batch.clock() - started
-            if queues[u] and now < seconds:
-                waiting.append((u, Served(queues[u].pop(0), asked_s=now)))
-        batch.finished.clear()
+
+    def then(served: Served, now: float) -> Request | None:
+        u = served.request.user
+        done.append((u, served))
+        return queues[u].pop(0) if queues[u] and now < seconds else None
+
+    first = [q.pop(0) for q in queues if q]
+    if first:
+        batch.serve(first, len(first), then, stop)
     return done
 
 

@@ -4,6 +4,7 @@ batching); sampled outputs follow the target's own distribution (χ², with a wr
 the batch's caches keep only what each sequence committed."""
 
 import copy
+import threading
 
 import pytest
 import torch
@@ -132,6 +133,28 @@ def test_bad_sizes_are_refused_with_a_sentence(pair):
     with pytest.raises(ValueError, match="drafting needs a draft model"):
         Batch(pair.target, None, pair.vocab, set(), 4)
 
+
+
+def test_the_admission_loop_asks_again_as_requests_end_and_a_stop_ends_it(float32_engine):
+    """Batch.serve's `then` hears of each request as it ends and may ask the next, asked at that moment and seated
+    when a seat is free; `stop`, once set, ends serving after the round in progress, the request still waiting
+    never seated (a closed loop of users, measure/serve_bench.py, drives a batch so)."""
+    engine = float32_engine
+    ids = tuple(engine.encode("def f", RunSettings(chat=False)))
+    told, stop = [], threading.Event()
+
+    def then(served, now):
+        told.append(served)
+        if len(told) == 3:
+            stop.set()
+        return Request(ids, GREEDY, seed=len(told), max_new_tokens=2)
+
+    served = Batch(engine.target, engine.draft, engine.vocab, set(), 2).serve(
+        [Request(ids, GREEDY, seed=0, max_new_tokens=3)], 1, then, stop)
+    assert told == served[:3] and [len(s.output_ids) for s in served] == [3, 2, 2, 0]
+    for earlier, later in zip(served, served[1:]):
+        assert earlier.finished_s <= later.asked_s
+    assert all(s.asked_s <= s.joined_s for s in served[1:3]) and served[3].joined_s == 0.0
 
 # --- sampled: each sequence's tokens follow the target's distribution ------------------------------------------
 

@@ -70,6 +70,30 @@ class Served:
     passes: int = 0  # target passes that scored it, its prefill included
 
 
+@dataclass
+class BatchCounts:
+    """What a batch's rounds did, over its life, prefills not counted: what a serving benchmark reports of it (its
+    tokens per pass, α, the rule's reasons), and the plain rounds in a row that the batch rule reads."""
+
+    passes: int = 0  # target passes over the whole batch (rounds)
+    row_rounds: int = 0  # sequences those passes verified, summed over the passes (a round of B counts B)
+    tokens: int = 0  # tokens those passes committed, over every sequence
+    examined: int = 0  # drafts verification examined, over every sequence
+    accepted: int = 0  # of those, the drafts kept
+    plain_rounds: int = 0  # rounds at K = 0 in a row (acceptance.PROBE_EVERY_WHERE_IT_COULD_PAY)
+    choices: list[BatchChoice] = field(default_factory=list)  # the cost-aware rule's choice each round, with why
+
+    def add_round(self, batch: int, k: int) -> None:
+        """A round of `batch` sequences at K = k."""
+        self.passes, self.row_rounds = self.passes + 1, self.row_rounds + batch
+        self.plain_rounds = self.plain_rounds + 1 if k == 0 else 0
+
+    def add_verdict(self, examined: int, accepted: int, kept: int) -> None:
+        """One sequence's verdict in a round: drafts examined and accepted, tokens it kept."""
+        self.examined, self.accepted = self.examined + examined, self.accepted + accepted
+        self.tokens += kept
+
+
 class Sequence:
     """A request in the batch: its committed ids, its generator, and which of its caches' slots it kept."""
 
@@ -233,12 +257,7 @@ class Batch:
         self.rows: list[Sequence] = []
         self.target_slots = Slots()  # the target runs transformers' own forward, the reference
         self.draft_slots = LeanSlots(LeanDecoder(draft)) if draft is not None and LeanDecoder.supports(draft) else Slots()
-        self.passes = 0  # target passes over the whole batch (rounds), prefills not counted
-        self.tokens = 0  # tokens those passes committed, over every sequence
-        self.row_rounds = 0  # sequences those passes verified, summed over the passes (a round of B counts B)
-        self.examined = self.accepted = 0  # drafts verification examined and kept, over every sequence
-        self.choices: list[BatchChoice] = []  # the cost-aware rule's choice each round, with why
-        self.plain_rounds = 0  # rounds at K = 0 in a row (acceptance.PROBE_EVERY_WHERE_IT_COULD_PAY)
+        self.counts = BatchCounts()  # what its rounds did, over its life
         self.clock = time.perf_counter
 
     def serve(self, requests: list[Request], most: int, then: Callable[[Served, float], Request | None] | None = None,
@@ -309,13 +328,12 @@ class Batch:
         k = min(self._chosen_k(), max(seq.left - 1 for seq in self.rows))
         caught_up = all(seq.drafted and len(seq.ids) - seq.drafted <= 2 for seq in self.rows)  # the draft's caches
         #                      lack at most a drafting round's tokens: its steps are no catch-up (batch_prices.py)
-        self.plain_rounds = self.plain_rounds + 1 if k == 0 else 0
         batch, began = len(self.rows), self.clock()
         drafts, q = self._draft(k)
         drafted = self.clock()
         feeds = [seq.ids[-1:] + d for seq, d in zip(self.rows, drafts)]
         logits = self.target_slots.feed(self.target, feeds, k + 1)
-        self.passes, self.row_rounds = self.passes + 1, self.row_rounds + batch
+        self.counts.add_round(batch, k)
         for b, seq in enumerate(self.rows):
             mine = min(k, seq.left - 1)  # the drafts this sequence may use within its token limit
             p = warp(logits[b, :mine + 1, :self.vocab], seq.req.sampling)
@@ -324,8 +342,7 @@ class Batch:
             seq.positions.add(len(verdict.accept_probs), verdict.n_accepted)
             if self.prices is not None:
                 self.prices.pooled.add(len(verdict.accept_probs), verdict.n_accepted)
-            self.examined, self.accepted = self.examined + len(verdict.accept_probs), self.accepted + verdict.n_accepted
-            self.tokens += len(kept)
+            self.counts.add_verdict(len(verdict.accept_probs), verdict.n_accepted, len(kept))
             seq.served.passes += 1
             self.target_slots.drop(b, k + 1, len(kept))  # its cache holds every committed token but the last
             if self.draft is not None and k:
@@ -346,8 +363,8 @@ class Batch:
         per_token = prices.fill_token() / prices.rest(b, 0)  # a token of catch-up, in the batch's one-token steps
         catch_up = [max(0, len(seq.ids) - seq.drafted - 2) * per_token for seq in self.rows]
         choice = choose_k([seq.positions for seq in self.rows], prices.c(b), lambda k: prices.v(b, k), self.k,
-                          self.plain_rounds, prices.pooled, catch_up, [seq.left for seq in self.rows])
-        self.choices.append(choice)
+                          self.counts.plain_rounds, prices.pooled, catch_up, [seq.left for seq in self.rows])
+        self.counts.choices.append(choice)
         return choice.k
 
     def _draft(self, k: int) -> tuple[list[list[int]], list[torch.Tensor]]:

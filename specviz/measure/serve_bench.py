@@ -133,10 +133,10 @@ def one_run(engine, plan: Plan, users: int, rule: str, turn: int, prices: BatchP
     detail = [dict(user=u, request=i, kind=s.request.label, prompt=chosen[u][1], ttft_s=s.first_token_s - s.asked_s,
                    tokens_per_s=after_first(s), tokens=len(s.output_ids), output_token_ids=s.output_ids)
               for i, (u, s) in enumerate(done)]
-    tokens = sum(len(s.output_ids) for _, s in done)
-    return Run(users, rule, turn, seconds, tokens / seconds, batch.tokens / max(batch.passes, 1),
-               batch.accepted / batch.examined if batch.examined else 0.0, detail, [c.why() for c in batch.choices[:3]],
-               batch.tokens / max(batch.row_rounds, 1))
+    tokens, counts = sum(len(s.output_ids) for _, s in done), batch.counts
+    return Run(users, rule, turn, seconds, tokens / seconds, counts.tokens / max(counts.passes, 1),
+               counts.accepted / counts.examined if counts.examined else 0.0, detail,
+               [c.why() for c in counts.choices[:3]], counts.tokens / max(counts.row_rounds, 1))
 
 
 def after_first(s: Served) -> float:

@@ -61,9 +61,9 @@ def test_every_sequence_s_greedy_output_equals_its_prompt_alone(pair, most, k):
     for s in served:
         assert s.output_ids == _target_alone(pair, s.request.prompt_ids, s.request.max_new_tokens), s.request.label
         assert s.first_token_s <= s.finished_s and s.passes >= 1
-    assert batch.rows == [] and batch.tokens == sum(len(s.output_ids) - 1 for s in served)
+    assert batch.rows == [] and batch.counts.tokens == sum(len(s.output_ids) - 1 for s in served)
     if k:  # drafting paid: fewer passes than tokens
-        assert batch.passes < batch.tokens
+        assert batch.counts.passes < batch.counts.tokens
 
 
 def test_the_caches_keep_exactly_what_each_sequence_committed(pair):

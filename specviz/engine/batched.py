@@ -103,7 +103,7 @@ class Sequence:
         self.gen = torch.Generator().manual_seed(self.req.seed)
         self.drafted = 0  # how many of ids the draft cache holds (a prefix of ids; the rest it is fed next)
         self.done = False
-        self.positions = Positions()  # its drafts examined and kept, by position: what the batch rule expects of it
+        self.draft_acceptance = Positions()  # its drafts examined and kept, by position: what the batch rule reads
 
     @property
     def left(self) -> int:
@@ -126,7 +126,7 @@ class Slots:
     def __init__(self):
         self.cache, self.kept = DynamicCache(), torch.zeros(0, 0, dtype=torch.bool)
 
-    def positions(self) -> torch.Tensor:
+    def next_positions(self) -> torch.Tensor:
         """(B,) the next position of each row: how many tokens it kept."""
         return self.kept.sum(1)
 
@@ -147,7 +147,7 @@ class Slots:
         pad = [width - len(f) for f in feeds]
         ids = torch.tensor([[0] * n + f for n, f in zip(pad, feeds)])
         new = torch.tensor([[False] * n + [True] * len(f) for n, f in zip(pad, feeds)])
-        positions = self.positions()[:, None] + (new.cumsum(1) - 1).clamp(min=0)
+        positions = self.next_positions()[:, None] + (new.cumsum(1) - 1).clamp(min=0)
         return ids, positions, torch.cat([self.kept, new], 1)
 
     def drop(self, row: int, slots: int, keep: int) -> None:
@@ -339,7 +339,7 @@ class Batch:
             p = warp(logits[b, :mine + 1, :self.vocab], seq.req.sampling)
             verdict = verify(p, q[b][:mine], torch.tensor(drafts[b][:mine], dtype=torch.long), seq.gen)
             kept = seq.commit(drafts[b][:verdict.n_accepted] + [verdict.next_token], self.eos_ids)
-            seq.positions.add(len(verdict.accept_probs), verdict.n_accepted)
+            seq.draft_acceptance.add(len(verdict.accept_probs), verdict.n_accepted)
             if self.prices is not None:
                 self.prices.pooled.add(len(verdict.accept_probs), verdict.n_accepted)
             self.counts.add_verdict(len(verdict.accept_probs), verdict.n_accepted, len(kept))
@@ -362,7 +362,7 @@ class Batch:
         prices, b = self.prices, len(self.rows)
         per_token = prices.fill_token() / prices.rest(b, 0)  # a token of catch-up, in the batch's one-token steps
         catch_up = [max(0, len(seq.ids) - seq.drafted - 2) * per_token for seq in self.rows]
-        choice = choose_k([seq.positions for seq in self.rows], prices.c(b), lambda k: prices.v(b, k), self.k,
+        choice = choose_k([seq.draft_acceptance for seq in self.rows], prices.c(b), lambda k: prices.v(b, k), self.k,
                           self.counts.plain_rounds, prices.pooled, catch_up, [seq.left for seq in self.rows])
         self.counts.choices.append(choice)
         return choice.k

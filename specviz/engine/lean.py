@@ -114,7 +114,7 @@ class LeanDecoder:
         return self.lm_head.forward(self._norm(x[:, -keep:], self.norm_weight))[0].float().cpu()
 
     def batch(self, ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor, cache, keep: int) -> torch.Tensor:
-        """A batch's step (engine/batched.py): ids and positions (B, n), `mask` (B, slots + n) the slots each row
+        """A batch's step (engine/batch_slots.py's LeanSlots): ids and positions (B, n), `mask` (B, slots + n) the slots each row
         keeps, its new ones last; `cache` a DynamicCache of (B, kv heads, slots, head dim) per layer, extended here ->
         logits (B, keep, V) of each row's last `keep`, float32 on CPU. Each new token sees its row's kept slots and,
         causally, its row's new tokens before it, as transformers' forward with that attention mask."""

@@ -13,7 +13,7 @@ from specviz.app.errors import message_of
 from specviz.app.serving import LIVE_STOPS, MODEL_RUNS, CostCache, EngineLoader, LiveStops, Step, engine_ref, serve_live
 from specviz.app.sections import panes, section
 from specviz.lab.readouts import heading_html, warning_html
-from specviz.measure import serve_bench
+from specviz.measure import closed_loop
 from specviz.measure.serve_chart import recorded_serve, serve_figure, serve_table
 from specviz.settings.bounds import Bound
 from specviz.view import notices
@@ -44,7 +44,7 @@ def first_view(recorded: dict | None):
         return None, "", notices.tab_status("No recording could be read: press “Serve users live”.")
     status = notices.tab_status(f"Drawn from a recording made {recorded['recorded']}: not this server. “Serve users "
                                 f"live” serves the loaded pair here, at most {LIVE_MOST} users and {LIVE_S} s.")
-    return (serve_figure(serve_bench.lines(recorded["runs"]), recorded["machine"]),
+    return (serve_figure(closed_loop.lines(recorded["runs"]), recorded["machine"]),
             serve_table(recorded["runs"], recorded["plan"], recorded["machine"], recorded["predicted"],
                         recorded["greedy_same"]), status)
 
@@ -56,7 +56,7 @@ def live_handler(get_engine: EngineLoader | None, cache: CostCache, stops: LiveS
         try:
             if get_engine is None:
                 raise ValueError("this page has no models to serve")
-            plan = serve_bench.Plan(users=live_users(most), rules=LIVE_RULES, kinds=LIVE_KINDS, turns=1,
+            plan = closed_loop.Plan(users=live_users(most), rules=LIVE_RULES, kinds=LIVE_KINDS, turns=1,
                                     max_new_tokens=Bound(8, 48, whole=True).check(tokens, "new tokens"),
                                     seconds=LIVE_S)
             engine = get_engine(preset, lambda fraction, text: progress(fraction, desc=text))
@@ -75,9 +75,9 @@ def live_handler(get_engine: EngineLoader | None, cache: CostCache, stops: LiveS
         said = (f"Served live: {', '.join(map(str, plan.users))} users at once, {plan.max_new_tokens} new tokens "
                 f"each{'; stopped early' if stop.is_set() else ''}. The cost rule priced by its rounds' own clock, "
                 f"from {profile.source}.")
-        return (serve_figure(serve_bench.lines(runs), machine),
-                serve_table(runs, plan, machine, serve_bench.predicted_crossovers(runs, profile),
-                            serve_bench.greedy_same(runs) if plan.temperature == 0 else None),
+        return (serve_figure(closed_loop.lines(runs), machine),
+                serve_table(runs, plan, machine, closed_loop.predicted_crossovers(runs, profile),
+                            closed_loop.greedy_same(runs) if plan.temperature == 0 else None),
                 notices.tab_status(said, done=True))
     return live
 

@@ -267,10 +267,10 @@ LIVE_STOPS = LiveStops()
 
 @gpu(duration=gpu_time.SERVE_S)
 def serve_live(ref: EngineRef, plan, profile, seconds: float, session: str):
-    """The Costs tab's busy server, run live (measure/serve_bench.py): a Step after each run, last the runs (plain
+    """The Costs tab's busy server, run live (measure/closed_loop.py): a Step after each run, last the runs (plain
     numbers). It ends after the round in progress once `seconds` have passed or the session's Stop was pressed
     (LIVE_STOPS): what was served in full by then is kept."""
-    from specviz.measure import serve_bench
+    from specviz.measure import closed_loop
 
     stop = LIVE_STOPS.get(session)
     timer = threading.Timer(seconds, stop.set)
@@ -279,7 +279,7 @@ def serve_live(ref: EngineRef, plan, profile, seconds: float, session: str):
 
     def run():
         try:
-            result["runs"] = serve_bench.serve_runs(ref.engine(), plan, profile,
+            result["runs"] = closed_loop.serve_runs(ref.engine(), plan, profile,
                                                     lambda f, text: steps.put(Step(f, text)), stop)
         except BaseException as e:  # re-raised below, in the caller's thread
             result["error"] = e

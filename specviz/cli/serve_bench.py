@@ -1,5 +1,5 @@
 """`python -m specviz serve-bench`: many users at once on the loaded pair, for the target alone, fixed K and the
-cost-aware rule for a batch, at each number of users (measure/serve_bench.py runs it and writes the report)."""
+cost-aware rule for a batch, at each number of users (measure/closed_loop.py runs it and writes the report)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
-    from specviz.measure.serve_bench import RULE_NAMES, Plan
+    from specviz.measure.closed_loop import RULE_NAMES, Plan
 
     plan = Plan()
     add_pair_flags(p, MODELS, helps={"--draft": "a draft model (hub id, folder or packaged:NAME), with --target",
@@ -50,12 +50,12 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
 def serve_command(a: argparse.Namespace) -> int:
     """Check the plan before loading anything, load the pair, measure its costs where the cost rule needs them, run."""
     from specviz.engine import Engine
-    from specviz.measure import serve_bench
+    from specviz.measure import closed_loop
     from specviz.measure.pass_timing import measure_costs
     from specviz.models.machine import machine
     from specviz.models.pairs import load_pair
 
-    plan = serve_bench.Plan(a.users, a.rules, a.prompt_kinds, a.max_new_tokens, a.turns, a.temperature, a.requests,
+    plan = closed_loop.Plan(a.users, a.rules, a.prompt_kinds, a.max_new_tokens, a.turns, a.temperature, a.requests,
                             a.seconds)
     from specviz.measure.peers import peers_to_run, start_serve_peer
 
@@ -68,16 +68,16 @@ def serve_command(a: argparse.Namespace) -> int:
     from specviz.measure.recorded_costs import while_measuring
 
     llama = start_serve_peer(a, plan, engine) if peers else None  # measure/peers.py: its users in the same turns
-    runs, busy = while_measuring(lambda: serve_bench.serve_runs(engine, plan, profile, print_progress,
+    runs, busy = while_measuring(lambda: closed_loop.serve_runs(engine, plan, profile, print_progress,
                                                                 peer=llama and llama.run))
     where = machine(engine.device) + busy
     ours = [r for r in runs if r.rule in plan.rules]  # the peer's runs are reported, not predicted or recorded
-    print(serve_bench.report(runs, plan, where, serve_bench.predicted_crossovers(ours, profile)))
+    print(closed_loop.report(runs, plan, where, closed_loop.predicted_crossovers(ours, profile)))
     if llama:
         print(llama.contrast(runs))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(serve_bench.as_json(runs, plan, where, profile), f, indent=1)
+            json.dump(closed_loop.as_json(runs, plan, where, profile), f, indent=1)
     if a.record:
         from specviz.measure.serve_chart import record_serve
 

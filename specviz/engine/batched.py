@@ -60,7 +60,7 @@ class Request:
     seed: int
     max_new_tokens: int
     label: str = ""  # what a report calls it (the prompt's kind)
-    user: int = 0  # who asked: a closed loop's user (measure/serve_bench.py); 0 where one list is served
+    user: int = 0  # who asked: a closed loop's user (measure/closed_loop.py); 0 where one list is served
 
 
 @dataclass
@@ -147,7 +147,7 @@ class Batch:
         """The admission loop: every request, at most `most` at once, each joining as soon as a seat is free (in the
         order asked), a round for every seated one between joins -> each request's Served, in the order asked.
         `then(served, now)`, told of each request as it ends (now: seconds since serving began), may ask the next
-        one, asked at `now` (a closed loop of users: measure/serve_bench.py). `stop` set: serving ends after the
+        one, asked at `now` (a closed loop of users: measure/closed_loop.py). `stop` set: serving ends after the
         round in progress."""
         if not 1 <= most <= MAX_BATCH:
             raise ValueError(f"at most {MAX_BATCH} sequences at once, and at least 1; got {most}")

@@ -48,7 +48,7 @@ class Completion:
 
     @property
     def after_first(self) -> float:
-        """Tokens/s after the first by our clock: what one user of a busy server sees (serve_bench.after_first)."""
+        """Tokens/s after the first by our clock: what one user of a busy server sees (closed_loop.after_first)."""
         span = self.wall_s - self.first_s
         return (self.tokens - 1) / span if self.tokens > 1 and span > 0 else 0.0
 

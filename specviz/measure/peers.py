@@ -199,7 +199,7 @@ class ServePeer:
 
     def __init__(self, files: GGUFFiles, plan, engine):
         from specviz.engine import RunSettings
-        from specviz.measure.serve_bench import prompts_for
+        from specviz.measure.closed_loop import prompts_for
 
         self.plan, most = plan, max(plan.users)
         self.chosen = prompts_for(engine, plan.kinds, most)  # (kind, prompt, ids) a user, as specviz's users get
@@ -211,8 +211,8 @@ class ServePeer:
         serve_users(self.server, self.chosen, 1, WARM_TOKENS, plan.seconds)  # the most users' shapes, untimed
 
     def run(self, users: int, turn: int):
-        """`users` users at once, each sending plan.requests requests in turn: one serve_bench.Run, rule SERVED."""
-        from specviz.measure.serve_bench import Run
+        """`users` users at once, each sending plan.requests requests in turn: one closed_loop.Run, rule SERVED."""
+        from specviz.measure.closed_loop import Run
 
         plan = self.plan
         seconds, done = serve_users(self.server, self.chosen[:users], plan.requests, plan.max_new_tokens,

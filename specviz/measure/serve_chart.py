@@ -1,4 +1,4 @@
-"""A busy server, measured (serve_bench.py's runs) -> the Costs tab's chart and table: each user's tokens per second
+"""A busy server, measured (closed_loop.py's runs) -> the Costs tab's chart and table: each user's tokens per second
 against the server's, one point per number of users, one line per rule, so the trade a service makes reads off one
 picture (up and to the right is better for both). Pure functions of the runs (no gradio, no models), and the
 shipped recording of them (assets/costs/serve.json, `python -m specviz serve-bench --record`), which the tab draws
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from specviz.measure.serve_bench import Line, Plan, Run, greedy_same, lines, measured_crossover, predicted_crossovers
+from specviz.measure.closed_loop import Line, Plan, Run, greedy_same, lines, measured_crossover, predicted_crossovers
 from specviz.record.cost_profile import CostProfile
 from specviz.view.charts import FONT_SIZE, base_layout, plain_figure
 from specviz.view.style import GRID, INK, P_COLOR, Q_COLOR
@@ -60,7 +60,7 @@ def serve_figure(table: list[Line], machine: str, font_size: int = FONT_SIZE) ->
 def serve_table(runs: list[Run], plan: Plan, machine: str, predicted: dict[str, int | None],
                 same: bool | None) -> str:
     """The measured figures as an HTML table (medians and ranges over the turns), the crossovers and the greedy
-    check (`same`: serve_bench.greedy_same of the runs; None: not made) in sentences."""
+    check (`same`: closed_loop.greedy_same of the runs; None: not made) in sentences."""
     table = lines(runs)
     head = ("<tr><th>users</th><th>rule</th><th>tokens/s in all</th><th>tokens/s each</th>"
             "<th>first token, s</th><th>tokens a pass</th></tr>")

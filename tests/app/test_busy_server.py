@@ -13,8 +13,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 from specviz.app import busy_server  # noqa: E402
 from specviz.app.busy_server import first_view, live_users  # noqa: E402
 from specviz.app.serving import LiveStops  # noqa: E402
-from specviz.measure import serve_bench, serve_chart  # noqa: E402
-from specviz.measure.serve_bench import Plan, Run  # noqa: E402
+from specviz.measure import closed_loop, serve_chart  # noqa: E402
+from specviz.measure.closed_loop import Plan, Run  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -39,7 +39,7 @@ def test_the_table_gives_medians_ranges_and_the_measured_crossover():
     assert "The cost-aware rule: the server's tokens/s fall below the target alone's from 4 users" in html
     assert "the pass costs above predict 3 users up to 16" in html and "Greedy: every rule gave" in html
     assert "DIFFER" in serve_chart.serve_table(made_up_runs(), plan, "m", {}, False)
-    figure = serve_chart.serve_figure(serve_bench.lines(made_up_runs()), "a <machine>")
+    figure = serve_chart.serve_figure(closed_loop.lines(made_up_runs()), "a <machine>")
     assert [t.name for t in figure.data] == ["the target alone", "the cost-aware rule"]
     assert list(figure.data[1].x) == [9.5, 18.5] and list(figure.data[1].text) == ["1", "4"]
     assert "a &lt;machine&gt;" in figure.layout.title.text
@@ -112,5 +112,5 @@ def test_stop_ends_a_live_run_after_its_round(monkeypatch, models):
     engine, _ = models
     stop = threading.Event()
     plan = Plan(users=(1, 2), rules=("target",), turns=3, max_new_tokens=6)
-    runs = serve_bench.serve_runs(engine, plan, None, lambda f, t: stop.set() if f >= 0.3 else None, stop)
+    runs = closed_loop.serve_runs(engine, plan, None, lambda f, t: stop.set() if f >= 0.3 else None, stop)
     assert 1 <= len(runs) < 6 and all(len(r.users_detail) == r.users for r in runs)

@@ -138,7 +138,7 @@ def test_bad_sizes_are_refused_with_a_sentence(pair):
 def test_the_admission_loop_asks_again_as_requests_end_and_a_stop_ends_it(float32_engine):
     """Batch.serve's `then` hears of each request as it ends and may ask the next, asked at that moment and seated
     when a seat is free; `stop`, once set, ends serving after the round in progress, the request still waiting
-    never seated (a closed loop of users, measure/serve_bench.py, drives a batch so)."""
+    never seated (a closed loop of users, measure/closed_loop.py, drives a batch so)."""
     engine = float32_engine
     ids = tuple(engine.encode("def f", RunSettings(chat=False)))
     told, stop = [], threading.Event()

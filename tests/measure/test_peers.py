@@ -11,7 +11,7 @@ from specviz.measure import peers
 from specviz.measure.bench import bar_rows
 from specviz.measure.bench_report import markdown_report
 from specviz.measure.peer_figures import Completion, completion_of, contrast_line, differed, peer_values
-from specviz.measure.serve_bench import Plan, Run, report, serve_runs
+from specviz.measure.closed_loop import Plan, Run, report, serve_runs
 from specviz.record.trace import Baseline
 
 pytestmark = pytest.mark.usefixtures("one_thread")

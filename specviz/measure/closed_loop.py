@@ -1,7 +1,7 @@
-"""`python -m specviz serve-bench`: a busy server, measured. Simulated users in a closed loop (each sends its next
-request when its last one ends; at most `requests` each, and none sent after `seconds`), all served by one batch
-(engine/batched.py) at once, for each rule (the target alone, fixed K, the cost-aware rule for a batch) at each
-number of users, in interleaved turns: the figures a serving benchmark reports.
+"""A busy server, measured: the load driver of `python -m specviz serve-bench` (cli/serve_bench.py). Simulated users in
+a closed loop (each sends its next request when its last one ends; at most `requests` each, and none sent after
+`seconds`), all served by one batch (engine/batched.py) at once, for each rule (the target alone, fixed K, the
+cost-aware rule for a batch) at each number of users, in interleaved turns: the figures a serving benchmark reports.
 
     runs = serve_runs(engine, Plan(users=(1, 2, 4, 8), rules=("target", "k4", "cost"), kinds=("code", "story")))
 

@@ -1,4 +1,4 @@
-"""measure/serve_bench.py and `python -m specviz serve-bench` on the tiny pair: closed-loop users served by one batch,
+"""measure/closed_loop.py and `python -m specviz serve-bench` on the tiny pair: closed-loop users served by one batch,
 the figures a serving benchmark reports, every rule's greedy tokens the target alone's, the cost-aware rule's choice
 in numbers, and a plan out of bounds refused before anything loads."""
 
@@ -9,8 +9,8 @@ import pytest
 from specviz.engine import Engine
 from specviz.engine.batched import Batch, Request
 from specviz.algorithm.sampling import SamplingSettings
-from specviz.measure import pass_timing, serve_bench
-from specviz.measure.serve_bench import Plan, serve_users
+from specviz.measure import pass_timing, closed_loop
+from specviz.measure.closed_loop import Plan, serve_users
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -47,30 +47,30 @@ def test_no_request_is_sent_after_the_time_bound(engine):
 
 def test_a_serve_bench_reports_every_user_and_the_same_greedy_tokens_under_every_rule(engine, profile):
     plan = Plan(users=(1, 3), rules=("target", "k2", "cost"), kinds=("code", "story"), max_new_tokens=8, turns=2)
-    runs = serve_bench.serve_runs(engine, plan, profile)
+    runs = closed_loop.serve_runs(engine, plan, profile)
     assert [(r.turn, r.users, r.rule) for r in runs][:6] == [(0, 1, "target"), (0, 1, "k2"), (0, 1, "cost"),
                                                             (0, 3, "target"), (0, 3, "k2"), (0, 3, "cost")]
     for run in runs:
         assert len(run.users_detail) == run.users and run.aggregate_tokens_per_s > 0
         for d in run.users_detail:
             assert len(d["output_token_ids"]) == 8 and d["ttft_s"] > 0 and d["tokens_per_s"] > 0
-    assert serve_bench.greedy_same(runs)
+    assert closed_loop.greedy_same(runs)
     cost = [r for r in runs if r.rule == "cost"]
     assert all(r.why and r.why[0].startswith(f"B = {r.users}, c = ") and "→ K = " in r.why[0] for r in cost)
-    text = serve_bench.report(runs, plan, "this machine", serve_bench.predicted_crossovers(runs, profile))
+    text = closed_loop.report(runs, plan, "this machine", closed_loop.predicted_crossovers(runs, profile))
     assert "serve-bench on this machine: 2 interleaved turns" in text
     assert "greedy: every rule gave every prompt the same tokens" in text
     assert "k2: drafting's aggregate first falls below the target alone's at " in text
-    data = serve_bench.as_json(runs, plan, "this machine")
+    data = closed_loop.as_json(runs, plan, "this machine")
     assert {"users", "rule", "turn", "aggregate_tokens_per_s", "users_detail"} <= set(data["runs"][0])
     assert {"prompt", "ttft_s", "tokens_per_s", "output_token_ids"} <= set(data["runs"][0]["users_detail"][0])
 
 
 def test_a_wrong_token_under_one_rule_is_reported():
     """The greedy check compares the rules' tokens prompt by prompt: a run that differs is caught."""
-    same = serve_bench.Run(1, "target", 0, 1.0, 1.0, 1.0, 0.0, [dict(prompt="p", output_token_ids=[1, 2])])
-    other = serve_bench.Run(1, "k4", 0, 1.0, 1.0, 1.0, 0.0, [dict(prompt="p", output_token_ids=[1, 3])])
-    assert serve_bench.greedy_same([same, same]) and not serve_bench.greedy_same([same, other])
+    same = closed_loop.Run(1, "target", 0, 1.0, 1.0, 1.0, 0.0, [dict(prompt="p", output_token_ids=[1, 2])])
+    other = closed_loop.Run(1, "k4", 0, 1.0, 1.0, 1.0, 0.0, [dict(prompt="p", output_token_ids=[1, 3])])
+    assert closed_loop.greedy_same([same, same]) and not closed_loop.greedy_same([same, other])
 
 
 @pytest.mark.parametrize("args, words", [
@@ -137,10 +137,10 @@ def test_a_fixed_k_s_crossover_is_predicted_from_what_its_rounds_gave_a_sequence
     tokens = [1, 2, 5, 10, 20, 40, 80]
     profile = CostProfile("cpu", "float32", "d", "t", 64, tokens, [1 + 0.2 * (n - 1) for n in tokens], [1, 2, 4, 8, 16],
                           [1 + 0.2 * (b - 1) for b in (1, 2, 4, 8, 16)], [0.1] * 5)
-    measured = [serve_bench.Run(u, rule, 0, 1.0, 1.0, 2.0, 0.9, [], [], 2.0) for u in (1, 2) for rule in ("k4", "cost")]
-    unmeasured = [serve_bench.Run(u, "k4", 0, 1.0, 1.0, 2.0, 0.9, []) for u in (1, 2)]
-    by_rounds = serve_bench.predicted_crossovers(measured, profile)
-    by_alpha = serve_bench.predicted_crossovers(unmeasured, profile)
+    measured = [closed_loop.Run(u, rule, 0, 1.0, 1.0, 2.0, 0.9, [], [], 2.0) for u in (1, 2) for rule in ("k4", "cost")]
+    unmeasured = [closed_loop.Run(u, "k4", 0, 1.0, 1.0, 2.0, 0.9, []) for u in (1, 2)]
+    by_rounds = closed_loop.predicted_crossovers(measured, profile)
+    by_alpha = closed_loop.predicted_crossovers(unmeasured, profile)
     assert by_rounds["k4"] == pass_timing.crossover_batch(profile.steady(), 0.9, 4, tokens=2.0)
     assert by_rounds["k4"] < by_alpha["k4"] == pass_timing.crossover_batch(profile.steady(), 0.9, 4)
     assert by_rounds["cost"] == by_alpha["k4"]

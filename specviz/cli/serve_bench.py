@@ -64,7 +64,7 @@ def serve_command(a: argparse.Namespace) -> int:
                                         kernels=a.kernels, draft_weights=a.draft_weights))
     engine.warm_up()
     profile = measure_costs(engine, progress=print_progress) if any(
-        serve_bench.rule_k(r)[0] for r in plan.rules) else None
+        closed_loop.rule_k(r)[0] for r in plan.rules) else None
     from specviz.measure.recorded_costs import while_measuring
 
     llama = start_serve_peer(a, plan, engine) if peers else None  # measure/peers.py: its users in the same turns

@@ -240,14 +240,21 @@ def test_adaptive_k_reaches_the_engine(client):
 
 def test_a_cost_aware_run_timed_against_the_target_alone_sets_its_price_beside_what_it_paid(client):
     """Issue 55, item 4: the summary says what the cost-aware rule priced a draft step at, and what the run paid for
-    one by its own timings, once Baseline has timed the target alone (view/cost_words.py's price_note)."""
-    job = client.submit("def fib(n):", "tiny", 8, 1.0, 1.0, 0, 3, 24, False, "model", True, 0, "2-2-1-1", "cost",
-                        api_name="/generate")
-    assert "Done" in named("generate", job.result())["status"]
-    timed = named("baseline", client.predict("tiny", api_name="/baseline"))
-    assert re.search(r"Priced at c = [\d.]+ a draft step \([^)]+\); this run paid c = [\d.]+ \(its own timings: "
-                     r"[\d.]+ ms a draft step ÷ [\d.]+ ms a step of the target alone\)\. The price was "
-                     r"(within 15 % of it|off: \d+ % (below|above) what the run paid)", value(timed["summary"]))
+    one by its own timings, once Baseline has timed the target alone (view/cost_words.py's price_note).
+
+    The rule prices the tiny pair by timing it, so on a busy machine a run may draft in no round after its first
+    drafting one, and then has no draft step of its own to set the price beside (the note is rightly absent): seeds
+    are tried until a run drafts in two rounds, as a run on a quiet machine does at the first."""
+    note = r"Priced at c = [\d.]+ a draft step \([^)]+\); this run paid c = [\d.]+ \(its own timings: "
+    for seed in range(3, 11):
+        job = client.submit("def fib(n):", "tiny", 8, 1.0, 1.0, 0, seed, 24, False, "model", True, 0, "2-2-1-1", "cost",
+                            api_name="/generate")
+        assert "Done" in named("generate", job.result())["status"]
+        summary = value(named("baseline", client.predict("tiny", api_name="/baseline"))["summary"])
+        if re.search(note, summary):
+            break
+    assert re.search(note + r"[\d.]+ ms a draft step ÷ [\d.]+ ms a step of the target alone\)\. The price was "
+                     r"(within 15 % of it|off: \d+ % (below|above) what the run paid)", summary)
 
 
 def test_every_output_of_every_endpoint_has_a_name(client):

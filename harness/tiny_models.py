@@ -57,3 +57,45 @@ def on_gguf_int4(model: Qwen2ForCausalLM) -> Qwen2ForCausalLM:
     blocks = {name: Q4K(*rounded(module.weight)) for name, module in model.named_modules()
               if isinstance(module, torch.nn.Linear) and name.startswith("model.layers.")}
     return apply_path(copy.deepcopy(model), GGUF_INT4, blocks=blocks)
+
+
+Q6K_LAYERS = ("model.layers.0.self_attn.v_proj", "model.layers.0.mlp.down_proj", "lm_head")  # as a Q4_K_M file
+
+
+def on_gguf_ort(model: Qwen2ForCausalLM) -> Qwen2ForCausalLM:
+    """A copy of a tiny model on the gguf-ort path with blocks of its own (gguf_ort_weights); models/ort_blocks.py
+    reads a real file's."""
+    from specviz.models.kernels import GGUF_ORT, apply_path
+    from specviz.models.ort_blocks import blocks_of
+    from specviz.models.ort_linear import layers_of
+
+    weights, embedding = gguf_ort_weights(model)
+    return apply_path(copy.deepcopy(model), GGUF_ORT, blocks=layers_of(blocks_of(weights, embedding)))
+
+
+def gguf_ort_weights(model: Qwen2ForCausalLM):
+    """A tiny model's layers as a Q4_K_M file holds them: Q4_K (groups of 32 rounded to nearest) for the block linears
+    and the embedding, Q6_K for Q6K_LAYERS (q6k_rounded). ({module: NBits}, the embedding's Q4K)."""
+    from specviz.models.gguf_blocks import Q4K
+    from specviz.models.layers import rounded
+    from specviz.models.ort_blocks import KINDS, NBits
+
+    weights = {}
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and (name.startswith("model.layers.") or name == "lm_head"):
+            codes, step, minimum = rounded(module.weight)
+            weights[name] = (q6k_rounded(module.weight) if name in Q6K_LAYERS else
+                             NBits(KINDS["Q4_K"], codes.to(torch.uint8).numpy(), step.numpy(), minimum.numpy()))
+    codes, step, minimum = rounded(model.get_input_embeddings().weight)
+    return weights, Q4K(codes.to(torch.uint8), step, minimum)
+
+
+def q6k_rounded(weight: torch.Tensor):
+    """A weight (N, K) as Q6_K would hold it: 6-bit codes around 32, a scale per 16 (its largest size / 31)."""
+    from specviz.models.ort_blocks import KINDS, NBits
+
+    n, k = weight.shape
+    blocks = weight.detach().float().reshape(n, k // 16, 16)
+    scale = blocks.abs().amax(-1).clamp(min=1e-12) / 31
+    codes = (blocks / scale[..., None]).round().add(32).clamp(0, 63).to(torch.uint8).reshape(n, k)
+    return NBits(KINDS["Q6_K"], codes.numpy(), scale.numpy())

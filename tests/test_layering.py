@@ -44,7 +44,8 @@ MAY_ALSO_IMPORT = {"cli": {"app.errors"}}
 THIRD_PARTY = {
     "settings": set(), "drafters": set(), "record": set(),
     "algorithm": {"torch", "numpy"},
-    "models": {"torch", "transformers", "safetensors", "gguf", "numpy"},  # gguf: the packaged files' blocks
+    "models": {"torch", "transformers", "safetensors", "gguf", "numpy", "onnxruntime", "onnx"},  # gguf: the
+    #          packaged files' blocks; onnxruntime, onnx: the gguf-ort path's MatMulNBits sessions
     "view": {"plotly"},
 }
 STDLIB = set(__import__("sys").stdlib_module_names) | {"__future__"}

@@ -8,6 +8,8 @@ kernel path. Read pairs.py first, then kernels.py (the paths as one table, a row
 - kernel_choice.py: which paths are exact here, the fastest chosen by measurement, the loaded target checked on it
 - layers.py: every layer a path or a lighter draft puts in place of nn.Linear and nn.Embedding (float16, int8, 4-bit)
 - gguf_blocks.py: the packaged target's own Q4_K blocks, read once from its GGUF file and kept beside the cache
+- ort_blocks.py: the packaged target's Q4_K and Q6_K blocks repacked once for onnxruntime's MatMulNBits (gguf-ort)
+- ort_linear.py: the gguf-ort path's layers: one onnxruntime session a group of layers reading one input
 - attention.py: the float16-fbgemm path's attention: one grouped matmul for 1 and K + 1 rows
 - quant.py: which weights a draft runs with (int8 or int4), and which of them this CPU runs fastest
 - machine.py: the machine a timing ran on, in words, and whether it computes bfloat16 natively
@@ -16,6 +18,6 @@ kernel path. Read pairs.py first, then kernels.py (the paths as one table, a row
 - timer.py: the one timer: any call timed with the device synchronised on both sides
 
 Imports settings (names and bounds), record (the DraftMemory it fills) and algorithm's formulas (a path is priced by
-what a round costs) only, besides torch and transformers; never the engine, which imports it, nor the view or the
-page.
+what a round costs) only, besides torch, transformers and (for gguf-ort) onnxruntime; never the engine, which imports
+it, nor the view or the page.
 """

@@ -92,9 +92,10 @@ def read_gguf(path: Path) -> dict[str, Q4K]:
     return out
 
 
-def blocks_file(name: str) -> Path:
+def blocks_file(name: str, suffix: str = SUFFIX) -> Path:
+    """Where a packaged model's blocks are kept beside its prepared folder (one file per form: `suffix`)."""
     packaged = PACKAGED[name]
-    return cache_root() / f"{name}-{packaged.sha256[:12]}{SUFFIX}"
+    return cache_root() / f"{name}-{packaged.sha256[:12]}{suffix}"
 
 
 def q4k_blocks(name: str, progress: Progress | None = None) -> dict[str, Q4K]:
@@ -105,25 +106,31 @@ def q4k_blocks(name: str, progress: Progress | None = None) -> dict[str, Q4K]:
                          f"({', '.join(PACKAGED)})")
     path = blocks_file(name)
     if not path.exists():
-        _write_blocks(name, path, progress)
+        keep_from_gguf(name, path, _write_q4k, "4-bit blocks", progress)
     return _load(path)
 
 
-def _write_blocks(name: str, path: Path, progress: Progress | None) -> None:
+def _write_q4k(gguf: Path, dest: Path) -> None:
     from safetensors.torch import save_file
 
-    work = Path(tempfile.mkdtemp(prefix=f".{name}-q4k-", dir=cache_root()))
+    tensors = {}
+    for module, q in read_gguf(gguf).items():
+        tensors |= {f"{module}.codes": pack(q.codes), f"{module}.step": q.step, f"{module}.minimum": q.minimum}
+    save_file(tensors, str(dest), metadata={"format": "specviz-q4k"})
+
+
+def keep_from_gguf(name: str, path: Path, write, what: str, progress: Progress | None = None) -> None:
+    """`write(gguf, dest)` run once on the packaged model's joined file, its result kept at `path` (the chunks are
+    joined into a scratch folder of the cache and checked, then removed); ValueError where the cache has no room."""
+    work = Path(tempfile.mkdtemp(prefix=f".{name}-blocks-", dir=cache_root()))
     try:
         if progress:
-            progress(0.0, f"reading {name}'s 4-bit blocks from its GGUF (first use only)")
+            progress(0.0, f"reading {name}'s {what} from its GGUF (first use only)")
         join_chunks(PACKAGED[name], work / "model.gguf")
-        tensors = {}
-        for module, q in read_gguf(work / "model.gguf").items():
-            tensors |= {f"{module}.codes": pack(q.codes), f"{module}.step": q.step, f"{module}.minimum": q.minimum}
-        save_file(tensors, str(work / "blocks.part"), metadata={"format": "specviz-q4k"})
+        write(work / "model.gguf", work / "blocks.part")
         os.replace(work / "blocks.part", path)  # atomic: a killed build leaves no file a later start trusts
     except OSError as e:
-        raise ValueError(f"could not keep {name}'s 4-bit blocks in {cache_root()}: {e.strerror or e}") from None
+        raise ValueError(f"could not keep {name}'s {what} in {cache_root()}: {e.strerror or e}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -13,10 +13,11 @@ target alone on that path. Which paths are exact is measured on this machine (`r
 every size of pass a run makes, ROW_COUNTS), never assumed per path: a path is offered where its rows are
 independent here, refused with its measured difference where not.
 
-`auto` times each path exact here on a stack of its stand-in layers of the target's shapes (`stack_of`; one row, a
-decoding step, and K + 1 rows, a verify pass), takes the one whose token costs least (`Timing.cost`: the target
-alone or a speculative round, whichever is cheaper on that path), and remembers it, with every path's row check and
-timings, per machine and torch build beside the model cache (`kernels.json`), so later starts read it.
+`auto` times each path exact here (less those asked for by name only: KernelPath.why_not_auto, gguf-ort) on a stack
+of its stand-in layers of the target's shapes (`stack_of`; one row, a decoding step, and K + 1 rows, a verify pass),
+takes the one whose token costs least (`Timing.cost`: the target alone or a speculative round, whichever is cheaper
+on that path), and remembers it, with every path's row check and timings, per machine and torch build beside the
+model cache (`kernels.json`), so later starts read it.
 """
 
 from __future__ import annotations
@@ -189,6 +190,12 @@ def paths_for(gguf: bool) -> tuple[str, ...]:
     return tuple(row.name for row in TABLE if gguf or row.file is None)
 
 
+def auto_paths(gguf: bool) -> tuple[str, ...]:
+    """The paths `auto` measures and may take: those a model can take, less those run only when asked for by name
+    (KernelPath.why_not_auto: gguf-ort)."""
+    return tuple(p for p in paths_for(gguf) if KERNELS[p].auto)
+
+
 def choose_path(hidden: int, inner: int, device: str, dtype_asked: str | None, kernels_asked: str | None,
                 cache: Path | None = None, gguf: bool = False) -> Choice:
     """The path a pair of these shapes runs on here (`gguf`: its target has a GGUF file's 4-bit blocks). Asked for by
@@ -237,7 +244,8 @@ def _asked(path: str, device: str, dtype_asked: str | None, hidden: int, inner: 
     if dtype_asked not in (None, "", "auto") and dtype_asked != computes:
         raise ValueError(f"--kernels {path} computes in {computes}, but --dtype {dtype_asked} was asked: leave "
                          f"--dtype out, or set it to {computes}")
-    return Choice(path, computes, f"as asked (--kernels); {_rows_said(path, hidden, inner)}", exact=True)
+    not_auto = f"; {KERNELS[path].why_not_auto}" if KERNELS[path].why_not_auto else ""
+    return Choice(path, computes, f"as asked (--kernels); {_rows_said(path, hidden, inner)}{not_auto}", exact=True)
 
 
 def _rows_said(path: str, hidden: int, inner: int) -> str:
@@ -250,11 +258,11 @@ def _rows_said(path: str, hidden: int, inner: int) -> str:
 def _measured(hidden: int, inner: int, cache: Path | None, gguf: bool = False) -> Choice:
     key = machine_key(hidden, inner, gguf)
     remembered = _read(cache).get(key) if cache else None
-    if remembered and remembered.get("path") in paths_for(gguf) and available(remembered["path"]) is None:
+    if remembered and remembered.get("path") in auto_paths(gguf) and available(remembered["path"]) is None:
         return Choice(remembered["path"], KERNELS[remembered["path"]].activations,
                       remembered["why"] + " (measured before on this machine and remembered beside the model cache)",
                       exact=True)
-    tests = [rows_here(p, hidden, inner) for p in paths_for(gguf) if available(p) is None]
+    tests = [rows_here(p, hidden, inner) for p in auto_paths(gguf) if available(p) is None]
     timings = time_paths(hidden, inner, tuple(t.path for t in tests if t.exact))
     best = min(timings, key=lambda t: t.cost)
     refused = [t for t in tests if not t.exact]

@@ -24,6 +24,11 @@ The paths (`TABLE`; their names `PATHS`):
   The layers the file stores otherwise (Q6_K: the output layer, half of attn_v and ffn_down), and every layer of a
   model with no blocks (the draft, a hub model), run as float16-fbgemm does. Offered only where the CPU computes
   bfloat16 natively and the model was loaded from a GGUF file.
+- gguf-ort: the packaged target at its own bits through onnxruntime's MatMulNBits: every layer its file stores as Q4_K
+  or Q6_K (the output layer among them) computed from those blocks (ort_blocks.py, ort_linear.py), a block's q/k/v and
+  gate/up one call each, inputs rounded to int8 per block inside the kernel (accuracy_level 4: the level whose rows
+  are independent); the embedding as gguf-int4 reads it, the rest as float16-fbgemm. Offered where onnxruntime is
+  installed and the model was loaded from a GGUF file, and only when asked for by name (`why_not_auto`).
 - int8-dynamic: int8 weights and activations through fbgemm, the activations scaled by one number per tensor: a
   row's result then depends on the rows computed with it, so a verify pass over K + 1 tokens would not compute what
   K + 1 one-token steps compute. Measured like the others, it is refused everywhere with the difference.
@@ -35,6 +40,7 @@ packaged file already holds, its steps and minimums rounded to bfloat16: layers.
 
 from __future__ import annotations
 
+import importlib.util
 import platform
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -48,10 +54,11 @@ from specviz.models.gguf_blocks import EMBEDDING, q4k_blocks
 from specviz.models.layers import (Fp16Embedding, Fp16Linear, Int4Embedding, Int4Groups, Int8DynamicLinear,
                                    PackedLayer, rounded)
 from specviz.models.machine import native_bf16
+from specviz.models.ort_linear import Member, ort_said, q4_stand_in, read_for_ort
 from specviz.settings.bounds import Progress
 
 FLOAT32, BFLOAT16, FP16_FBGEMM, INT8_DYNAMIC = "float32", "bfloat16", "float16-fbgemm", "int8-dynamic"
-GGUF_INT4 = "gguf-int4"
+GGUF_INT4, GGUF_ORT = "gguf-int4", "gguf-ort"
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,13 @@ class KernelPath:
     packs_fp16: bool = False  # a model put on it stores its layers in float16 for fbgemm (those its file holds no
     #                           blocks for), the rest of it float32; its weights are loaded in float16
     file: FileBlocks | None = None  # what it reads of a GGUF file: offered only for a model loaded from one
+    why_not_auto: str = ""  # where set, the path runs only when asked for by name (--kernels), never chosen by auto:
+    #                          why, in the words the model line gives
+
+    @property
+    def auto(self) -> bool:
+        """Whether the automatic choice may take it (kernel_choice times it beside the others)."""
+        return not self.why_not_auto
 
     @property
     def load_dtype(self) -> str:
@@ -152,6 +166,23 @@ def _rounded_to_int4(linear: nn.Linear) -> nn.Module:
     return _int4_layer(*rounded(linear.weight), None)
 
 
+ONNXRUNTIME = Need(lambda: importlib.util.find_spec("onnxruntime") is not None,
+                   "onnxruntime is not installed (pip install -r requirements.txt), which {path} needs")
+
+
+def _rounded_to_ort(linear: nn.Linear) -> nn.Module:
+    """A layer's weights rounded to 4-bit groups, on onnxruntime as the file's Q4_K layers are (ort_linear.py)."""
+    return q4_stand_in(*rounded(linear.weight))
+
+
+def _ort_layers_said(model: nn.Module) -> str:
+    """Which layers onnxruntime computes from the file's blocks, and which run otherwise."""
+    other = sum(isinstance(m, Fp16Linear) for m in model.modules())
+    embedding = isinstance(model.get_input_embeddings(), Int4Embedding)
+    return (ort_said(model) + (", the embedding read from its 4-bit rows" if embedding else "")
+            + (f"; {other} without blocks run as float16-fbgemm" if other else ""))
+
+
 SUMMED_ANOTHER_WAY = "its kernel sums a row in another order beside other rows"
 TABLE = (
     KernelPath(FLOAT32, activations="float32", needs=(), layer=_as_loaded,
@@ -164,6 +195,14 @@ TABLE = (
                why_not=SUMMED_ANOTHER_WAY, packs_fp16=True,
                file=FileBlocks(reads="a GGUF file's 4-bit blocks", read=q4k_blocks, linear=_from_q4k,
                                embedding=Int4Embedding, layers_said=_q4k_layers_said)),
+    KernelPath(GGUF_ORT, activations="float32", needs=(ONNXRUNTIME, FBGEMM), layer=_rounded_to_ort,
+               why_not=SUMMED_ANOTHER_WAY, packs_fp16=True,
+               file=FileBlocks(reads="a GGUF file's blocks", read=read_for_ort, linear=Member.layer,
+                               embedding=Int4Embedding, layers_said=_ort_layers_said),
+               why_not_auto="it is never chosen automatically: on an AMD EPYC (2 cores, busy) its whole target step "
+                            "took 95 ms against gguf-int4's 66 at t(1), and its int8 input rounding turns "
+                            "attention's last-bit differences into occasional code steps, so a batch's greedy "
+                            "output can differ from one sequence alone (2026-12-06; docs/engine.md)"),
     KernelPath(INT8_DYNAMIC, activations="float32", needs=(FBGEMM,), layer=Int8DynamicLinear,
                why_not="its activations are scaled by one number per tensor"),
 )
@@ -195,7 +234,7 @@ def apply_path(model: nn.Module, path: str, keep_output_rows: bool = False, bloc
         file = row.file if blocks else None
 
         def packed(linear: nn.Linear, name: str) -> nn.Module:
-            if file is not None and name in blocks:
+            if file is not None and name in blocks and not (keep_output_rows and name == "lm_head"):
                 return file.linear(blocks[name], linear)
             return Fp16Linear(linear, keep_weight=keep_output_rows and name == "lm_head")
 

@@ -27,8 +27,9 @@ PAIR_FLAGS: dict[str, dict[str, Any]] = {
     "--dtype": dict(default="auto", choices=DTYPE_CHOICES),
     "--kernels": dict(default="auto", metavar="PATH",
                       help=f"on a CPU, the path the linear layers run on: auto (default: the fastest exact path, "
-                           f"measured once on this machine and remembered), or {', '.join(PATHS)} (refused where its "
-                           f"rows measure not independent here: int8-dynamic everywhere; docs/engine.md)"),
+                           f"measured once on this machine and remembered; never gguf-ort, run only when named), "
+                           f"or {', '.join(PATHS)} (refused where its rows measure not independent here: "
+                           f"int8-dynamic everywhere; docs/engine.md)"),
     "--draft-weights": dict(default="auto", choices=DRAFT_WEIGHTS),
 }
 

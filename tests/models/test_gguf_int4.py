@@ -1,7 +1,7 @@
 """The gguf-int4 path (kernels.py, layers.py, gguf_blocks.py): a GGUF file's Q4_K blocks decoded to exactly the weights
-the file defines, computed by torch's int4 kernel with rows independent of their batch-mates, and every drafter's
-greedy output equal to the target alone's on that path (tiny models with 4-bit groups of their own; the packaged
-target's own blocks: tests/engine/test_real_pair.py)."""
+the file defines, computed by torch's int4 kernel with rows independent of their batch-mates (every drafter's greedy
+output equal to the target alone's on that path: test_gguf_greedy.py; the packaged target's own blocks:
+tests/engine/test_real_pair.py)."""
 
 import copy
 
@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.tiny_models import char_tokenizer, noisy_copy, on_gguf_int4, tiny_model
-from specviz.drafters import REGISTRY
-from specviz.engine import Engine, RunSettings
+from harness.tiny_models import on_gguf_int4, tiny_model
 from specviz.models import kernels
 from specviz.models.gguf_blocks import Q4K, Q4K_BYTES, decode_q4k, linear_name
 from specviz.models.kernel_choice import Choice, check_loaded, check_rows
@@ -79,21 +77,6 @@ def test_the_path_puts_layers_with_blocks_on_int4_and_the_rest_on_float16():
     with pytest.raises(ValueError, match="they are not this model's"):
         apply_path(copy.deepcopy(target), GGUF_INT4, blocks={"model.layers.0.mlp.up_proj": Q4K(
             *rounded(torch.randn(32, 64)))})
-
-
-@pytest.fixture(scope="module")
-def int4_engine():
-    target = tiny_model(0)
-    draft = noisy_copy(target, 0.3)
-    return Engine(apply_path(draft, GGUF_INT4), on_gguf_int4(target), char_tokenizer(), "draft", "tiny-target",
-                  dtype="float32", kernels=GGUF_INT4)
-
-
-@pytest.mark.parametrize("drafter", [key for key, d in REGISTRY.items() if not d.trained])
-def test_greedy_on_gguf_int4_equals_the_target_alone_on_it(int4_engine, drafter):
-    trace = int4_engine.run("def fib(n):", RunSettings(drafter=drafter, temperature=0, max_new_tokens=24),
-                            baseline=True)
-    assert trace.output_token_ids == trace.baseline.output_token_ids and len(trace.output_token_ids) == 24
 
 
 def test_the_embedding_reads_the_files_4_bit_rows():

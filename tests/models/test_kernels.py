@@ -15,7 +15,8 @@ from specviz.engine import Engine, RunSettings
 from specviz.models import kernel_choice, kernels
 from specviz.models.fingerprint import fingerprint
 from specviz.models.kernel_choice import ROW_COUNTS, ROW_TOLERANCE, Choice, check_rows, choose_path
-from specviz.models.kernels import BFLOAT16, FLOAT32, FP16_FBGEMM, GGUF_INT4, INT8_DYNAMIC, PATHS, apply_path
+from specviz.models.kernels import (BFLOAT16, FLOAT32, FP16_FBGEMM, GGUF_INT4, GGUF_ORT, INT8_DYNAMIC, PATHS,
+                                    apply_path)
 from specviz.models.layers import Fp16Linear
 from specviz.settings.bounds import MAX_BATCH, MAX_K, MAX_TREE_NODES
 from specviz.models.memory import draft_memory
@@ -38,7 +39,7 @@ def test_a_path_is_offered_exactly_where_its_rows_measure_independent_here(path)
         assert rows.exact, rows
     if path == INT8_DYNAMIC:
         assert not rows.exact and rows.difference > 1e-3, rows
-    gguf = path == GGUF_INT4  # offered only to a model with a GGUF file's blocks
+    gguf = kernels.KERNELS[path].file is not None  # offered only to a model with a GGUF file's blocks
     if rows.exact:
         assert choose_path(1536, 8960, "cpu", None, path, gguf=gguf).path == path
         assert path in kernel_choice.offered_here(gguf=gguf).split(" (")[0].split(", ")
@@ -53,7 +54,8 @@ def test_a_path_is_one_row_of_the_table_that_the_loader_and_the_choice_read():
     """Each row says what its path computes in, loads in, reads of a GGUF file, and gives the stand-in layer whose rows
     are checked and whose stack is timed: a layer of the shape asked, taking the path's activations."""
     assert PATHS == tuple(row.name for row in kernels.TABLE) and len(set(PATHS)) == len(PATHS)
-    assert kernels.PACKS_FP16 == (FP16_FBGEMM, GGUF_INT4)  # both store the layers without blocks for fbgemm
+    assert kernels.PACKS_FP16 == (FP16_FBGEMM, GGUF_INT4, GGUF_ORT)  # all store the layers without blocks for
+    #                                                                     fbgemm
     for row in kernels.TABLE:
         assert Choice(row.name, row.activations, "").load_dtype == ("float16" if row.packs_fp16 else row.activations)
         assert (row.name in kernel_choice.paths_for(gguf=False)) == (row.file is None)
@@ -147,10 +149,11 @@ def test_greedy_on_the_fast_path_equals_the_target_alone_on_it(fast_engine, draf
 # --- the choice and its refusals -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("asked, words", [
-    ("nope", "--kernels must be auto or one of float32, bfloat16, float16-fbgemm, gguf-int4, int8-dynamic, got "
-             "'nope'; here: "),
+    ("nope", "--kernels must be auto or one of float32, bfloat16, float16-fbgemm, gguf-int4, gguf-ort, int8-dynamic, "
+             "got 'nope'; here: "),
     (GGUF_INT4, "--kernels gguf-int4 computes from a GGUF file's 4-bit blocks, and this target was not loaded from "
                 "one"),
+    (GGUF_ORT, "--kernels gguf-ort computes from a GGUF file's blocks, and this target was not loaded from one"),
     (INT8_DYNAMIC, "--kernels int8-dynamic is not exact on this machine, so specviz refuses it: "),
     (3, "--kernels must be auto or one of"),
 ])

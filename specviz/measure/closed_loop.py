@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from specviz.algorithm.sampling import SamplingSettings
 from specviz.engine.batch_prices import BatchPrices
 from specviz.engine.batched import Batch, Request, Served
-from specviz.record.stats import Spread, spread
+from specviz.record.stats import Spread, after_first, spread
 from specviz.settings.bounds import MAX_BATCH, MAX_K
 from specviz.settings.prompts import BENCH_PROMPTS
 
@@ -131,18 +131,13 @@ def one_run(engine, plan: Plan, users: int, rule: str, turn: int, prices: BatchP
     done = serve_users(batch, asked, plan.seconds, stop)
     seconds = time.perf_counter() - started
     detail = [dict(user=u, request=i, kind=s.request.label, prompt=chosen[u][1], ttft_s=s.first_token_s - s.asked_s,
-                   tokens_per_s=after_first(s), tokens=len(s.output_ids), output_token_ids=s.output_ids)
+                   tokens_per_s=after_first(len(s.output_ids), s.first_token_s, s.finished_s) or 0.0,
+                   tokens=len(s.output_ids), output_token_ids=s.output_ids)
               for i, (u, s) in enumerate(done)]
     tokens, counts = sum(len(s.output_ids) for _, s in done), batch.counts
     return Run(users, rule, turn, seconds, tokens / seconds, counts.tokens / max(counts.passes, 1),
                counts.accepted / counts.examined if counts.examined else 0.0, detail,
                [c.why() for c in counts.choices[:3]], counts.tokens / max(counts.row_rounds, 1))
-
-
-def after_first(s: Served) -> float:
-    """A request's tokens per second after its first token (0 where it made one token only)."""
-    span = s.finished_s - s.first_token_s
-    return (len(s.output_ids) - 1) / span if len(s.output_ids) > 1 and span > 0 else 0.0
 
 
 def serve_runs(engine, plan: Plan, prices=None, progress=None, stop=None, peer=None) -> list[Run]:

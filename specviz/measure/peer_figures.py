@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specviz.record import stats
+
 
 @dataclass(frozen=True)
 class Completion:
@@ -48,9 +50,9 @@ class Completion:
 
     @property
     def after_first(self) -> float:
-        """Tokens/s after the first by our clock: what one user of a busy server sees (closed_loop.after_first)."""
-        span = self.wall_s - self.first_s
-        return (self.tokens - 1) / span if self.tokens > 1 and span > 0 else 0.0
+        """Tokens/s after the first by our clock: what one user of a busy server sees, as closed_loop counts
+        it (0 for one token)."""
+        return stats.after_first(self.tokens, self.first_s, self.wall_s) or 0.0
 
     @property
     def acceptance(self) -> float | None:

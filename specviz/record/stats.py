@@ -79,10 +79,15 @@ def decode_speed(trace: Trace) -> float | None:
     return later_tokens / later_time if later_tokens > 0 and later_time > 0 else None
 
 
+def after_first(tokens: int, first_s: float, end_s: float) -> float | None:
+    """Tokens/s after the first token: the tokens after it over the time from it to the last, None for one token or
+    no time between (the first token's step also encoded the prompt, so it is left out). (5, 1.0, 3.0) -> 2.0."""
+    return (tokens - 1) / (end_s - first_s) if tokens > 1 and end_s > first_s else None
+
+
 def baseline_decode_speed(b: Baseline) -> float | None:
     """The target alone's tokens/s after its first token (whose step also encoded the prompt)."""
-    later_time = b.total_time_s - b.first_token_time_s
-    return (len(b.output_token_ids) - 1) / later_time if len(b.output_token_ids) > 1 and later_time > 0 else None
+    return after_first(len(b.output_token_ids), b.first_token_time_s, b.total_time_s)
 
 
 def target_step_time(b: Baseline) -> float | None:
@@ -219,7 +224,7 @@ def run_speed(t: TimedRun) -> float:
 
 def run_decode_speed(t: TimedRun) -> float | None:
     """Tokens/s after the first token (round 1, the target's prefill, commits one since format version 3)."""
-    return (t.tokens - 1) / (t.total_s - t.first_s) if t.tokens > 1 and t.total_s > t.first_s else None
+    return after_first(t.tokens, t.first_s, t.total_s)
 
 
 QUIET = 1.15  # each side's fastest turn over its slowest, at most, for turns timed on a quiet machine: the same run

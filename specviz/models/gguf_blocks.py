@@ -101,13 +101,7 @@ def blocks_file(name: str, suffix: str = SUFFIX) -> Path:
 def q4k_blocks(name: str, progress: Progress | None = None) -> dict[str, Q4K]:
     """The Q4_K tensors of a packaged model, read from its GGUF chunks once (about a minute: they are joined and
     checked again) and kept beside the prepared folder; ValueError where they cannot be read."""
-    if name not in PACKAGED:
-        raise ValueError(f"no GGUF blocks for {name!r}: the gguf-int4 path reads a packaged model's file "
-                         f"({', '.join(PACKAGED)})")
-    path = blocks_file(name)
-    if not path.exists():
-        keep_from_gguf(name, path, _write_q4k, "4-bit blocks", progress)
-    return _load(path)
+    return _load(keep_from_gguf(name, SUFFIX, _write_q4k, "4-bit blocks", "gguf-int4", progress))
 
 
 def _write_q4k(gguf: Path, dest: Path) -> None:
@@ -119,9 +113,17 @@ def _write_q4k(gguf: Path, dest: Path) -> None:
     save_file(tensors, str(dest), metadata={"format": "specviz-q4k"})
 
 
-def keep_from_gguf(name: str, path: Path, write, what: str, progress: Progress | None = None) -> None:
-    """`write(gguf, dest)` run once on the packaged model's joined file, its result kept at `path` (the chunks are
-    joined into a scratch folder of the cache and checked, then removed); ValueError where the cache has no room."""
+def keep_from_gguf(name: str, suffix: str, write, what: str, path_name: str, progress: Progress | None = None) -> Path:
+    """The file of one form of a packaged model's blocks (`blocks_file(name, suffix)`), written on first use by
+    `write(gguf, dest)` run on the joined file (the chunks are joined into a scratch folder of the cache and checked,
+    then removed); ValueError for a model that is not packaged (`path_name`: the kernel path that asked) or where the
+    cache has no room."""
+    if name not in PACKAGED:
+        raise ValueError(f"no GGUF blocks for {name!r}: the {path_name} path reads a packaged model's file "
+                         f"({', '.join(PACKAGED)})")
+    path = blocks_file(name, suffix)
+    if path.exists():
+        return path
     work = Path(tempfile.mkdtemp(prefix=f".{name}-blocks-", dir=cache_root()))
     try:
         if progress:
@@ -133,6 +135,7 @@ def keep_from_gguf(name: str, path: Path, write, what: str, progress: Progress |
         raise ValueError(f"could not keep {name}'s {what} in {cache_root()}: {e.strerror or e}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    return path
 
 
 def _load(path: Path) -> dict[str, Q4K]:

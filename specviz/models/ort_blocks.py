@@ -26,9 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from specviz.models.gguf_blocks import (EMBEDDING, Q4K, blocks_file, decode_q4k, keep_from_gguf, linear_name, pack,
-                                        unpack)
-from specviz.models.packaged import PACKAGED
+from specviz.models.gguf_blocks import EMBEDDING, Q4K, decode_q4k, keep_from_gguf, linear_name, pack, unpack
 from specviz.settings.bounds import Progress
 
 SUFFIX = "-ort-blocks.safetensors"
@@ -228,13 +226,7 @@ def ort_blocks(name: str, progress: Progress | None = None) -> OrtBlocks:
     """The packaged model's blocks for the gguf-ort path, repacked from its GGUF chunks once (a minute or two: they
     are joined and checked again) and kept beside the prepared folder; ValueError where they cannot be (a block type
     the path does not take, no room in the cache)."""
-    if name not in PACKAGED:
-        raise ValueError(f"no GGUF blocks for {name!r}: the gguf-ort path reads a packaged model's file "
-                         f"({', '.join(PACKAGED)})")
-    path = blocks_file(name, SUFFIX)
-    if not path.exists():
-        keep_from_gguf(name, path, write_blocks, "blocks for onnxruntime", progress)
-    return read_blocks(path)
+    return read_blocks(keep_from_gguf(name, SUFFIX, write_blocks, "blocks for onnxruntime", "gguf-ort", progress))
 
 
 def write_blocks(gguf: Path, dest: Path) -> None:

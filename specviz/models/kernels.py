@@ -199,8 +199,9 @@ TABLE = (
                why_not=SUMMED_ANOTHER_WAY, packs_fp16=True,
                file=FileBlocks(reads="a GGUF file's blocks", read=read_for_ort, linear=Member.layer,
                                embedding=Int4Embedding, layers_said=_ort_layers_said),
-               why_not_auto="it is never chosen automatically: on an AMD EPYC (2 cores, busy) its whole target step "
-                            "took 95 ms against gguf-int4's 66 at t(1), and its int8 input rounding turns "
+               why_not_auto="it is never chosen automatically: on an AMD EPYC (2 cores, quiet) its whole target step "
+                            "took 104 ms against gguf-int4's 81 at t(1) (medians of 7 interleaved rounds, "
+                            "tools/measure_ort_path.py), and its int8 input rounding turns "
                             "attention's last-bit differences into occasional code steps, so a batch's greedy "
                             "output can differ from one sequence alone (2026-12-06; docs/engine.md)"),
     KernelPath(INT8_DYNAMIC, activations="float32", needs=(FBGEMM,), layer=Int8DynamicLinear,

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from specviz.algorithm.acceptance import PROBE_EVERY_WHERE_IT_COULD_PAY, Positions
+from specviz.algorithm.cost_rule import catch_up_share
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def choose_k(sequences: list[Positions], c: float, v: Callable[[int], float], mo
 
     def rate(k: int) -> float:
         expected = [seq.expected(k, pooled) for seq in sequences]
-        share = sum(lag / max(1.0, n / e) for lag, n, e in zip(catch_up, left, expected)) if k else 0.0
+        share = sum(catch_up_share(lag, n, e) for lag, n, e in zip(catch_up, left, expected)) if k else 0.0
         return sum(expected) / (k * c + vs[k] + share)
 
     rates = tuple(rate(k) for k in range(most + 1))

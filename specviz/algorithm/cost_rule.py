@@ -21,6 +21,14 @@ to how many of them survived (`fit_gamma`; γ = 1, the draft taken at its word, 
 round is a plain target step. After PROBE_EVERY_AT_ANY_PRICE plain rounds in a row one draft is made anyway, so
 that a run whose text turns predictable is noticed.
 
+The prices are what this run's own rounds paid (`reprice`, each round: engine/batch_prices.py keeps them, the same
+clock the batch's rule reads, with the pair's measured profile filling in what has not run yet): a round of K = 0 is
+the unit, the target alone's step as this run pays it. A draft cache that lags after plain rounds must first catch up
+on the tokens they committed, once; the first draft of such a round is charged its share of that, `catch_up_share`,
+as the batch's rule charges it. Priced by the short measurement alone and with no catch-up charged, the rule ran 0.83×
+the target alone on a story in float32 on an AMD EPYC (issue 62): it paid its drafts 0.59–0.77 of a step where it
+priced them at 0.42.
+
 Exact: K is chosen from the draft's own probabilities and earlier rounds only, never from this round's target pass
 or draws (as the threshold rule is), so the output follows the target whatever K each round gets.
 """
@@ -36,6 +44,13 @@ from specviz.record.trace import CostDecision, DraftChoice
 PRIOR_AT_HALF = 2.0  # pseudo-drafts behind γ (fit_gamma): two of confidence 0.5, one of them survived
 GAMMA_RANGE = (0.1, 4.0)  # γ beyond these would mean the draft's probabilities say nothing: kept within them
 FIT_LAST = 256  # examined drafts γ is fitted to: the run's latest (a bound on the work after each round)
+
+
+def catch_up_share(lag: float, left: int, expected: float) -> float:
+    """A draft's catch-up of `lag` steps, paid once, charged to one round: it serves every round left, about left ÷
+    expected of them (expected: the tokens a round is expected to yield), so a round pays lag ÷ that (all of it near
+    the end, where no later round shares it)."""
+    return lag / max(1.0, left / expected) if lag else 0.0
 
 
 def fit_gamma(examined: list[tuple[float, bool]]) -> float:
@@ -65,16 +80,26 @@ class CostRule:
     tokens: int = 0  # committed by the rounds this rule priced
     cost: float = 0.0  # their predicted cost, in one-token target steps
     plain_in_a_row: int = 0
+    catch_up: float = 0.0  # the draft's catch-up this round would pay first, in one-token target steps (`start_round`)
+    left: int = 1 << 30  # tokens the run has left to make when this round starts
     _choices: list[DraftChoice] = field(default_factory=list)
     _survive: float = 1.0  # the chance this round's drafts so far all survive
     _expected: float = 1.0  # 1 + the sum of the survive estimates of this round's drafts so far
+    _share: float = 0.0  # the catch-up's share charged to this round's first draft (catch_up_share)
 
     @property
     def rate(self) -> float:
         return max(1.0, self.tokens / self.cost) if self.cost > 0 else 1.0
 
-    def start_round(self) -> None:
-        self._choices, self._survive, self._expected = [], 1.0, 1.0
+    def reprice(self, c: float, v: list[float]) -> None:
+        """Prices from the rounds this run paid so far (engine/batch_prices.py), for the rounds from now on."""
+        self.c, self.v = c, list(v)
+
+    def start_round(self, catch_up: float = 0.0, left: int = 1 << 30) -> None:
+        """A new round: its draft first catches up `catch_up` steps (0: it lags no more than a drafting round leaves
+        it), with `left` tokens still to make."""
+        self._choices, self._survive, self._expected, self._share = [], 1.0, 1.0, 0.0
+        self.catch_up, self.left = catch_up, left
 
     def draft_more(self, most: int) -> bool:
         """Whether to draft the next token of this round (at most `most` drafts), recording the weighing. Called
@@ -95,6 +120,9 @@ class CostRule:
         acceptances = (self.positions.acceptance(j) for j in range(n, most + 1))
         for j, survive in enumerate(survival(acceptances, self._survive), start=n):
             cost = self.c + self.v[j] - self.v[j - 1]
+            if j == n == 1:  # the catch-up is paid by a round's first draft, whatever follows: charged to it once
+                self._share = catch_up_share(self.catch_up, self.left, 1 + survive)
+                cost += self._share
             total += survive - self.rate * cost
             best = max(best, total)
             if j == n:
@@ -110,7 +138,9 @@ class CostRule:
         """Learn from the round's verdict (n_accepted of the drafts with these confidences survived; `committed`
         tokens kept) and return its record."""
         k = len(confidences)
-        record = CostDecision(self.rate, self._choices, self._expected, k * self.c + self.v[k])
+        share = self._share if k else 0.0
+        record = CostDecision(self.rate, self._choices, self._expected, k * self.c + self.v[k] + share, self.c,
+                              list(self.v), self._share)
         examined = confidences[:n_accepted + 1]  # the accepted and the one rejected
         self.positions.add(len(examined), n_accepted)
         self.examined += [(sure, i < n_accepted) for i, sure in enumerate(examined)]

@@ -17,6 +17,9 @@ nearest K measured at that B, else at every B (a machine slower or faster than w
 rule probes K = 1 now and then (acceptance.PROBE_EVERY_WHERE_IT_COULD_PAY), so a batch that stopped drafting still
 measures a draft.
 
+A run alone keeps one too, at B = 1 (Engine.clock_for): the cost-aware rule of a single run (algorithm/cost_rule.py)
+is repriced by it each round, so both rules weigh what their rounds paid on this machine, now.
+
 Exact: the prices are clock readings of earlier rounds, never a draw or a pass's numbers, so whatever K they choose
 each sequence's output follows its target alone (tests/engine/test_batched.py). One BatchPrices serves every batch
 on the loaded pair (a server keeps what it measured across requests), and with the clock the verdicts of every
@@ -44,11 +47,12 @@ class BatchPrices:
         self.fills: deque[float] = deque(maxlen=KEEP)  # seconds a token of the draft's catch-up (Batch._fill_draft)
         self.pooled = Positions()  # every sequence's verdicts by draft position: a new sequence's prior
 
-    def add(self, batch: int, k: int, draft_s: float | None, rest_s: float) -> None:
-        """One round's clock: its K draft steps took draft_s in all (None: not a draft step's price, see above),
-        the rest of it rest_s."""
-        if k and draft_s is not None:
-            self.drafts.setdefault(batch, deque(maxlen=KEEP)).append(draft_s / k)
+    def add(self, batch: int, k: int, draft_s: float | None, rest_s: float, steps: int | None = None) -> None:
+        """One round's clock: its draft steps took draft_s in all (None: not a draft step's price, see above), `steps`
+        of them (None: K), the rest of it rest_s."""
+        steps = k if steps is None else steps
+        if steps and draft_s is not None:
+            self.drafts.setdefault(batch, deque(maxlen=KEEP)).append(draft_s / steps)
         self.rests.setdefault((batch, k), deque(maxlen=KEEP)).append(rest_s)
 
     def rest(self, batch: int, k: int) -> float:

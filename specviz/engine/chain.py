@@ -16,6 +16,7 @@ import torch
 
 from specviz.algorithm.sampling import verify, warp
 from specviz.algorithm.cost_rule import CostRule
+from specviz.engine.batch_prices import BatchPrices
 from specviz.engine.decoding import TOP_N, DecodingRun, RunContext, forward, rollback
 from specviz.models.timer import synchronize
 from specviz.drafters.trained import EAGLE
@@ -43,11 +44,13 @@ class ChainRun(DecodingRun):
     the record so far."""
 
     def __init__(self, ctx: RunContext, prompt: str, settings, details: bool = True, rule: CostRule | None = None,
-                 prices: PassCosts | None = None, rule_note: str | None = None):
+                 prices: PassCosts | None = None, rule_note: str | None = None, clock: BatchPrices | None = None):
         super().__init__(ctx, prompt, settings, details)
         # The cost-aware rule (algorithm/cost_rule.py) and its prices when adaptive K is set to it, or why it could
-        # not price this run (Engine.cost_rule)
-        self.rule, self.prices, self.rule_note = rule, prices, rule_note
+        # not price this run (Engine.cost_rule); the clock of what this drafter's rounds paid, which reprices the rule
+        # each round (batch_prices.py at B = 1)
+        self.rule, self.prices, self.rule_note, self.clock = rule, prices, rule_note, clock
+        self._steps: list[tuple[int, float]] = []  # this round's draft steps: (tokens fed, seconds)
 
     def _round(self) -> Round:
         ctx, s = self.ctx, self.s
@@ -59,6 +62,7 @@ class ChainRun(DecodingRun):
         # 1. Draft: k tokens one at a time, each sampled from q, the warped draft distribution.
         before = self._cache_lengths()
         t0 = time.perf_counter()
+        self._price_round(k)
         drafts, q, sure = self._draft(k)
         synchronize(ctx.device)
         t1 = time.perf_counter()
@@ -79,6 +83,7 @@ class ChainRun(DecodingRun):
         new = drafts[:verdict.n_accepted] + [verdict.next_token]
         committed = self._commit(new)
         decision = self.rule.end_round(sure, verdict.n_accepted, len(committed)) if self.rule and self.rounds else None
+        self._clock_round(len(drafts), t2 - t1)
         rollback(self.target_cache, len(self.ids) - 1)
         rollback(self.draft_cache, min(self.draft_cache.get_seq_length(), len(self.ids) - 1))
         lengths = [before, drafted, verified, self._cache_lengths()]  # (draft, target) at each moment
@@ -92,20 +97,53 @@ class ChainRun(DecodingRun):
             return *self._copied_draft(k), []
         if self.reads_state:
             return self._heads_draft(k)
-        if self.rule:  # round 1 drafts nothing (k = 0): the rule first weighs round 2
-            self.rule.start_round()
         ends, sure = self._chain_end()
 
         def step(drafts: list[list[int]]) -> torch.Tensor:
             # The draft cache lacks the prompt and the first token in round 2, later 1 token (usual) or 2 (after a
-            # clean sweep: the last draft and the bonus).
+            # clean sweep: the last draft and the bonus), more after plain rounds (a catch-up).
             feed = (self.ids + drafts[0])[self.draft_cache.get_seq_length():]
-            return forward(self.ctx.drafter, feed, self.draft_cache, 1)[:, :self.ctx.vocab]
+            began = time.perf_counter()
+            logits = forward(self.ctx.drafter, feed, self.draft_cache, 1)[:, :self.ctx.vocab]
+            synchronize(self.ctx.device)
+            self._steps.append((len(feed), time.perf_counter() - began))
+            return logits
 
         drafts, q = model_chain(step, k, [(self.s.sampling, self.gen)], self.ctx.vocab,
                                 more=(lambda: self.rule.draft_more(k)) if self.rule else None,
                                 stop=lambda logits, drafts: ends(logits[0], drafts[0][-1]))
         return drafts[0], q[0], sure
+
+    def _price_round(self, k: int) -> None:
+        """Before a round's drafts: the rule repriced by what this drafter's rounds paid (once the clock has read a
+        round; before, the prices the run began with), and told the catch-up its first draft would pay. Round 1
+        drafts nothing (k = 0): the rule first weighs round 2."""
+        self._steps = []
+        if not self.rule or not self.rounds:
+            return
+        per_token = 0.0
+        if self.clock is not None:
+            if self.clock.rests:
+                at = self.clock.prices_at(1, len(self.rule.v) - 1).steady()
+                self.rule.reprice(at.c, at.v)
+            per_token = self.clock.fill_token() / self.clock.rest(1, 0)
+        self.rule.start_round(self._lag() * per_token, self.s.max_new_tokens - self.n_new)
+
+    def _lag(self) -> int:
+        """Tokens the draft's cache lacks beyond what a drafting round leaves it lacking (the newest, or after a clean
+        sweep two): what its first step must catch up on."""
+        return max(0, len(self.ids) - self.draft_cache.get_seq_length() - 2)
+
+    def _clock_round(self, k: int, verify_s: float) -> None:
+        """The round's clock into the rule's: its draft steps fed one token each (or two, the newest after a clean
+        sweep) price a draft step; one that caught up prices a token of catch-up; the verify pass, the rest."""
+        if self.clock is None or not self.rounds:
+            return
+        steps = [(n, seconds) for n, seconds in self._steps if n <= 2]
+        for n, seconds in self._steps:
+            if n > 2:
+                self.clock.add_fill(n, seconds)
+        self.clock.add(1, k, sum(s for _, s in steps) if steps else None, verify_s, len(steps))
 
     def _chain_end(self) -> tuple[Callable[[torch.Tensor, int], bool], list[float]]:
         """(ends(logits, x): whether a chain of drafts ends after draft x, drawn from the raw logits (V,); the

@@ -30,6 +30,7 @@ from specviz.drafters import DRAFT_MODEL, EARLIER_TEXT, TARGET_LAYERS, TARGET_ST
 from specviz.drafters.trained import check_depth, how_to_train
 from specviz.algorithm.cost_rule import CostRule
 from specviz.engine import pass_costs, self_speculation
+from specviz.engine.batch_prices import BatchPrices
 from specviz.engine.chain import ChainRun
 from specviz.engine.trained import load_trained, trained_folder
 from specviz.models.packaged import cache_root
@@ -71,6 +72,9 @@ class Engine:
         # the Costs tab's measurement; and the step of each drafter model but the draft (self-speculation's), timed once
         self.pass_costs: CostProfile | None = None
         self._draft_steps: dict[object, float] = {}
+        self._clocks: dict[object, tuple[CostProfile, BatchPrices]] = {}  # drafter -> what its runs' rounds paid
+        self.clock_prices = True  # reprice the cost-aware rule each round by what its rounds paid (clock_for); False:
+        #                           the profile's prices throughout (a test's made-up prices stay as it made them)
 
     def check_drafter(self, settings: RunSettings) -> None:
         """ValueError, before any pass, where this engine cannot draft as `settings` ask: a self-speculation N the
@@ -170,6 +174,18 @@ class Engine:
             return None, None, f"{problem}; this run stopped drafting by the confidence threshold instead"
         return CostRule(priced.c, list(priced.v)), priced, None
 
+    def clock_for(self, drafter) -> BatchPrices:
+        """What the rounds of this drafter's cost-aware runs paid (engine/batch_prices.py at B = 1), kept across runs
+        as a server keeps its batch's, and begun again when the profile is replaced (the Costs tab's measurement):
+        its unit is a round of K = 0, the target alone's step as runs pay it."""
+        kept = self._clocks.get(drafter)
+        if kept is None or kept[0] is not self.pass_costs:
+            step = self.pass_costs.draft_step(1) if drafter is self.draft else self._draft_steps[drafter]
+            profile = replace(self.pass_costs, batches=[1], target_batch_s=[self.pass_costs.target_step(1)],
+                              draft_batch_s=[step])
+            kept = self._clocks[drafter] = (self.pass_costs, BatchPrices(profile))
+        return kept[1]
+
     def layers_for(self, settings: RunSettings) -> int:
         """Self-speculation's N for a run: as set, or half the target's layers for 0 (0 for other drafters)."""
         if settings.drafter_spec.source != TARGET_LAYERS:
@@ -231,7 +247,8 @@ class Engine:
         rule = prices = note = None
         if settings.adaptive and settings.stop_rule == COST_RULE and settings.drafter_spec.has_draft_cache:
             rule, prices, note = self.cost_rule(ctx.drafter, settings, load)
-        return ChainRun(ctx, prompt, settings, details, rule, prices, note)
+        clock = self.clock_for(ctx.drafter) if rule and self.clock_prices else None
+        return ChainRun(ctx, prompt, settings, details, rule, prices, note, clock)
 
     def _context(self, prompt: str, settings: RunSettings, prompt_ids: list[int] | None) -> RunContext:
         """All a run of `settings` reads of this engine (decoding.RunContext)."""

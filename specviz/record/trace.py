@@ -139,7 +139,12 @@ class CostDecision:
     rate: float  # tokens the run had made per one-token target step of predicted cost (at least 1: the target alone)
     choices: list[DraftChoice]  # one per draft weighed, in order; the last one not drafted is why it stopped
     expected_tokens: float  # 1 + the survive estimates of the drafts made: what the rule expected the round to yield
-    expected_cost: float  # K·c + v(K): what it expected the round to cost, in one-token target steps
+    expected_cost: float  # K·c + v(K) (+ catch_up): what it expected the round to cost, in one-token target steps
+    c: float | None = None  # the prices this round was weighed at (they follow what the run's rounds paid): a draft
+    v: list[float] | None = None  # step, v[n] the verify pass over n drafts; None: the run's pass_costs (older traces)
+    catch_up: float = 0.0  # the share of the draft's catch-up (after plain rounds) charged to the round's first draft
+    #                        (cost_rule.catch_up_share), in one-token target steps: in that choice's cost and, if it
+    #                        drafted, in expected_cost
 
 
 @dataclass

@@ -58,10 +58,10 @@ def round_note(rnd: Round, prices: PassCosts | None, eos_ids=()) -> str:
             if n == 1 else f"it stopped at {rnd.k}")
     said.append(f"the {ordinal(n)} draft's estimated chance of surviving was {survive} (an estimate from the draft's "
                 f"own probabilities and this run's acceptance so far, not a measured probability). It would have cost "
-                f"{_cost(cost, last, n, prices)} of a target step, which at this run's rate makes {rate} × {cost} = "
+                f"{_cost(cost, last, n, rnd, prices)} of a target step, which at this run's rate makes {rate} × {cost} = "
                 f"{value} tokens. {survive} < {value}: the draft would have added fewer tokens than its cost makes at "
                 f"that rate, so {what}.")
-    if last.gain < 0 and n < len(prices.v) - 1:
+    if last.gain < 0 and n < len(round_prices(rnd, prices)[1]) - 1:
         said.append("Drafting on past it would not have paid either (at best "
                     f"{last.gain:.2g} tokens).")
     return " ".join(said)
@@ -91,7 +91,7 @@ def _why_no_more(rnd: Round, prices: PassCosts, eos_ids) -> str:
     """Why a round whose every weighed draft paid drafted no more: the end-of-text token, K, or the tokens left."""
     if rnd.drafts and rnd.drafts[-1].token_id in eos_ids:
         return "drafting stopped at the end-of-text token, after which nothing is drafted"
-    if rnd.k >= len(prices.v) - 1:
+    if rnd.k >= len(round_prices(rnd, prices)[1]) - 1:
         return f"K = {rnd.k} is the most a round drafts"
     return "the tokens left to generate allowed no more"
 
@@ -101,15 +101,26 @@ def _rate_words(rate: float) -> str:
             if rate <= 1.0 else f"this run was making {rate:.2f} tokens per target step of cost")
 
 
-def _cost(cost: str, choice: DraftChoice, n: int, prices: PassCosts) -> str:
+def round_prices(rnd: Round, prices: PassCosts) -> tuple[float, list[float]]:
+    """(c, v) the rule weighed this round at: its own (they follow what the run's rounds paid), else the run's (a
+    trace from before the rule was repriced each round)."""
+    d = rnd.cost
+    return (d.c, d.v) if d is not None and d.c is not None and d.v else (prices.c, prices.v)
+
+
+def _cost(cost: str, choice: DraftChoice, n: int, rnd: Round, prices: PassCosts) -> str:
     """'0.182 (c = 0.135 for the draft step + v(4) − v(3) = 0.047 for the longer verify pass)': the printed cost
-    (weighing's) with its two parts, to as many figures as it, more where the printed parts would not add up to it."""
-    longer, figures = prices.v[n] - prices.v[n - 1], len(cost.replace(".", "").lstrip("0"))
+    (weighing's) with its parts, to as many figures as it, more where the printed parts would not add up to it; a first
+    draft after plain rounds has a third, its share of the draft's catch-up on the tokens they committed."""
+    c_at, v_at = round_prices(rnd, prices)
+    share = rnd.cost.catch_up if n == 1 else 0.0
+    longer, figures = v_at[n] - v_at[n - 1], len(cost.replace(".", "").lstrip("0"))
     for digits in range(figures, figures + 6):
-        c, more = significant(prices.c, digits), significant(longer, digits)
-        if significant(float(c) + float(more), figures) == cost:
+        c, more, lag = (significant(x, digits) for x in (c_at, longer, share))
+        if significant(float(c) + float(more) + (float(lag) if share else 0.0), figures) == cost:
             break
-    return f"{cost} (c = {c} for the draft step + v({n}) − v({n - 1}) = {more} for the longer verify pass)"
+    caught = f" + {lag} for its share of the draft's catch-up on the tokens of plain rounds" if share else ""
+    return f"{cost} (c = {c} for the draft step + v({n}) − v({n - 1}) = {more} for the longer verify pass{caught})"
 
 
 def weighing(survive: float, rate: float, cost: float) -> tuple[str, str, str, str]:
@@ -144,10 +155,22 @@ def run_account(trace: Trace) -> tuple[str, str, str] | None:
     p = trace.pass_costs
     predicted = predicted_speedup(trace.rounds)
     load = f"{p.load} run{'s' * (p.load != 1)} in flight"
+    c, v, repriced = last_prices(trace)
+    then = (f"; then each round by what the rounds before it paid, the last at c = {c:.3g}, v(4) = "
+            f"{v[min(4, len(v) - 1)]:.3g}" if repriced else "")
     return ("cost-aware K", f"speculation off in {off} of {len(later)} rounds · {load}",
             f"priced by {p.source} at {load}: a draft step c = {p.c:.3g} of a target step, verifying 4 drafts "
-            f"v(4) = {p.v[min(4, len(p.v) - 1)]:.3g}" + (f"; its own prediction {predicted:.2f}× the target alone "
-                                                         f"after round 1" if predicted else ""))
+            f"v(4) = {p.v[min(4, len(p.v) - 1)]:.3g}{then}" + (f"; its own prediction {predicted:.2f}× the target "
+                                                                f"alone after round 1" if predicted else ""))
+
+
+def last_prices(trace: Trace) -> tuple[float, list[float], bool]:
+    """(c, v) of the run's last round the rule weighed, and whether they differ from the prices it began with (it
+    is repriced each round by what its rounds paid: engine/batch_prices.py)."""
+    p = trace.pass_costs
+    weighed = [r for r in trace.rounds if r.cost is not None]
+    c, v = round_prices(weighed[-1], p) if weighed else (p.c, p.v)
+    return c, v, (c, list(v)) != (p.c, list(p.v))
 
 
 # --- the price of a draft step against what the run paid --------------------------------------------------------
@@ -177,8 +200,10 @@ def price_note(trace: Trace) -> str:
     times = paid_times(trace)
     if not cost_aware(trace) or trace.pass_costs is None or times is None:
         return ""
-    price, (draft, step, paid) = significant(trace.pass_costs.c, 3), _worked(*times)
-    source = trace.pass_costs.source.split(", ")[0]  # its first part: which measurement (then the pair, the device)
+    c, _, repriced = last_prices(trace)
+    price, (draft, step, paid) = significant(c, 3), _worked(*times)
+    source = ("by what its rounds before it paid, its last price" if repriced else
+              trace.pass_costs.source.split(", ")[0])  # its first part: which measurement (then the pair, the device)
     said = (f"Priced at c = {price} a draft step ({source}); this run paid c = {paid} (its own timings: {draft} ms a "
             f"draft step ÷ {step} ms a step of the target alone).")
     off, margin = float(price) / float(paid) - 1, f"{PRICE_MARGIN * 100:.0f} %"

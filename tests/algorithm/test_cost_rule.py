@@ -76,3 +76,30 @@ def test_gamma_makes_the_runs_estimates_add_up_to_its_survivals(examined, side):
     estimated = sum(sure ** gamma for sure, _ in examined) + PRIOR_AT_HALF * 0.5 ** gamma
     assert estimated == pytest.approx(sum(kept for _, kept in examined) + PRIOR_AT_HALF * 0.5, abs=1e-6)
     assert (gamma > 1 + 1e-6) - (gamma < 1 - 1e-6) == side
+
+
+def test_a_draft_that_must_catch_up_first_is_charged_its_share_of_it():
+    """After plain rounds the draft's first step reads the tokens they committed: that catch-up serves every round
+    left, so the first draft is charged lag ÷ (rounds left), and a draft that pays alone may not pay with it."""
+    fresh, lagging = CostRule(c=0.3, v=[1.0] * 9), CostRule(c=0.3, v=[1.0] * 9)
+    for rule in (fresh, lagging):
+        rule.positions = Positions([9], [4])  # half survive at position 1: 0.5 > 0.3, a first draft pays alone
+    assert drafts_of(fresh, [0.9], most=1) == 1
+    lagging.start_round(catch_up=2.0, left=6)  # 2 steps of catch-up, 6 tokens left: 6 ÷ 1.5 = 4 rounds share it
+    assert not lagging.draft_more(1)
+    choice, = lagging._choices
+    assert choice.cost == pytest.approx(0.3 + 2.0 / 4)  # c + v(1) − v(0) + its share
+    record = lagging.end_round([], 0, 1)
+    assert record.catch_up == pytest.approx(0.5) and record.expected_cost == 1.0  # a plain round pays no catch-up
+
+
+def test_repriced_rules_weigh_and_record_the_new_prices():
+    """A rule repriced from what its rounds paid (engine/batch_prices.py) weighs at the new prices and records them, so
+    the round's note redoes its arithmetic with the prices it used."""
+    cheap, dear = CostRule(c=0.1, v=[1.0] * 9), CostRule(c=0.1, v=[1.0] * 9)
+    for rule in (cheap, dear):
+        rule.positions = Positions([9], [4])  # half survive at position 1
+    dear.reprice(0.6, [1.0, 1.0])  # a draft step dearer than the 0.5 tokens it adds
+    assert drafts_of(cheap, [0.9], most=1) == 1 and drafts_of(dear, [0.9], most=1) == 0
+    record = dear.end_round([], 0, 1)
+    assert (record.c, record.v) == (0.6, [1.0, 1.0]) and record.expected_cost == 1.0

@@ -128,6 +128,7 @@ def cost_setup(draft, target, tokenizer):
     eng, _, exact = make_setup(draft, target, tokenizer)
     eng.pass_costs = CostProfile(eng.device, eng.dtype, eng.draft_name, eng.target_name, 16, [1, 17], [1.0, 1.0],
                                  [1], [1.0], [0.3])
+    eng.clock_prices = False  # those prices throughout: not repriced by the tiny pair's own rounds (tested alone)
     settings = RunSettings(k=2, temperature=1.0, max_new_tokens=4, chat=False, adaptive=True, stop_rule="cost")
     return eng, settings, exact
 

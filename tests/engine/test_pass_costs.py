@@ -22,6 +22,11 @@ def made_up(engine, draft_s=0.1, per_token=0.0) -> CostProfile:
                        [1 + per_token * (n - 1) for n in TOKENS], [1], [1.0], [draft_s])
 
 
+def fix_prices(engine, profile: CostProfile) -> None:
+    """The engine priced by `profile` throughout its runs (not repriced by what its rounds paid: Engine.clock_prices)."""
+    engine.pass_costs, engine.clock_prices = profile, False
+
+
 def test_the_short_measurement_prices_this_pair(engine):
     profile = engine.measure_pass_costs()
     assert profile.problem(engine.device, engine.dtype, engine.target_name) is None
@@ -47,7 +52,7 @@ def test_a_slow_point_does_not_price_every_longer_pass_dear(engine):
 
 
 def test_greedy_output_is_the_targets_and_rounds_record_their_weighing(engine):
-    engine.pass_costs = made_up(engine, draft_s=0.05)
+    fix_prices(engine, made_up(engine, draft_s=0.05))
     trace = engine.run(PROMPT, RunSettings(temperature=0, **COST), baseline=True)
     assert trace.output_token_ids == trace.baseline.output_token_ids
     assert trace.pass_costs.c == pytest.approx(0.05) and trace.rule_note is None
@@ -60,7 +65,7 @@ def test_greedy_output_is_the_targets_and_rounds_record_their_weighing(engine):
 
 
 def test_where_no_draft_can_pay_rounds_are_plain_target_steps(engine):
-    engine.pass_costs = made_up(engine, draft_s=2.0)  # a draft step dearer than two target steps
+    fix_prices(engine, made_up(engine, draft_s=2.0))  # a draft step dearer than two target steps
     trace = engine.run(PROMPT, RunSettings(temperature=0, **COST), baseline=True)
     assert trace.output_token_ids == trace.baseline.output_token_ids
     ks = [r.k for r in trace.rounds[1:]]
@@ -76,7 +81,7 @@ def test_where_no_draft_can_pay_rounds_are_plain_target_steps(engine):
     (lambda p: dataclasses.replace(p, target="another-target"), "another-target"),
 ])
 def test_a_profile_that_cannot_price_the_run_falls_back_to_the_threshold(engine, spoil, said):
-    engine.pass_costs = spoil(made_up(engine))
+    fix_prices(engine, spoil(made_up(engine)))
     trace = engine.run(PROMPT, RunSettings(temperature=0, **COST))
     assert said in trace.rule_note and "confidence threshold instead" in trace.rule_note
     assert trace.pass_costs is None and all(r.cost is None for r in trace.rounds)
@@ -93,9 +98,9 @@ def test_a_busier_server_drafts_less(engine):
     """Four runs in flight: each verify pass reads four times the tokens, where this made-up pair's passes grow
     dear (a pass over n > 8 tokens costs 0.4 s more per token), so the same run drafts less and says at which load."""
     tokens = [1, 2, 4, 8, 16, 32, 64]
-    engine.pass_costs = CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, 16, tokens,
+    fix_prices(engine, CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, 16, tokens,
                                     [1.0 + 0.4 * max(0, n - 8) for n in tokens], [1, 2, 4, 8], [1.0, 1.0, 1.0, 1.0],
-                                    [0.05, 0.05, 0.05, 0.05])
+                                    [0.05, 0.05, 0.05, 0.05]))
     settings = RunSettings(temperature=0, **COST)
     alone, busy = engine.run(PROMPT, settings, load=1), engine.run(PROMPT, settings, load=4)
     assert alone.pass_costs.load == 1 and busy.pass_costs.load == 4
@@ -113,3 +118,24 @@ def test_the_short_measurement_feeds_only_ids_and_positions_the_pair_has(tokeniz
     trace = engine.run("abcabcab", RunSettings(temperature=0, **dict(COST, max_new_tokens=12)))
     assert trace.rule_note is None and trace.pass_costs is not None and trace.output_token_ids
     assert engine.pass_costs.context + TOKENS[-1] <= engine.max_positions == 48
+
+
+def test_the_rule_is_repriced_by_what_its_rounds_paid(engine):
+    """Issue 62: priced by the load's short measurement alone, the rule ran 0.83× the target alone on the EPYC. Now
+    each round is weighed at the clock of the rounds before it (Engine.clock_for, batch_prices.py at B = 1): a clock
+    that says a draft step costs half a plain round and a verify pass 0.1 more a draft prices round 2 so (round 1,
+    the prefill, is not weighed), and the run's own rounds join the clock; the output stays the target's."""
+    from collections import deque
+
+    engine.pass_costs = made_up(engine, draft_s=0.05)
+    clock = engine.clock_for(engine.draft)
+    clock.drafts[1] = deque([0.5] * 8, maxlen=8)
+    for k in range(COST["k"] + 1):
+        clock.rests[1, k] = deque([1.0 + 0.1 * k] * 8, maxlen=8)
+    trace = engine.run(PROMPT, RunSettings(temperature=0, **COST), baseline=True)
+    assert trace.output_token_ids == trace.baseline.output_token_ids
+    second = trace.rounds[1].cost
+    assert second.c == pytest.approx(0.5) and second.v == pytest.approx([1.0 + 0.1 * k for k in range(9)])
+    assert trace.pass_costs.c == pytest.approx(0.05)  # what the run began with, as the trace says
+    assert min(clock.rests[1, 0]) < 0.5  # a tiny pair's plain rounds take milliseconds: they joined the clock
+    assert engine.clock_for(engine.draft) is clock  # kept across runs on the engine

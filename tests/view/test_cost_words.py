@@ -22,6 +22,8 @@ SETTINGS = RunSettings(k=6, temperature=1.0, seed=3, max_new_tokens=60, adaptive
 
 
 def priced(engine, draft_s, per_token):
+    """A run priced by a made-up profile throughout (not repriced by what its rounds paid: Engine.clock_prices)."""
+    engine.clock_prices = False
     engine.pass_costs = CostProfile(engine.device, engine.dtype, engine.draft_name, engine.target_name, 16,
                                     list(TOKENS), [1 + per_token * (n - 1) for n in TOKENS], [1], [1.0], [draft_s])
     return engine.run("def fib(n):", SETTINGS)

@@ -261,7 +261,7 @@ def bar_rows(ptype, mode, ks, results: dict) -> list[Row]:
     bases = results.pop("target-only")
     step = statistics.median(target_step_time(b) or b.total_time_s for b in bases)  # the Lab's step time
     base_tps = [b.tokens_per_s for b in bases]
-    base_decode = [baseline_decode_speed(b) or b.tokens_per_s for b in bases]
+    base_decode = [baseline_decode_speed(b) for b in bases]  # None for a one-token run: it has no decoding
     rows = [_row(ptype, mode, "target-only", None, {"tps": base_tps, "ttft": [b.first_token_time_s for b in bases],
                                                      "decode_tps": base_decode}, base_tps)]
     for name, runs in results.items():
@@ -271,7 +271,7 @@ def bar_rows(ptype, mode, ks, results: dict) -> list[Row]:
         figures = [trace_figures(t, step) for t in runs]
         values = {key: [f[key] for f in figures] for key in figures[0]}
         positions = pooled_positions(runs)
-        values["decode_speedup"] = [f["decode_tps"] / b for f, b in zip(figures, base_decode)]
+        values["decode_speedup"] = [f["decode_tps"] and b and f["decode_tps"] / b for f, b in zip(figures, base_decode)]
         tree = name.startswith(TREE_CONFIG) or name in map(tree_config, ks.get("trees", []))
         if tree:  # the chain's cost model does not fit a tree: a draft pass makes a whole depth of nodes, so c per
             for key in ("c", "predicted"):  # drafted token and E/(K·c+v) mislead
@@ -302,6 +302,8 @@ def pooled_positions(traces) -> list[list[int]]:
 
 
 def _row(ptype, mode, name, k, values: dict, base_tps: list[float], positions: list | None = None) -> Row:
+    # a figure some run lacks (decoding, in a run of one token) is left out of the row, not filled with another
+    values = {key: v for key, v in values.items() if all(x is not None for x in v)}
     values = {**values, "speedup": [t / b for t, b in zip(values["tps"], base_tps)]}
     each = {key: spread(v) for key, v in values.items()}
     med = {key: s.median for key, s in each.items()}
@@ -316,14 +318,14 @@ def trace_figures(t, target_step: float) -> dict:
     """One run's figures. c and v: a draft step and a verify pass over one target-only step (`target_step`, from
     the baseline runs); predicted: E(α, K̄) / (K̄·c + v) with α, K̄ and the times from the rounds after the first
     (which also encodes the prompt), the Lab's theory for the same trace; decode_tps: tokens/s of those same
-    rounds, wall clock, to compare with the prediction."""
+    rounds, wall clock, to compare with the prediction (None: one round, no decoding)."""
     m, later = t.summary, later_rounds(t.rounds)
     steady = steady_state(t.rounds, target_step) or SteadyState(  # nothing drafted: no draft cost
         acceptance_rate(later), 0.0, 0.0, step_times(t.rounds)[1] / target_step)
     own = predicted_speedup(t.rounds)  # the cost-aware rule's own prediction, where it priced the rounds
     return {"tps": m.tokens_per_s, "alpha": m.acceptance_rate, "tpp": m.tokens_per_pass, "c": steady.c,
             "v": steady.v, "predicted": own or steady.speedup, "mean_k": steady.k, "ttft": m.first_token_time_s,
-            "decode_tps": decode_speed(t) or m.tokens_per_s}
+            "decode_tps": decode_speed(t)}
 
 
 def _transformers_tokens_per_s(engine, prompt, max_new, temp, kind, assistant=None, seed=0) -> float:

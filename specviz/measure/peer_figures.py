@@ -86,7 +86,7 @@ def peer_values(runs: list) -> dict[str, list[float]]:
     if not runs or not isinstance(runs[0], Completion):
         return {"tps": list(runs)}
     values = {"tps": [c.tokens_per_s for c in runs], "ttft": [c.first_s for c in runs],
-              "decode_tps": [c.decode_tokens_per_s or c.tokens_per_s for c in runs]}
+              "decode_tps": [c.decode_tokens_per_s for c in runs]}  # None in a one-token run: left out of its row
     if all(c.prefill_tokens_per_s for c in runs):
         values["prefill_tps"] = [c.prefill_tokens_per_s for c in runs]
     if all(c.draft_n for c in runs):

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from specviz.measure import peers
-from specviz.measure.bench import bar_rows
+from specviz.measure.bench import _row, bar_rows
 from specviz.measure.bench_report import markdown_report
 from specviz.measure.peer_figures import Completion, completion_of, contrast_line, differed, peer_values
 from specviz.measure.closed_loop import Plan, Run, report, serve_runs
@@ -163,3 +163,13 @@ def test_a_peers_users_join_the_serve_report_without_counting_as_specviz(tiny_pa
     assert "greedy: every rule gave every prompt the same tokens" in text  # the peer's tokens are not specviz's
     line = next(line for line in text.splitlines() if line.split()[:2] == ["2", peers.SERVED])
     assert line.split()[-1] == "–" and "40.0 (40.0–40.0)" in line  # its passes are not counted
+
+
+def test_a_one_token_run_has_no_decode_speed_in_its_row():
+    """A request of one token has no decoding: its row leaves the decode column empty, rather than filling it with the
+    whole run's tokens/s under the decode heading."""
+    one = Completion("x", 1, 10, 0.5, 0.5, 50.0, 0.0)
+    values = peer_values([one, one])
+    assert "decode_tps" in values and values["decode_tps"] == [None, None]
+    row = _row("code", "greedy", peers.ALONE, None, values, [2.0, 2.0])
+    assert row.decode_tokens_per_s is None and row.tokens_per_s == pytest.approx(2.0)

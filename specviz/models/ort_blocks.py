@@ -101,10 +101,15 @@ def q6k_nbits(raw: np.ndarray, rows: int, cols: int) -> NBits:
 DECODERS = {"Q4_K": q4k_nbits, "Q6_K": q6k_nbits}
 
 
+class UntakeableBlocks(ValueError):
+    """A GGUF file stores a layer in a block type the gguf-ort path does not take: the load keeps another path
+    (pairs.blocks_or_fallback)."""
+
+
 def nbits_of(name: str, type_name: str, raw: np.ndarray, rows: int, cols: int) -> NBits:
     """A GGUF tensor in MatMulNBits' terms; ValueError for a block type the gguf-ort path cannot take."""
     if type_name not in DECODERS:
-        raise ValueError(f"{name} is stored as {type_name}: the gguf-ort path takes {' and '.join(DECODERS)} blocks "
+        raise UntakeableBlocks(f"{name} is stored as {type_name}: the gguf-ort path takes {' and '.join(DECODERS)} blocks "
                          f"only, so this file keeps the other paths")
     return DECODERS[type_name](raw, rows, cols)
 
@@ -238,7 +243,7 @@ def write_blocks(gguf: Path, dest: Path) -> None:
     embedding = tensors.pop(EMBEDDING, None)  # read as it is where Q4_K; any other type stays with the other paths
     refused = [f"{t.name} ({t.tensor_type.name})" for t in tensors.values() if t.tensor_type.name not in DECODERS]
     if refused:
-        raise ValueError(f"the gguf-ort path takes {' and '.join(DECODERS)} blocks only; this file stores "
+        raise UntakeableBlocks(f"the gguf-ort path takes {' and '.join(DECODERS)} blocks only; this file stores "
                          f"{', '.join(refused)}")
     groups = groups_of(tensors)
     header = _header(tensors, groups, embedding if embedding and embedding.tensor_type.name == "Q4_K" else None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -15,6 +16,7 @@ from specviz.settings.bounds import DTYPE_CHOICES, Progress
 from specviz.models.kernel_choice import Choice, check_loaded, choose_path
 from specviz.models.kernels import apply_path
 from specviz.models.machine import native_bf16
+from specviz.models.ort_blocks import UntakeableBlocks
 from specviz.models.memory import give_back_freed_memory, own_copies
 from specviz.models.packaged import cache_root
 from specviz.models.packaged import PACKAGED_PREFIX, prepare_packaged
@@ -173,12 +175,12 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     if progress:
         progress(0.87, "choosing the kernels")
     choice = choose_kernels(target_path, device, dtype, kernels, gguf=packaged_name(target) is not None)
+    choice, blocks = blocks_or_fallback(target, target_path, choice, device, dtype, progress)
     weights = pick_weights(draft_weights, device, DTYPES[choice.dtype], choice.path)
     if progress:
         progress(0.9, "loading weights")
     draft_model = load_draft(draft_path, device, choice, weights)
-    target_model = apply_path(load_model(target_path, device, choice.load_dtype), choice.path,
-                              blocks=blocks_for(target, choice, progress))
+    target_model = apply_path(load_model(target_path, device, choice.load_dtype), choice.path, blocks=blocks)
     give_back_freed_memory()
     return ModelPair(draft_model, target_model, tok_target, weights_name(_short(draft), weights), _short(target),
                      device, choice.dtype, check_loaded(target_model, choice), choice.path)
@@ -223,6 +225,20 @@ def blocks_for(model_id: str, choice: Choice, progress: Progress | None = None) 
     return file.read(name, _scaled(progress, 0.9, 0.95)) if file and name else None
 
 
+def blocks_or_fallback(model_id: str, path: str, choice: Choice, device: str, dtype: str | None,
+                       progress: Progress | None = None) -> tuple[Choice, dict | None]:
+    """(the choice, the file's blocks it computes from): as chosen, or where the file stores a layer in blocks the
+    chosen path cannot take (ort_blocks.UntakeableBlocks: gguf-ort takes Q4_K and Q6_K), the path auto takes instead,
+    its reason saying why, as the page's model line and the CLI print it."""
+    try:
+        return choice, blocks_for(model_id, choice, progress)
+    except UntakeableBlocks as e:
+        kept = choose_kernels(path, device, dtype, "auto", gguf=True)
+        kept = dataclasses.replace(kept, why=f"--kernels {choice.path} was asked, but {e}; so the pair runs on "
+                                             f"{kept.path}, the path auto takes: {kept.why}")
+        return kept, blocks_for(model_id, kept, progress)
+
+
 def choose_kernels(path: str, device: str, dtype: str | None, kernels: str | None, gguf: bool = False) -> Choice:
     """The kernels for a model at `path` (its config's shapes) on `device`, by kernel_choice.choose_path (`gguf`: the
     model has a GGUF file's blocks); on a GPU the dtype auto_dtype gives it (or the one asked)."""
@@ -248,10 +264,10 @@ def load_target(preset: str | None = None, target: str | None = None, dtype: str
         target = PRESETS[name].target
     path = resolve_model(target, progress)
     choice = choose_kernels(path, "cpu", dtype, kernels, gguf=packaged_name(target) is not None)
+    choice, blocks = blocks_or_fallback(target, path, choice, "cpu", dtype)
     if progress:
         progress(0.9, "loading the target's weights")
-    model = apply_path(load_model(path, "cpu", choice.load_dtype), choice.path, keep_output_rows=True,
-                       blocks=blocks_for(target, choice))
+    model = apply_path(load_model(path, "cpu", choice.load_dtype), choice.path, keep_output_rows=True, blocks=blocks)
     return model, load_tokenizer(path), _short(target)
 
 

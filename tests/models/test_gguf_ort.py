@@ -17,7 +17,7 @@ from specviz.models.gguf_blocks import Q4K_BYTES, decode_q4k
 from specviz.models.kernel_choice import check_rows
 from specviz.models.kernel_choice import auto_paths, choose_path
 from specviz.models.kernels import GGUF_ORT, KERNELS, Fp16Linear, apply_path, path_of
-from specviz.models.ort_blocks import (Q6K_BYTES, blocks_of, groups_of, nbits_of, part_of, parts_of, read_blocks,
+from specviz.models.ort_blocks import (Q6K_BYTES, blocks_of, groups_of, nbits_of, part_of, parts_of, read_blocks, UntakeableBlocks,
                                        write_blocks)
 from specviz.models.layers import Int4Embedding
 from specviz.models.ort_linear import OrtGroup, OrtLinear, layers_of
@@ -164,7 +164,7 @@ def test_a_block_type_the_path_cannot_take_is_refused(tmp_path):
         nbits_of("blk.0.ffn_up.weight", "Q5_K", np.zeros((4, 176), np.uint8), 4, 256)
     _gguf(tmp_path / "model.gguf", {"blk.0.ffn_up.weight": ("Q4_K", 32, 256),
                                     "blk.0.ffn_gate.weight": ("Q8_0", 32, 256)})
-    with pytest.raises(ValueError, match=r"this file stores blk.0.ffn_gate.weight \(Q8_0\)"):
+    with pytest.raises(UntakeableBlocks, match=r"this file stores blk.0.ffn_gate.weight \(Q8_0\)"):
         write_blocks(tmp_path / "model.gguf", tmp_path / "blocks")
     assert not (tmp_path / "blocks").exists()
     _gguf(tmp_path / "other.gguf", {"token_embd.weight": ("Q8_0", 16, 256), "blk.0.ffn_up.weight": ("Q4_K", 32, 256)})
@@ -202,6 +202,30 @@ def _with_weights(model, weights: dict, embedding):
             modules[name].weight.copy_(torch.from_numpy(weight.weights()))
         model.get_input_embeddings().weight.copy_(embedding.weights())
     return model
+
+
+def test_a_file_the_path_cannot_take_keeps_the_path_auto_takes_and_says_why(monkeypatch):
+    """Issue 62: a GGUF whose blocks gguf-ort cannot take keeps today's path (auto's), and the reason the page's model
+    line and the CLI print says what was asked, why it could not run, and what runs instead."""
+    from specviz.models import pairs
+
+    refusal = "the gguf-ort path takes Q4_K and Q6_K blocks only; this file stores blk.0.ffn_gate.weight (Q8_0)"
+
+    def read(model_id, choice, progress=None):
+        if choice.path == GGUF_ORT:
+            raise UntakeableBlocks(refusal)
+        return {"blocks of": choice.path}
+
+    auto = kernel_choice.Choice("gguf-int4", "float32", "the fastest exact path measured here")
+    monkeypatch.setattr(pairs, "blocks_for", read)
+    monkeypatch.setattr(pairs, "choose_kernels", lambda path, device, dtype, kernels, gguf=False: auto)
+    asked = kernel_choice.Choice(GGUF_ORT, "float32", "asked for by name")
+    choice, blocks = pairs.blocks_or_fallback("packaged:x", "folder", asked, "cpu", None)
+    assert choice.path == "gguf-int4" and blocks == {"blocks of": "gguf-int4"}
+    assert choice.why == (f"--kernels gguf-ort was asked, but {refusal}; so the pair runs on gguf-int4, the path auto "
+                          f"takes: the fastest exact path measured here")
+    kept = kernel_choice.Choice("gguf-int4", "float32", "auto")
+    assert pairs.blocks_or_fallback("packaged:x", "folder", kept, "cpu", None) == (kept, {"blocks of": "gguf-int4"})
 
 
 def test_blocks_of_another_model_are_refused():

@@ -5,7 +5,7 @@
     python app.py --presets qwen2.5-coder-0.5b-1.5b-offline   # a hosted page offering only the offline pair
 
 Each flag can also come from the environment: SPECVIZ_PRESET, SPECVIZ_PRESETS, SPECVIZ_HOST, SPECVIZ_PORT,
-SPECVIZ_CONCURRENCY.
+SPECVIZ_CONCURRENCY, SPECVIZ_ROOMS.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is i
 from specviz.app.errors import message_of  # noqa: E402
 from specviz.models.kernels import PATHS  # noqa: E402
 from specviz.models.pairs import DEFAULT_PRESET, PRESETS  # noqa: E402
-from specviz.app.serving import DEFAULT_CONCURRENCY, default_engine_loader, launch_kwargs, preset_labels  # noqa: E402
+from specviz.app.serving import (DEFAULT_CONCURRENCY, default_engine_loader, keep_rooms, launch_kwargs,  # noqa: E402
+                                  preset_labels)
+from specviz.lecture.room_setting import FORMS, parse_setting  # noqa: E402
+from specviz.lecture.room_state import RoomError  # noqa: E402
 from specviz.app.page import build_demo  # noqa: E402
 
 
@@ -43,12 +46,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="on a CPU, the path the models' linear layers run on: auto (default: the fastest exact "
                              "path, measured once on this machine), or " + ", ".join(PATHS) + "; refused where this "
                              "machine cannot run it or its rows measure not independent here (docs/engine.md)")
+    parser.add_argument("--rooms", default=os.environ.get("SPECVIZ_ROOMS"),
+                        help=f"where rooms are kept: {FORMS} (docs/hosting.md)")
     parser.add_argument("--share", action="store_true", help="also open a public Gradio share link (off by default)")
     args = parser.parse_args(argv)
     if args.concurrency < 1:
         parser.error(f"--concurrency must be at least 1, got {args.concurrency}")
     if args.kernels not in ("auto", *PATHS):
         parser.error(f"--kernels must be auto or one of {', '.join(PATHS)}, got {args.kernels!r}")
+    try:
+        parse_setting(args.rooms)
+    except ValueError as e:
+        parser.error(f"--rooms / {e}")
     args.presets = [name.strip() for name in args.presets.split(",") if name.strip()]
     if not args.presets:
         parser.error("--presets names no preset")
@@ -93,6 +102,10 @@ def load_for_zerogpu(loader, args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    try:
+        keep_rooms(args.rooms)
+    except (RoomError, OSError) as e:  # a file another process holds, or a folder it may not write
+        raise SystemExit(f"specviz: {e}") from None
     default_engine_loader.kernels = None if args.kernels == "auto" else args.kernels
     if on_zerogpu():
         load_for_zerogpu(default_engine_loader, args)

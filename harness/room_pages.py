@@ -93,11 +93,11 @@ def sizes(trace) -> dict:
     from specviz.app.room_html import follower_page
     from specviz.app.room_hub import RoomHub
     from specviz.lecture.room_trace import quiz_facts, trace_title
-    from specviz.lecture.rooms import RoomStore
+    from specviz.lecture.rooms import Rooms
     from specviz.record.quiz_data import reveal_steps
 
-    hub = RoomHub(RoomStore())
-    opened = hub.store.open(trace.to_json(), quiz_facts(trace), trace_title(trace))
+    hub = RoomHub(Rooms())
+    opened = hub.rooms.open(trace.to_json(), quiz_facts(trace), trace_title(trace))
     old = len(gzip.compress(follower_page(opened.room, 1, trace, {n: reveal_steps(r) for n, r in
                                                                    enumerate(trace.rounds, 1)}, 0).encode(), 6))
     with room_server(hub) as base, httpx.Client(base_url=base, timeout=60) as http:
@@ -106,7 +106,7 @@ def sizes(trace) -> dict:
             return page.num_bytes_downloaded
 
         follower = http.post(f"/room/{opened.room}/join", json={}).json()["follower"]
-        joined, since = [join()], hub.store.view(opened.room).forms_version
+        joined, since = [join()], hub.rooms.view(opened.room).forms_version
         got, lock = [], threading.Lock()
 
         def read():  # the stream as a browser gets it, gzipped: its bytes counted as they come, message by message

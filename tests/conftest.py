@@ -27,6 +27,7 @@ import torch
 from specviz.engine import Engine, RunSettings
 from specviz.record.load import load_trace
 from harness.browser import launch_browser, serve
+from harness.room_processes import REDIS_SERVER, redis_server
 from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
 from tests.helpers import FIXTURE
 
@@ -145,6 +146,16 @@ def url(tiny_pair, tokenizer):
     demo, url = serve(lambda preset, progress: engine, {"tiny": "Tiny random pair"}, "tiny")
     yield url
     demo.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    """A real Redis on a free loopback port, one for the run (a worker's), saving nothing: the rooms' shared store
+    (issue 63). Each test keeps its rooms under a prefix of its own. Skipped where redis-server is not installed."""
+    if not os.path.exists(REDIS_SERVER):
+        pytest.skip(f"{REDIS_SERVER} is not installed (Debian: apt-get install -y redis-server; .ci/run does)")
+    with redis_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

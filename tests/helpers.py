@@ -193,6 +193,23 @@ def need_cases() -> list[tuple[str, object, dict, dict, str]]:
     ]
 
 
+STORES = ("memory", "disk", "redis")  # where rooms are kept (lecture/room_store.py): a room's rules hold in each
+
+
+def room_store(kind: str, request, tmp_path):
+    """A fresh room store of `kind` (STORES): in memory, a SQLite file under `tmp_path`, or the run's real Redis
+    (the `redis_url` fixture; skipped where redis-server is missing) under a prefix of its own."""
+    from specviz.lecture.room_disk import DiskStore
+    from specviz.lecture.room_redis import RedisStore
+    from specviz.lecture.room_store import MemoryStore
+
+    if kind == "disk":
+        return DiskStore(tmp_path / "rooms.sqlite")
+    if kind == "redis":
+        return RedisStore(request.getfixturevalue("redis_url"), prefix=f"test-{os.urandom(6).hex()}")
+    return MemoryStore()
+
+
 class Clock:
     """A clock a test sets by hand (`clock.now += 31`): what rooms read time through, so no test waits for time."""
 

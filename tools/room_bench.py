@@ -61,7 +61,7 @@ def serve(port: int, rooms: int) -> None:
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                 **serving.launch_kwargs())
     trace = load_example("code")
-    opened = [ROOMS.store.open(trace.to_json(), quiz_facts(trace)) for _ in range(rooms)]
+    opened = [ROOMS.rooms.open(trace.to_json(), quiz_facts(trace)) for _ in range(rooms)]
     print(json.dumps({"rooms": [[o.room, o.key, o.trace] for o in opened], "pid": os.getpid()}), flush=True)
     del serve_demo
     while True:
@@ -214,24 +214,24 @@ def idle_room_bytes(n: int = 20) -> dict:
     each joined by no one; then the same with 100 followers joined and answering one round."""
     from specviz.app.room_hub import RoomHub
     from specviz.lecture.examples import load_example
-    from specviz.lecture.rooms import RoomStore
+    from specviz.lecture.rooms import Rooms
     from specviz.lecture.room_trace import quiz_facts
 
     trace = load_example("code")
     texts = [trace.to_json() for _ in range(n)]  # made before measuring: the trace is not the room's cost
-    hub = RoomHub(RoomStore(max_rooms=n, max_followers=100))
+    hub = RoomHub(Rooms(max_rooms=n, max_followers=100))
     tracemalloc.start()
     start = tracemalloc.take_snapshot()
-    opened = [hub.store.open(text, quiz_facts(trace)) for text in texts]
+    opened = [hub.rooms.open(text, quiz_facts(trace)) for text in texts]
     for o in opened:
         hub.state(o.room)  # its stream's message, built once per version and kept
     idle = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(start, "filename")) / n
     middle = tracemalloc.take_snapshot()
     o = opened[0]
-    hub.store.drive(o.room, o.key, 3, quiz=True, trace=o.trace)
+    hub.rooms.drive(o.room, o.key, 3, quiz=True, trace=o.trace)
     for _ in range(100):
-        follower = hub.store.join(o.room)[1]
-        hub.store.answer(o.room, follower, 3, 1)
+        follower = hub.rooms.join(o.room)[1]
+        hub.rooms.answer(o.room, follower, 3, 1)
     hub.state(o.room)
     full = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(middle, "filename"))
     tracemalloc.stop()

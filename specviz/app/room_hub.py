@@ -4,8 +4,8 @@ the rounds whose form changed are rendered once per change of a round's form, an
 the same bytes go to every follower of a room at the same version, so a step costs the server one message a room,
 not one a follower.
 
-    hub = RoomHub(RoomStore())                     # the rooms are the store's (lecture/rooms.py)
-    hub.store.drive(room, key, 3, trace=trace)     # a change,
+    hub = RoomHub(Rooms())                         # the rooms: lecture/rooms.py's, in their store
+    hub.rooms.drive(room, key, 3, trace=trace)     # a change,
     hub.ring(room)                                 # then every stream of the room wakes
     sent = hub.state(room)                         # the room's state as its streams send it (Sent: key, JSON, view)
     await hub.message(room, sent, since, gz=True)  # a follower's message: the state and the rounds changed since
@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from specviz.app.room_html import gzipped_page
 from specviz.lecture.room_state import RoomError, RoomView
-from specviz.lecture.rooms import RoomStore
+from specviz.lecture.rooms import Rooms
 from specviz.record.load import load_trace
 from specviz.record.quiz_data import QuizFacts
 from specviz.record.trace import Trace
@@ -37,6 +37,7 @@ from specviz.view.class_panel import class_panel
 from specviz.view.follower import follower_section
 
 JOIN_RING_S = 0.25  # joins are told to a room's followers at most this often (the joined count)
+HEARD_RING_S = 0.1  # another process's changes (a shared store) ring a room at once, then at most this often
 PAGES_KEPT = 16  # follower pages kept, gzipped (~30 kB each): rooms joining at once ask for the same few again and again
 TRACES_KEPT = 16  # rooms' traces kept parsed (a paris-sized trace takes 70 ms to read), to render a changed round
 DELTAS_KEPT = 8  # per room, the changed rounds' JSON kept for this many `since` versions (most followers share one)
@@ -54,8 +55,7 @@ class RoomHub:
     state as the JSON its streams send, built once per version, and the rounds a follower may see, rendered once
     per change of their form."""
 
-    def __init__(self, store: RoomStore | None = None):
-        self.store = store or RoomStore()
+    def __init__(self, rooms: Rooms | None = None):
         self._bells: dict[str, asyncio.Event] = {}
         self._sent: dict[str, Sent] = {}  # room -> its state as last built
         self._pages: OrderedDict[tuple, bytes] = OrderedDict()  # (room, part, forms' version) -> its page, gzipped
@@ -64,7 +64,36 @@ class RoomHub:
         self._deltas: dict[str, tuple[tuple, OrderedDict]] = {}  # room -> ((part, forms' version), since -> JSON)
         self._wire: OrderedDict[tuple, bytes] = OrderedDict()  # (room, state, since, gzip) -> a follower's message
         self._soon: set[str] = set()  # rooms to ring shortly (joins)
+        self._quiet: dict[str, bool] = {}  # rooms rung for another process's change lately -> heard again since
+        self._loop: asyncio.AbstractEventLoop | None = None  # the server's, once a stream ran on it
         self.streams = 0
+        self.use(rooms or Rooms())
+
+    def use(self, rooms: Rooms) -> None:
+        """Serve `rooms` (app.py, at start: the store SPECVIZ_ROOMS names); a change another process makes to one
+        of them rings its streams here."""
+        self.rooms = rooms
+        rooms.listen(self._heard)
+
+    def _heard(self, room: str) -> None:
+        """Another process changed `room` (called from the store's thread): ring it on the server's loop."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._ring_heard, room)
+
+    def _ring_heard(self, room: str) -> None:
+        """Ring at once (a step reaches every process's followers without delay), then at most every HEARD_RING_S:
+        a hall joining through other processes is a few messages to each follower here, not one per join."""
+        if room in self._quiet:
+            self._quiet[room] = True
+            return
+        self.ring(room)
+        self._quiet[room] = False
+        asyncio.get_running_loop().call_later(HEARD_RING_S, self._quiet_over, room)
+
+    def _quiet_over(self, room: str) -> None:
+        if self._quiet.pop(room, False):
+            self._ring_heard(room)
 
     def ring(self, room: str) -> None:
         """Wake every stream of `room` (called on the event loop, after a change)."""
@@ -84,15 +113,16 @@ class RoomHub:
         self.ring(room)
 
     def bell(self, room: str) -> asyncio.Event:
+        self._loop = asyncio.get_running_loop()
         return self._bells.setdefault(room, asyncio.Event())
 
     def state(self, room: str) -> Sent:
         """The room's state for its streams; RoomError once it has closed. Seats free themselves GRACE_S after a
         stream closes, without a new version: the count is part of the key."""
-        view = self.store.view(room)
+        view = self.rooms.view(room)
         sent = self._sent.get(room)
         if sent is None or sent.key != (view.version, view.followers):
-            facts = self.store.facts(room)
+            facts = self.rooms.facts(room)
             panel = class_panel(facts, view.round_, view.quiz, view.followers, view.answered, view.revealed)
             sent = Sent((view.version, view.followers), json.dumps({
                 "room": room, "round": view.round_, "step": view.step, "quiz": view.quiz, "version": view.version,
@@ -105,14 +135,14 @@ class RoomHub:
 
     def retrace(self, room: str, key: str, trace_json: str, facts: QuizFacts, title: str) -> None:
         """Move the room to another trace; its followers' pages reload on the next state (its `part` changed)."""
-        self.store.retrace(room, key, trace_json, facts, title)
+        self.rooms.retrace(room, key, trace_json, facts, title)
         self.ring(room)
 
     async def page(self, room: str) -> tuple[bytes, int]:
         """(a follower's page for `room` as the room has released it now, gzipped, its forms' version); RoomError
         if the room has closed. Rendered once per change of a round's form, in a thread (a class joining at once must
         not stall the streams of other rooms), however many ask for it meanwhile."""
-        view = self.store.view(room)
+        view = self.rooms.view(room)
         which = (room, view.part, view.forms_version)
         if which not in self._pages:
             trace = await self.trace(room, view.part)
@@ -129,7 +159,7 @@ class RoomHub:
         """The room's trace, parsed once (in a thread), if the room is still on `part`; else None."""
         which = (room, part)
         if which not in self._traces:
-            trace_json, now = self.store.trace_json(room)
+            trace_json, now = self.rooms.trace_json(room)
             if now != part:
                 return None
             try:
@@ -184,10 +214,10 @@ class RoomHub:
             self._rendering.pop(which, None)
 
     def _forget_closed(self) -> None:
-        if len(self._sent) > self.store.max_rooms:  # rooms closed since: forget what was sent to them
+        if len(self._sent) > self.rooms.max_rooms:  # rooms closed since: forget what was sent to them
             for room in list(self._sent):
                 try:
-                    self.store.view(room)
+                    self.rooms.view(room)
                 except RoomError:
                     self._sent.pop(room, None)
                     self._bells.pop(room, None)

@@ -81,8 +81,8 @@ def open_room(hub: RoomHub, trace: Trace | None, base) -> tuple:
         return gr.skip(), notices.status("Open a trace first (an example, a file or a run): a room shows one.",
                                            "error")
     try:
-        opened = hub.store.open(trace.to_json(), quiz_facts(trace), trace_title(trace))
-        view, _ = hub.store.lead(opened.room, opened.key)
+        opened = hub.rooms.open(trace.to_json(), quiz_facts(trace), trace_title(trace))
+        view, _ = hub.rooms.lead(opened.room, opened.key)
     except RoomError as e:
         return gr.skip(), notices.status(str(e), "error")
     base = _base(base)
@@ -106,7 +106,7 @@ def move_room(hub: RoomHub, trace: Trace | None, lead_json) -> tuple:
         return gr.skip(), notices.status("This page leads no room: open one first.", "error")
     try:
         hub.retrace(lead["room"], lead["key"], trace.to_json(), quiz_facts(trace), trace_title(trace))
-        view, code = hub.store.lead(lead["room"], lead["key"])
+        view, code = hub.rooms.lead(lead["room"], lead["key"])
     except RoomError as e:
         return gr.skip(), notices.status(str(e), "error")
     return room_box(_base(lead.get("base")), lead["room"], code, lead["key"], view), notices.status(
@@ -216,8 +216,8 @@ def open_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, h
 def _lead_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, base, query: dict) -> dict:
     room, key = query.get("room", ""), query.get("key", "")
     try:
-        view, code = hub.store.lead(room, key)
-        trace = load_trace(hub.store.trace_json(room)[0])
+        view, code = hub.rooms.lead(room, key)
+        trace = load_trace(hub.rooms.trace_json(room)[0])
     except (RoomError, ValueError) as e:
         updates = models.open_first_example(lecture)
         return _with_problems(models, updates, [f"could not open the room: {e}"])

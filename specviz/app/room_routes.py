@@ -49,6 +49,7 @@ KEEPALIVE_S = 15.0  # a comment down each idle stream this often, so proxies kee
 MAX_BODY = 2048  # bytes: every request body of these routes is a few numbers and ids
 MAX_STREAMS = 2000  # open event streams on one server, every room together (a room holds at most MAX_FOLLOWERS)
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # a gzip stream: deflate, no name, no time (RFC 1952)
+UNAVAILABLE = 503  # a refusal for now (a full server, a store out of reach), not a room closed
 RESULTS = {"csv": (results_csv, "text/csv; charset=utf-8"), "json": (results_json, "application/json")}
 
 
@@ -78,7 +79,7 @@ async def _by_code(hub: RoomHub, request: Request) -> Response:
     if not code:
         return HTMLResponse(code_form(""))
     try:
-        room = hub.store.resolve(code, _client(request))
+        room = hub.rooms.resolve(code, _client(request))
     except RoomError as e:
         return HTMLResponse(code_form(str(e)), status_code=e.status)
     return RedirectResponse(f"room/{room}", status_code=303)
@@ -86,25 +87,25 @@ async def _by_code(hub: RoomHub, request: Request) -> Response:
 
 async def _join(hub: RoomHub, request: Request) -> Response:
     async def act(body):
-        room, follower = hub.store.join(request.path_params["room"], _client(request), body.get("follower"))
+        room, follower = hub.rooms.join(request.path_params["room"], _client(request), body.get("follower"))
         hub.ring_soon(room)
-        return {"follower": follower, "answers": _answers(hub.store.mine(room, follower))}
+        return {"follower": follower, "answers": _answers(hub.rooms.mine(room, follower))}
     return await _json_call(request, act)
 
 
 async def _answer(hub: RoomHub, request: Request) -> Response:
     async def act(body):
         room, follower = request.path_params["room"], body.get("follower")
-        hub.store.answer(room, follower, body.get("round"), body.get("guess"), body.get("part"))
+        hub.rooms.answer(room, follower, body.get("round"), body.get("guess"), body.get("part"))
         hub.ring(room)
-        return {"answers": _answers(hub.store.mine(room, follower))}
+        return {"answers": _answers(hub.rooms.mine(room, follower))}
     return await _json_call(request, act)
 
 
 async def _drive(hub: RoomHub, request: Request) -> Response:
     async def act(body):
         room = request.path_params["room"]
-        view = hub.store.drive(room, body.get("key"), body.get("round"), body.get("step", 0), body.get("quiz"),
+        view = hub.rooms.drive(room, body.get("key"), body.get("round"), body.get("step", 0), body.get("quiz"),
                                body.get("leading"), trace=body.get("trace"))
         hub.ring(room)
         return {"version": view.version}
@@ -118,7 +119,7 @@ async def _results(hub: RoomHub, request: Request) -> Response:
         if not isinstance(kind, str) or kind not in RESULTS:
             raise RoomError('the results\' format must be "csv" or "json"')
         made, media = RESULTS[kind]
-        content = made(*hub.store.results(request.path_params["room"], body.get("key")))
+        content = made(*hub.rooms.results(request.path_params["room"], body.get("key")))
         return Response(content, media_type=media, headers={
             "Content-Disposition": f'attachment; filename="specviz-room-results.{kind}"', "Cache-Control": "no-store"})
     return await _json_call(request, act)
@@ -134,11 +135,11 @@ async def _events(hub: RoomHub, request: Request) -> Response:
         if hub.streams >= MAX_STREAMS:
             raise RoomError("the server follows as many rooms' streams as it can; reload in a minute", 503)
         if follower is not None:
-            hub.store.attend(room, follower, hold=False)  # held once the stream runs: its end then frees it
+            hub.rooms.attend(room, follower, hold=False)  # held once the stream runs: its end then frees it
             # a reconnect's Last-Event-ID: the version of the last state this page received
             since = _since(request.headers.get("last-event-id", query.get("since", "0")), version)
         else:
-            hub.store.check_key(room, query.get("key"))
+            hub.rooms.check_key(room, query.get("key"))
             since = None
     except RoomError as e:
         return _refusal(e)
@@ -168,7 +169,7 @@ async def _stream(hub: RoomHub, room: str, follower: str | None, since: int | No
             yield GZIP_HEADER
         if follower is not None:
             try:
-                hub.store.attend(room, follower)
+                hub.rooms.attend(room, follower)
             except RoomError as e:
                 follower = None  # it holds no seat to give back
                 yield _closed(e, gz)
@@ -183,7 +184,7 @@ async def _stream(hub: RoomHub, room: str, follower: str | None, since: int | No
 
 async def _states(hub: RoomHub, room: str, follower: str | None, since: int | None, gz: bool):
     """The room's messages: its state whenever it changed since the last one sent, a comment after KEEPALIVE_S
-    without a change, and `closed` (then nothing) once the room has gone."""
+    without a change, and `closed` (then nothing) once the room has gone (a store out of reach is waited for)."""
     seen = None
     while True:
         bell = hub.bell(room)  # taken before reading, so a change after the read rings this one
@@ -193,8 +194,10 @@ async def _states(hub: RoomHub, room: str, follower: str | None, since: int | No
             if fresh:
                 message, since = await _state_message(hub, room, sent, follower, since, gz)
         except RoomError as e:
-            yield _closed(e, gz)
-            return
+            if e.status != UNAVAILABLE:  # closed: said, and the stream ends
+                yield _closed(e, gz)
+                return
+            fresh = False  # its store out of reach for now: the stream waits (rung again when the store is back)
         if fresh:
             seen = sent.key
             yield message
@@ -223,7 +226,7 @@ def _stream_ended(hub: RoomHub, room: str, follower: str | None) -> None:
     """One stream fewer; a follower's seat is held GRACE_S more, the room rung once that is over (its count drops)."""
     hub.streams -= 1
     if follower is not None:
-        hub.store.leave(room, follower)
+        hub.rooms.leave(room, follower)
         try:
             asyncio.get_running_loop().call_later(GRACE_S + 0.5, hub.ring, room)
         except RuntimeError:  # closed outside the loop (shutting down): nobody is left to tell

@@ -24,6 +24,9 @@ from specviz.app import gpu_time
 from specviz.app.assets import ASSETS, PAGE_SCRIPTS, scripts, text
 from specviz.app.room_hub import ROOMS, RoomHub
 from specviz.app.room_routes import room_routes
+from specviz.lecture.room_setting import store_named
+from specviz.lecture.rooms import Rooms
+from specviz.models.packaged import cache_root
 from specviz.lab import compare
 from specviz.measure import pass_timing
 from specviz.engine import Engine, RunSettings
@@ -348,6 +351,13 @@ def limit_model_runs(demo: gr.Blocks, concurrency: int) -> None:
     for fn in demo.fns.values():
         if fn.concurrency_id == MODEL_RUNS:
             fn.concurrency_limit = concurrency
+
+
+def keep_rooms(setting: str | None, hub: RoomHub = ROOMS) -> None:
+    """Keep the server's rooms where `setting` (SPECVIZ_ROOMS, app.py's --rooms) says: lecture/room_setting.py's
+    forms, the default a SQLite file in the cache folder. ValueError for a malformed setting, RoomError for a file
+    another process holds: both say what to do."""
+    hub.use(Rooms(store_named(setting, cache_root())))
 
 
 def launch_kwargs(hub: RoomHub = ROOMS) -> dict:

@@ -24,9 +24,8 @@ from __future__ import annotations
 import secrets
 
 from specviz.lecture.room_state import Room, RoomError, RoomView
-from specviz.lecture.room_trace import trace_id
 from specviz.lecture.seats import Seat, forget_gone, present, take_seat
-from specviz.lecture.showings import Showing, forget, show
+from specviz.lecture.showings import Showing, forget, show, trace_id
 from specviz.record.quiz_data import QuizFacts, follower_forms
 from specviz.settings.bounds import whole_number
 
@@ -122,21 +121,21 @@ def join(r: Room, follower, now: float, most: int) -> str:
     return follower
 
 
-def attend(r: Room, follower, now: float, most: int, hold: bool) -> None:
-    """A follower's stream opened: its seat is held while the stream is open (`hold` False: only the check that it
-    may, made before the stream starts)."""
+def attend(r: Room, follower, now: float, most: int, hold: bool, process: str = "") -> None:
+    """A follower's stream opened in `process`: its seat is held while the stream is open (`hold` False: only the
+    check that it may, made before the stream starts)."""
     _check_seated(r, follower, "join the room before following it (reload the page)")
     taken = _seat(r, follower, now, most)
     if hold:
-        taken.stream_opened()
+        taken.stream_opened(process)
         r.version += 1
 
 
-def leave(r: Room, follower: str, now: float) -> None:
-    """A follower's stream closed: its seat is kept GRACE_S more from `now` (a reload comes back to it)."""
+def leave(r: Room, follower: str, now: float, process: str = "") -> None:
+    """A follower's stream in `process` closed: its seat is kept GRACE_S more from `now` (a reload comes back)."""
     taken = r.seats.get(follower)
     if taken is not None:
-        taken.stream_closed(now)
+        taken.stream_closed(now, process)
 
 
 def _seat(r: Room, follower: str, now: float, most: int) -> Seat:

@@ -1,13 +1,11 @@
 """What a room holds of its trace (lecture/rooms.py): each round's facts for the quiz (its largest answer, the right
-one, its reveal steps, E(α, K) − 1), which trace it is (`trace_id`, what a lecturer's drive must name) and its name
-for people (`trace_title`, what a lecturer's page on another trace is told).
+one, its reveal steps, E(α, K) − 1) and its name for people (`trace_title`, what a lecturer's page on another trace
+is told); which trace it is, `trace_id`, is lecture/showings.py's (what a lecturer's drive must name).
 
-    facts = quiz_facts(trace); store.open(trace.to_json(), facts, trace_title(trace))
+    facts = quiz_facts(trace); rooms.open(trace.to_json(), facts, trace_title(trace))
 """
 
 from __future__ import annotations
-
-import hashlib
 
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.lecture.examples import EXAMPLES, example_named
@@ -26,11 +24,6 @@ def quiz_facts(trace: Trace) -> QuizFacts:
 def round_facts(alpha: float, most: int, accepted: int, steps: int, tree: bool = False) -> RoundFacts:
     """One round's facts, its E(α, K) − 1 worked out from α (None for a tree round: the formula is a chain's)."""
     return RoundFacts(most, accepted, steps, tree, None if tree else expected_tokens_per_pass(alpha, most) - 1)
-
-
-def trace_id(trace_json: str) -> str:
-    """Which trace a room is on, as its drives name it: the first 16 hex digits of its JSON's sha256."""
-    return hashlib.sha256(trace_json.encode()).hexdigest()[:16]
 
 
 def trace_title(trace: Trace) -> str:

@@ -15,7 +15,7 @@ time, and moves a forgotten follower's answers into its counts without their id.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MAX_FOLLOWERS = 300  # seats a room: people present at once (a lecture hall of 300), not everyone who ever came
 GRACE_S = 30.0  # a seat outlives its follower's last stream this long: a reload or a phone's dropped Wi-Fi keeps it
@@ -24,18 +24,23 @@ MAX_GONE = 300  # followers gone past GRACE_S still known by id a room (a return
 
 @dataclass
 class Seat:
-    streams: int = 0  # the follower's open event streams (a phone and its reload may overlap)
+    # the follower's open event streams, by the process serving them (a phone and its reload may overlap; with rooms
+    # in a shared store, lecture/room_store.py, another process may serve a stream: a process gone takes its own)
+    streams: dict[str, int] = field(default_factory=dict)
     since: float = 0.0  # when it joined or its last stream closed: the seat holds GRACE_S from then
 
     def held(self, now: float) -> bool:
-        return self.streams > 0 or now - self.since <= GRACE_S
+        return bool(self.streams) or now - self.since <= GRACE_S
 
-    def stream_opened(self) -> None:
-        self.streams += 1
+    def stream_opened(self, process: str = "") -> None:
+        self.streams[process] = self.streams.get(process, 0) + 1
 
-    def stream_closed(self, now: float) -> None:
+    def stream_closed(self, now: float, process: str = "") -> None:
         """Held GRACE_S more from `now` once no stream is open (a reload comes back to it)."""
-        self.streams, self.since = max(self.streams - 1, 0), now
+        left = self.streams.pop(process, 0) - 1
+        if left > 0:
+            self.streams[process] = left
+        self.since = now
 
 
 def present(seats: dict[str, Seat], now: float) -> int:
@@ -60,3 +65,14 @@ def forget_gone(seats: dict[str, Seat], now: float) -> list[str]:
     for follower in forgotten:
         del seats[follower]
     return forgotten
+
+
+def streams_lost(seats: dict[str, Seat], alive: set[str], now: float) -> None:
+    """Streams served by a process no longer `alive` (killed, or this store reopened after a restart) are closed as of
+    `now`: their seats are held GRACE_S more, for their followers to reconnect through a process that is."""
+    for seat in seats.values():
+        gone = [process for process in seat.streams if process not in alive]
+        for process in gone:
+            del seat.streams[process]
+        if gone and not seat.streams:
+            seat.since = now

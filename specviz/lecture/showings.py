@@ -14,6 +14,7 @@ No clock, no web, no follower's identity leaves this module but in counts.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -21,6 +22,11 @@ from specviz.lecture.results import TraceResults
 from specviz.record.quiz_data import QuizFacts
 
 MAX_TRACES = 8  # traces a room keeps the class's results of: the one on screen and the 7 shown last before it
+
+
+def trace_id(trace_json: str) -> str:
+    """Which trace a room is on, as its drives name it and `traces` keys it: its JSON's sha256, 16 hex digits."""
+    return hashlib.sha256(trace_json.encode()).hexdigest()[:16]
 
 
 @dataclass

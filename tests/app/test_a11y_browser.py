@@ -114,8 +114,8 @@ def test_a_followers_page_passes_axe(browser, url):
     from specviz.lecture.room_trace import quiz_facts
 
     trace = load_example("story")
-    opened = ROOMS.store.open(trace.to_json(), quiz_facts(trace))
-    ROOMS.store.drive(opened.room, opened.key, 2, quiz=True, trace=opened.trace)
+    opened = ROOMS.rooms.open(trace.to_json(), quiz_facts(trace))
+    ROOMS.rooms.drive(opened.room, opened.key, 2, quiz=True, trace=opened.trace)
     follower = Page(browser, f"{url}room/{opened.room}", viewport=(390, 844))
     follower.wait_text("#sv-where", "Following: round 2")
     assert violations(follower.page) == []

@@ -17,7 +17,7 @@ from specviz.app.room_routes import MAX_BODY
 from specviz.lecture.examples import load_example
 from specviz.lecture.room_codes import CODE_ALPHABET, with_check
 from specviz.lecture.code_guesses import MISSES_ALLOWED, Guesses
-from specviz.lecture.rooms import RoomStore
+from specviz.lecture.rooms import Rooms
 from specviz.lecture.seats import GRACE_S
 from specviz.lecture.room_trace import quiz_facts, trace_title
 from harness.room_pages import room_server
@@ -27,7 +27,7 @@ from tests.helpers import Clock
 @pytest.fixture(scope="module")
 def server():
     """(hub, base url): the routes alone on a loopback port, 3 followers a room, 2 rooms, an hour's idle."""
-    hub = RoomHub(RoomStore(max_rooms=2, max_followers=3, idle_s=3600, clock=Clock()))
+    hub = RoomHub(Rooms(max_rooms=2, max_followers=3, idle_s=3600, clock=Clock()))
     with room_server(hub) as url:
         yield hub, url
 
@@ -40,10 +40,9 @@ def paris():
 @pytest.fixture
 def room(server, paris):
     hub, _ = server
-    for closed in list(hub.store._rooms):  # each test its own room, within the server's two
-        hub.store._rooms.pop(closed)
-    hub.store._codes.clear()
-    return hub.store.open(paris.to_json(), quiz_facts(paris))
+    for closed in list(hub.rooms.store._rooms):  # each test its own room, within the server's two
+        hub.rooms.close(closed)
+    return hub.rooms.open(paris.to_json(), quiz_facts(paris))
 
 
 @pytest.fixture
@@ -111,7 +110,7 @@ def test_the_lecturer_downloads_the_results_and_nobody_else_can(server, http, ro
     assert as_csv.headers["content-type"].startswith("text/csv")
     assert as_csv.text.splitlines()[1].startswith("the room's trace,3,")  # under the room's title
     assert not any(p in got.text + as_csv.text for p in people)  # counts only, no follower id
-    other = hub.store.open("{}", facts)
+    other = hub.rooms.open("{}", facts)
     for body, status, message in (({"key": "forged", "format": "csv"}, 403, "only the lecturer"),
                                   ({"key": other.key, "format": "csv"}, 403, "only the lecturer"),
                                   ({"key": people[0], "format": "json"}, 403, "only the lecturer"),
@@ -122,7 +121,7 @@ def test_the_lecturer_downloads_the_results_and_nobody_else_can(server, http, ro
         assert refused.status_code == status and message in refused.json()["error"], body
     huge = http.post(f"/room/{room.room}/results", content=b'{"key": "' + b"k" * 5000 + b'"}')
     assert huge.status_code == 413
-    hub.store._rooms.pop(other.room)
+    hub.rooms.close(other.room)
 
 
 def test_a_moved_room_answers_afresh_and_its_results_list_every_trace(server, http, room, paris):
@@ -138,9 +137,9 @@ def test_a_moved_room_answers_afresh_and_its_results_list_every_trace(server, ht
                                                          "part": 1}).json() == {"answers": {"3": 1}}
     story = load_example("story")
     hub.retrace(room.room, room.key, story.to_json(), quiz_facts(story), trace_title(story))
-    moved = hub.store.view(room.room).trace
+    moved = hub.rooms.view(room.room).trace
     drive = http.post(f"/room/{room.room}/drive", json={"key": room.key, "trace": moved, "round": 3, "quiz": True})
-    assert drive.status_code == 200 and hub.store.view(room.room).answered == 0
+    assert drive.status_code == 200 and hub.rooms.view(room.room).answered == 0
     joined = http.post(f"/room/{room.room}/join", json={"follower": person}).json()
     assert joined == {"follower": person, "answers": {}}  # the new trace's answers: none yet
     stale = http.post(f"/room/{room.room}/answer", json={"follower": person, "round": 3, "guess": 0, "part": 1})
@@ -181,7 +180,7 @@ def test_unknown_full_and_guessed_rooms_say_so(server, http, room):
     assert 'class="sv-room-page sv-room-form"' in limited.text and "style=" not in limited.text
     assert "<script" not in http.get("/room?code=<script>x").text  # what was typed comes back escaped
     assert http.post(f"/room/{room.room}/drive", json={"key": room.key, "trace": room.trace, "round": 2}).status_code == 200
-    hub.store.guesses = Guesses()  # the next test's guesses start afresh
+    hub.rooms.guesses = Guesses()  # the next test's guesses start afresh
 
 
 def read_events(url: str, n: int, seen: list, ready: threading.Event) -> None:
@@ -216,7 +215,7 @@ def test_the_stream_sends_each_change_counts_only_and_says_when_the_room_closes(
     while not any(kind == "message" and data["answered"] == 1 for kind, data in list(seen)) \
             and time.monotonic() < deadline:  # the answer's state has reached the stream
         time.sleep(0.02)
-    hub.store.clock.now += 3601  # the room idles past its hour
+    hub.rooms.clock.now += 3601  # the room idles past its hour
     hub.ring(room.room)
     reader.join(30)
     kinds = [kind for kind, _ in seen]
@@ -229,7 +228,7 @@ def test_the_stream_sends_each_change_counts_only_and_says_when_the_room_closes(
 
 def test_a_stream_holds_its_followers_seat_and_strangers_get_none(server, http, room):
     hub, base = server
-    other = hub.store.open("{}", quiz_facts(load_example("code")))
+    other = hub.rooms.open("{}", quiz_facts(load_example("code")))
     stranger = http.post(f"/room/{other.room}/join", json={}).json()["follower"]
     for query, status, message in (("", 403, "only the lecturer"), ("?key=forged", 403, "only the lecturer"),
                                    (f"?key={other.key}", 403, "only the lecturer"),  # another room's key
@@ -243,7 +242,7 @@ def test_a_stream_holds_its_followers_seat_and_strangers_get_none(server, http, 
                                                         seen, ready), daemon=True)
     reader.start()
     ready.wait(20)
-    hub.store.clock.now += 10 * GRACE_S  # long past the grace: the open stream holds the seat
+    hub.rooms.clock.now += 10 * GRACE_S  # long past the grace: the open stream holds the seat
     for _ in range(2):
         http.post(f"/room/{room.room}/join", json={})
     full = http.post(f"/room/{room.room}/join", json={})
@@ -251,10 +250,10 @@ def test_a_stream_holds_its_followers_seat_and_strangers_get_none(server, http, 
     with httpx.stream("GET", f"{base}/room/{room.room}/events?key={room.key}", timeout=20) as lecturer:
         first = next(line for line in lecturer.iter_lines() if line.startswith("data:"))
     assert json.loads(first[5:])["here"] == 3  # the lecturer's page follows without a seat
-    hub.store.clock.now += 10 * GRACE_S  # the two who joined without a stream: gone after the grace
+    hub.rooms.clock.now += 10 * GRACE_S  # the two who joined without a stream: gone after the grace
     assert http.post(f"/room/{room.room}/join", json={}).status_code == 200
-    hub.store._rooms.pop(other.room)
-    hub.store._rooms.pop(room.room)  # closed: alice's stream says so and ends, so the server shuts down at once
+    hub.rooms.close(other.room)
+    hub.rooms.close(room.room)  # closed: alice's stream says so and ends, so the server shuts down at once
     hub.ring(room.room)
     reader.join(30)
     assert seen[-1][0] == "closed"

@@ -23,7 +23,7 @@ from specviz.app.room_hub import RoomHub
 from specviz.engine import Engine, RunSettings
 from specviz.lecture.examples import EXAMPLES, load_example
 from specviz.lecture.room_trace import quiz_facts, trace_title
-from specviz.lecture.rooms import RoomStore
+from specviz.lecture.rooms import Rooms
 from specviz.record.quiz_data import reveal_steps
 from specviz.view.quiz_form import quiz_section
 from specviz.view.stage import stage_html
@@ -53,7 +53,7 @@ def traces(tree_trace):
 
 @pytest.fixture(scope="module")
 def server():
-    hub = RoomHub(RoomStore(max_rooms=4, max_followers=5, idle_s=3600, clock=Clock()))
+    hub = RoomHub(Rooms(max_rooms=4, max_followers=5, idle_s=3600, clock=Clock()))
     with room_server(hub) as url:
         yield hub, url
 
@@ -132,10 +132,9 @@ def lecture(trace) -> list[tuple[int, int, bool]]:
 
 
 def open_room(hub, trace):
-    for old in list(hub.store._rooms):  # each test its own room, within the server's four
-        hub.store._rooms.pop(old)
-    hub.store._codes.clear()
-    return hub.store.open(trace.to_json(), quiz_facts(trace), trace_title(trace))
+    for old in list(hub.rooms.store._rooms):  # each test its own room, within the server's four
+        hub.rooms.close(old)
+    return hub.rooms.open(trace.to_json(), quiz_facts(trace), trace_title(trace))
 
 
 @pytest.mark.parametrize("name", [*EXAMPLES, "tiny-tree"])
@@ -172,7 +171,7 @@ def test_a_follower_fetches_only_what_the_room_released(server, http, traces, na
             assert ident == str(state["version"])  # what a reconnect sends back as Last-Event-ID
     finally:
         stream.stop()
-        hub.store._rooms.pop(opened.room, None)
+        hub.rooms.close(opened.room)
         hub.ring(opened.room)
 
 
@@ -211,7 +210,7 @@ def test_a_reconnect_gets_what_changed_since_its_last_state_and_nothing_more(ser
     fresh = EventReader(f"{base}/room/{opened.room}/events?follower={follower}&since={state['version']}")
     assert fresh.wait_version(state["version"])["sections"] == {}  # nothing changed since: nothing sent
     fresh.stop()
-    hub.store._rooms.pop(opened.room, None)
+    hub.rooms.close(opened.room)
     hub.ring(opened.room)
 
 
@@ -228,7 +227,7 @@ def test_bad_since_gets_a_sentence_and_the_room_goes_on(server, http, traces, qu
     headers = {"Last-Event-ID": header} if header else {}
     refused = http.get(f"/room/{opened.room}/events?follower={follower}&{query}", headers=headers)
     assert refused.status_code == 400 and message in refused.json()["error"]
-    other = hub.store.open(traces["story"].to_json(), quiz_facts(traces["story"]), trace_title(traces["story"]))
+    other = hub.rooms.open(traces["story"].to_json(), quiz_facts(traces["story"]), trace_title(traces["story"]))
     stranger = http.post(f"/room/{other.room}/join", json={}).json()["follower"]
     for who in (stranger, "forged", ""):  # another room's follower, a forged one: refused before `since` is read
         refused = http.get(f"/room/{opened.room}/events?follower={who}&since=0")
@@ -238,7 +237,7 @@ def test_bad_since_gets_a_sentence_and_the_room_goes_on(server, http, traces, qu
         assert refused.status_code in (403, 409) and refused.json()["error"]
     ok = http.post(f"/room/{opened.room}/drive", json={"key": opened.key, "trace": opened.trace, "round": 2})
     assert ok.status_code == 200 and http.get(f"/room/{opened.room}").status_code == 200
-    hub.store._rooms.pop(other.room, None)
+    hub.rooms.close(other.room)
 
 
 def test_a_message_is_gzipped_once_and_reaches_every_follower_as_the_same_bytes(server, http, traces):
@@ -246,7 +245,7 @@ def test_a_message_is_gzipped_once_and_reaches_every_follower_as_the_same_bytes(
     trace = traces["code"]
     opened = open_room(hub, trace)
     people = [http.post(f"/room/{opened.room}/join", json={}).json()["follower"] for _ in range(2)]
-    since = hub.store.view(opened.room).forms_version
+    since = hub.rooms.view(opened.room).forms_version
     streams = [EventReader(f"{base}/room/{opened.room}/events?follower={f}&since={since}") for f in people]
     for stream in streams:
         stream.wait_version(since)
@@ -257,7 +256,7 @@ def test_a_message_is_gzipped_once_and_reaches_every_follower_as_the_same_bytes(
     assert all(s.headers["content-encoding"] == "gzip" for s in streams)
     for stream in streams:
         stream.stop()
-    hub.store._rooms.pop(opened.room, None)
+    hub.rooms.close(opened.room)
     hub.ring(opened.room)
 
 

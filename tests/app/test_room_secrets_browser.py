@@ -162,7 +162,7 @@ def test_a_lecturer_page_on_another_trace_is_told_and_its_next_does_not_move_the
     second.page.click("#next-round")  # its Next: refused by the room, with a sentence
     second.wait_text("#stage .sv-round:not([hidden]) .sv-round-head", "Round 2 of 16")
     second.wait_text("#sv-room-said", "did not move the room", "not on the trace this page shows")
-    assert ROOMS.store.view(room).round_ == 1 and phone.shown() == 1
+    assert ROOMS.rooms.view(room).round_ == 1 and phone.shown() == 1
     assert f"Following: round 1 of {len(story.rounds)}" in phone.text(WHERE)
 
     with second.page.expect_navigation():  # follow the room: its lecturer link, its trace at its round

@@ -13,7 +13,7 @@ def test_a_seat_is_held_while_its_stream_is_open_and_a_grace_after():
     assert seat.held(100 * GRACE_S)  # an open stream holds it however long
     seat.stream_closed(now=500.0)
     seat.stream_closed(now=500.0)  # closed twice (a reload's overlap): never below no stream
-    assert seat.streams == 0 and seat.held(500.0 + GRACE_S) and not seat.held(500.0 + GRACE_S + 1)
+    assert not seat.streams and seat.held(500.0 + GRACE_S) and not seat.held(500.0 + GRACE_S + 1)
 
 
 def test_a_full_room_refuses_newcomers_but_keeps_held_seats():

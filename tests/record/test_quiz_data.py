@@ -8,7 +8,7 @@ import pytest
 from specviz.engine import RunSettings
 from specviz.lecture.room_trace import quiz_facts
 from specviz.lecture.room_state import RoomError
-from specviz.lecture.rooms import RoomStore
+from specviz.lecture.rooms import Rooms
 from specviz.record.lecture_pack import pack_json
 from specviz.record.quiz_data import QuizState, RoundQuiz, load_lecture, most_accepted, quiz_to_dict
 
@@ -34,7 +34,7 @@ def test_a_tree_rounds_answer_is_bounded_by_its_depth_in_a_pack_and_in_a_room(tr
     with pytest.raises(ValueError, match=rf"round {n}: the answer 4 is out of range: round {n} drafted a tree 3 deep, "
                                          r"so the target accepts 0 to 3 of them"):
         load_lecture(_pack(tree_trace, {n: depth + 1}))  # a pack took up to the node count before
-    store = RoomStore()
+    store = Rooms()
     opened = store.open(tree_trace.to_json(), quiz_facts(tree_trace))
     room, follower = store.join(opened.code)
     store.drive(opened.room, opened.key, round_=n, step=0, quiz=True, trace=opened.trace)

@@ -16,6 +16,13 @@ request to each follower's copy of each change (median, 95th percentile, max, mi
 room, the server's resident memory per follower (connected streams) and, measured in-process with tracemalloc, what
 an idle room holds beyond its trace. Bounded: at most MAX_FOLLOWERS_BENCH followers, MAX_SECONDS, loopback only.
 
+`--processes N --store redis://HOST:PORT/DB` (issue 63): N room servers (the rooms' routes alone, no model:
+harness/room_processes.py) on one Redis, the rooms opened from this process, the followers spread round-robin over
+the servers, the lecturer driving through the first. Reported: the burst's seconds, each step's delay (median, 95th
+percentile, max, missed), each server's resident memory; with `--kill`, the last server is killed (SIGKILL) half way
+through the steps and its followers come back through another with their ids: the seconds until each had the room's
+state again (median, max), and the steps after it. Bounded: at most MAX_FOLLOWERS_SPREAD followers.
+
 `--sizes` measures what one phone downloads for a long lecture (issue 44), on the rooms' routes alone in this
 process: a real 64-round trace of the tiny pair (harness/room_pages.long_trace) and a 64-round trace made of the
 "paris" example's rounds over and over (its rounds are the largest shipped). The lecture: each round with quiz mode
@@ -30,6 +37,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -41,6 +49,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 MAX_FOLLOWERS_BENCH = 300  # the most this script simulates (rooms × followers): bounded, loopback only
 MAX_SECONDS = 600  # and the longest it runs
+MAX_FOLLOWERS_SPREAD = 1200  # followers over several processes (`--processes`): a hall of 1,000 and some
 
 
 # --- the server process ---------------------------------------------------------------------------------------
@@ -252,6 +261,115 @@ def repeated(trace, rounds: int):
                                output_token_ids=[t for r in made for t in r.committed_ids], baseline=None)
 
 
+# --- several processes on one Redis (issue 63) ------------------------------------------------------------------
+
+async def follow_spread(ports: list, alive: list, i: int, room: str, seen: dict, arrived: list, back: list,
+                        killed: list) -> None:
+    """Follower `i` of `room` through server i mod N; when its stream is cut (its server killed) it comes back
+    through the next server alive with its id, and records the seconds from the kill to its first state there."""
+    port = ports[i % len(ports)]
+    status, _ = await http(port, "GET", f"/room/{room}", gzip_ok=True)
+    status, body = await http(port, "POST", f"/room/{room}/join", {})
+    assert status == 200, body
+    follower, since, first, returned = json.loads(body)["follower"], 0, True, False
+    while True:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(f"GET /room/{room}/events?follower={follower}&since={since} HTTP/1.0\r\n\r\n".encode())
+        try:
+            while (line := await reader.readline()) not in (b"\r\n", b""):
+                pass
+            while line := await reader.readline():
+                if line.startswith(b"data:"):
+                    now, state = time.perf_counter(), json.loads(line[5:])
+                    since = state["version"]
+                    if first:
+                        arrived.append(now)
+                        first = False
+                    if returned:
+                        back.append(now - killed[0])
+                        returned = False
+                    seen.setdefault((room, state["version"]), []).append(now)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+        port = next(p for p in ports[i % len(ports):] + ports if p in alive)  # the next server alive
+        status, body = await http(port, "POST", f"/room/{room}/join", {"follower": follower})
+        assert status == 200 and json.loads(body)["follower"] == follower, body
+        returned = True
+
+
+async def run_spread(ports: list, pids: list, rooms: list, followers: int, steps: int, pace: float,
+                     kill) -> dict:
+    seen, arrived, back, killed, alive = {}, [], [], [], list(ports)
+    started = time.perf_counter()
+    tasks = [asyncio.create_task(follow_spread(ports, alive, i, room, seen, arrived, back, killed))
+             for n, (room, _, _) in enumerate(rooms) for i in range(n * followers, (n + 1) * followers)]
+    total = len(tasks)
+    while len(arrived) < total and time.perf_counter() - started < 120:
+        failed = [t for t in tasks if t.done() and t.exception()]
+        if failed:
+            raise failed[0].exception()
+        await asyncio.sleep(0.01)
+    burst_s = max(arrived) - started if len(arrived) >= total else float("inf")
+    await asyncio.sleep(1.0)
+    memory = [round(rss_kib(pid) / 1024, 1) for pid in pids]
+    before, after = [], []
+    for step in range(steps):
+        if kill is not None and step == steps // 2:
+            alive.remove(ports[-1])
+            killed.append(time.perf_counter())
+            kill()
+            await asyncio.sleep(pace)
+        sent, versions = {}, {}
+        change = {"round": 2 + (step // 2) % 10, "step": step % 2}
+
+        async def drive(room, key, trace):
+            sent[room] = time.perf_counter()
+            status, body = await http(ports[0], "POST", f"/room/{room}/drive", {"key": key, "trace": trace, **change})
+            assert status == 200, body
+            versions[room] = json.loads(body)["version"]
+        await asyncio.gather(*(drive(room, key, trace) for room, key, trace in rooms))
+        await asyncio.sleep(pace)
+        delays = after if killed else before
+        for room, _, _ in rooms:
+            got = seen.get((room, versions[room]), [])
+            delays += [t - sent[room] for t in got] + [float("inf")] * (followers - len(got))
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    report = {"processes": len(ports), "rooms": len(rooms), "followers": total, "burst_all_in_s": round(burst_s, 2),
+              "rss_mib_per_process": memory, **delay_figures(before)}
+    if killed:
+        report["after_kill"] = {"followers_moved": len(back), "back_median_s": round(statistics.median(back), 2)
+                                if back else None, "back_max_s": round(max(back), 2) if back else None,
+                                **delay_figures(after)}
+    return report
+
+
+def spread_setup(store: str, processes: int, rooms: int, followers: int, steps: int, pace: float,
+                 kill: bool) -> dict:
+    """`processes` room servers on the Redis at `store`, `rooms` rooms of the "code" example opened here."""
+    from contextlib import ExitStack
+
+    from harness.room_processes import room_process
+    from specviz.lecture.examples import load_example
+    from specviz.lecture.room_redis import RedisStore
+    from specviz.lecture.room_trace import quiz_facts
+    from specviz.lecture.rooms import Rooms
+
+    trace = load_example("code")
+    lecturer = Rooms(RedisStore(store))
+    opened = [lecturer.open(trace.to_json(), quiz_facts(trace)) for _ in range(rooms)]
+    with ExitStack() as servers:
+        started = [servers.enter_context(room_process(store)) for _ in range(processes)]
+        ports = [int(base.rsplit(":", 1)[1]) for base, _ in started]
+        last = started[-1][1]
+        return asyncio.run(asyncio.wait_for(run_spread(
+            ports, [p.pid for _, p in started], [[o.room, o.key, o.trace] for o in opened], followers, steps, pace,
+            (lambda: last.send_signal(signal.SIGKILL)) if kill else None), MAX_SECONDS))
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
@@ -260,7 +378,19 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--pace", type=float, default=1.0, help="seconds between the lecturer's steps")
     parser.add_argument("--sizes", action="store_true", help="what a phone downloads for a 64-round trace")
+    parser.add_argument("--processes", type=int, help="room servers on one Redis (with --store)")
+    parser.add_argument("--store", help="the Redis they share: redis://HOST:PORT/DB (loopback)")
+    parser.add_argument("--kill", action="store_true", help="kill the last server half way (with --processes)")
     args = parser.parse_args(argv)
+    if args.processes:
+        rooms, followers = args.rooms or 4, args.followers or 250
+        if not args.store or not args.store.startswith("redis://127.0.0.1:"):
+            parser.error("--processes needs --store redis://127.0.0.1:PORT/DB (loopback only)")
+        if rooms * followers > MAX_FOLLOWERS_SPREAD or not 1 <= args.processes <= 8:
+            parser.error(f"at most {MAX_FOLLOWERS_SPREAD} followers and 8 processes")
+        print(json.dumps(spread_setup(args.store, args.processes, rooms, followers, args.steps, args.pace,
+                                      args.kill)), flush=True)
+        return
     if args.serve:
         serve(args.serve, args.rooms)
         return

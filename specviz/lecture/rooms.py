@@ -141,9 +141,13 @@ class Rooms:
 
     def attend(self, room: str, follower, hold: bool = True) -> None:
         """A follower's stream opened: its seat is held while the stream is open (`hold` False: only the check
-        that it may, made before the stream starts)."""
+        that it may, made before the stream starts: it changes nothing, so it is only read)."""
+        if not hold:
+            with self._lock:
+                room_rules.attend(self._room(room), follower, self.clock(), self.max_followers, False)
+            return
         with self._changing(room) as r:
-            room_rules.attend(r, follower, self.clock(), self.max_followers, hold, self.store.process)
+            room_rules.attend(r, follower, self.clock(), self.max_followers, True, self.store.process)
 
     def leave(self, room: str, follower: str) -> None:
         """A follower's stream closed: its seat is kept GRACE_S more (a reload comes back to it)."""

@@ -21,13 +21,15 @@ from specviz.lecture.rooms import Rooms
 from specviz.lecture.seats import GRACE_S
 from specviz.lecture.room_trace import quiz_facts, trace_title
 from harness.room_pages import room_server
-from tests.helpers import Clock
+from tests.helpers import Clock, room_store
 
 
-@pytest.fixture(scope="module")
-def server():
-    """(hub, base url): the routes alone on a loopback port, 3 followers a room, 2 rooms, an hour's idle."""
-    hub = RoomHub(Rooms(max_rooms=2, max_followers=3, idle_s=3600, clock=Clock()))
+@pytest.fixture(scope="module", params=["memory", "redis"])
+def server(request):
+    """(hub, base url): the routes alone on a loopback port, 3 followers a room, 2 rooms, an hour's idle; the rooms
+    in memory, then in the run's Redis (every refusal the same, whatever the store)."""
+    hub = RoomHub(Rooms(room_store(request.param, request, None), max_rooms=2, max_followers=3, idle_s=3600,
+                        clock=Clock()))
     with room_server(hub) as url:
         yield hub, url
 
@@ -40,9 +42,14 @@ def paris():
 @pytest.fixture
 def room(server, paris):
     hub, _ = server
-    for closed in list(hub.rooms.store._rooms):  # each test its own room, within the server's two
+    for closed in open_rooms(hub.rooms.store):  # each test its own room, within the server's two
         hub.rooms.close(closed)
     return hub.rooms.open(paris.to_json(), quiz_facts(paris))
+
+
+def open_rooms(store) -> list[str]:
+    """The ids of every room a store holds (a MemoryStore's dict, or a RedisStore's sorted set of rooms)."""
+    return list(store._rooms) if hasattr(store, "_rooms") else store.redis.zrange(store._key("rooms"), 0, -1)
 
 
 @pytest.fixture

@@ -83,3 +83,20 @@ def test_a_hosted_page_can_offer_only_some_pairs(monkeypatch, capsys):
             app.parse_args(argv)
         assert message in capsys.readouterr().err
 
+
+
+def test_a_malformed_room_store_is_refused_at_start_and_the_default_needs_no_server(monkeypatch, capsys, tmp_path):
+    from specviz.app.room_hub import RoomHub
+    from specviz.lecture.room_disk import DiskStore
+    from specviz.lecture.room_setting import FORMS
+
+    monkeypatch.setenv("SPECVIZ_ROOMS", "redis://localhost/0")  # no port: not the form
+    with pytest.raises(SystemExit):
+        app.parse_args([])
+    assert FORMS in capsys.readouterr().err
+    monkeypatch.delenv("SPECVIZ_ROOMS")
+    assert app.parse_args([]).rooms is None and app.parse_args(["--rooms", "memory"]).rooms == "memory"
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))  # unset: rooms on disk in the cache folder, nothing to start
+    hub = RoomHub()
+    serving.keep_rooms(None, hub)
+    assert isinstance(hub.rooms.store, DiskStore) and hub.rooms.store.path == tmp_path / "rooms.sqlite"

@@ -10,7 +10,8 @@ processes).
 - room_store.py: what a room store must do (RoomStore, a few methods), the in-memory one, and what a room id may be
 - room_disk.py: DiskStore, rooms in a SQLite file (WAL), written through, read back after a restart: the default
 - room_redis.py: RedisStore, rooms in Redis with TTLs, shared by several processes, changes heard on a channel a room
-- room_json.py: a room as JSON, its trace apart: what a disk or Redis store keeps
+- room_json.py: a room as text in pieces (its core, a seat, an answer), its trace apart: what a disk or Redis store keeps
+- room_parts.py: what a request changed in a room (a seat, an answer, the core), so a store writes that alone
 - room_setting.py: SPECVIZ_ROOMS (--rooms): the accepted forms, parsed and refused, and the store each names
 - room_state.py: a room as data: Room, RoomView (what a follower sees), OpenedRoom, and RoomError, every refusal
 - room_rules.py: what each request does to one room (drive, move to a trace, join, answer, the view), given the time

@@ -1,8 +1,10 @@
 """Rooms that outlive their process (issue 63), on the real stores: a room read back from JSON equals the room
 written; SPECVIZ_ROOMS's forms, and a clear refusal naming them; the disk store after its process was killed
 (SIGKILL) holds every room as it was; Redis out of reach is said in plain words, and rooms resume once it answers;
-nothing a request names becomes a Redis key unless it is a room's id. (tests/lecture/test_rooms.py runs every room
-rule on each store; tests/app/test_room_processes.py, two servers on one Redis.)"""
+nothing a request names becomes a Redis key unless it is a room's id; a join or an answer writes its own piece of
+the room, and a process sharing Redis catches up from the log of changes (or reads the room whole).
+(tests/lecture/test_rooms.py runs every room rule on each store; tests/app/test_room_processes.py, two servers on
+one Redis.)"""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ import redis
 from harness.browser import free_port
 from harness.room_processes import REDIS_SERVER, redis_server
 from specviz.lecture.room_disk import DiskStore
-from specviz.lecture.room_json import room_from, room_text
+from specviz.lecture.room_json import answer_field, room_from, room_text
+from specviz.lecture.room_parts import changes, written
 from specviz.lecture.room_redis import RedisStore
 from specviz.lecture.room_setting import FORMS, parse_setting
 from specviz.lecture.room_state import RoomError
@@ -155,3 +158,38 @@ def test_nothing_a_request_names_becomes_a_key_unless_a_rooms_id(redis_url, name
             request()
         assert refused.value.status in (404, 403)
     assert keys() == before
+
+
+def test_a_join_or_an_answer_writes_its_own_piece_not_the_room():
+    rooms = Rooms(clock=Clock())
+    opened = rooms.open('{"trace": "a"}', FACTS, "trace a")
+    rooms.drive(opened.room, opened.key, 2, quiz=True, trace=opened.trace)
+    for _ in range(40):
+        rooms.answer(opened.room, rooms.join(opened.room)[1], 2, 1)
+    r = rooms.store.load(opened.room, rooms.clock())
+    was = written(r)
+    late = rooms.join(opened.room)[1]
+    change, was = changes(was, r)
+    assert list(change.seats) == [late] and change.answers == {}
+    rooms.answer(opened.room, late, 2, 3)
+    change, was = changes(was, r)
+    assert change.seats == {} and change.answers == {answer_field(opened.trace, 2, late): "3"}
+    assert changes(was, r)[0].core is None and not changes(was, r)[0]  # nothing changed since: nothing to write
+
+
+@NEEDS_REDIS
+def test_every_process_catches_up_from_the_log_or_reads_the_room_whole(redis_url):
+    prefix = f"log-{os.urandom(4).hex()}"
+    a, b = (Rooms(RedisStore(redis_url, prefix=prefix)) for _ in range(2))
+    opened = a.open('{"trace": "a"}', FACTS, "trace a")
+    a.drive(opened.room, opened.key, 2, quiz=True, trace=opened.trace)
+    followers = [(a if i % 2 else b).join(opened.room)[1] for i in range(6)]  # the two by turns: each catches up
+    for i, follower in enumerate(followers):
+        (b if i % 2 else a).answer(opened.room, follower, 2, i % 4)
+    b.retrace(opened.room, opened.key, '{"trace": "b"}', FACTS, "trace b")  # a's copy learns the trace from the log
+    fresh = lambda: Rooms(RedisStore(redis_url, prefix=prefix)).store.load(opened.room, 0.0)  # noqa: E731 read whole
+    assert a.store.load(opened.room, 0.0) == fresh() == b.store.load(opened.room, 0.0)
+    a.store.redis.delete(f"{prefix}:log:{opened.room}")  # the log no longer reaches back to b's copy
+    a.retrace(opened.room, opened.key, '{"trace": "a"}', FACTS, "trace a")
+    assert b.store.load(opened.room, 0.0) == fresh() and b.mine(opened.room, followers[2]) == {2: 2}  # back: kept
+    assert b.results(opened.room, opened.key)[0][0].counts == {2: {0: 2, 1: 2, 2: 1, 3: 1}}

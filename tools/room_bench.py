@@ -19,9 +19,11 @@ an idle room holds beyond its trace. Bounded: at most MAX_FOLLOWERS_BENCH follow
 `--processes N --store redis://HOST:PORT/DB` (issue 63): N room servers (the rooms' routes alone, no model:
 harness/room_processes.py) on one Redis, the rooms opened from this process, the followers spread round-robin over
 the servers, the lecturer driving through the first. Reported: the burst's seconds, each step's delay (median, 95th
-percentile, max, missed), each server's resident memory; with `--kill`, the last server is killed (SIGKILL) half way
-through the steps and its followers come back through another with their ids: the seconds until each had the room's
-state again (median, max), and the steps after it. Bounded: at most MAX_FOLLOWERS_SPREAD followers.
+percentile, max, missed; a follower has a step once it has that state or a later one, as a stream sends the
+latest), each server's resident memory; with `--kill`, the last server is killed (SIGKILL) half way through the
+steps and its followers come back through another as a browser's EventSource does (after the `retry` the stream
+sent, the stream again with their ids and last versions): the seconds until each had the room's state again
+(median, max), and the steps after it. Bounded: at most MAX_FOLLOWERS_SPREAD followers.
 
 `--sizes` measures what one phone downloads for a long lecture (issue 44), on the rooms' routes alone in this
 process: a real 64-round trace of the tiny pair (harness/room_pages.long_trace) and a 64-round trace made of the
@@ -265,21 +267,28 @@ def repeated(trace, rounds: int):
 
 async def follow_spread(ports: list, alive: list, i: int, room: str, seen: dict, arrived: list, back: list,
                         killed: list) -> None:
-    """Follower `i` of `room` through server i mod N; when its stream is cut (its server killed) it comes back
-    through the next server alive with its id, and records the seconds from the kill to its first state there."""
+    """Follower `i` of `room` through server i mod N, each state it gets in seen[room, i] as (version, when); when its stream is cut (its server killed) it does what a
+    browser's EventSource does: waits the `retry` the stream sent, then opens the stream again with its id and the
+    last version it had, here through the next server alive (a proxy's next upstream), and records the seconds from
+    the kill to its first state there."""
     port = ports[i % len(ports)]
     status, _ = await http(port, "GET", f"/room/{room}", gzip_ok=True)
     status, body = await http(port, "POST", f"/room/{room}/join", {})
     assert status == 200, body
-    follower, since, first, returned = json.loads(body)["follower"], 0, True, False
+    follower, since, first, returned, retry_s = json.loads(body)["follower"], 0, True, False, 3.0
     while True:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(f"GET /room/{room}/events?follower={follower}&since={since} HTTP/1.0\r\n\r\n".encode())
+        writer.write(f"GET /room/{room}/events?follower={follower} HTTP/1.0\r\nLast-Event-ID: {since}\r\n\r\n"
+                     .encode())
         try:
             while (line := await reader.readline()) not in (b"\r\n", b""):
                 pass
             while line := await reader.readline():
-                if line.startswith(b"data:"):
+                if line.startswith(b"retry:"):
+                    retry_s = int(line[6:]) / 1000
+                elif line.startswith(b"event: closed"):
+                    raise RuntimeError(f"follower {follower} refused: {await reader.readline()!r}")
+                elif line.startswith(b"data:"):
                     now, state = time.perf_counter(), json.loads(line[5:])
                     since = state["version"]
                     if first:
@@ -288,14 +297,13 @@ async def follow_spread(ports: list, alive: list, i: int, room: str, seen: dict,
                     if returned:
                         back.append(now - killed[0])
                         returned = False
-                    seen.setdefault((room, state["version"]), []).append(now)
+                    seen.setdefault((room, i), []).append((state["version"], now))
         except (ConnectionError, OSError):
             pass
         finally:
             writer.close()
+        await asyncio.sleep(retry_s)
         port = next(p for p in ports[i % len(ports):] + ports if p in alive)  # the next server alive
-        status, body = await http(port, "POST", f"/room/{room}/join", {"follower": follower})
-        assert status == 200 and json.loads(body)["follower"] == follower, body
         returned = True
 
 
@@ -332,9 +340,9 @@ async def run_spread(ports: list, pids: list, rooms: list, followers: int, steps
         await asyncio.gather(*(drive(room, key, trace) for room, key, trace in rooms))
         await asyncio.sleep(pace)
         delays = after if killed else before
-        for room, _, _ in rooms:
-            got = seen.get((room, versions[room]), [])
-            delays += [t - sent[room] for t in got] + [float("inf")] * (followers - len(got))
+        for n, (room, _, _) in enumerate(rooms):
+            delays += [step_seen(seen.get((room, i), []), versions[room]) - sent[room]
+                       for i in range(n * followers, (n + 1) * followers)]
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -345,6 +353,12 @@ async def run_spread(ports: list, pids: list, rooms: list, followers: int, steps
                                 if back else None, "back_max_s": round(max(back), 2) if back else None,
                                 **delay_figures(after)}
     return report
+
+
+def step_seen(heard: list, version: int) -> float:
+    """When a follower first had a state of `version` or later (a stream sends the latest: a later state holds the
+    step too); infinity if never."""
+    return next((t for v, t in heard if v >= version), float("inf"))
 
 
 def spread_setup(store: str, processes: int, rooms: int, followers: int, steps: int, pace: float,

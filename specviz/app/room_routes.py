@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import random
 from contextlib import aclosing
 from functools import partial
 
@@ -49,6 +50,9 @@ KEEPALIVE_S = 15.0  # a comment down each idle stream this often, so proxies kee
 MAX_BODY = 2048  # bytes: every request body of these routes is a few numbers and ids
 MAX_STREAMS = 2000  # open event streams on one server, every room together (a room holds at most MAX_FOLLOWERS)
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # a gzip stream: deflate, no name, no time (RFC 1952)
+# a stream cut (its process killed or restarted) is retried by the browser after this long (the `retry` field; a
+# browser's own default is 3 to 5 s): soon, spread by RETRY_JITTER_MS so a hall does not come back all at once
+RETRY_MS, RETRY_JITTER_MS = 500, 500
 UNAVAILABLE = 503  # a refusal for now (a full server, a store out of reach), not a room closed
 RESULTS = {"csv": (results_csv, "text/csv; charset=utf-8"), "json": (results_json, "application/json")}
 
@@ -162,11 +166,13 @@ async def _stream(hub: RoomHub, room: str, follower: str | None, since: int | No
     to a slow follower), a comment when idle, and a `closed` event when the room has gone. A follower's state also
     carries the rounds whose form changed after `since` (then after the state it last received); its `id` is the
     room's version, which the browser sends back on a reconnect. A follower's seat is held while this runs, and
-    GRACE_S after (the room's count then drops: rung once the grace is over). `gz`: gzipped, as the browser asked."""
+    GRACE_S after (the room's count then drops: rung once the grace is over). It opens with the delay after which a
+browser retries once it is cut (RETRY_MS and a jitter). `gz`: gzipped, as the browser asked."""
     hub.streams += 1
     try:
         if gz:
             yield GZIP_HEADER
+        yield _wire(f"retry: {RETRY_MS + random.randrange(RETRY_JITTER_MS)}\n\n", gz)  # no data: not a message
         if follower is not None:
             try:
                 hub.rooms.attend(room, follower)

@@ -26,10 +26,12 @@ ARCHS = {  # the published configs' shapes
                          num_key_value_heads=2, tie_word_embeddings=True, **QWEN),
     "Qwen2.5-7B": dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
                        num_key_value_heads=4, tie_word_embeddings=False, **{**QWEN, "vocab_size": 152064}),
+    # tiny shapes prove the script on a CPU (tools/gpu_check.sh --dry-run): Qwen's 151,936-row output layer would be
+    # most of their time, so a vocabulary of 1,024
     "tiny-draft": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                       num_key_value_heads=2, **QWEN),
+                       num_key_value_heads=2, **{**QWEN, "vocab_size": 1024}),
     "tiny-target": dict(hidden_size=128, intermediate_size=256, num_hidden_layers=4, num_attention_heads=4,
-                        num_key_value_heads=2, **QWEN),
+                        num_key_value_heads=2, **{**QWEN, "vocab_size": 1024}),
 }
 
 

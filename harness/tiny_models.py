@@ -37,6 +37,38 @@ def tiny_model(seed: int, layers: int = 2, vocab: int = len(CHARS) + 2, eos: int
     return model
 
 
+def write_gguf(model: Qwen2ForCausalLM, path, packed: tuple[str, ...] = ("ffn_up",)) -> None:
+    """A tiny model as a GGUF file (no tokenizer in it), its tensors under llama.cpp's names: float32, but those whose
+    name ends with one of `packed` as Q8_0 blocks, so that transformers loads it as a quantized checkpoint."""
+    import gguf
+
+    config = model.config
+    writer = gguf.GGUFWriter(str(path), "qwen2")
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_head_count_kv(config.num_key_value_heads)
+    writer.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    writer.add_vocab_size(config.vocab_size)
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.QWEN2, config.num_hidden_layers)
+    for key, tensor in model.state_dict().items():
+        module, kind = key.rsplit(".", 1)
+        name, values = names.get_name(module), tensor.float().numpy()
+        if name.endswith(packed):
+            blocks = gguf.quants.quantize(values, gguf.GGMLQuantizationType.Q8_0)
+            writer.add_tensor(f"{name}.{kind}", blocks, raw_shape=blocks.shape,
+                              raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        else:
+            writer.add_tensor(f"{name}.{kind}", values)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def noisy_copy(model: Qwen2ForCausalLM, scale: float, seed: int = 0) -> Qwen2ForCausalLM:
     """A draft that agrees with the target often but not always: the target with noise on its weights."""
     draft = copy.deepcopy(model)

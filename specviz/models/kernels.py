@@ -29,8 +29,9 @@ The paths (`TABLE`; their names `PATHS`):
   gate/up one call each, inputs rounded to int8 per block inside the kernel (accuracy_level 4: the level whose rows
   are independent); the embedding as gguf-int4 reads it, the rest as float16-fbgemm. Offered where onnxruntime is
   installed and the model was loaded from a GGUF file, and only when asked for by name (`why_not_auto`).
-- int8-dynamic: int8 weights and activations through fbgemm, the activations scaled by one number per tensor: a
-  row's result then depends on the rows computed with it, so a verify pass over K + 1 tokens would not compute what
+- int8-dynamic: int8 weights and activations as fbgemm's dynamic int8 computes them (written in plain tensor ops:
+  torch's quantized tensors are deprecated), the activations scaled by one number per tensor: a row's result then
+  depends on the rows computed with it, so a verify pass over K + 1 tokens would not compute what
   K + 1 one-token steps compute. Measured like the others, it is refused everywhere with the difference.
 
 The weights of a target are never quantized to integers here: a path changes how the numbers are multiplied, not
@@ -204,7 +205,7 @@ TABLE = (
                             "tools/measure_ort_path.py), and its int8 input rounding turns "
                             "attention's last-bit differences into occasional code steps, so a batch's greedy "
                             "output can differ from one sequence alone (2026-12-06; docs/engine.md)"),
-    KernelPath(INT8_DYNAMIC, activations="float32", needs=(FBGEMM,), layer=Int8DynamicLinear,
+    KernelPath(INT8_DYNAMIC, activations="float32", needs=(), layer=Int8DynamicLinear,
                why_not="its activations are scaled by one number per tensor"),
 )
 KERNELS = {row.name: row for row in TABLE}

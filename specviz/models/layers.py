@@ -4,8 +4,8 @@ which draft weights quant.py.
 
 - float16 for fbgemm (`Fp16Linear`, `Fp16Embedding`): the float16-fbgemm path, and on gguf-int4 every layer the file
   holds no 4-bit block for;
-- int8 with one scale per row (`Int8Linear`, `Int8Embedding`): a lighter draft; fbgemm's dynamic int8
-  (`Int8DynamicLinear`), one scale per tensor: kept to measure why int8-dynamic is refused;
+- int8 with one scale per row (`Int8Linear`, `Int8Embedding`): a lighter draft; dynamic int8 as fbgemm computes it
+  (`Int8DynamicLinear`, plain tensor ops), one scale per tensor: kept to measure why int8-dynamic is refused;
 - 4-bit codes in groups of 32 with a step and a minimum (`Int4Groups`): the one layout torch's CPU kernel
   (`_weight_int4pack_mm_for_cpu`) takes, shared by the draft's own rounding (`Int4Linear`) and the target's GGUF Q4_K
   blocks as the file holds them (gguf_blocks.py, the gguf-int4 path); `Int4Embedding` reads a token's row from the
@@ -113,18 +113,52 @@ class Int8Embedding(PackedLayer):
 
 
 class Int8DynamicLinear(PackedLayer):
-    """fbgemm's dynamic int8 linear (activations quantized with one scale per tensor): kept to measure why it is
-    refused, never to run a model."""
+    """Dynamic int8 as fbgemm's dynamic linear computes it, one scale per tensor: the weights int8 once (−128…127,
+    a scale and a zero point for the whole tensor), each pass's inputs 7-bit (0…127, a scale and a zero point for
+    all its rows together), their products summed as integers, then scaled back. Written with plain tensor ops
+    (torch's quantized tensors, which `torch.ao`'s layer used, are deprecated); it equals that layer up to the last
+    float rounding (tests/models/test_kernels.py). Kept to measure why int8-dynamic is refused, never to run a model."""
 
     def __init__(self, linear: nn.Linear):
         super().__init__()
-        self.inner = torch.ao.nn.quantized.dynamic.Linear(linear.in_features, linear.out_features, dtype=torch.qint8)
-        self.inner.set_weight_bias(torch.quantize_per_tensor_dynamic(linear.weight.detach(), torch.qint8, False),
-                                   None if linear.bias is None else linear.bias.detach())
+        weight = linear.weight.detach().float()
+        scale, zero = per_tensor_params(weight, -128, 127)
+        self.register_buffer("weight_int8", per_tensor_codes(weight, scale, zero, -128, 127).to(torch.int8))
+        self.register_buffer("weight_scale", scale)
+        self.weight_zero = zero
+        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().float().clone())
         self.in_features, self.out_features = linear.in_features, linear.out_features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.inner(x)
+        flat = x.reshape(-1, self.in_features).float()
+        scale, zero = per_tensor_params(flat, 0, 127)  # the one scale every row of this pass shares: why it is refused
+        centred = (per_tensor_codes(flat, scale, zero, 0, 127) - zero).to(torch.int8)  # −127…127
+        # Σ x·(w − zero_w) in int32: the int8 product, less the weights' zero point times each row's sum
+        row_sums = centred.sum(1, dtype=torch.int32)[:, None]
+        sums = torch._int_mm(centred, self.weight_int8.t()) - self.weight_zero * row_sums
+        y = sums.float() * (scale * self.weight_scale)
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+
+def per_tensor_params(t: torch.Tensor, low_code: int, high_code: int) -> tuple[torch.Tensor, int]:
+    """(scale as float32, zero point) mapping t's range, widened to hold 0, onto codes low_code…high_code, as torch's
+    quantization chooses them (quant_utils::ChooseQuantizationParams): the zero point from whichever end rounds less."""
+    low, high = min(float(t.min()), 0.0), max(float(t.max()), 0.0)
+    scale = (high - low) / (high_code - low_code)
+    if float(torch.tensor(scale, dtype=torch.float32)) == 0.0:
+        scale = 0.1  # an all-zero tensor
+    from_low, from_high = low_code - low / scale, high_code - high / scale
+    zero = from_low if abs(low_code) - abs(low / scale) < abs(high_code) - abs(high / scale) else from_high
+    return torch.tensor(scale, dtype=torch.float32), int(min(max(round(zero), low_code), high_code))
+
+
+def per_tensor_codes(t: torch.Tensor, scale: torch.Tensor, zero: int, low_code: int, high_code: int) -> torch.Tensor:
+    """t's codes: zero + t / scale rounded half to even, as one fused multiply-add (computed in float64, rounded once
+    to float32, as torch's vectorised kernel does), clamped to the code range."""
+    fused = (t.double() * (1 / scale).double() + zero).float()
+    return torch.round(fused).clamp(low_code, high_code)
 
 
 # --- 4-bit codes in groups of GROUP -------------------------------------------------------------------------------

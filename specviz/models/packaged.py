@@ -233,11 +233,22 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+def dense_from_gguf(folder: Path, name: str = "model.gguf"):
+    """The model in `folder`'s GGUF file with every weight unpacked to bfloat16, as the cache keeps it (dense weights,
+    which safetensors can save). Unpacking is asked for by name: left to itself transformers 5.24 plans to keep the
+    blocks packed, warns that bfloat16 is slow for packed blocks (a warning a user cannot act on), and only then,
+    finding no GGUF kernel installed, unpacks them; the weights come out the same either way."""
+    from transformers import AutoModelForCausalLM, GgufConfig
+
+    return AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.bfloat16,
+                                                quantization_config=GgufConfig(dequantize=True))
+
+
 def _convert_gguf(work: Path, progress: Progress | None) -> None:
     from safetensors.torch import save_file
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(work, gguf_file="model.gguf", dtype=torch.bfloat16)
+    model = dense_from_gguf(work)
     tokenizer = AutoTokenizer.from_pretrained(work, gguf_file="model.gguf")
     if progress:
         progress(0.9, "saving a safetensors copy for fast later starts")

@@ -5,6 +5,9 @@ pair: tests/engine/test_real_pair.py)."""
 
 import copy
 import json
+import subprocess
+import sys
+import warnings
 
 import pytest
 import torch
@@ -12,7 +15,7 @@ import torch
 from harness.tiny_models import char_tokenizer, noisy_copy, tiny_model
 from specviz.drafters import REGISTRY
 from specviz.engine import Engine, RunSettings
-from specviz.models import kernel_choice, kernels
+from specviz.models import kernel_choice, kernels, layers
 from specviz.models.fingerprint import fingerprint
 from specviz.models.kernel_choice import ROW_COUNTS, ROW_TOLERANCE, Choice, check_rows, choose_path
 from specviz.models.kernels import (BFLOAT16, FLOAT32, FP16_FBGEMM, GGUF_INT4, GGUF_ORT, INT8_DYNAMIC, PATHS,
@@ -20,6 +23,7 @@ from specviz.models.kernels import (BFLOAT16, FLOAT32, FP16_FBGEMM, GGUF_INT4, G
 from specviz.models.layers import Fp16Linear
 from specviz.settings.bounds import MAX_BATCH, MAX_K, MAX_TREE_NODES
 from specviz.models.memory import draft_memory
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 FAST = pytest.mark.skipif(kernels.available(FP16_FBGEMM) is not None, reason="no fbgemm in this torch build")
@@ -73,6 +77,45 @@ def test_a_path_whose_need_is_not_met_here_says_which(monkeypatch):
         assert path not in kernel_choice.offered_here("cpu", 64, 128, gguf=True)
     assert kernels.available(FLOAT32) is None and kernels.available(FP16_FBGEMM, "cuda").endswith(
         "is a CPU path; on cuda the dtype alone chooses the kernels")
+
+
+def test_every_path_computes_without_a_warning_in_a_fresh_process():
+    """A first start measures every path's rows (kernel_choice.rows_here), and int8-dynamic's layer, built on
+    `torch.ao`'s quantized tensors, printed torch's "quantize_per_tensor … deprecated" (issue 64, item 17). torch warns
+    of it once a process, so the layers are built and run in a process of their own, every warning an error."""
+    script = ("import torch\nfrom specviz.models import kernel_choice, kernels\n"
+              "for row in kernels.TABLE:\n"
+              "    if row.lacking() is None:\n"
+              "        layer = kernel_choice.stack_of(row.name, 64, 128, layers=1)[0]\n"
+              "        with torch.inference_mode():\n"
+              "            layer(torch.randn(3, 64).to(row.inputs))\n")
+    done = subprocess.run([sys.executable, "-W", "error", "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-2000:]
+
+
+def test_int8_dynamic_computes_what_fbgemms_dynamic_linear_did():
+    """Int8DynamicLinear, plain tensor ops now, against the `torch.ao` layer it replaces (while torch still has it):
+    the same codes and scales, outputs alike up to the last float rounding, on both MLP shapes and a full batch."""
+    dynamic = pytest.importorskip("torch.ao.nn.quantized.dynamic")
+    for rows, inputs, outputs in ((1, 64, 32), (5, 1536, 8960), (MAX_BATCH * (MAX_K + 1), 8960, 1536)):
+        linear = torch.nn.Linear(inputs, outputs)
+        with torch.no_grad():
+            linear.weight.copy_(torch.randn(outputs, inputs, generator=torch.Generator().manual_seed(rows)) /
+                                inputs ** 0.5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # its deprecation: what the new layer is for
+            old = dynamic.Linear(inputs, outputs, dtype=torch.qint8)
+            old.set_weight_bias(torch.quantize_per_tensor_dynamic(linear.weight.detach(), torch.qint8, False),
+                                linear.bias.detach())
+            quantized = old.weight()
+        new = layers.Int8DynamicLinear(linear)
+        assert torch.equal(new.weight_int8.to(torch.int32), quantized.int_repr().to(torch.int32))
+        assert (float(new.weight_scale), new.weight_zero) == (quantized.q_scale(), quantized.q_zero_point())
+        x = torch.randn(rows, inputs)
+        with torch.inference_mode():
+            expected, got = old(x), new(x)
+        assert float((got - expected).abs().max() / expected.abs().max()) < 1e-6
 
 
 class _RowsAlikeUpTo(torch.nn.Module):

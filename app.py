@@ -19,8 +19,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is i
 from specviz.app.errors import message_of  # noqa: E402
 from specviz.models.kernels import PATHS  # noqa: E402
 from specviz.models.pairs import DEFAULT_PRESET, PRESETS  # noqa: E402
-from specviz.app.serving import (DEFAULT_CONCURRENCY, default_engine_loader, keep_rooms, launch_kwargs,  # noqa: E402
-                                  preset_labels)
+from specviz.app.pair_cache import default_engine_loader, preset_labels  # noqa: E402
+from specviz.app.serving import DEFAULT_CONCURRENCY, keep_rooms, launch_kwargs  # noqa: E402
 from specviz.lecture.room_setting import FORMS, parse_setting  # noqa: E402
 from specviz.lecture.room_state import RoomError  # noqa: E402
 from specviz.app.page import build_demo  # noqa: E402

@@ -26,7 +26,7 @@ import torch  # noqa: E402
 
 from harness.load import Overlap, expected_tokens, run_load, serve, table  # noqa: E402
 from specviz.settings.prompts import EXAMPLE_PROMPTS  # noqa: E402
-from specviz.app import serving # noqa: E402
+from specviz.app import pair_cache, serving  # noqa: E402
 from specviz.engine import Engine, RunSettings  # noqa: E402
 
 REAL_PROMPTS = list(EXAMPLE_PROMPTS.values())
@@ -39,7 +39,7 @@ def real_pair():
     def prompt(i):
         return f"{REAL_PROMPTS[i % len(REAL_PROMPTS)]} (Variant {i}.)"
 
-    loader = serving.default_engine_loader
+    loader = pair_cache.default_engine_loader
     return DEFAULT_PRESET, loader, loader(DEFAULT_PRESET), prompt
 
 

@@ -68,12 +68,12 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     from harness.browser import launch_browser, serve_demo
-    from specviz.app import serving
+    from specviz.app import pair_cache, serving
     from specviz.app import page as ui
     from specviz.engine import RunSettings
     from specviz.models.pairs import DEFAULT_PRESET
 
-    engine = serving.default_engine_loader(DEFAULT_PRESET)
+    engine = pair_cache.default_engine_loader(DEFAULT_PRESET)
     engine.warm_up()
     demo = ui.build_demo()
     url = serve_demo(demo, **serving.launch_kwargs())

@@ -32,7 +32,7 @@ def app_in_browser(real_names: bool = False):
     box reads as on a real host (as tests/app/test_lecture_browser.py serves it)."""
     from playwright.sync_api import sync_playwright
 
-    from specviz.app.serving import preset_labels
+    from specviz.app.pair_cache import preset_labels
     from specviz.models.pairs import DEFAULT_PRESET
     from harness.browser import launch_browser, serve
 

@@ -1,7 +1,8 @@
 """The page: the only folder that imports gradio (and starlette, for the rooms' routes). Read page.py first: the
 layout, then every event wired in one place; the handlers it wires live in the modules below.
 
-- serving.py: what the server holds for everyone: the models, the GPU wrapper, the runs in progress, launch settings
+- serving.py: what the server holds for everyone: the GPU wrapper, the runs in progress, launch settings
+- pair_cache.py: the process-wide model pairs, each loaded once, and how far a load is for whoever waits on it
 - gpu_time.py: the GPU time each ZeroGPU call asks for, from its request and the pair's measured speed
 - inputs.py: what the page accepts, checked on the server, and the page's defaults
 - controls.py: which run controls do something in the page's current state (settings/needs.py)

@@ -28,6 +28,7 @@ from specviz.app.errors import message_of, refused_by_zerogpu
 from specviz.lecture.examples import EXAMPLES, FIRST, Example, ExampleError, load_example
 from specviz.app.inputs import check_preset, check_prompt, settings_from
 from specviz.settings.bounds import short_repr
+from specviz.app.pair_cache import Loading, waiting_for
 from specviz.app.serving import EngineLoader, EngineRef, Runs, engine_ref, run_baseline, stream_traces
 from specviz.record.trace import PUBLISHED_TURNS, Trace
 from specviz.record.quiz_data import QuizState, check_quiz, quiz_from_dict
@@ -114,8 +115,18 @@ class ModelActions:
         return {self.out.status: notices.status(message, "error")}
 
     def engine(self, preset, progress: gr.Progress) -> Engine:
+        """The selected pair, its load's stages on Gradio's progress bar (also a load another caller began)."""
         check_preset(preset, self.presets)
-        return self.get_engine(preset, lambda fraction, message: progress(fraction, desc=message))
+        return self.get_engine(preset, lambda fraction, message: progress(fraction,
+                                                                          desc=f"Loading the model pair: {message}"))
+
+    def pair(self, preset, run: str):
+        """The selected pair, waited for where it is still loading (the app began loading it at its start, or the
+        page changed pair): the status line says at once what `run` waits for and how far the load is, and again
+        every WAIT_SAY_S (pair_cache.waiting_for). A generator for `yield from`; returns the Engine."""
+        check_preset(preset, self.presets)
+        return (yield from waiting_for(self.get_engine, preset, lambda stage: {
+            self.out.status: notices.status(waiting_words(run, stage), "busy")}))
 
     def loaded(self, preset) -> Engine | None:
         """The selected pair if it is in memory, else None: opening a trace never starts a load. (A loader
@@ -156,17 +167,17 @@ class ModelActions:
 
     def generate(self, prompt, preset, k, temperature, top_p, top_k, seed, max_new_tokens, lecture, drafter,
                  adaptive, draft_layers, tree_widths, stop_rule=RunSettings.stop_rule,
-                 tree_budget=RunSettings.tree_budget, tree_depth=RunSettings.tree_depth, progress=gr.Progress(),
-                 request: gr.Request = None):
-        """The trace and the round view after each round (at most every MIN_FRAME_S), then once more. The
-        inputs arrive as sent (the event skips Gradio's preprocessing), so every one is checked here."""
+                 tree_budget=RunSettings.tree_budget, tree_depth=RunSettings.tree_depth, request: gr.Request = None):
+        """The trace and the round view after each round (at most every MIN_FRAME_S), then once more; while the
+        pair is still loading, the status line says so first (`pair`). The inputs arrive as sent (the event skips
+        Gradio's preprocessing), so every one is checked here."""
         try:
             settings = settings_from(k=k, temperature=temperature, top_p=top_p, top_k=top_k, seed=seed,
                                      max_new_tokens=max_new_tokens, drafter=drafter, adaptive=adaptive,
                                      draft_layers=draft_layers, tree_widths=tree_widths, stop_rule=stop_rule,
                                      tree_budget=tree_budget, tree_depth=tree_depth)
             prompt = check_prompt(prompt)
-            engine = self.engine(preset, progress)
+            engine = yield from self.pair(preset, "Generate")
             # A prompt too long for the context fails here, before any model runs; the run starts from these ids,
             # so the prompt is tokenised once
             ids = engine.encode(prompt, settings)
@@ -299,6 +310,14 @@ class ModelActions:
         return {out.trace: trace, out.status: notices.status(message, "done"), out.info: trace_info(trace),
                 out.download: download(trace), **quiz_on,
                 **round_view(trace, quiz.current if quiz else 1, lecture, quiz).updates(out.panels)}
+
+
+def waiting_words(run: str, stage: Loading) -> str:
+    """What a run waiting for its pair says: 'Generate waits for the model pair to load: loading the target's
+    weights (90% of the load; waiting 12 s so far). It runs as soon as the pair is ready.'"""
+    waited = time.monotonic() - stage.started
+    return (f"{run} waits for the model pair to load: {stage.text} ({stage.fraction:.0%} of the load; waiting "
+            f"{waited:.0f} s so far). It runs as soon as the pair is ready.")
 
 
 def example_said(example: Example, trace: Trace) -> str:

@@ -356,6 +356,7 @@ def demo(get_engine: EngineLoader | None = None, preset: str | None = None) -> g
 
 if __name__ == "__main__":
     from specviz.models.pairs import DEFAULT_PRESET
-    from specviz.app.serving import default_engine_loader, launch_kwargs  # the page's theme, palette and CSS; the packaged pair
+    from specviz.app.pair_cache import default_engine_loader
+    from specviz.app.serving import launch_kwargs  # the page's theme, palette and CSS; the packaged pair
 
     demo(default_engine_loader, DEFAULT_PRESET).launch(**launch_kwargs())

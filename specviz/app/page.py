@@ -27,8 +27,8 @@ from specviz.app.room_panel import HREF_JS, RoomPanel, build_room_panel, open_li
 from specviz.app.room_hub import ROOMS, RoomHub
 from specviz.app.settings_rows import INFO, Settings, settings_rows
 from specviz.settings.prompts import EXAMPLE_PROMPTS
-from specviz.app.serving import (DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, default_engine_loader,
-                      limit_model_runs, preset_labels)
+from specviz.app.pair_cache import default_engine_loader, preset_labels
+from specviz.app.serving import DEFAULT_CONCURRENCY, MODEL_RUNS, EngineLoader, check_concurrency, limit_model_runs
 from specviz.app.round_view import PLAY_JS, SHOW_JS, STEP_JS, Player, RoundView, empty_view, lecture_mode, show_round
 
 # On a phone (the width assets/style.css calls one) the settings fold away as the page opens and after an example or

@@ -1,9 +1,9 @@
-"""What the server holds for everyone: the models, the GPU wrapper, the runs in progress, the launch settings.
+"""What the server holds for everyone: the GPU wrapper, the runs in progress, the launch settings.
 
-Models are process-wide (`EngineCache`, behind a lock); each browser session's trace lives in `gr.State` in the
-page. Only the functions here marked `@gpu` run a model. On ZeroGPU (Hugging Face's shared GPUs) each call of
-one is pickled to a worker process forked from this one, where the GPU exists, and what it returns or yields is
-pickled back. So their arguments are plain values (an `EngineRef` names the pair: the worker finds the models
+Models are process-wide (app/pair_cache.py: `EngineCache`, behind a lock); each browser session's trace lives in
+`gr.State` in the page. Only the functions here marked `@gpu` run a model. On ZeroGPU (Hugging Face's shared GPUs)
+each call of one is pickled to a worker process forked from this one, where the GPU exists, and what it returns or
+yields is pickled back. So their arguments are plain values (an `EngineRef` names the pair: the worker finds the models
 it inherited from this process), they return or yield plain CPU data (traces, rows, numbers), never tensors or
 callables, and each asks for the `duration` its request needs at most (app/gpu_time.py).
 
@@ -16,7 +16,7 @@ import queue
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import gradio as gr
 
@@ -52,71 +52,6 @@ try:  # On ZeroGPU a GPU exists only inside functions decorated with spaces.GPU;
 except ImportError:
     def gpu(duration=None):
         return lambda fn: fn
-
-
-# --- the models, shared by every session ---------------------------------------------------------------------
-
-class EngineCache:
-    """The process-wide models: the newest Engine loaded, by preset.
-
-    One pair is kept (two rarely fit in memory together); the old one is replaced only once the new one has
-    loaded, so a pair that fails to load (a hub model, offline) leaves the working one in place. A preset
-    loads once however many sessions ask for it, and loading one never blocks sessions using another."""
-
-    def __init__(self, load_pair: Callable[..., Any] | None = None, measure_at_load: bool = True,
-                 kernels: str | None = None):
-        self._load_pair = load_pair or _load_pair
-        self.kernels = kernels  # on a CPU, the kernel path every pair loads on (models/kernels.py; None: auto)
-        # Time the pair's passes once loaded (engine/pass_costs.py: seconds), for the cost-aware stop rule. Not on
-        # ZeroGPU, where the main process has no GPU to time: there the first run measures in its GPU call
-        self.measure_at_load = measure_at_load
-        self._lock = threading.Lock()  # guards the two dicts below
-        self._engines: dict[str, Engine] = {}
-        self._loading: dict[str, threading.Lock] = {}
-
-    def __call__(self, preset: str, progress: Progress | None = None) -> Engine:
-        with self._lock:
-            if preset in self._engines:
-                return self._engines[preset]
-            loading = self._loading.setdefault(preset, threading.Lock())
-        with loading:
-            with self._lock:
-                if preset in self._engines:  # another session loaded it while we waited
-                    return self._engines[preset]
-            kernels = {"kernels": self.kernels} if self.kernels else {}  # a stand-in loader (tests) may take none
-            engine = Engine.from_pair(self._load_pair(preset=preset, progress=progress, **kernels))
-            engine.warm_up()  # kernel selection happens now, not inside the first Generate's round 1
-            if self.measure_at_load:
-                engine.measure_pass_costs()
-            with self._lock:
-                self._engines = {preset: engine}
-            return engine
-
-    def clear(self) -> None:
-        """Forget every loaded engine, so its memory can go back (a test that is done with a real pair)."""
-        with self._lock:
-            self._engines = {}
-
-    def loaded(self, preset: str) -> Engine | None:
-        """The engine for preset if it is in memory now; never loads one."""
-        with self._lock:
-            return self._engines.get(preset)
-
-
-def _load_pair(**kwargs):
-    from specviz.models.pairs import load_pair  # loading pulls in the GGUF machinery: only when a pair is first asked for
-
-    return load_pair(**kwargs)
-
-
-default_engine_loader = EngineCache()
-
-
-def preset_labels() -> dict[str, str]:
-    """Every model pair this specviz knows: preset name -> the label the page shows."""
-    from specviz.models.pairs import PRESETS
-
-    return {name: preset.label for name, preset in PRESETS.items()}
 
 
 # --- the calls that run a model --------------------------------------------------------------------------------

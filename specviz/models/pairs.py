@@ -178,10 +178,14 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     choice, blocks = blocks_or_fallback(target, target_path, choice, device, dtype, progress)
     weights = pick_weights(draft_weights, device, DTYPES[choice.dtype], choice.path)
     if progress:
-        progress(0.9, "loading weights")
+        progress(0.89, f"loading the draft's weights ({choice.path or choice.dtype})")
     draft_model = load_draft(draft_path, device, choice, weights)
+    if progress:
+        progress(0.9, f"loading the target's weights ({choice.path or choice.dtype})")
     target_model = apply_path(load_model(target_path, device, choice.load_dtype), choice.path, blocks=blocks)
     give_back_freed_memory()
+    if progress:
+        progress(0.95, "checking the target's rows on its kernels")
     return ModelPair(draft_model, target_model, tok_target, weights_name(_short(draft), weights), _short(target),
                      device, choice.dtype, check_loaded(target_model, choice), choice.path)
 
@@ -222,7 +226,7 @@ def blocks_for(model_id: str, choice: Choice, progress: Progress | None = None) 
     """The GGUF file's blocks a model computes from on its path (the path's FileBlocks: gguf-int4 reads the Q4_K ones,
     gguf_blocks.py); None on a path that reads none, or for a model from no packaged file."""
     name, file = packaged_name(model_id), choice.kernel.file if choice.kernel else None
-    return file.read(name, _scaled(progress, 0.9, 0.95)) if file and name else None
+    return file.read(name, _scaled(progress, 0.87, 0.89)) if file and name else None
 
 
 def blocks_or_fallback(model_id: str, path: str, choice: Choice, device: str, dtype: str | None,

@@ -34,11 +34,11 @@ def models(tiny_pair, tokenizer):
 
 @pytest.fixture(scope="module")
 def named_pairs_url(models):
-    """The app on the tiny pair under every real pair's name (serving.preset_labels), served in this process: for a
+    """The app on the tiny pair under every real pair's name (pair_cache.preset_labels), served in this process: for a
     page that must hold the longest names the controls show (test_lecture_browser.py), or that reads what a real
     pair's target has on this machine, its trained drafters (test_controls_browser.py)."""
     from harness.browser import serve
-    from specviz.app.serving import preset_labels
+    from specviz.app.pair_cache import preset_labels
 
     engine, _ = models
     labels = preset_labels()

@@ -26,7 +26,7 @@ def test_real_pair_generates_in_the_browser(browser, dialogs, capsys):
     """The packaged Qwen2.5-Coder 0.5B -> 1.5B pair, 5 new tokens (two rounds: the prefill, then K = 4 drafts), greedy,
     then the baseline (few tokens: on a CPU without native bfloat16 the pair runs in float32 on one thread of a busy
     machine, and the baseline times both sides in turns)."""
-    from specviz.app.serving import EngineCache
+    from specviz.app.pair_cache import EngineCache
 
     started = time.perf_counter()
     cache = EngineCache()

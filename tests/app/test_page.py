@@ -16,7 +16,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # gradio_client must not look anything up on
 from gradio_client import Client  # noqa: E402
 
 from specviz.lab import compare
-from specviz.app import serving
+from specviz.app import pair_cache
 from specviz.app import round_view  # noqa: E402
 from specviz.record.load import load_trace  # noqa: E402
 from harness.browser import serve  # noqa: E402
@@ -153,7 +153,7 @@ def test_engine_cache_loads_a_pair_once_and_keeps_it_when_another_fails(tiny_pai
         return SimpleNamespace(draft=draft, target=target, tokenizer=tokenizer, draft_name="d", target_name="t",
                                dtype="float32")
 
-    cache = serving.EngineCache(load_pair)
+    cache = pair_cache.EngineCache(load_pair)
     with ThreadPoolExecutor(4) as pool:
         engines = list(pool.map(lambda _: cache("tiny"), range(4)))
     assert loads == ["tiny"] and all(e is engines[0] for e in engines)

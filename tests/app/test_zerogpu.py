@@ -38,6 +38,7 @@ from spaces.zero import api as real_api
 from spaces.zero import client as real_client
 
 from specviz.app import gpu_time
+from specviz.app.pair_cache import EngineCache
 from specviz.engine import Engine, RunSettings
 from specviz.engine.repeats import PAGE_TURNS
 from specviz.lab import compare
@@ -237,7 +238,7 @@ def loader(zero, tiny_pair, tokenizer):
         return types.SimpleNamespace(draft=draft, target=target, tokenizer=tokenizer, draft_name=f"{preset}-draft",
                                      target_name=f"{preset}-target", dtype="float32")
 
-    return zero.serving.EngineCache(load_pair)
+    return EngineCache(load_pair)
 
 
 # --- the checker itself -------------------------------------------------------------------------------------
@@ -297,8 +298,7 @@ def test_streaming_generate_and_baseline_cross_as_plain_data(zero, loader):
     zero.spaces.calls.clear()
     out = _page_outputs(zero)
     actions = zero.actions.ModelActions(loader, ["tiny-a", "tiny-b"], out)
-    *_, last = actions.generate("def fib(n):", "tiny-a", **generate_settings(temperature=0.0, max_new_tokens=12),
-                                progress=_quiet)
+    *_, last = actions.generate("def fib(n):", "tiny-a", **generate_settings(temperature=0.0, max_new_tokens=12))
     trace = last[out.trace]
     assert trace.rounds and trace.target_model == "tiny-a-target"
     timed = actions.baseline(trace, "tiny-a", progress=_quiet)
@@ -337,12 +337,10 @@ def test_a_preset_switch_after_start_resolves_the_new_pair(zero, loader):
     """A switch loads the new pair outside any GPU call; the next call names it and finds it, the old is gone."""
     out = _page_outputs(zero)
     actions = zero.actions.ModelActions(loader, ["tiny-a", "tiny-b"], out)
-    *_, first = actions.generate("def f", "tiny-a", **generate_settings(k=2, temperature=0.0, max_new_tokens=4),
-                                   progress=_quiet)
+    *_, first = actions.generate("def f", "tiny-a", **generate_settings(k=2, temperature=0.0, max_new_tokens=4))
     before = loader.loaded("tiny-a")
     zero.spaces.calls.clear()
-    *_, second = actions.generate("def f", "tiny-b", **generate_settings(k=2, temperature=0.0, max_new_tokens=4),
-                                   progress=_quiet)
+    *_, second = actions.generate("def f", "tiny-b", **generate_settings(k=2, temperature=0.0, max_new_tokens=4))
     assert first[out.trace].target_model == "tiny-a-target" and second[out.trace].target_model == "tiny-b-target"
     assert loader.loaded("tiny-a") is None and loader.loaded("tiny-b") is not before  # one pair kept
     ref = zero.serving.engine_ref(loader, "tiny-b")
@@ -370,7 +368,7 @@ def _actions(zero, loader):
 
 def _generate(actions, tokens: int, **settings):
     return list(actions.generate("def fib(n):", "tiny-a", **generate_settings(temperature=0.0, max_new_tokens=tokens,
-                                                                             **settings), progress=_quiet))
+                                                                             **settings)))
 
 
 def test_a_short_quota_refuses_generate_in_plain_words_and_keeps_the_trace(zero, loader, spaces_answer):
@@ -476,8 +474,7 @@ def test_a_measured_speed_makes_the_ask_follow_k_the_drafter_and_the_pair(zero, 
     actions, out = _actions(zero, loader)
     _generate(actions, 12, k=2)  # tiny-a is measured "on this GPU" (the cpu): its ask is the measured one
     assert spaces_answer.calls[-1] == ("stream_traces", 20 + round(1.5 * 12 * 2 / 10))
-    list(actions.generate("def f", "tiny-b", **generate_settings(k=2, temperature=0.0, max_new_tokens=12),
-                          progress=_quiet))
+    list(actions.generate("def f", "tiny-b", **generate_settings(k=2, temperature=0.0, max_new_tokens=12)))
     assert spaces_answer.calls[-1] == ("stream_traces", gpu_time.generate_seconds(RunSettings(max_new_tokens=12)))
 
 

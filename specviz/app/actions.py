@@ -299,6 +299,16 @@ class ModelActions:
         """The page's first load opens examples.FIRST at once, so the page is never empty while models prepare."""
         return self.open_example(list(EXAMPLES).index(FIRST), lecture)
 
+    def keep_shown(self, updates: dict, shown) -> dict:
+        """`updates` less those that would set a control of the settings box to the value it held when the event
+        was sent (`shown`, by CONTROLS' order): the page's first load opens an example while a person may already
+        be typing a prompt of their own, and an update that changes nothing would still overwrite what they typed
+        since (issue 64, item 16)."""
+        controls = self.out.controls or {}
+        same = {controls[name] for name, value in zip(CONTROLS, shown)
+                if name in controls and controls[name] in updates and updates[controls[name]] == value}
+        return {component: update for component, update in updates.items() if component not in same}
+
     def show_trace(self, trace: Trace, lecture, message: str, quiz: QuizState | None = None) -> dict:
         """A recorded trace (an upload or a shipped example) shown at round 1, `message` in the status line; a
         lecture pack's trace as its quiz left it (the round, the answers and reveals, quiz mode on or off). The

@@ -177,10 +177,15 @@ def link_to(trace: Trace | None, where_json) -> tuple:
                                   "copy it from the box.", "done")
 
 
-def open_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, href):
+def open_linked(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, href, *shown):
     """The page's first load: what its address `href` (as the browser sent it) asks for (an example at a round
     and step, a room for its lecturer), else examples.FIRST. A link that asks for something that is not there
-    opens what it can and says why."""
+    opens what it can and says why. `shown`: the settings box as the page held it when it loaded (CONTROLS' order);
+    a setting the opened trace leaves as it was gets no update, so what a person typed there meanwhile stays."""
+    return models.keep_shown(_opened(models, hub, panel, lecture, href), shown)
+
+
+def _opened(models: ModelActions, hub: RoomHub, panel: RoomPanel, lecture, href) -> dict:
     parts = urlsplit(href if isinstance(href, str) and len(href) <= 2000 else "")
     query = {k: v[0] for k, v in parse_qs(parts.query).items()}
     base = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))

@@ -35,3 +35,28 @@ def test_the_room_moves_with_its_key_only(hub):
     assert "now shows this trace" in status and 'data-part="2"' in box and opened.key in box
     assert hub.rooms.trace_json(opened.room) == (story.to_json(), 2)
     assert hub.rooms.trace_json(other.room)[1] == 1  # the other room is untouched
+
+
+def _first_load(demo):
+    """The page's first-load event (room_panel.open_linked), as the page wires it."""
+    return next(fn for fn in demo.fns.values() if fn.targets and fn.targets[0][1] == "load" and fn.fn is not None)
+
+
+def test_the_first_screen_leaves_a_setting_it_does_not_change_so_typed_text_stays(engine):
+    """Text typed in the prompt box before the first screen's example landed was overwritten by the example's prompt,
+    the same text the box opened with (issue 64, item 16). The first load reads the settings box as the page opened
+    with it and writes only what the example changes: the prompt stays untouched, the example's temperature lands; a
+    link to an example with another prompt writes that prompt (the person asked for it)."""
+    from specviz.app.page import build_demo
+    from specviz.app.trace_files import CONTROLS
+
+    demo = build_demo(lambda preset, progress: engine, {"tiny": "Tiny"}, "tiny", hub=RoomHub(Rooms(max_rooms=3)))
+    load = _first_load(demo)
+    lecture, link, *shown = (component.value for component in load.inputs)  # what the browser sends at page load
+    assert len(shown) == len(CONTROLS)
+    controls = dict(zip(CONTROLS, load.inputs[2:]))
+    plain = load.fn(lecture, "http://127.0.0.1:7860/", *shown)
+    assert controls["prompt"] not in plain and controls["temperature"] in plain  # the code example is greedy
+    assert load_example("code").prompt == controls["prompt"].value and plain[controls["temperature"]] == 0.0
+    linked = load.fn(lecture, "http://127.0.0.1:7860/?example=paris", *shown)
+    assert linked[controls["prompt"]] == load_example("paris").prompt

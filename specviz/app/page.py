@@ -249,15 +249,7 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     one_model_run = dict(show_progress_on=[p.status], concurrency_id=MODEL_RUNS)  # limit: serving.limit_model_runs
     private = dict(api_visibility="private")
 
-    # The first load opens what the page's link asks for (app/room_panel.py), else a recorded example, at once, so the
-    # page is never empty; the model's load then leaves the status line to it. Queued: only a queued event tells the
-    # page which states changed, so the trace's followers (the Lab's theory, the Costs' α and K) hear of it (#55).
-    # It reads the settings box as the page opened with it: a setting the example leaves as it was is not written,
-    # so a prompt typed before the example lands stays (open_linked)
-    shown = list(p.outputs.controls.values())
-    opened = demo.load(partial(open_linked, models, hub, p.room), [p.lecture, p.room.link_text, *shown],
-                       [*p.outputs.of_open(), p.room.box, p.room.accordion],
-                       js=f"(lecture, t, ...shown) => [lecture, {HREF_JS}, ...shown]", **private, **quick)
+    opened = _wire_first_load(demo, p, models, hub)
     wire_room_panel(p.room, p.trace, p.status, hub)
     # After the opening, never beside it: both write the info line (a cached pair's could land first, then be lost)
     opened.then(models.show_model_pair_first, [p.preset], [p.info, p.status], **private, **loads)
@@ -302,6 +294,19 @@ def _wire(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub) -> None:
     p.pack.click(lecture_pack, [p.trace, p.quiz_state], [p.pack_file, p.status], api_name="lecture_pack",
                  js="(trace, state) => [trace, window.svQuizState()]", **quick)
     _wire_layout(demo, p, opened, example)
+
+
+def _wire_first_load(demo: gr.Blocks, p: Page, models: ModelActions, hub: RoomHub):
+    """The first load opens what the page's link asks for (app/room_panel.py), else a recorded example, at once, so the
+    page is never empty; the model's load then leaves the status line to it. Queued: only a queued event tells the
+    page which states changed, so the trace's followers (the Lab's theory, the Costs' α and K) hear of it (#55). It
+    reads the settings box as the page opened with it: a setting the example leaves as it was is not written, so a
+    prompt typed before the example lands stays (open_linked). -> the event"""
+    shown = list(p.outputs.controls.values())
+    return demo.load(partial(open_linked, models, hub, p.room), [p.lecture, p.room.link_text, *shown],
+                     [*p.outputs.of_open(), p.room.box, p.room.accordion],
+                     js=f"(lecture, t, ...shown) => [lecture, {HREF_JS}, ...shown]", show_progress="hidden",
+                     concurrency_limit=None, api_visibility="private")
 
 
 def _wire_lecture_tools(p: Page) -> None:

@@ -18,6 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from specviz.record.load import load_trace
+from specviz.record.round_costs import paid_steps
 from specviz.record.stats import later_rounds, target_step_time
 
 
@@ -27,7 +28,7 @@ def by_k(trace) -> dict[int, list[tuple[float, float, float]]]:
     rounds = defaultdict(list)
     for r in later_rounds(trace.rounds):
         if r.cost is not None:
-            rounds[r.k].append((r.cost.expected_cost, r.draft_time_s / step, r.verify_time_s / step))
+            rounds[r.k].append((r.cost.expected_cost, *paid_steps(r, step)))
     return dict(sorted(rounds.items()))
 
 

@@ -18,7 +18,7 @@ import gradio as gr
 from specviz.view import charts
 from specviz.view import notices
 from specviz.view import summary
-from specviz.view.cost_words import pass_costs_text
+from specviz.view.cost_words import pass_costs_text, slower_words
 from specviz.view.style import speed
 from specviz.drafters import REGISTRY
 from specviz.engine import Engine, RunSettings
@@ -255,7 +255,8 @@ class ModelActions:
         turns = len(result.repeats.speculative) if result.repeats else 1
         message = (f"Baseline: the run and the target alone timed in {turns} interleaved turns each (fewer than the "
                    f"{PUBLISHED_TURNS} a recording takes: a shared server); in the median turn the target alone made "
-                   f"{len(result.output_token_ids)} tokens at {speed(result.tokens_per_s)} tok/s.")
+                   f"{len(result.output_token_ids)} tokens at {speed(result.tokens_per_s)} tok/s. "
+                   f"{slower_words(timed)}").rstrip()
         return {self.out.trace: timed, self.out.status: notices.status(message, "done"),
                 self.out.panels.summary: summary.summary_html(timed), self.out.download: download(timed),
                 self.out.panels.timeline: charts.timeline(timed)}

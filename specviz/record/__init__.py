@@ -8,6 +8,7 @@ run, pure functions of its trace (`stats`).
 - strict_json.py: a trace file's dataclasses rebuilt from JSON, every field checked against its type
 - load.py: load_trace: an upload read strictly, refused with the first problem named
 - stats.py: a run's statistics from its trace: the summary, speeds, Spread (a median with its range), acceptance
+- round_costs.py: what a run's rounds paid in steps of the target alone, beside what the cost-aware rule priced them
 - cost_profile.py: CostProfile, a pair's measured pass costs on one device, and prices_at, c and v(K) at a batch of B
 - quiz_data.py: the quiz as data: how a round is revealed, the quiz's state, a room's facts, what a follower may hold
 - lecture_pack.py: the lecture pack's file format: a trace and a quiz's state in one JSON file

@@ -1,6 +1,6 @@
 """The cost-aware stop rule in words: why a round drafted as many tokens as it did, with the numbers a student can
-redo (the survive estimate against the run's rate × the draft's cost), the run's account of it, and the draft step's
-price set beside what the run paid for one (`price_note`). Plain text (no markup; the page escapes it), so the page,
+redo (the survive estimate against the run's rate × the draft's cost), the run's account of it, a run slower than the
+target alone and why (`slower_words`), and the draft step's price set beside what the run paid for one (`price_note`). Plain text (no markup; the page escapes it), so the page,
 the CLI's round lines and the summary say the same.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 from specviz.algorithm.acceptance import PROBE_EVERY_AT_ANY_PRICE
 from specviz.algorithm.cost_rule import predicted_speedup
 from specviz.record.cost_profile import CostProfile
-from specviz.record.stats import step_times, target_step_time
+from specviz.record.round_costs import round_costs
+from specviz.record.stats import speedups, step_times, target_step_time
 from specviz.record.trace import DraftChoice, PassCosts, Round, Trace
 from specviz.settings import defaults
 from specviz.settings.bounds import COST_RULE
@@ -171,6 +172,31 @@ def last_prices(trace: Trace) -> tuple[float, list[float], bool]:
     weighed = [r for r in trace.rounds if r.cost is not None]
     c, v = round_prices(weighed[-1], p) if weighed else (p.c, p.v)
     return c, v, (c, list(v)) != (p.c, list(p.v))
+
+
+# --- a run slower than the target alone, and why -------------------------------------------------------------
+
+def slower_words(trace: Trace) -> str:
+    """Where the run's speedup over the target alone is below 1, that it was slower and why, from what its rounds
+    after the first paid and kept (record/round_costs.py) and, under the cost-aware rule, what the rule priced them
+    at; '' where it was not slower, or has no baseline. Each ratio is worked from the printed figures.
+
+    'Slower than the target alone (0.93×): after round 1 a round kept 1.53 tokens for 1.66 steps of the target
+    alone (drafting 0.45, verifying 1.21), 0.92 tokens a step where the target alone makes 1; the cost-aware rule
+    priced a round at 1.44 steps for 1.61 tokens expected, 1.12 a step.'"""
+    both, costs = speedups(trace), round_costs(trace)
+    if both is None or both[0].beyond or both[0].value.median >= 1 or costs is None or costs.paid <= 0:
+        return ""
+    tokens, draft, verify = (f"{x:.2f}" for x in (costs.tokens, costs.draft, costs.verify))
+    paid = f"{float(draft) + float(verify):.2f}"
+    said = (f"Slower than the target alone ({both[0].value.median:.2f}×): after round 1 a round kept {tokens} tokens "
+            f"for {paid} steps of the target alone (drafting {draft}, verifying {verify}), "
+            f"{float(tokens) / float(paid):.2f} tokens a step where the target alone makes 1")
+    if cost_aware(trace) and costs.priced:
+        priced, expected = f"{costs.priced:.2f}", f"{costs.expected:.2f}"
+        said += (f"; the cost-aware rule priced a round at {priced} steps for {expected} tokens expected, "
+                 f"{float(expected) / float(priced):.2f} a step")
+    return said + "."
 
 
 # --- the price of a draft step against what the run paid --------------------------------------------------------

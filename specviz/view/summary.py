@@ -10,7 +10,7 @@ from specviz.record.stats import (QUIET, Ceiling, Speedup, baseline_decode_speed
                                   run_speed, speedups, turn_ceilings, turn_rates, turn_speedups)
 from specviz.record.trace import Repeats, Trace
 from specviz.view.acceptance import acceptance_html
-from specviz.view.cost_words import price_note, run_account
+from specviz.view.cost_words import price_note, run_account, slower_words
 from specviz.view.notices import placeholder
 from specviz.view.style import significant, speed
 from specviz.view.token_text import text_html
@@ -99,14 +99,14 @@ def _span(numbers) -> str:
 
 def speedup_sentence(trace: Trace) -> str:
     """The whole run's speedup in one sentence, as the recorded examples' gallery says it when one opens: 'Speedup over
-    the target alone: 2.42× (1.96–2.90, 5 runs each, interleaved); ceiling per turn not recorded.'; '' without a
-    baseline."""
+    the target alone: 2.42× (1.96–2.90, 5 runs each, interleaved); ceiling per turn not recorded.', and where it is
+    below 1 why (cost_words.slower_words); '' without a baseline."""
     both = speedups(trace)
     if both is None:
         return ""
     if both[0].beyond:
         return "Its speedup over the target alone is no result: above its ceiling (the summary says why)."
-    return f"Speedup over the target alone: {speedup_text(both[0])}{lengths_text(trace)}."
+    return f"Speedup over the target alone: {speedup_text(both[0])}{lengths_text(trace)}. {slower_words(trace)}".rstrip()
 
 
 def speedup_notes(trace: Trace) -> str:

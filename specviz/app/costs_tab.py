@@ -6,9 +6,14 @@ is cached per pair for the process, and shows progress.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import gradio as gr
 
+from specviz.drafters import DEFAULT
 from specviz.measure import cost_charts
+from specviz.measure.measured import measured_point
+from specviz.record.stats import drafted_a_tree
 from specviz.measure.recorded_costs import recorded_costs
 from specviz.app.busy_server import build_busy_server
 from specviz.app.errors import message_of
@@ -76,23 +81,45 @@ def first_status(recorded) -> str:
     return notices.tab_status(f"{said} {NO_GPU} {LIVE_TAKES}")
 
 
-def show_costs(profile, alpha, k):
-    """-> readout, ratio chart, batch chart for the measured profile at this α and K."""
+@dataclass(frozen=True)
+class RunDrafter:
+    """The latest run's drafter where it is not the draft model a measurement's c is of (Medusa heads, prompt lookup,
+    the target's own layers): its name, and its c from the run's own timings (a draft step ÷ a step of the target
+    alone, measure/measured.py), None where the run has no baseline to give that step."""
+
+    name: str
+    c: float | None
+
+
+def show_costs(profile, alpha, k, drafter: RunDrafter | None = None):
+    """-> readout, ratio chart, batch chart for the measured profile at this α and K, the batch prediction priced
+    with the latest run's own drafter where it has its own c (after Medusa heads, c 0.026, not the draft model's 0.3:
+    that mix once said "does not pay even at batch 1" of a run that paid 1.13×), and saying whose c it is else."""
     if profile is None:
         return notices.tab_waiting("Press “Measure the loaded pair”."), None, None
     try:
         alpha, k = Bound(0, 1).check(alpha, "α"), Bound(1, MAX_K, whole=True).check(k, "K")
     except ValueError as e:  # a value no slider offers (an API client): say so, keep the charts
         return warning_html(str(e)), gr.skip(), gr.skip()
-    return (cost_charts.readout(profile, alpha, k), cost_charts.ratio_figure(profile),
+    unpriced = ""
+    if drafter is not None and drafter.c is not None:
+        profile = profile.drafting_with(f"{drafter.name} (the latest run's drafter; c from its own timings)", drafter.c)
+    elif drafter is not None:
+        unpriced = drafter.name
+    return (cost_charts.readout(profile, alpha, k, unpriced), cost_charts.ratio_figure(profile),
             cost_charts.batch_figure(profile, alpha, k))
 
 
 def from_trace(trace):
-    """The session's latest run sets α and K (its acceptance rate, its K)."""
+    """The session's latest run sets α and K (its acceptance rate, its K), and its drafter where that is not the draft
+    model (RunDrafter). -> α, K, drafter"""
     if trace is None or trace.summary is None or not trace.rounds:
-        return gr.skip(), gr.skip()
-    return round(trace.summary.acceptance_rate, 2), min(int(trace.settings.get("k", 4)), MAX_K)
+        return gr.skip(), gr.skip(), gr.skip()
+    drafter = None
+    if trace.settings.get("drafter", DEFAULT.key) != DEFAULT.key and not drafted_a_tree(trace):  # a tree's nodes:
+        point = measured_point(trace)  # the draft model's steps
+        drafter = RunDrafter(trace.draft_model, point.steady.c if point and point.steady else None)
+    return round(trace.summary.acceptance_rate, 2), min(int(trace.settings.get("k", 4)), MAX_K), drafter
 
 
 def _costs_layout(recorded) -> tuple:
@@ -128,11 +155,11 @@ def build_costs(preset, get_engine: EngineLoader | None, trace_state: gr.State |
     cache = cache or CostCache()
     alpha, k, measure, again, status, readout, ratio_plot, batch_plot = _costs_layout(recorded)
     build_busy_server(preset, get_engine, cache)  # its own section, after the predicted crossover: the measured one
-    profile = gr.State(recorded)
+    profile, drafter = gr.State(recorded), gr.State(None)
 
     measure.click(measure_handler(get_engine, cache), [preset, again], [profile, status],
                   api_name="measure_costs", show_progress_on=[status], concurrency_id=MODEL_RUNS, concurrency_limit=1)
-    gr.on([profile.change, alpha.change, k.change], show_costs, [profile, alpha, k], [readout, ratio_plot, batch_plot],
-          trigger_mode="always_last", api_visibility="private")
+    gr.on([profile.change, alpha.change, k.change, drafter.change], show_costs, [profile, alpha, k, drafter],
+          [readout, ratio_plot, batch_plot], trigger_mode="always_last", api_visibility="private")
     if trace_state is not None:
-        trace_state.change(from_trace, trace_state, [alpha, k], api_visibility="private")
+        trace_state.change(from_trace, trace_state, [alpha, k, drafter], api_visibility="private")

@@ -14,7 +14,7 @@ from specviz.measure.draft_parts import EAGLE_NAME
 from specviz.measure.pass_timing import crossover_batch, crossover_range, speedup_at_batch
 from specviz.record.cost_profile import CostProfile
 from specviz.view.charts import FONT_SIZE, base_layout, plain_figure
-from specviz.view.style import GRAPHIC_CONTRAST, GRID, INK, P_COLOR, Q_COLOR, ink
+from specviz.view.style import GRAPHIC_CONTRAST, GRID, INK, P_COLOR, Q_COLOR, ink, significant
 
 BATCH_AXIS = list(range(1, 17))  # batch sizes the prediction is drawn for
 LINE = ink(Q_COLOR, GRAPHIC_CONTRAST)  # q's blue darkened to 3:1 on white (WCAG 1.4.11), as the page's --sv-q-edge
@@ -54,7 +54,8 @@ def ratio_figure(p: CostProfile, font_size: int = FONT_SIZE) -> go.Figure:
 def batch_figure(p: CostProfile, alpha: float, k: int, font_size: int = FONT_SIZE) -> go.Figure:
     """Predicted speedup against batch size for one α and K, with break-even at 1 and the crossover marked."""
     speedups = [speedup_at_batch(p, alpha, k, b) for b in BATCH_AXIS]
-    data = [dict(type="scatter", x=BATCH_AXIS, y=speedups, mode="lines+markers", name=f"α = {alpha:.2f}, K = {k}",
+    data = [dict(type="scatter", x=BATCH_AXIS, y=speedups, mode="lines+markers",
+                 name=f"α = {alpha:.2f}, K = {k}, c = {significant(p.c, 2)}",
                  line=dict(color=LINE, width=3), hovertemplate="batch %{x}: %{y:.2f}×<extra></extra>")]
     if p.spread:  # a band between the spread's two ends, under the median curve: how sure each point of it is
         band = [dict(type="scatter", x=BATCH_AXIS, y=[speedup_at_batch(p.extreme(favoured), alpha, k, b)
@@ -102,8 +103,10 @@ def _how_sure(p: CostProfile) -> str:
             f"timings: one timing of a point is noise, the bracket is what these timings cannot tell apart")
 
 
-def readout(p: CostProfile, alpha: float, k: int) -> str:
-    """The measured figures in sentences, each naming the formula it comes from."""
+def readout(p: CostProfile, alpha: float, k: int, unpriced: str = "") -> str:
+    """The measured figures in sentences, each naming the formula it comes from, and whose draft step c is.
+    `unpriced`: the drafter of the run α and K came from, where it is not the one c is of and no timing of it
+    could price it (no baseline): said beside the prediction, which is then the draft model's, not that run's."""
     cross = crossover_batch(p, alpha, k)
     if cross is None:
         where = f"speculation still pays at batch {p.batches[-1]}, the largest measured"
@@ -119,10 +122,19 @@ def readout(p: CostProfile, alpha: float, k: int) -> str:
             f"({escape(p.dtype)}, {escape(kernels_said(p))}, {escape(p.target)}, a {p.context}-token cache, in "
             f"{p.seconds:.1f} s): one target "
             f"step t(1) = {p.target_s[0] * 1000:.0f} ms; verifying K = {k} drafts costs v = t({k + 1}) / t(1) = "
-            f"<b>{p.v(k):.2f}</b> one-token steps; a draft step costs c = {p.c:.2f} of one. At batch 1 the "
-            f"predicted speedup is E / (K·c + v) = <b>{speedup_at_batch(p, alpha, k, 1):.2f}×</b> for α = "
+            f"<b>{p.v(k):.2f}</b> one-token steps; a draft step of {escape(p.draft)} costs c = "
+            f"{significant(p.c, 2)} of one. At batch 1 the predicted speedup is E / (K·c + v) = <b>{speedup_at_batch(p, alpha, k, 1):.2f}×</b> for α = "
             f"{alpha:.2f}. With b sequences at once the verify pass reads b·(K + 1) tokens (its time estimated "
-            f"from the one-sequence curve at that many tokens): {where}. {c_sources(p)}</div>{parts_readout(p)}")
+            f"from the one-sequence curve at that many tokens): {where}.{_unpriced(p, unpriced)} {c_sources(p)}</div>"
+            f"{parts_readout(p)}")
+
+
+def _unpriced(p: CostProfile, drafter: str) -> str:
+    if not drafter:
+        return ""
+    return (f" <b>Whose c:</b> α and K are the latest run's, which drafted with {escape(drafter)}, not "
+            f"{escape(p.draft)}; with no baseline its own timings give no c, so the prediction above is "
+            f"{escape(p.draft)}'s at that α and K (Baseline on the Rounds tab times its drafter).")
 
 
 def c_sources(p: CostProfile) -> str:

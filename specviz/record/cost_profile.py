@@ -141,6 +141,14 @@ class CostProfile:
         ends["target_s"][0] = self.spread["target_s"][0][1 if speculation_favoured else 0]  # t(1) is a step too
         return dataclasses.replace(self, **ends, spread={})
 
+    def drafting_with(self, name: str, c: float) -> "CostProfile":
+        """This profile priced for another drafter, `name`, whose step costs `c` of a one-token target step (a run's
+        own timings measure it at batch 1): held at that share of the target's step at every batch, as draft_step
+        assumes where only batch 1 was measured. What this profile measured of the draft model goes."""
+        draft = [c * self.target_step(b) for b in self.batches]
+        spread = {**self.spread, "draft_batch_s": [(d, d) for d in draft]} if self.spread else {}
+        return dataclasses.replace(self, draft=name, draft_batch_s=draft, spread=spread, parts=None)
+
     def steady(self) -> "CostProfile":
         """This profile with no pass cheaper than a shorter one: each time the least of it and every later one's
         (more tokens, or more sequences). A moment of other work on two cores stalls one timed point by a scheduler's

@@ -76,3 +76,35 @@ def test_a_recording_says_how_busy_the_machine_was_meanwhile():
     assert recorded_costs._other_work(None, (1.0, 1.0, 1.0)) is None
     now = recorded_costs._cpu_seconds()
     assert now is not None and all(v >= 0 for v in now)  # this machine has /proc/stat
+
+
+def test_the_batch_prediction_prices_the_latest_runs_own_drafter_or_says_whose_c():
+    """After Code, Medusa heads (its own c 0.026), the tab took that run's α and K and priced them with the draft
+    model's c (0.30), saying "does not pay even at batch 1" of a run that paid 1.13× (issue 64, item 6). The tab now
+    takes the run's drafter with its own c (its timings, against its baseline's step) and prices with it; with no
+    baseline the run's c is not known and the readout says whose c the prediction is; a run of the draft model
+    changes nothing."""
+    pytest.importorskip("gradio")
+    from specviz.app import costs_tab
+    from specviz.lecture.examples import load_example
+    from specviz.measure.measured import measured_point
+    from specviz.view.style import significant
+
+    shipped, heads = recorded_costs.recorded_costs(), load_example("code-heads")
+    alpha, k, drafter = costs_tab.from_trace(heads)
+    assert drafter.name == heads.draft_model and drafter.c == measured_point(heads).steady.c < shipped.c / 5
+    readout, _, batch = costs_tab.show_costs(shipped, alpha, k, drafter)
+    priced = shipped.drafting_with(drafter.name, drafter.c)
+    assert priced.c == pytest.approx(drafter.c) and priced.target_s == shipped.target_s
+    at_one = pass_timing.speedup_at_batch(priced, alpha, k, 1)
+    assert f"costs c = {significant(drafter.c, 2)} of one" in readout and f"<b>{at_one:.2f}×</b>" in readout
+    assert at_one > 1 > pass_timing.speedup_at_batch(shipped, alpha, k, 1)  # the mix said the run lost at batch 1
+    assert "does not pay even at batch 1" not in readout and "Whose c" not in readout
+    assert any(line.name == f"α = {alpha:.2f}, K = {k}, c = {significant(drafter.c, 2)}" for line in batch.data)
+    _, _, unknown = costs_tab.from_trace(dataclasses.replace(heads, baseline=None))
+    assert unknown.c is None
+    said = costs_tab.show_costs(shipped, alpha, k, unknown)[0]
+    assert "Whose c:" in said and f"costs c = {significant(shipped.c, 2)} of one" in said
+    code = load_example("code")
+    assert costs_tab.from_trace(code)[2] is None  # the draft model: the measurement's own c
+    assert f"a draft step of {shipped.draft} costs" in costs_tab.show_costs(shipped, 0.8, 4, None)[0]

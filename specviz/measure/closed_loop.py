@@ -202,12 +202,19 @@ def lines(runs: list[Run]) -> list[Line]:
 
 
 def measured_crossover(table: list[Line], rule: str) -> int | None:
-    """The fewest users at which `rule`'s aggregate tokens/s (median) falls below the target alone's; None: never."""
-    target = {line.users: line.aggregate.median for line in table if line.rule == "target"}
+    """The fewest users at which `rule`'s aggregate tokens/s falls below the target alone's beyond what the turns vary
+    (Spread.below: one turn's 7.1 against 7.1 is no crossover); None: at no number of users measured."""
+    target = {line.users: line.aggregate for line in table if line.rule == "target"}
     for line in table:
-        if line.rule == rule and line.users in target and line.aggregate.median < target[line.users]:
+        if line.rule == rule and line.users in target and line.aggregate.below(target[line.users]):
             return line.users
     return None
+
+
+def runs_alpha(runs: list[Run], rule: str) -> float | None:
+    """The median α of `rule`'s runs that drafted (every prompt kind): what its crossover is predicted at."""
+    drafted = [r.alpha for r in runs if r.rule == rule and r.alpha > 0]
+    return min(statistics.median(drafted), 0.999) if drafted else None
 
 
 def greedy_same(runs: list[Run]) -> bool:
@@ -232,12 +239,13 @@ def predicted_crossovers(runs: list[Run], profile) -> dict[str, int | None]:
     out = {}
     for rule in dict.fromkeys(r.rule for r in runs):
         k, priced = rule_k(rule)
-        mine = [r for r in runs if r.rule == rule and r.alpha > 0]
-        if not (k and profile is not None and mine):
+        alpha = runs_alpha(runs, rule)
+        if not (k and profile is not None and alpha is not None):
             continue
-        measured = [r.tokens_per_sequence_pass for r in mine if r.tokens_per_sequence_pass > 0]
+        measured = [r.tokens_per_sequence_pass for r in runs if r.rule == rule and r.alpha > 0
+                    and r.tokens_per_sequence_pass > 0]
         tokens = statistics.median(measured) if measured and not priced else None
-        out[rule] = crossover_batch(profile.steady(), min(statistics.median(r.alpha for r in mine), 0.999), k, tokens)
+        out[rule] = crossover_batch(profile.steady(), alpha, k, tokens)
     return out
 
 
@@ -256,7 +264,8 @@ def report(runs: list[Run], plan: Plan, machine: str, predicted: dict[str, int |
     for rule in plan.rules:
         if rule != "target" and "target" in plan.rules:
             found = measured_crossover(table, rule)
-            said.append(f"{rule}: drafting's aggregate first falls below the target alone's at "
+            said.append(f"{rule}: drafting's aggregate first falls below the target alone's (beyond what the turns "
+                        f"vary) at "
                         f"{found if found else 'no number of users measured'}"
                         + (f" (the Costs tab's prediction: {_users(predicted[rule])})" if rule in predicted else ""))
     if plan.temperature == 0:  # specviz's rules (a peer's are its own: see measure/peers.ServePeer.contrast)

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from specviz.measure.closed_loop import Line, Plan, Run, greedy_same, lines, measured_crossover, predicted_crossovers
+from specviz.measure.closed_loop import (Line, Plan, Run, greedy_same, lines, measured_crossover, predicted_crossovers,
+                                         rule_k, runs_alpha)
+from specviz.measure.pass_timing import BATCHES
 from specviz.record.cost_profile import CostProfile
 from specviz.view.charts import FONT_SIZE, base_layout, plain_figure
 from specviz.view.style import GRID, INK, P_COLOR, Q_COLOR
@@ -57,33 +59,50 @@ def serve_figure(table: list[Line], machine: str, font_size: int = FONT_SIZE) ->
     return plain_figure(data, layout)
 
 
+EACH_AND_ALL = ("“tokens/s each” counts a user's tokens after their first, while their text streams (what a user "
+                "sees); “tokens/s in all” counts every user's tokens over the run's whole time, each first token's "
+                "wait (its prompt's pass) included: so with one user “each” comes out the higher wherever a first "
+                "token takes longer than an average one, as a prompt's pass does.")
+
+
 def serve_table(runs: list[Run], plan: Plan, machine: str, predicted: dict[str, int | None],
                 same: bool | None) -> str:
-    """The measured figures as an HTML table (medians and ranges over the turns), the crossovers and the greedy
-    check (`same`: closed_loop.greedy_same of the runs; None: not made) in sentences."""
+    """The measured figures as an HTML table (medians and ranges over the turns), what its two rates count
+    (EACH_AND_ALL), the crossovers and the greedy check (`same`: closed_loop.greedy_same of the runs; None: not made)
+    in sentences."""
     table = lines(runs)
-    head = ("<tr><th>users</th><th>rule</th><th>tokens/s in all</th><th>tokens/s each</th>"
+    head = ("<tr><th>users</th><th>rule</th><th>tokens/s in all</th><th>tokens/s each, after the first</th>"
             "<th>first token, s</th><th>tokens a pass</th></tr>")
     rows = "".join(f"<tr><td>{m.users}</td><td>{escape(rule_name(m.rule))}</td><td>{m.aggregate.text(1, aside=SMALL)}"
                    f"</td><td>{m.per_user.text(1, aside=SMALL)}</td><td>{m.ttft.text(2, aside=SMALL)}</td>"
                    f"<td>{m.tokens_per_pass:.2f}</td></tr>"
                    for m in table)
-    said = []
-    for rule in dict.fromkeys(m.rule for m in table):
-        if rule != "target":
-            found = measured_crossover(table, rule)
-            guess = predicted.get(rule)
-            said.append(f"{escape(rule_name(rule)).capitalize()}: the server's tokens/s fall below the target "
-                        f"alone's {f'from {found} users' if found else 'at no number of users measured'}"
-                        + (f"; the pass costs above predict {f'{guess} users' if guess else 'no crossover'} "
-                           f"up to 16" if rule in predicted else "") + ".")
+    said = [crossover_sentence(table, runs, rule, predicted) for rule in dict.fromkeys(m.rule for m in table)
+            if rule != "target"]
     if plan.temperature == 0 and same is not None:
         said.append("Greedy: every rule gave each prompt the same tokens, the target alone's." if same
                     else "Greedy: the rules' tokens DIFFER for some prompt.")
     return (f'<div class="sv-serve"><p>{escape(machine)}: {plan.turns} interleaved turns, {plan.max_new_tokens} new '
             f'tokens a request, prompts {escape(", ".join(plan.kinds))}, temperature {plan.temperature}; each figure '
-            f'the median over the turns (least–most).</p><table class="sv-serve-table">{head}{rows}</table>'
-            f'<p>{" ".join(said)}</p></div>')
+            f'the median over the turns (least–most). {escape(EACH_AND_ALL)}</p><table class="sv-serve-table">{head}'
+            f'{rows}</table><p>{" ".join(said)}</p></div>')
+
+
+def crossover_sentence(table: list[Line], runs: list[Run], rule: str, predicted: dict[str, int | None]) -> str:
+    """Where `rule`'s tokens/s in all fall below the target alone's, named only beyond what the turns vary
+    (closed_loop.measured_crossover: with one turn, by more than record/stats' QUIET), and where the pass costs
+    predict it, at the α of these runs and the K named: 'K = 4 every round: from 2 users the server's tokens/s in all
+    fall below the target alone's by more than the turns vary; drafting K = 4 every round at these runs' α = 0.82,
+    the pass costs above predict that from 2 users.'"""
+    (k, priced), found, alpha = rule_k(rule), measured_crossover(table, rule), runs_alpha(runs, rule)
+    below = "the server's tokens/s in all fall below the target alone's by more than the turns vary"
+    said = (f"{escape(rule_name(rule)).capitalize()}: "
+            + (f"from {found} users {below}" if found else f"at no number of users measured do {below}"))
+    if rule in predicted and alpha is not None:
+        guess, way = predicted[rule], ("were it to draft", "it would fall below") if priced else ("drafting", "that")
+        said += (f"; {way[0]} K = {k} every round at these runs' α = {alpha:.2f}, the pass costs above predict "
+                 + (f"{way[1]} from {guess} users" if guess else f"that it pays up to {BATCHES[-1]} users"))
+    return said + "."
 
 
 # --- the recording ---------------------------------------------------------------------------------------------

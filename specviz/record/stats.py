@@ -11,19 +11,15 @@ one home of the numbers the engine saves in the summary and the page, the CLI, t
   its own passes' seconds, so each turn has its own ceiling (`turn_ceilings`) and the ceilings' median and range stand
   beside the speedups': a turn's speedup never passes its own ceiling (its passes are part of its wall clock), so
   neither does any printed end of the range.
-  How steady each side's turns ran (`turn_rates`; `quiet`: each within QUIET = 1.15×) says how quiet the machine was.
+  How steady each side's turns ran (`turn_rates`; `quiet`: each within QUIET = 1.15×) says how quiet the machine was;
+  one figure is below another only beyond that (`Spread.below`).
 - The rounds after the first, whose target pass also encodes the prompt (`later_rounds`): `step_times` and
-  `mean_drafts`, from which measure/measured.py reads the cost model's c and v.
-- Round sizes: `set_k`, the K a run was set to; `round_shares` of all rounds (the Lab's measured point), and
-  acceptance as real systems report it (below).
-
-Acceptance as real systems report it, counted from a trace's chain rounds:
-
-- per position: of the drafts tested at position i of their round (i = 1 … K), how many were accepted. E(α, K)
-  assumes one α at every position, independent of the others; vLLM, SGLang and llama.cpp report these counts
-  because the measured rates fall with the position where that assumption breaks.
-- round sizes: how many rounds of K drafts committed n tokens (n = 1 … K + 1), against the probabilities the same
-  assumption predicts, (1 − α)·α^(n−1) and α^K (algorithm/theory.py's round_size_probs).
+  `mean_drafts`, from which measure/measured.py reads the cost model's c and v. Round sizes: `set_k`, the K a run
+  was set to; `round_shares` of all rounds (the Lab's measured point), and acceptance as real systems report it,
+  from the chain rounds: per position (of the drafts tested at position i = 1 … K of their round, how many were
+  accepted: E(α, K) assumes one α at every position, independent of the others, and vLLM, SGLang and llama.cpp
+  report these counts because the measured rates fall with the position), and round sizes (how many rounds of K
+  drafts committed n = 1 … K + 1 tokens, against that assumption's (1 − α)·α^(n−1) and α^K, round_size_probs).
 
 Which acceptance metric each number is: `acceptance_rate` in the summary is accepted ÷ tested drafts over the run
 (llama.cpp's definition since its #14104); tokens per target pass is the "mean acceptance length" (accepted + 1 a
@@ -128,6 +124,12 @@ class Spread:
     def ratio(self) -> float:
         """The most over the least: [1.2, 0.9, 1.1] -> 1.33."""
         return self.high / self.low
+
+    def below(self, other: "Spread") -> bool:
+        """Below `other` beyond what turns vary: its most below other's least, and where either was timed once (no
+        range to judge by) by more than QUIET. 7.1 against 7.1, a turn each: not below; 5.0 (4.8–5.1) against 7.1
+        (6.9–7.3): below."""
+        return self.high < other.low and (min(self.runs, other.runs) > 1 or self.median * QUIET < other.median)
 
     def text(self, digits: int = 2, unit: str = "", aside: str = "({})") -> str:
         """The median, then its range in `aside`, the one way a median with its range is written:

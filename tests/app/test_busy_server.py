@@ -5,6 +5,7 @@ bad input gets a sentence while the page keeps serving. Driven through the API o
 import json
 import os
 import threading
+from html import escape
 
 import pytest
 
@@ -15,6 +16,7 @@ from specviz.app.busy_server import first_view, live_users  # noqa: E402
 from specviz.app.serving import LiveStops  # noqa: E402
 from specviz.measure import closed_loop, serve_chart  # noqa: E402
 from specviz.measure.closed_loop import Plan, Run  # noqa: E402
+from specviz.record.stats import QUIET  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -36,13 +38,48 @@ def test_the_table_gives_medians_ranges_and_the_measured_crossover():
     plan = Plan(users=(1, 4), rules=("target", "cost"), turns=2)
     html = serve_chart.serve_table(made_up_runs(), plan, "a machine", {"cost": 3}, True)
     assert "<td>4</td><td>the cost-aware rule</td><td>18.5 <small>(18.0–19.0)</small></td>" in html
-    assert "The cost-aware rule: the server's tokens/s fall below the target alone's from 4 users" in html
-    assert "the pass costs above predict 3 users up to 16" in html and "Greedy: every rule gave" in html
+    assert ("The cost-aware rule: from 4 users the server's tokens/s in all fall below the target alone's by more "
+            "than the turns vary") in html  # 18.0–19.0 against 20.0–21.0
+    assert ("were it to draft K = 4 every round at these runs' α = 0.70, the pass costs above predict it would fall "
+            "below from 3 users") in html and "Greedy: every rule gave" in html
+    assert "that it pays up to 16 users" in serve_chart.serve_table(made_up_runs(), plan, "m", {"cost": None}, True)
     assert "DIFFER" in serve_chart.serve_table(made_up_runs(), plan, "m", {}, False)
     figure = serve_chart.serve_figure(closed_loop.lines(made_up_runs()), "a <machine>")
     assert [t.name for t in figure.data] == ["the target alone", "the cost-aware rule"]
     assert list(figure.data[1].x) == [9.5, 18.5] and list(figure.data[1].text) == ["1", "4"]
     assert "a &lt;machine&gt;" in figure.layout.title.text
+
+
+def _one_turn(cost_at_4: float) -> list[Run]:
+    """made_up_runs' first turn alone, the cost rule's tokens/s in all at 4 users set to `cost_at_4` (the target
+    alone's: 20.0)."""
+    return [Run(**{**r.__dict__, "aggregate_tokens_per_s": cost_at_4}) if (r.users, r.rule) == (4, "cost") else r
+            for r in made_up_runs() if r.turn == 0]
+
+
+def test_a_crossover_is_named_only_beyond_what_the_turns_vary():
+    """A live run (one turn) called 7.1 against 7.1 tokens/s, 0.2 % apart, a crossover (issue 64, item 5). Now a
+    crossover is named only where the rule's turns all fall below the target alone's, and with one turn each, by more
+    than a quiet machine's turns vary (record/stats' QUIET); overlapping ranges name none."""
+    plan = Plan(users=(1, 4), rules=("target", "cost"), turns=1)
+    for cost, named in ((19.96, False), (20.0 / QUIET + 0.01, False), (20.0 / QUIET - 0.01, True)):
+        table = closed_loop.lines(_one_turn(cost))
+        assert (closed_loop.measured_crossover(table, "cost") == 4) is named, cost
+        html = serve_chart.serve_table(_one_turn(cost), plan, "m", {}, None)
+        assert ("at no number of users measured do the server's tokens/s" in html) is not named
+    overlapping = [Run(**{**r.__dict__, "aggregate_tokens_per_s": 20.5 - r.turn})
+                   if (r.users, r.rule) == (4, "cost") else r for r in made_up_runs()]  # 19.5–20.5 against 20–21
+    assert closed_loop.measured_crossover(closed_loop.lines(overlapping), "cost") is None
+
+
+def test_the_table_says_why_each_users_rate_can_pass_the_servers():
+    """With one user, "tokens/s each" (after the first token) stood above "tokens/s in all" with no word why (issue 64,
+    item 4): the table says what each counts, and its column says "after the first"."""
+    recorded = serve_chart.recorded_serve()
+    alone = next(line for line in closed_loop.lines(recorded["runs"]) if (line.users, line.rule) == (1, "target"))
+    assert alone.per_user.median > alone.aggregate.median  # the case the words are for (8.7 against 7.7)
+    _, html, _ = first_view(recorded)
+    assert "<th>tokens/s each, after the first</th>" in html and html.count(escape(serve_chart.EACH_AND_ALL)) == 1
 
 
 def test_the_recording_reads_back_strictly(tmp_path):

@@ -151,3 +151,29 @@ def test_stop_ends_a_live_run_after_its_round(monkeypatch, models):
     plan = Plan(users=(1, 2), rules=("target",), turns=3, max_new_tokens=6)
     runs = closed_loop.serve_runs(engine, plan, None, lambda f, t: stop.set() if f >= 0.3 else None, stop)
     assert 1 <= len(runs) < 6 and all(len(r.users_detail) == r.users for r in runs)
+
+
+def test_the_benchmarks_doc_quotes_the_shipped_recording():
+    """docs/benchmarks.md's busy-server table and its sentence on two users are the shipped recording's figures, the
+    ones the Costs tab draws: its text once said 7.9 against 6.9 where its table and the page said 7.7 against 7.2
+    (issue 64, item 13)."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    recorded = serve_chart.recorded_serve()
+    table = {(line.users, serve_chart.rule_name(line.rule)): line for line in closed_loop.lines(recorded["runs"])}
+    rows = re.findall(r"^\| (\d+) \| ([^|]+?) \| ([^|]+?) \| ([^|]+?) \| ([^|]+?) \| ([\d.]+) \|$", doc, re.MULTILINE)
+    quoted = {(int(users), rule): figures for users, rule, *figures in rows if (int(users), rule) in table}
+    assert quoted.keys() == table.keys()
+    for key, (in_all, each, first, per_pass) in quoted.items():
+        line = table[key]
+        assert (in_all, each, first, per_pass) == (line.aggregate.text(1), line.per_user.text(1), line.ttft.text(2),
+                                                   f"{line.tokens_per_pass:.2f}"), key
+    each = re.search(r"at 2 users drafting gives each user\s+more tokens/s \(([\d.]+) against ([\d.]+)[,)]", doc)
+    assert each, "the sentence on two users is gone: quote the recording's figures where it went"
+    assert each.groups() == (f"{table[2, 'the cost-aware rule'].per_user.median:.1f}",
+                             f"{table[2, 'the target alone'].per_user.median:.1f}")
+    alone = re.search(r"one user alone sees ([\d.]+) where the server gives\s+([\d.]+)", doc)
+    assert alone and alone.groups() == (f"{table[1, 'the target alone'].per_user.median:.1f}",
+                                        f"{table[1, 'the target alone'].aggregate.median:.1f}")

@@ -32,9 +32,26 @@
     if (round) window.svAnnounce(window.svHeadText(round));
   });
 
-  // The page's first load: only where its link asked for something (app/room_panel.py's open_linked reads the same
-  // names); a plain visit starts at the top, with the title and the settings.
+  // Text typed into the prompt box before the first screen landed (issue 64, item 16). The first load writes only the
+  // settings its example changes (app/room_panel.py's open_linked), but a link's example may change the prompt: what
+  // was typed is put back once the first screen is drawn, and Gradio hears of it, so Generate runs it.
+  let typed = null, landed = false;
+  document.addEventListener("input", (event) => {
+    if (!landed && event.isTrusted && event.target.closest?.("#prompt")) typed = event.target.value;
+  }, true);
+  function keepTyped() {
+    landed = true;
+    const box = document.querySelector("#prompt textarea");
+    if (typed === null || !box || box.value === typed) return;
+    box.value = typed;
+    box.dispatchEvent(new Event("input", { bubbles: true }));
+  }
+
+  // The page's first load: what was typed meanwhile kept; the round brought into view only where its link asked for
+  // something (app/room_panel.py's open_linked reads the same names): a plain visit starts at the top, with the title
+  // and the settings.
   window.svOpenedLink = () => {
+    drawn(keepTyped);
     const asked = new URLSearchParams(location.search);
     if (asked.has("example") || asked.has("room")) window.svToRound();
   };

@@ -163,3 +163,39 @@ def test_a_link_says_what_the_list_says(browser, url, name, query):
         assert lab_theory(linked) == theory
     finally:
         linked.close()
+
+
+def test_a_prompt_typed_before_a_linked_example_lands_is_kept_and_run(browser, url, monkeypatch):
+    """Text typed in the prompt box before the first screen's example landed was overwritten by the example's prompt,
+    and the run then used it (issue 64, item 16). A link's example (here Paris, whose prompt is not the box's own) is
+    held on the server until a prompt has been typed; once it lands, the box still holds what was typed, and Generate
+    runs that prompt (the downloaded trace's)."""
+    import threading
+    from pathlib import Path
+
+    from specviz.app import actions
+    from specviz.record.load import load_trace
+
+    typed, release, real = "def own(n):", threading.Event(), actions.load_example
+    monkeypatch.setattr(actions, "load_example", lambda name: (release.wait(60), real(name))[1])
+    page = Page(browser, url + "?example=paris", viewport=DESK)
+    try:
+        box = page.page.locator("#prompt textarea")
+        box.press("Control+A")  # the box's own prompt selected, then typed over, key by key, as a person does
+        box.press_sequentially(typed)
+        assert not release.is_set() and EXAMPLES["paris"].title not in page.text("#status")
+        release.set()
+        page.wait_text("#status", EXAMPLES["paris"].title)
+        page.wait_js("(t) => document.querySelector('#prompt textarea').value === t", typed)
+        page.settle()  # nothing writes the box later
+        assert page.page.evaluate("() => document.querySelector('#prompt textarea').value") == typed
+        page.page.locator("#max-new-tokens input[type=number]").fill("4")
+        page.page.locator("#max-new-tokens input[type=number]").press("Tab")
+        page.page.click("#generate")
+        page.wait_match("#status", r"Done: \d+ rounds")
+        with page.page.expect_download() as download:
+            page.page.click("#download-trace")
+        assert load_trace(Path(download.value.path()).read_bytes()).prompt == typed
+    finally:
+        release.set()
+        page.close()

@@ -170,6 +170,8 @@ def load_pair(preset: str | None = None, draft: str | None = None, target: str |
     device = pick_device(device)
     draft_path = resolve_model(draft, _scaled(progress, 0.0, 0.4))
     target_path = resolve_model(target, _scaled(progress, 0.4, 0.85))
+    if progress:
+        progress(0.85, "reading the tokenizers")
     tok_draft, tok_target = load_tokenizer(draft_path), load_tokenizer(target_path)
     check_same_tokenizer(tok_draft, tok_target, (draft, target))
     if progress:

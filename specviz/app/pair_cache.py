@@ -48,6 +48,9 @@ class EngineCache:
         # Time the pair's passes once loaded (engine/pass_costs.py: seconds), for the cost-aware stop rule. Not on
         # ZeroGPU, where the main process has no GPU to time: there the first run measures in its GPU call
         self.measure_at_load = measure_at_load
+        # The app's own loader's pairs have their measurement remembered per machine in the model cache (a later start
+        # reads it); a stand-in loader's (tests' tiny pairs) are timed afresh and never written there
+        self.remember = load_pair is None
         self._lock = threading.Lock()  # guards the three dicts below
         self._engines: dict[str, Engine] = {}
         self._loading: dict[str, threading.Lock] = {}  # held by the one caller loading the preset
@@ -94,8 +97,8 @@ class EngineCache:
             step(WARMING, "a first pass through each model (the CPU picks its kernels)")
             engine.warm_up()  # kernel selection happens now, not inside the first Generate's round 1
             if self.measure_at_load:
-                step(TIMING, "timing the pair's passes, for the cost-aware rule")
-                engine.measure_pass_costs()
+                step(TIMING, "timing the pair's passes, for the cost-aware rule (remembered after the first start)")
+                engine.price_at_load() if self.remember else engine.measure_pass_costs()
             with self._lock:
                 self._engines = {preset: engine}
             return engine

@@ -156,6 +156,12 @@ class Engine:
         self.pass_costs = pass_costs.measure_pass_costs(self)
         return self.pass_costs
 
+    def price_at_load(self) -> CostProfile:
+        """At load: the short measurement this machine remembered of this pair on these kernels (in the model cache),
+        else measured now and remembered (pass_costs.remembered_or_measured); kept on the engine."""
+        self.pass_costs = pass_costs.remembered_or_measured(self, cache_root())
+        return self.pass_costs
+
     def cost_rule(self, drafter, settings: RunSettings, load: int = 1) -> tuple[CostRule | None, PassCosts | None,
                                                                                 str | None]:
         """(the cost-aware rule, its prices, None), or (None, None, why not) when the measurement cannot price this

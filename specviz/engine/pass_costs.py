@@ -12,18 +12,28 @@ alike (`draft_step_times`), so their c differ only by noise and their caches' le
 timed the same way, once per N.
 A profile that cannot price the run (another device or pair, a time missing, not a number or not positive) is
 refused with the reason, and the run falls back to the threshold rule, saying why.
+
+At load the short measurement is remembered per machine, pair and kernels (`remembered_or_measured`, a JSON file in
+the model cache beside kernels.json): a later start reads it (about 50 s saved on 2 CPU cores, issue 64) instead of
+timing again. A price measured at another moment is only where a run starts: each round after its first is weighed
+at what the rounds before it paid (batch_prices.py, Engine.clock_for). Delete the file to measure again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
+from pathlib import Path
 
 import torch
 
 from specviz.engine.decoding import forward, rollback
 from specviz.models.timer import time_calls
+from specviz.models.machine import cpu_flags, machine
+from specviz.models.remembered import read_entries, remember
 from specviz.record.cost_profile import CostProfile
+from specviz.record.strict_json import build
 from specviz.record.trace import PassCosts
 
 # New tokens per target pass: K + 1 for K = 0, 1, 2, 3, 4, 7, 8, 16 (between: interpolated). 4 and 8 are measured,
@@ -34,6 +44,8 @@ TOKENS = (1, 2, 3, 4, 5, 8, 9, 17)
 CONTEXT = 64  # cached tokens under every timed pass
 REPEATS = 5  # timings per point; the median is kept (a target-alone step is timed the same way, by its median)
 SHORT = "a short measurement when the pair loaded"
+REMEMBERED = "a short measurement when the pair first loaded on this machine (remembered)"
+REMEMBERED_FILE = "pass_costs.json"
 
 
 def measure_pass_costs(engine) -> CostProfile:
@@ -47,6 +59,31 @@ def measure_pass_costs(engine) -> CostProfile:
                        target, [1], [target[0]], [draft], time.perf_counter() - started, repeats=REPEATS,
                        source=SHORT, kernels=engine_kernels(engine),
                        kernels_why=getattr(engine, "dtype_why", ""))
+
+
+def remembered_or_measured(engine, cache: Path) -> CostProfile:
+    """The short profile this machine measured of this pair on these kernels at an earlier load, read from `cache`
+    (its source says so); else measured now and remembered there. A remembered one that cannot price the pair (another
+    device, a time missing or not positive) or will not read is measured again."""
+    key = _remembered_key(engine)
+    remembered = read_entries(Path(cache) / REMEMBERED_FILE).get(key)
+    if remembered is not None:
+        try:
+            profile = dataclasses.replace(build(CostProfile, remembered, "a remembered cost profile"), source=REMEMBERED)
+            if profile.problem(engine.device, engine.dtype, engine.target_name, engine_kernels(engine)) is None:
+                return profile
+        except (ValueError, TypeError):
+            pass
+    profile = measure_pass_costs(engine)
+    remember(Path(cache) / REMEMBERED_FILE, key, dataclasses.asdict(profile))
+    return profile
+
+
+def _remembered_key(engine) -> str:
+    """What a remembered profile holds for: this machine (its CPU and speed flags, or its GPU), the threads, torch, the
+    pair, its dtype and kernels."""
+    return (f"{machine(engine.device)} | {cpu_flags()} | {torch.get_num_threads()} threads | torch {torch.__version__} | "
+            f"{engine.draft_name} -> {engine.target_name} | {engine.dtype} | {engine_kernels(engine) or 'own kernels'}")
 
 
 def engine_kernels(engine) -> str:

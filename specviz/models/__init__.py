@@ -16,6 +16,7 @@ kernel path. Read pairs.py first, then kernels.py (the paths as one table, a row
 - fingerprint.py: a model's fingerprint, the same whichever dtype or kernels its weights were loaded on
 - memory.py: the draft's memory measured on the loaded models, and giving back freed memory after a load
 - timer.py: the one timer: any call timed with the device synchronised on both sides
+- remembered.py: what a machine measured once (kernels.json, pass_costs.json) and a later start reads back
 
 Imports settings (names and bounds), record (the DraftMemory it fills) and algorithm's formulas (a path is priced by
 what a round costs) only, besides torch, transformers and (for gguf-ort) onnxruntime; never the engine, which imports

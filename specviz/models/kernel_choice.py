@@ -22,7 +22,6 @@ model cache (`kernels.json`), so later starts read it.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -33,6 +32,7 @@ from torch import nn
 
 from specviz.models.kernels import FLOAT32, KERNELS, PATHS, TABLE, KernelPath, available
 from specviz.algorithm.theory import expected_tokens_per_pass
+from specviz.models.remembered import read_entries, remember
 from specviz.models.machine import cpu_flags, machine
 from specviz.models.timer import median_s
 from specviz.settings.bounds import MAX_BATCH, MAX_K, MAX_TREE_NODES
@@ -257,7 +257,7 @@ def _rows_said(path: str, hidden: int, inner: int) -> str:
 
 def _measured(hidden: int, inner: int, cache: Path | None, gguf: bool = False) -> Choice:
     key = machine_key(hidden, inner, gguf)
-    remembered = _read(cache).get(key) if cache else None
+    remembered = read_entries(Path(cache) / CACHE_FILE).get(key) if cache else None
     if remembered and remembered.get("path") in auto_paths(gguf) and available(remembered["path"]) is None:
         return Choice(remembered["path"], KERNELS[remembered["path"]].activations,
                       remembered["why"] + " (measured before on this machine and remembered beside the model cache)",
@@ -275,7 +275,7 @@ def _measured(hidden: int, inner: int, cache: Path | None, gguf: bool = False) -
            + f"; rows checked here at {', '.join(map(str, ROW_COUNTS))} rows"
            + "".join(f"; {t.path} refused: {t}" for t in refused))
     if cache:
-        _write(cache, key, {"path": best.path, "why": why, "timings": [asdict(t) for t in timings],
+        remember(Path(cache) / CACHE_FILE, key, {"path": best.path, "why": why, "timings": [asdict(t) for t in timings],
                             "rows": [asdict(t) | {"exact": t.exact} for t in tests]})
     return Choice(best.path, KERNELS[best.path].activations, why, tuple(timings), tuple(tests), exact=True)
 
@@ -286,26 +286,6 @@ def machine_key(hidden: int, inner: int, gguf: bool = False) -> str:
     limits = " ".join(f"{name}={os.environ[name]}" for name in ISA_LIMITS if name in os.environ)  # an emulation
     return (f"{machine('cpu').split(',')[0]} | {cpu_flags()} | {torch.backends.cpu.get_cpu_capability()} {limits} | "
             f"torch {torch.__version__} | {hidden}x{inner}" + (" | gguf blocks" if gguf else ""))
-
-
-def _read(cache: Path) -> dict:
-    try:
-        data = json.loads((Path(cache) / CACHE_FILE).read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _write(cache: Path, key: str, value: dict) -> None:
-    try:
-        Path(cache).mkdir(parents=True, exist_ok=True)
-        data = _read(cache)
-        data[key] = value
-        tmp = Path(cache) / (CACHE_FILE + ".part")
-        tmp.write_text(json.dumps(data, indent=1))
-        tmp.replace(Path(cache) / CACHE_FILE)
-    except OSError:  # a read-only cache: the choice is measured again at the next start
-        pass
 
 
 # --- the loaded model, checked -------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ cannot pay, and a profile that cannot price the run (missing, negative, NaN, ano
 threshold rule with the reason in the trace."""
 
 import dataclasses
+import json
 import math
 
 import pytest
@@ -139,3 +140,20 @@ def test_the_rule_is_repriced_by_what_its_rounds_paid(engine):
     assert trace.pass_costs.c == pytest.approx(0.05)  # what the run began with, as the trace says
     assert min(clock.rests[1, 0]) < 0.5  # a tiny pair's plain rounds take milliseconds: they joined the clock
     assert engine.clock_for(engine.draft) is clock  # kept across runs on the engine
+
+
+def test_the_load_time_measurement_is_remembered_per_machine_pair_and_kernels(engine, tmp_path):
+    """Issue 64, item 15: a later start read nothing of the first and timed the pair again (about 50 s on 2 cores).
+    The first load measures and remembers; the next reads the same figures and says they were remembered; another
+    pair, or a file that does not read, is measured again."""
+    from specviz.engine import pass_costs
+
+    first = pass_costs.remembered_or_measured(engine, tmp_path)
+    assert first.source == pass_costs.SHORT and (tmp_path / pass_costs.REMEMBERED_FILE).exists()
+    again = pass_costs.remembered_or_measured(engine, tmp_path)
+    assert again.source == pass_costs.REMEMBERED and again.target_s == first.target_s
+    assert engine.draft_name in next(iter(json.loads((tmp_path / pass_costs.REMEMBERED_FILE).read_text())))
+    engine.target_name = "another-target"
+    assert pass_costs.remembered_or_measured(engine, tmp_path).source == pass_costs.SHORT  # another pair: measured
+    (tmp_path / pass_costs.REMEMBERED_FILE).write_text("{not json")
+    assert pass_costs.remembered_or_measured(engine, tmp_path).source == pass_costs.SHORT

@@ -79,7 +79,7 @@ def quiz_bar(k: int, tree: bool = False) -> str:
     question = (f"How long a path of this {k}-deep tree will the target accept?" if tree else
                 "Will the target accept the one draft (0 or 1)?" if k == 1 else
                 f"How many of the {k} drafts will the target accept?" if k else
-                "Nothing was drafted: Reveal shows the token the target's pass gave.")
+                "Nothing was drafted: Reveal shows the target's token.")
     return (f'<div class="sv-quiz-bar"><span class="sv-quiz-q">{question}</span>'
             f'<span class="sv-guesses">{answers if k else ""}</span>'
             f'<button type="button" class="sv-reveal">Reveal ▸</button>'

@@ -267,26 +267,40 @@ BOXES = """() => {
   return out;
 }"""
 
+# What a round's layout shows before its first reveal: its head as a student reads it then (K, or a tree's shape: the
+# round's number left out) and the height of each card on screen (a tree's two panels), to a tenth of a pixel.
+LOOK = """() => {
+  const sec = document.querySelector('#stage .sv-round:not([hidden])');
+  const head = sec.querySelector('.sv-round-head').innerText.replace(/^Round \\d+ of \\d+/, '').trim();
+  const cards = [...sec.querySelectorAll('.sv-cards > *')].filter(e => e.checkVisibility({visibilityProperty: true}))
+    .map(e => Math.round(e.getBoundingClientRect().height * 10) / 10);
+  return {head, cards};
+}"""
+
 # Every round of the trace on the page, in one call (a round trip per step would make this module slow): with the
 # quiz off, MEASURE; with it on, from nothing revealed (an answer given, as the class would) to the last step by
 # PageDown, what a clicker sends (stepping.js's own listener; the keys test below presses real keys): what a student
-# sees before the first step (SEEN), every element visible before a step that moved or vanished at it, and MEASURE
+# sees before the first step (SEEN, LOOK), every element visible before a step that moved or vanished at it, and MEASURE
 # once all is revealed. As nothing visible moves or vanishes, every element of every step is on screen at the last
 # one, so one MEASURE proves the fit of every step.
-SWEEP = f"""([least, quiz]) => {{
-  const SEEN = {SEEN}, MEASURE = {MEASURE}, BOXES = {BOXES};
-  const key = (k) => document.dispatchEvent(new KeyboardEvent('keydown', {{key: k, bubbles: true, cancelable: true}}));
-  const out = {{}}, rounds = Number(document.querySelector('#stage .sv-stage').dataset.rounds);
-  for (const sec of document.querySelectorAll('#stage .sv-round')) {{  // nothing revealed, nothing answered
+UNREVEAL = """() => {  // every round of the trace on the page: nothing revealed, nothing answered
+  for (const sec of document.querySelectorAll('#stage .sv-round')) {
     sec.dataset.revealed = '0';
     delete sec.dataset.guess;
     window.svRefresh(Number(sec.dataset.round));
-  }}
+  }
+  return Number(document.querySelector('#stage .sv-stage').dataset.rounds);
+}"""
+SWEEP = f"""([least, quiz]) => {{
+  const SEEN = {SEEN}, MEASURE = {MEASURE}, BOXES = {BOXES}, LOOK = {LOOK}, UNREVEAL = {UNREVEAL};
+  const key = (k) => document.dispatchEvent(new KeyboardEvent('keydown', {{key: k, bubbles: true, cancelable: true}}));
+  const out = {{}}, rounds = UNREVEAL();
   for (let n = 1; n <= rounds; n++) {{
     window.svShow(n);
     const sec = document.querySelector('#stage .sv-round:not([hidden])'), found = {{moved: []}};
     if (quiz) {{
       found.seen = SEEN();
+      found.look = LOOK();
       key(String(Math.min(3, Number(sec.dataset.k))));
       let before = BOXES();
       for (let step = 1; step <= Number(sec.dataset.steps); step++) {{
@@ -311,6 +325,21 @@ def sweep(page: Page, least: int, quiz: bool) -> dict[int, dict]:
     for m in found.values():
         m["moved"] += [f"before the reveal: {leak}" for leak in leaks(m.pop("seen"))] if quiz else []
     return {int(n): m for n, m in found.items()}
+
+
+# The negative control of LOOK's test: each round laid out on its own, as before issue 64 (then the hidden last card
+# set its row's height), and LOOK of every round before its first reveal.
+ALONE = """body.sv-present .sv-stage.sv-stage.sv-stage { display: block !important; }
+body.sv-present .sv-stage.sv-stage.sv-stage > .sv-round { display: flex !important; visibility: visible; }
+body.sv-present .sv-stage.sv-stage.sv-stage > .sv-round[hidden] { display: none !important; }"""
+LOOKS_ALONE = f"""(css) => {{
+  const LOOK = {LOOK}, UNREVEAL = {UNREVEAL}, style = document.createElement('style'), out = {{}};
+  style.textContent = css;
+  document.head.append(style);
+  for (let n = 1, rounds = UNREVEAL(); n <= rounds; n++) {{ window.svShow(n); out[n] = {{look: LOOK()}}; }}
+  style.remove();
+  return out;
+}}"""
 
 
 def rail(page: Page, on: bool, new_room: bool = False) -> None:
@@ -373,6 +402,8 @@ def measured(browser, url, wide_traces):
             for with_rail, quiz in CASES:
                 rail(page, with_rail, new_room=with_rail)
                 out[size, name, "rail" * with_rail, "quiz" * quiz] = sweep(page, least, quiz)
+            if size == "1280x720" and name == FIRST:  # the quiz on, the rail open
+                out["each round alone", name] = page.page.evaluate(LOOKS_ALONE, ALONE)
             page.page.evaluate("() => window.svQuiz(false)")
             page.page.keyboard.press("Escape")
         page.close()
@@ -419,6 +450,37 @@ def test_no_token_is_cut_short(measured, size):
 def test_nothing_moves_at_a_reveal_and_nothing_leaks_before_it(measured, size):
     problems = {k: v[:4] for k, v in problems_at(measured, size, "moved").items()}
     assert not problems, f"{len(problems)} rounds move at a reveal at {size}: {dict(list(problems.items())[:4])}"
+
+
+def tells(rounds: dict[int, dict]) -> dict[str, list]:
+    """Rounds that look alike before their first reveal (one head: K, or a tree's shape) whose cards differ in height
+    then: -> head -> the heights seen (empty: no tell)."""
+    seen = {}
+    for m in rounds.values():
+        if "look" in m:
+            seen.setdefault(m["look"]["head"], set()).add(tuple(m["look"]["cards"]))
+    return {head: sorted(heights) for head, heights in seen.items() if len(heights) > 1}
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_before_the_reveal_the_cards_tell_nothing(measured, size):
+    """Issue 64, item 1: the hidden last card (a bonus after a clean sweep, the residual otherwise) reserved its own
+    height, so in Code's K = 4 rounds the row of empty cards was 290 px high exactly when every draft would be kept,
+    else 200 (1280x720, the rail open). Every round of every trace, the rail open and closed, before its first reveal:
+    rounds of one K (one tree shape) show cards of one height. Each example compares rounds of a K it repeats."""
+    swept = {key[1:3]: rounds for key, rounds in measured.items() if key[0] == size and key[3] == "quiz"}
+    problems = {case: found for case, rounds in swept.items() if (found := tells(rounds))}
+    assert not problems, f"{len(problems)} traces whose layout tells at {size}: {dict(list(problems.items())[:4])}"
+    assert {name for name, _ in swept} >= set(EXAMPLES) and {rail for _, rail in swept} == {"", "rail"}
+    for case, rounds in swept.items():
+        heads = [m["look"]["head"] for m in rounds.values()]
+        assert len(set(heads)) < len(heads) or case[0] not in EXAMPLES, f"{case}: no K seen twice"
+
+
+def test_the_test_of_the_cards_sees_a_tell(measured):
+    """The negative control of the test above: in the example the page opens (Code) at 1280x720, the rail open, with
+    each round laid out on its own (as before issue 64: ALONE), rounds of one K show empty cards of different heights."""
+    assert tells(measured["each round alone", FIRST])
 
 
 def test_every_case_was_measured(measured, wide_traces):

@@ -10,7 +10,7 @@ from html import escape
 from specviz.record.quiz_data import reveal_steps, step_of_draft
 from specviz.view.style import FATES, cut_by, num, show, tested_p, verdict_text
 from specviz.view.token_text import text_html, token_html
-from specviz.view.tree import shape_text
+from specviz.view.tree import node_qs, shape_text
 from specviz.record.trace import ACCEPTED, BONUS, PLAIN, REPLACEMENT, DraftPosition, Round, Trace
 
 
@@ -45,7 +45,8 @@ def token_strip(trace: Trace, index: int) -> str:
     return (f'<div class="sv-strip">{_round_header(trace, index)}'
             f'<div class="sv-prompt"><span class="sv-tag">prompt</span>{text_html(trace.prompt)}</div>'
             f'<div class="sv-text"><div>{fold}{past}<span class="sv-cut" title="round {index + 1} starts here">▏'
-            f'</span>{_round_tokens(rnd, trace.greedy, cut_by(trace.settings))}</div></div>'
+            f'</span>{_round_tokens(rnd, trace.greedy, cut_by(trace.settings), trace.drafter_spec.distinct)}'
+            f'</div></div>'
             f'{legend()}</div>')
 
 
@@ -75,14 +76,16 @@ def break_before(text: str) -> str:
     return "<wbr>" if text[:1].isspace() else ""
 
 
-def _round_tokens(rnd: Round, greedy: bool, cut: str) -> str:
+def _round_tokens(rnd: Round, greedy: bool, cut: str, distinct: bool = False) -> str:
     # A round appends its accepted drafts, then its last token; any of those past len(committed_ids) was cut
     # because the run ended (EOS or max new tokens) before it.
     order = [i for i, d in enumerate(rnd.drafts) if d.fate == ACCEPTED] + [len(rnd.drafts)]
     cut = set(order[len(rnd.committed_ids):])
     shown = order[:-1] if rnd.tree else range(len(rnd.drafts))  # a tree's strip: its path (the tree is drawn)
+    qs = node_qs(rnd, distinct, greedy) if rnd.tree else [d.q for d in rnd.drafts]
     chips = [chip(rnd.drafts[i].text, rnd.drafts[i].fate,
-                  draft_title(i, rnd.drafts[i], greedy, cut, tested_p(rnd, i)), step_of_draft(rnd, i), i in cut)
+                  draft_title(i, rnd.drafts[i], greedy, cut, tested_p(rnd, i), qs[i], distinct),
+                  step_of_draft(rnd, i), i in cut)
              for i in shown]
     last = f"{FATES[rnd.last_kind].label}: {next_text(rnd)}"
     if rnd.tree:  # in the quiz, the path's length is the answer: its chips wait for the reveal (style.css)
@@ -103,9 +106,13 @@ def chip(text: str, fate: str, title: str, step: int, cut: bool = False, last: b
             f'<sup class="sv-icon" aria-label="{s.label}">{s.icon}</sup></span>')
 
 
-def draft_title(i: int, d: DraftPosition, greedy: bool, cut: str, tested: float | None = None) -> str:
+def draft_title(i: int, d: DraftPosition, greedy: bool, cut: str, tested: float | None = None,
+                q: float | None = None, distinct: bool = False) -> str:
+    """Draft i's tooltip: its fate, p and q (`q`: a tree node's q where drafted, tree.node_qs; else the recorded one)
+    and its verdict (`tested`, `distinct`: style.verdict_parts)."""
     return (f"draft {i + 1}: {FATES[d.fate].label} {FATES[d.fate].icon}   “{show(d.text)}” (id {d.token_id})\n"
-            f"p (target) = {num(d.p)}   q (draft) = {num(d.q)}\n{verdict_text(d, greedy, cut, tested)}")
+            f"p (target) = {num(d.p)}   q (draft) = {num(d.q if q is None else q)}\n"
+            f"{verdict_text(d, greedy, cut, tested, distinct)}")
 
 
 def legend() -> str:

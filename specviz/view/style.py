@@ -186,22 +186,24 @@ def significant(x: float, digits: int) -> str:
     return f"{x:.0f}" if "e" in text else text.rstrip(".")
 
 
-def verdict_text(d: DraftPosition, greedy: bool = False, cut: str = "", tested: float | None = None) -> str:
+def verdict_text(d: DraftPosition, greedy: bool = False, cut: str = "", tested: float | None = None,
+                 distinct: bool = False) -> str:
     """The acceptance test at one draft position, written out (plain text, no markup); `cut`: what zeroes a p in
     this run (cut_by), named where it did.
 
     An accepted draft reads 'r = 0.41 < min(1, 0.60/0.90) = 0.67 → accept'. At temperature 0 the draw plays no
     part (p and q are one-hot): 'same top token as the target → accept'.
     """
-    return "".join(text for _, text in verdict_parts(d, greedy, cut, tested))
+    return "".join(text for _, text in verdict_parts(d, greedy, cut, tested, distinct))
 
 
-def verdict_parts(d: DraftPosition, greedy: bool = False, cut: str = "",
-                  tested: float | None = None) -> list[tuple[str, str]]:
+def verdict_parts(d: DraftPosition, greedy: bool = False, cut: str = "", tested: float | None = None,
+                  distinct: bool = False) -> list[tuple[str, str]]:
     """verdict_text in parts, each (its role, its text), so that a narrow card can keep the test's outcome and drop
     its working (present.css): "" the outcome, "min" how the threshold is computed, "more" the rest of a sentence.
     `tested`: what the test compared with q where it was not p (a tree node after a rejected sibling: the residual's
-    value p′ at its token, tested_p), printed as p′.
+    value p′ at its token, tested_p), printed as p′; `distinct`: a tree of distinct siblings, whose recorded q is
+    then q′ (q without the rejected sibling), said so.
 
     >>> verdict_parts(DraftPosition(1, "x", q=0.9, p=0.6, fate=ACCEPTED, uniform=0.41))
     [('', 'r = 0.41 < '), ('min', 'min(1, 0.60/0.90) = '), ('', '0.67'), ('more', ' → accept')]
@@ -214,12 +216,13 @@ def verdict_parts(d: DraftPosition, greedy: bool = False, cut: str = "",
                 [("more", "the target's top token differs "), ("", "→ reject")])
     residual = tested_residual(d, tested)
     p, q, ratio, r = verdict_numbers(tested if residual else d.p, d.q, d.uniform, ok)
-    said = RESIDUAL_SAID if residual else zero_note(d.p, cut)
+    said = (DISTINCT_SAID if distinct else RESIDUAL_SAID) if residual else zero_note(d.p, cut)
     return [("", f"r = {r} {'<' if ok else '≥'} "), ("min", f"min(1, {p}/{q}) = "), ("", ratio),
             ("more", f" → {'accept' if ok else 'reject'}{said}")]
 
 
 RESIDUAL_SAID = " (p′: the residual after the rejected sibling)"
+DISTINCT_SAID = " (p′: the residual after the rejected sibling; q′: q without it, renormalised)"
 
 
 def tested_residual(d: DraftPosition, tested: float | None) -> bool:

@@ -17,7 +17,8 @@ from specviz.drafters import Drafter
 from specviz.settings.bounds import widths_text
 from specviz.record.quiz_data import reveal_steps
 from specviz.view.token_text import quoted, token_html
-from specviz.view.style import FATES, RESIDUAL_SAID, e_formula, num, tested_residual, verdict_numbers
+from specviz.view.style import (DISTINCT_SAID, FATES, RESIDUAL_SAID, e_formula, num, tested_residual,
+                                verdict_numbers)
 from specviz.algorithm.theory import expected_tokens_per_pass
 from specviz.record.trace import ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEMENT, Round, Trace, TreeRecord
 
@@ -46,12 +47,13 @@ def tree_card(trace: Trace, index: int) -> str:
     rnd = trace.rounds[index]
     t, kids, step = rnd.tree, _kids(rnd), reveal_steps(rnd)
     said, greedy = proposer(trace.drafter_spec), trace.greedy
+    qs = node_qs(rnd, trace.drafter_spec.distinct, greedy)
     root = (f'<span class="sv-tree-node sv-tree-root" title="the root: the last committed token">'
             f'{token_html(t.root_text)}</span>')
     title = (f"The draft tree, shaped this round: {rnd.k} nodes, {t.deepest} deep, within a budget of {t.budget}"
              if t.shaped else f"The draft tree {widths_text(t.widths)}: {rnd.k} nodes, {t.deepest} deep")
     return (f'<div class="sv-tree" data-step="{step}"><div class="sv-panel-title">{title}, scored in one target '
-            f'pass</div><ul class="sv-tree-list"><li>{root}{_subtree(rnd, 0, kids, step, said, greedy)}</li></ul>'
+            f'pass</div><ul class="sv-tree-list"><li>{root}{_subtree(rnd, 0, kids, step, said, greedy, qs)}</li></ul>'
             f'<div class="sv-muted sv-tree-key">Each node: its token, then p (target) and q (draft) of it, both '
             f'read where it was drafted{_path_key(t, greedy)}. {FATES[ACCEPTED].icon} on the accepted path · '
             f'{FATES[REJECTED].icon} tested and rejected · greyed: never tested.{_depths(t.deepest, said)}</div></div>')
@@ -79,29 +81,60 @@ def _depths(depths: int, said) -> str:
     return "".join(f'<span class="sv-tree-depth"> Depth {d + 1}: {escape(said(d))}.</span>' for d in range(depths))
 
 
-def _subtree(rnd: Round, node: int, kids: list[list[int]], step: int, said, greedy: bool) -> str:
+def _subtree(rnd: Round, node: int, kids: list[list[int]], step: int, said, greedy: bool, qs: list[float]) -> str:
     if not kids[node]:
         return ""
-    items = "".join(f'<li>{_node(rnd, c, step, said, greedy)}{_subtree(rnd, c, kids, step, said, greedy)}</li>'
-                    for c in kids[node])
+    items = "".join(f'<li>{_node(rnd, c, step, said, greedy, qs[c - 1])}'
+                    f'{_subtree(rnd, c, kids, step, said, greedy, qs)}</li>' for c in kids[node])
     return f'<ul>{items}</ul>'
 
 
-def _node(rnd: Round, i: int, step: int, said=None, greedy: bool = False) -> str:
-    """Node i: its token, fate icon and p, q; its title says all that and, where the drafter says it, who proposed it
-    (a heads tree: the head of its depth). That line tells nothing of the verdict, so a quiz may show it before; nor
-    does a shaped tree's why, which stays shown (its own title, no reveal step)."""
+def drawn_q(tested: list[float]) -> list[float]:
+    """Distinct siblings' q where they were drawn, from the q′ each was tested against, in the order tested. Each
+    sibling's test used q without the siblings before it, renormalised (algorithm/tree.py's `without`): q′(x_k) =
+    q(x_k) / (1 − Σ_{j<k} q(x_j)), and 1 − Σ_{j<k} q(x_j) = Π_{j<k} (1 − q′(x_j)), so q(x_k) = q′(x_k) · Π_{j<k}
+    (1 − q′(x_j)).
+
+    >>> drawn_q([0.5, 0.5, 1.0])   # q = (0.5, 0.25, 0.25): tested against 0.5, 0.25 / 0.5, 0.25 / 0.25
+    [0.5, 0.25, 0.25]
+    """
+    out, left = [], 1.0
+    for q in tested:
+        out.append(q * left)
+        left *= 1.0 - q
+    return out
+
+
+def node_qs(rnd: Round, distinct: bool, greedy: bool) -> list[float]:
+    """Each drafted node's q where it was drafted, breadth-first. A node's recorded q is what its test compared with:
+    in a sampled tree of distinct siblings, after a rejected sibling, q′ (q without it, renormalised), which its node
+    must not print as its q (issue 64: two siblings' q added to 1.21). The tested siblings come first, in order."""
+    qs = [d.q for d in rnd.drafts]
+    if distinct and not greedy:
+        for kids in _kids(rnd):
+            tested = [c for c in kids if rnd.drafts[c - 1].fate != DISCARDED]
+            for c, q in zip(tested, drawn_q([rnd.drafts[c - 1].q for c in tested])):
+                qs[c - 1] = q
+    return qs
+
+
+def _node(rnd: Round, i: int, step: int, said=None, greedy: bool = False, q: float | None = None) -> str:
+    """Node i: its token, fate icon and p, q (`q`: its q where drafted, node_qs; else the recorded one); its title says
+    all that and, where the drafter says it, who proposed it (a heads tree: the head of its depth). That line tells
+    nothing of the verdict, so a quiz may show it before; nor does a shaped tree's why, which stays shown (its own
+    title, no reveal step)."""
     d = rnd.drafts[i - 1]
     s = FATES[d.fate]
+    q = d.q if q is None else q
     who = f"\n{said(rnd.tree.depth[i] - 1)}" if said else ""
-    title = f"node {i}: {s.label} {s.icon}\np (target) = {num(d.p)}   q (draft) = {num(d.q)}{who}"
+    title = f"node {i}: {s.label} {s.icon}\np (target) = {num(d.p)}   q (draft) = {num(q)}{who}"
     why = ""
     if rnd.tree.shaped:
         formula, sentence = grown_why(rnd, i, greedy)
         why = f'<small class="sv-tree-why" title="{escape(sentence)}">{escape(formula)}</small>'
     return (f'<span class="sv-tree-node sv-tree-{d.fate}" data-step="{step}" title="{escape(title)}">'
             f'{token_html(d.text)}<sup class="sv-icon sv-verdict" data-step="{step}">{s.icon}</sup>'
-            f'<small class="sv-tree-pq">p {num(d.p)} · q {num(d.q)}</small>{why}</span>')
+            f'<small class="sv-tree-pq">p {num(d.p)} · q {num(q)}</small>{why}</span>')
 
 
 def grown_why(rnd: Round, i: int, greedy: bool) -> tuple[str, str]:
@@ -174,9 +207,7 @@ def _test_text(rnd: Round, i: int, greedy: bool, distinct: bool = False) -> str:
     ok = d.fate == ACCEPTED
     if greedy:
         return "is the target's top token → accept" if ok else "is not the target's top token → reject"
-    residual = RESIDUAL_SAID if tested_residual(d, p_test) else ""
-    if distinct and residual:
-        residual = " (p′: the residual after the rejected sibling; q′: q without it, renormalised)"
+    residual = (DISTINCT_SAID if distinct else RESIDUAL_SAID) if tested_residual(d, p_test) else ""
     p, q, ratio, r = verdict_numbers(d.p if p_test is None else p_test, d.q, d.uniform, ok)
     return f"r = {r} {'<' if ok else '≥'} min(1, {p}/{q}) = {ratio}{residual} → {'accept' if ok else 'reject'}"
 

@@ -167,3 +167,58 @@ def test_what_names_a_head_tells_no_verdict(heads_tree_trace):
 def test_a_draft_model_tree_names_no_head(tree_trace):
     html = section(tree_trace, 2)
     assert "Proposed by" not in html and "proposed by" not in html and "sv-tree-depth" not in html
+
+
+# --- a node's q: where it was drafted, never the q′ its test used (issue 64, item 3) --------------------------------
+
+NODE = re.compile(r'title="node (\d+):[^"]*">.*?<small class="sv-tree-pq">p [^ ]+ · q ([^<]+)</small>', re.S)
+
+
+def test_drawn_q_undoes_what_each_sibling_was_tested_against():
+    """Against the algorithm's own rule: siblings drawn without replacement are tested one after another against q
+    with the earlier ones taken out (algorithm/tree.py's `without`); drawn_q gives back each one's q."""
+    import torch
+
+    from specviz.algorithm.tree import without
+    from specviz.view.tree import drawn_q
+
+    q = torch.softmax(torch.randn(50, generator=torch.Generator().manual_seed(4), dtype=torch.float64), 0)
+    siblings, proposal, tested = [7, 3, 21, 0], q, []
+    for x in siblings:
+        tested.append(float(proposal[x]))
+        proposal = without(proposal, x)
+    assert drawn_q(tested) == pytest.approx([float(q[x]) for x in siblings], rel=1e-12)
+    assert tested[1] > q[3]  # the negative control: what the test used is not the sibling's q
+
+
+def test_a_distinct_trees_nodes_print_their_own_q():
+    """Story-tree's round 2 printed its root's two children's q as 0.76 and 0.45, adding to 1.21: the second one's
+    was q′, what its test compared with after its sibling was rejected. Every node of every round prints its q where
+    it was drafted: the children of a node add to at most 1, and a node tested after a rejected sibling prints
+    q′ · (1 − q′ of that sibling) on its node and in its tooltip on the strip, while its verdict keeps q′, named."""
+    from specviz.lecture.examples import load_example
+
+    trace = load_example("story-tree")
+    assert trace.drafter_spec.distinct and not trace.greedy
+    later = tipped = 0
+    for number, rnd in enumerate(trace.rounds, start=1):
+        if rnd.tree is None:
+            continue
+        html = section(trace, number)
+        said = {int(i): q for i, q in NODE.findall(html)}
+        tips = re.findall(r'class="sv-tok sv-accepted"[^>]* title="draft (\d+):([^"]*)"', html)  # the path's chips
+        printed = {i: float(q) for i, q in said.items()}
+        assert sorted(printed) == list(range(1, rnd.k + 1))
+        for u in range(len(rnd.tree.parents)):
+            kids = [c for c in range(1, len(rnd.tree.parents)) if rnd.tree.parents[c] == u]
+            assert sum(printed[c] for c in kids) <= 1.01, (number, u, {c: printed[c] for c in kids})
+            first, second = (kids + [None, None])[:2]
+            if second and rnd.drafts[second - 1].fate != DISCARDED:  # tested after its rejected elder sibling
+                own = rnd.drafts[second - 1].q * (1 - rnd.drafts[first - 1].q)
+                assert said[second] == num(own), (number, second)
+                for i, tip in tips:  # on the path: its tooltip too, and its verdict names q′
+                    if int(i) == second:
+                        assert f"q (draft) = {num(own)}" in tip and "q′: q without it, renormalised" in tip, tip
+                        tipped += 1
+                later += 1
+    assert later and tipped, "no node was tested (and accepted) after a rejected sibling: nothing was checked"

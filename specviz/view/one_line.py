@@ -30,6 +30,10 @@ def round_in_one_line(trace: Trace, index: int) -> str:
               if len(kept) <= LISTED else f"the first {len(kept)}")
     if not rnd.k:
         said = f"nothing was drafted; the target's pass gave {last} on its own"
+    elif rnd.next_kind == REPLACEMENT and trace.greedy:  # nothing is drawn at temperature 0: p is one-hot
+        which = "none of the path's next nodes was its top token, so it rejected them" if rnd.tree else \
+            "the next draft was not its top token and rejected it"
+        said = f"the target kept {agreed}, found that {which}, then took its top token {last} in its place"
     elif rnd.next_kind == REPLACEMENT:
         where = "path" if rnd.tree else "draft"
         said = (f"the target kept {agreed}, found the next {where} less likely than the draft did and rejected it, "

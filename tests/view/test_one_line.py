@@ -57,6 +57,18 @@ def test_a_rejection_lists_what_was_kept_then_the_residuals_draw(fates, agreed):
         f"{q('x')} from the residual in its place", f"{n} token{'s' * (n != 1)}")
 
 
+def test_a_greedy_rejection_takes_the_targets_top_token_nothing_drawn():
+    """Issue 64, item 7: at temperature 0 nothing is drawn (p is one-hot), yet the sentence said "drew “·#” from the
+    residual"; the target's top token is taken, as the phone's longer text says."""
+    n = 2
+    assert line(chain([ACCEPTED, REJECTED], "x"), temperature=0) == said(
+        f"the target kept {q('A')}, found that the next draft was not its top token and rejected it, then took its "
+        f"top token {q('x')} in its place", f"{n} tokens")
+    assert line(tree_round([ACCEPTED, REJECTED], [1], "x"), temperature=0) == said(
+        f"the target kept {q('A')}, found that none of the path's next nodes was its top token, so it rejected them, "
+        f"then took its top token {q('x')} in its place", f"{n} tokens")
+
+
 def test_a_clean_sweep_keeps_all_its_drafts_and_adds_the_bonus():
     assert line(chain([ACCEPTED, ACCEPTED], "z")) == said(
         f"the target kept all 2 drafts ({q('A')} and {q('B')}) and added the bonus {q('z')} from p", "3 tokens")

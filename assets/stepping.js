@@ -30,6 +30,7 @@
     const moved = s.dataset.current !== target.dataset.round;
     for (const other of sections()) other.hidden = other !== target;
     s.dataset.current = target.dataset.round;
+    s.dataset.shownK = target.dataset.k;  // the rounds laid out with it (present.css): those of its K
     if (moved) window.svAnnounce(window.svHeadText(target));
     window.svChanged();
     return Number(target.dataset.round);

@@ -38,8 +38,9 @@ def stage_html(trace: Trace | None, current: int, quiz: QuizState | None = None,
     current = min(max(int(current), 1), n)
     numbers = [n] if latest_only else range(1, n + 1)
     sections = "".join(round_section(trace, i, shown=i == current, quiz=quiz) for i in numbers)
-    return (f'<div class="sv-stage" data-rounds="{n}" data-current="{current}" data-greedy="{int(trace.greedy)}">'
-            f'{sections}</div>')
+    shown_k = most_accepted(trace.rounds[current - 1])  # the K whose rounds the presenter view lays out together
+    return (f'<div class="sv-stage" data-rounds="{n}" data-current="{current}" data-shown-k="{shown_k}" '
+            f'data-greedy="{int(trace.greedy)}">{sections}</div>')
 
 
 def round_section(trace: Trace, number: int, shown: bool, quiz: QuizState | None = None) -> str:

@@ -329,9 +329,9 @@ def sweep(page: Page, least: int, quiz: bool) -> dict[int, dict]:
 
 # The negative control of LOOK's test: each round laid out on its own, as before issue 64 (then the hidden last card
 # set its row's height), and LOOK of every round before its first reveal.
-ALONE = """body.sv-present .sv-stage.sv-stage.sv-stage { display: block !important; }
-body.sv-present .sv-stage.sv-stage.sv-stage > .sv-round { display: flex !important; visibility: visible; }
-body.sv-present .sv-stage.sv-stage.sv-stage > .sv-round[hidden] { display: none !important; }"""
+ALONE = """body.sv-present #stage#stage .sv-stage { display: block !important; }
+body.sv-present #stage#stage .sv-stage > .sv-round { display: flex !important; visibility: visible; }
+body.sv-present #stage#stage .sv-stage > .sv-round[hidden] { display: none !important; }"""
 LOOKS_ALONE = f"""(css) => {{
   const LOOK = {LOOK}, UNREVEAL = {UNREVEAL}, style = document.createElement('style'), out = {{}};
   style.textContent = css;

@@ -352,15 +352,18 @@ CUT = """() => [...document.querySelectorAll('#stage .sv-round:not([hidden]) .sv
       .filter(Boolean).map(why => `${t.textContent} ${why}`); })"""
 
 
-@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)], ids=["1280x720", "1920x1080"])
-def test_lecture_mode_cuts_no_token(browser, url, size):
+@pytest.mark.parametrize("lecture, size", [(True, (1280, 720)), (True, (1920, 1080)), (False, (1280, 720))],
+                         ids=["1280x720", "1920x1080", "the desk page"])
+def test_lecture_mode_cuts_no_token(browser, url, lecture, size):
     """Issue 55, item 6: lecture mode's cards cut a rival's token at 9 em with "…" (the Paris example's rounds 3 and 4:
-    "·internationally", 182 px in 127); every token of those rounds is now whole."""
+    "·internationally", 182 px in 127); every token of those rounds is now whole. Issue 64, item 8: on the desk page
+    (lecture mode off) too."""
     page = Page(browser, f"{url}?example=paris&round=3", viewport=size)
     try:
         page.wait_text("#status", "from a link")
-        page.page.click("#lecture-mode input[type=checkbox]")
-        page.wait_js("() => document.body.classList.contains('sv-lecture')")
+        if lecture:
+            page.page.click("#lecture-mode input[type=checkbox]")
+            page.wait_js("() => document.body.classList.contains('sv-lecture')")
         cut = {}
         for number in (3, 4):
             page.page.evaluate("(n) => window.svShow(n)", number)

@@ -141,8 +141,8 @@ SIZES = PROJECTOR  # the window, the least font size in px
 # the strip, a card's head, a bar's row) drawn over two lines where it has no space (its characters' boxes: one whose
 # middle lies outside the height of the one before starts a line), though it would fit a line of its own (the width of
 # the strip's text, of the card's head, of the card's bars); `cut`, every token cut short: one that can end in "…"
-# (text-overflow: ellipsis, and it clips), or whose text runs past its box; `long`, how many tokens are wider than a
-# line of their own (those may only wrap); and every text on the screen (the stage, the open rail, the tools) at least
+# (text-overflow: ellipsis, and it clips), or whose text runs past its box; `long`, the tokens wider than a line of
+# their own (those may only wrap), and `wrapped`, each place one broke ([before, after]); and every text on the screen (the stage, the open rail, the tools) at least
 # `least` px.
 MEASURE = """(least) => {
   const SPACES = /[\\s·⏎⇥]/u;  // a space, or the mark a token's space is drawn as (view/style.py's VISIBLE)
@@ -178,7 +178,7 @@ MEASURE = """(least) => {
   const said = sec.querySelector('.sv-quiz-said');
   if (said && seen(said) && said.scrollWidth > said.clientWidth + 1) out.push(`${name(said)} is cut: ${said.scrollWidth} > ${said.clientWidth}`);
   const split = [], short = [];  // a token drawn on two lines where it has no space there ("museu|m"); cut short
-  let long = 0;
+  const long = [], wrapped = [];  // tokens wider than any line they could take; where such a token broke
   for (const tok of sec.querySelectorAll('.sv-tok, .sv-q-tok, .sv-bar-tok')) {
     if (!seen(tok)) continue;
     const c = getComputedStyle(tok), clips = c.overflowX !== 'visible';
@@ -201,19 +201,24 @@ MEASURE = """(least) => {
     const room = line ? line.clientWidth - parseFloat(lc.paddingLeft) - parseFloat(lc.paddingRight) : Infinity;
     const whole = chars.reduce((w, ch) => w + ch.width, 0) + ['Left', 'Right'].reduce((w, side) =>
       w + parseFloat(c[`padding${side}`]) + parseFloat(c[`border${side}Width`]), 0);
+    const breaks = [];  // a new line: a character whose middle is outside the last one's height, inside a word
+    for (let i = 1; i < chars.length; i++) {
+      const [a, b] = [chars[i - 1], chars[i]];
+      if ((b.middle > a.bottom || b.middle < a.top) && !SPACES.test(a.ch) && !SPACES.test(b.ch)) breaks.push(i);
+    }
     // wider than any line it could take (to a pixel: one as wide as its line wraps its last character, or not, as
     // the browser rounds): it may only wrap
-    if (whole > room - 1) { long++; continue; }
-    for (let i = 1; i < chars.length; i++) {  // a new line: a character whose middle is outside the last one's height
-      const [a, b] = [chars[i - 1], chars[i]];
-      if ((b.middle > a.bottom || b.middle < a.top) && !SPACES.test(a.ch) && !SPACES.test(b.ch))
-        split.push(`${name(tok)} splits as "${text(0, i)}|${text(i)}"`);
+    if (whole > room - 1) {
+      long.push(tok.textContent);
+      wrapped.push(...breaks.map(i => [text(0, i), text(i)]));
+      continue;
     }
+    split.push(...breaks.map(i => `${name(tok)} splits as "${text(0, i)}|${text(i)}"`));
   }
   """ + TOO_SMALL + """
   const texts = [...document.querySelectorAll('#stage, #sv-present-tools, #sv-help'), ...rails];
   const small = tooSmall(texts, least, seen, name);
-  return {fit: out, split, cut: short, long, small};
+  return {fit: out, split, cut: short, long, wrapped, small};
 }"""
 
 
@@ -444,6 +449,21 @@ def test_no_token_is_cut_short(measured, size):
     problems = {k: v[:3] for k, v in problems_at(measured, size, "cut").items()}
     assert not problems, f"{len(problems)} rounds cut a token at {size}: {dict(list(problems.items())[:6])}"
     assert problems_at(measured, size, "long"), "no round has a token wider than its card: nothing was tested"
+
+
+SHORT = 12  # characters, its quotes included ("“·fibonacci”"): a token every card's head holds on a line of its own
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_a_short_token_never_wraps_and_no_quote_stands_alone(measured, size):
+    """Issue 64, item 8: a token wider than its card may wrap, the last resort, but Adaptive's rounds of eight drafts
+    broke “·fibonac|ci”, “pytho|n” and “·retu|rn” in their cards' heads, and at K = 4 beside the rail “·fibonacci”
+    left its closing quote alone on a line. Every card is now wide enough for a token of SHORT characters, quoted:
+    none wraps, and a longer one never breaks just after its opening quote or before its closing one."""
+    problems = {k: [f"{a}|{b}" for a, b in v if len(a + b) <= SHORT or a == "“" or b == "”"]
+                for k, v in problems_at(measured, size, "wrapped").items()}
+    problems = {k: v[:3] for k, v in problems.items() if v}
+    assert not problems, f"{len(problems)} rounds wrap a token at {size}: {dict(list(problems.items())[:6])}"
 
 
 @pytest.mark.parametrize("size", list(SIZES))

@@ -22,6 +22,7 @@ from specviz.view.cost_words import pass_costs_text, slower_words
 from specviz.view.style import speed
 from specviz.drafters import REGISTRY
 from specviz.engine import Engine, RunSettings
+from specviz.models.kernels import weights_said
 from specviz.models.pairs import PRESETS
 from specviz.engine.trained import check_trained
 from specviz.app.errors import message_of, refused_by_zerogpu
@@ -89,13 +90,14 @@ def api_outputs(event: str) -> list[str]:
 
 def trace_info(trace: Trace) -> str:
     return notices.run_info(trace.device, trace.dtype, trace.draft_model, trace.target_model, recorded=True,
-                            kernels=trace.kernels)
+                            kernels=trace.kernels, weights=weights_said(trace.kernels))
 
 
 def engine_info(engine: Engine, drafter_name: str | None = None) -> str:
     """The model line: the engine's pair, or with `drafter_name` (a run's trace.draft_model) what a run drafted with."""
     return notices.run_info(engine.device, engine.dtype, drafter_name or engine.draft_name, engine.target_name,
-                            why=engine.dtype_why, kernels=engine.kernels, costs=pass_costs_text(engine.pass_costs))
+                            why=engine.dtype_why, kernels=engine.kernels, costs=pass_costs_text(engine.pass_costs),
+                            weights=weights_said(engine.kernels))
 
 
 def download(trace: Trace) -> gr.DownloadButton:

@@ -89,6 +89,7 @@ class KernelPath:
     name: str  # what --kernels names
     activations: str  # the hidden states' dtype between layers: a Choice's dtype, and the inputs its rows are
     #                   checked and timed with
+    weights: str  # the linear layers' weights as its kernels multiply them, in words (the model line says it)
     needs: tuple[Need, ...]  # what this CPU and torch build must offer; a path lacking one is not offered here
     layer: Callable[[nn.Linear], nn.Module]  # a float32 layer as this path computes it: the stand-in whose rows are
     #                                          checked against their batch-mates and whose stack is timed
@@ -186,18 +187,19 @@ def _ort_layers_said(model: nn.Module) -> str:
 
 SUMMED_ANOTHER_WAY = "its kernel sums a row in another order beside other rows"
 TABLE = (
-    KernelPath(FLOAT32, activations="float32", needs=(), layer=_as_loaded,
+    KernelPath(FLOAT32, activations="float32", weights="float32", needs=(), layer=_as_loaded,
                why_not="its small-matrix kernels sum a row in another order beside other rows"),
-    KernelPath(BFLOAT16, activations="bfloat16", needs=(NATIVE_BF16,), layer=_in_bfloat16,
+    KernelPath(BFLOAT16, activations="bfloat16", weights="bfloat16", needs=(NATIVE_BF16,), layer=_in_bfloat16,
                why_not="it rounds a row's sums to bfloat16 differently beside other rows"),
-    KernelPath(FP16_FBGEMM, activations="float32", needs=(FBGEMM,), layer=Fp16Linear, why_not=SUMMED_ANOTHER_WAY,
-               packs_fp16=True),
-    KernelPath(GGUF_INT4, activations="float32", needs=(FBGEMM, NATIVE_BF16), layer=_rounded_to_int4,
-               why_not=SUMMED_ANOTHER_WAY, packs_fp16=True,
+    KernelPath(FP16_FBGEMM, activations="float32", weights="float16", needs=(FBGEMM,), layer=Fp16Linear,
+               why_not=SUMMED_ANOTHER_WAY, packs_fp16=True),
+    KernelPath(GGUF_INT4, activations="float32", weights="4-bit where the GGUF file holds Q4_K, else float16",
+               needs=(FBGEMM, NATIVE_BF16), layer=_rounded_to_int4, why_not=SUMMED_ANOTHER_WAY, packs_fp16=True,
                file=FileBlocks(reads="a GGUF file's 4-bit blocks", read=q4k_blocks, linear=_from_q4k,
                                embedding=Int4Embedding, layers_said=_q4k_layers_said)),
-    KernelPath(GGUF_ORT, activations="float32", needs=(ONNXRUNTIME, FBGEMM), layer=_rounded_to_ort,
-               why_not=SUMMED_ANOTHER_WAY, packs_fp16=True,
+    KernelPath(GGUF_ORT, activations="float32",
+               weights="4- and 6-bit where the GGUF file holds Q4_K or Q6_K, else float16",
+               needs=(ONNXRUNTIME, FBGEMM), layer=_rounded_to_ort, why_not=SUMMED_ANOTHER_WAY, packs_fp16=True,
                file=FileBlocks(reads="a GGUF file's blocks", read=read_for_ort, linear=Member.layer,
                                embedding=Int4Embedding, layers_said=_ort_layers_said),
                why_not_auto="it is never chosen automatically: on an AMD EPYC (2 cores, quiet) its whole target step "
@@ -205,10 +207,16 @@ TABLE = (
                             "tools/measure_ort_path.py), and its int8 input rounding turns "
                             "attention's last-bit differences into occasional code steps, so a batch's greedy "
                             "output can differ from one sequence alone (2026-12-06; docs/engine.md)"),
-    KernelPath(INT8_DYNAMIC, activations="float32", needs=(), layer=Int8DynamicLinear,
+    KernelPath(INT8_DYNAMIC, activations="float32", weights="int8", needs=(), layer=Int8DynamicLinear,
                why_not="its activations are scaled by one number per tensor"),
 )
 KERNELS = {row.name: row for row in TABLE}
+
+
+def weights_said(path: str) -> str:
+    """The weights' type on the path named `path`, in words ('' for a name this table lacks: a trace from elsewhere)."""
+    row = KERNELS.get(path)
+    return row.weights if row else ""
 PATHS = tuple(KERNELS)  # what --kernels names (with "auto")
 PACKS_FP16 = tuple(row.name for row in TABLE if row.packs_fp16)  # the paths that store a model's layers in float16
 #            for fbgemm: every one on float16-fbgemm, on gguf-int4 those the file holds no 4-bit blocks for

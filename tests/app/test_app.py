@@ -50,3 +50,14 @@ def test_the_runs_in_flight_are_counted_across_sessions():
             assert runs.in_flight() == 2
         assert runs.in_flight() == 1
     assert runs.in_flight() == 0
+
+
+def test_the_model_line_says_which_type_is_the_activations_and_which_the_weights():
+    """Issue 64, item 10: "recorded on cpu · float32 · gguf-int4 kernels" did not say whose type float32 was: the
+    activations' are float32, the weights' what the path multiplies (models/kernels.py's row for it)."""
+    from specviz.app.actions import trace_info
+    from specviz.lecture.examples import load_example
+
+    line = trace_info(load_example("code"))
+    assert ("recorded on cpu · activations float32 · weights 4-bit where the GGUF file holds Q4_K, else float16 "
+            "(gguf-int4 kernels) · draft") in line, line

@@ -70,6 +70,13 @@ def test_a_path_is_one_row_of_the_table_that_the_loader_and_the_choice_read():
                 assert layer(torch.randn(3, 64).to(row.inputs)).shape == (3, 32) and layer.out_features == 32
 
 
+def test_every_path_says_its_weights_type():
+    """The model line's words for the weights (issue 64, item 10), one per row; a name the table lacks says nothing."""
+    said = {path: kernels.weights_said(path) for path in PATHS}
+    assert all(said.values()) and len(set(said.values())) == len(PATHS), said
+    assert said[FP16_FBGEMM] == "float16" and said[GGUF_INT4].startswith("4-bit") and kernels.weights_said("x") == ""
+
+
 def test_a_path_whose_need_is_not_met_here_says_which(monkeypatch):
     monkeypatch.setattr(kernels, "native_bf16", lambda: False)
     for path in (BFLOAT16, GGUF_INT4):

@@ -277,5 +277,6 @@ def test_nothing_after_the_end_of_the_text_is_kept(recorded):
 
 def test_the_info_line_says_why_this_dtype():
     html = notices.run_info("cpu", "float32", "d", "t", why="this CPU has no <native> bfloat16")
-    assert "float32 <span class=\"sv-muted\">(this CPU has no &lt;native&gt; bfloat16)</span>" in html
+    assert ("weights and activations float32 <span class=\"sv-muted\">(this CPU has no &lt;native&gt; bfloat16)"
+            "</span>") in html
     assert "sv-muted" not in notices.run_info("cpu", "float32", "d", "t")

@@ -513,13 +513,16 @@ def test_every_case_was_measured(measured, wide_traces):
 
 
 # The class's answers in the open rail, with MEASURE's findings (the round and every element of the rail in the window,
-# no text too small): each row of the histogram as [its answer, top, bottom, whether it is the ✓ row].
+# no text too small): each row of the histogram as [its answer, top, bottom, whether it is the ✓ row]; and how a late
+# student joins, as the rail shows it: the room's code and where to enter it, each its text or false where not shown.
 RAIL = f"""(least) => {{
   const MEASURE = {MEASURE};
   const rows = [...document.querySelectorAll('#room-box .sv-hist-row')].map(r => {{ const b = r.getBoundingClientRect();
     return [r.querySelector('.sv-hist-x').textContent, Math.round(b.top), Math.round(b.bottom),
             r.classList.contains('sv-hist-hit')]; }});
-  return Object.assign(MEASURE(least), {{rows, height: innerHeight}});
+  const join = [...document.querySelectorAll('#room-box p > :is(.sv-room-code, .sv-room-link)')]
+    .filter(e => e.parentElement.querySelector('.sv-room-code')).map(e => e.checkVisibility() && e.textContent);
+  return Object.assign(MEASURE(least), {{rows, join, height: innerHeight}});
 }}"""
 
 
@@ -536,7 +539,8 @@ def test_the_class_answers_fit_the_rail_after_a_reveal(browser, url, wide_traces
     """Issue 55: with the rail open, a round's reveal drew the class's answers below the screen (the rail 865 px high
     at 1280x720): only the "0" row showed, never the ✓. A room on the trace on screen, a phone's answer, then every
     reveal step by PageDown: the rail and every row of the histogram lie in the window, before the answer, before the
-    reveal and after it; in each trace its round with the most drafts: Paris's K = 5, and K = 16 (seventeen rows)."""
+    reveal and after it; in each trace its round with the most drafts: Paris's K = 5, and K = 16 (seventeen rows).
+    Issue 64, item 11: after the reveal the rail kept only the QR code; the room's code and where to enter it stay."""
     viewport, least = SIZES[size]
     if trace == "paris":
         page = open_linked(browser, url, "example=paris&round=3&quiz=1", viewport=viewport)
@@ -573,6 +577,8 @@ def test_the_class_answers_fit_the_rail_after_a_reveal(browser, url, wide_traces
         found["revealed"] = after = page.page.evaluate(RAIL, least)
         assert [x for x, *_ in after["rows"]] == [str(n) for n in range(sec["k"] + 1)]
         assert sum(hit for *_, hit in after["rows"]) == 1  # the ✓ row, among them
+        code = page.page.evaluate("() => document.querySelector('#room-box .sv-room-code').textContent")
+        assert after["join"] == [code, join.rsplit("/", 1)[0]] == found["no answer yet"]["join"], after["join"]
         problems = {state: rail_problems(m) for state, m in found.items() if rail_problems(m)}
         assert not problems, {state: p[:6] for state, p in problems.items()}
     finally:

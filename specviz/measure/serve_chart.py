@@ -35,19 +35,39 @@ def rule_name(rule: str) -> str:
     return {"target": "the target alone", "cost": "the cost-aware rule"}.get(rule, f"K = {rule[1:]} every round")
 
 
+NEAR = 0.06  # of each axis's extent: two rules' points of one number of users closer than this on both share a label
+
+
+def point_labels(table: list[Line]) -> dict[tuple[str, int], str]:
+    """Each point's label, its number of users, by (rule, users); '' where a point of another rule with the same
+    number of users lies within NEAR of it on both axes and, higher, carries the label for both: the target alone's
+    and the cost-aware rule's points at 4 users drew "44" side by side, at 2 users one "2" over the other (issue 64).
+    The axes start at 0, so an axis's extent is its largest value."""
+    wide = max((m.aggregate.median for m in table), default=0) or 1
+    tall = max((m.per_user.median for m in table), default=0) or 1
+    labels: dict[tuple[str, int], str] = {}
+    for m in sorted(table, key=lambda m: -m.per_user.median):  # the higher of two near points keeps the label
+        shared = any(labels.get((o.rule, o.users)) and o.users == m.users
+                     and abs(o.aggregate.median - m.aggregate.median) < NEAR * wide
+                     and abs(o.per_user.median - m.per_user.median) < NEAR * tall for o in table)
+        labels[m.rule, m.users] = "" if shared else f"{m.users}"
+    return labels
+
+
 def serve_figure(table: list[Line], machine: str, font_size: int = FONT_SIZE) -> go.Figure:
     """Per-user tokens/s (y) against aggregate tokens/s (x), medians over the turns, each point labelled with its
-    number of users, a line per rule."""
-    data = []
+    number of users (point_labels: near points of one number share a label), a line per rule."""
+    data, labels = [], point_labels(table)
     for rule in dict.fromkeys(line.rule for line in table):
         mine = [line for line in table if line.rule == rule]
         style = STYLES.get(rule, DRAFTING)
         data.append(dict(type="scatter", x=[m.aggregate.median for m in mine], y=[m.per_user.median for m in mine],
-                         mode="lines+markers+text", text=[f"{m.users}" for m in mine], textposition="top center",
+                         mode="lines+markers+text", text=[labels[rule, m.users] for m in mine],
+                         customdata=[m.users for m in mine], textposition="top center",
                          textfont=dict(size=font_size - 2), name=rule_name(rule),
                          line=dict(color=style["color"], width=3, dash=style["dash"]),
                          marker=dict(symbol=style["symbol"], size=11),
-                         hovertemplate="%{text} users: %{x:.1f} tokens/s in all, %{y:.1f} each<extra></extra>"))
+                         hovertemplate="%{customdata} users: %{x:.1f} tokens/s in all, %{y:.1f} each<extra></extra>"))
     layout = dict(base_layout(font_size, legend_size=font_size - 2), height=460,
                   margin=dict(l=80, r=24, t=90, b=150),
                   title=dict(text=f"A busy server, measured: each user's speed against the server's<br>{escape(machine)}",

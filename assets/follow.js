@@ -59,9 +59,11 @@
   }
 
   // A round's answer buttons: open only for the lecturer's round in quiz mode before its first reveal (after
-  // quiz.js's own rule, which knows only the reveal).
+  // quiz.js's own rule, which knows only the reveal), and never for a round this page holds in full (the room released
+  // it with quiz mode off: its verdicts are here, so the room counts no answer to it and says so).
   function guesses(sec) {
-    const open = state.quiz && sec.dataset.round === String(state.round) && state.step === 0;
+    const released = sec.dataset.accepted !== undefined;
+    const open = state.quiz && sec.dataset.round === String(state.round) && state.step === 0 && !released;
     for (const b of sec.querySelectorAll(".sv-guess")) b.disabled = !open;
   }
 

@@ -123,7 +123,9 @@ class RoomHub:
         sent = self._sent.get(room)
         if sent is None or sent.key != (view.version, view.followers):
             facts = self.rooms.facts(room)
-            panel = class_panel(facts, view.round_, view.quiz, view.followers, view.answered, view.revealed)
+            steps = facts.rounds[view.round_ - 1].steps  # the round in full on the phones, not by its reveals
+            released = view.forms.get(view.round_) == steps and view.reached.get(view.round_, 0) < steps
+            panel = class_panel(facts, view.round_, view.quiz, view.followers, view.answered, view.revealed, released)
             sent = Sent((view.version, view.followers), json.dumps({
                 "room": room, "round": view.round_, "step": view.step, "quiz": view.quiz, "version": view.version,
                 "rounds": len(facts.rounds), "here": view.followers, "answered": view.answered,

@@ -185,7 +185,8 @@ def _check_trace(r: Room, trace) -> None:
 
 
 def _check_open(r: Room, round_: int) -> None:
-    """Answers are taken for the round on the lecturer's screen, in quiz mode, before its first reveal."""
+    """Answers are taken for the round on the lecturer's screen, in quiz mode, before its first reveal, and never for
+    a round the room released before (shown with quiz mode off: its verdicts are on every phone)."""
     if not r.quiz:
         raise RoomError("the quiz is not open: answers are taken once the lecturer turns quiz mode on", 409)
     if round_ != r.round_:
@@ -193,6 +194,9 @@ def _check_open(r: Room, round_: int) -> None:
                         f"{round_}", 409)
     if r.now.reached.get(round_, 0) > 0:
         raise RoomError(f"answers for round {round_} closed when the lecturer began revealing it", 409)
+    if round_ in r.now.released:  # shown with quiz mode off: every phone holds its verdicts (issue 64, item 2)
+        raise RoomError(f"round {round_} was shown with quiz mode off, so the class has seen how it ends: answers "
+                        f"to it are not counted", 409)
 
 
 def _flag(value, what: str) -> bool:

@@ -12,11 +12,14 @@ from specviz.view.style import e_formula
 
 
 def class_panel(facts: QuizFacts, round_: int, quiz: bool, here: int, answered: int,
-                revealed: dict[int, dict[int, int]]) -> str:
+                revealed: dict[int, dict[int, int]], released: bool = False) -> str:
     """The class's panel: round `round_` on screen, `here` following the room now (seats held), `answered` answers
     to the round; `revealed`: round -> the class's answers counted (answer -> how many), for every round revealed to
-    its last step."""
-    head = (f"{here} following · {answered} answered round {round_}" if quiz else
+    its last step; `released`: the round on screen was shown with quiz mode off before (every phone holds its
+    verdicts), so the quiz takes no answers to it (room_rules)."""
+    head = (f"{here} following · round {round_} was shown with quiz mode off, so the class has seen how it ends: the "
+            f"quiz takes no answers to it, only to rounds not shown yet" if quiz and released else
+            f"{here} following · {answered} answered round {round_}" if quiz else
             f"{here} following · quiz off: answers open when the lecturer turns quiz mode on")
     parts = [f'<div class="sv-class-head" aria-live="polite">{escape(head)}</div>']
     if round_ in revealed:

@@ -13,6 +13,7 @@ and on the drive's (`trace`) gets a status and a sentence, and the room goes on.
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import zlib
 
@@ -273,3 +274,17 @@ def test_the_page_is_sent_gzipped_and_grows_only_with_what_is_released(server, h
     # before any release, far smaller: every round released adds at least 1 kB gzipped (about 1.4 kB for paris's 11),
     # so none of them was in the page before
     assert raw.headers["content-encoding"] == "gzip" and start < every - 1000 * len(trace.rounds)
+
+
+def test_the_panel_says_a_round_shown_with_the_quiz_off_takes_no_answers():
+    """Issue 64, item 2, through the hub as the streams send it: a round shown with quiz mode off, then quiz mode on
+    over it: the panel says the quiz takes no answers to it; the next round, not shown before, is asked as usual."""
+    trace = load_example("paris")
+    hub = RoomHub(Rooms(max_rooms=2, max_followers=3, idle_s=3600, clock=Clock()))
+    opened = hub.rooms.open(trace.to_json(), quiz_facts(trace))
+    hub.rooms.drive(opened.room, opened.key, round_=2, quiz=False, trace=opened.trace)
+    hub.rooms.drive(opened.room, opened.key, round_=2, quiz=True, trace=opened.trace)
+    assert "round 2 was shown with quiz mode off" in json.loads(hub.state(opened.room).data)["panel"]
+    hub.rooms.drive(opened.room, opened.key, round_=3, quiz=True, trace=opened.trace)
+    panel = json.loads(hub.state(opened.room).data)["panel"]
+    assert "answered round 3" in panel and "quiz mode off" not in panel

@@ -99,6 +99,21 @@ def test_answers_are_taken_only_for_the_round_on_screen_before_its_reveal(rooms)
         rooms.drive(room, opened.key, round_=2, step=3, trace=opened.trace)
 
 
+def test_a_round_shown_with_the_quiz_off_takes_no_answers_when_the_quiz_comes_on(rooms):
+    """Issue 64, item 2: quiz mode turned on over a round the room already released (shown with quiz mode off, so
+    every phone holds its verdicts): the room counts no answer to it and says why; the next round is open."""
+    opened = rooms.open("{}", facts(2, 2, 2))
+    room, follower = rooms.join(opened.code)
+    rooms.drive(room, opened.key, round_=1, quiz=False, trace=opened.trace)  # released: its verdicts on every phone
+    rooms.drive(room, opened.key, round_=1, quiz=True, trace=opened.trace)
+    with pytest.raises(RoomError, match="round 1 was shown with quiz mode off, so the class has seen how it ends: "
+                                        "answers to it are not counted"):
+        rooms.answer(room, follower, 1, 1)
+    rooms.drive(room, opened.key, round_=2, quiz=True, trace=opened.trace)
+    rooms.answer(room, follower, 2, 1)
+    assert rooms.mine(room, follower) == {2: 1}
+
+
 def test_a_reconnecting_follower_keeps_its_answers_and_a_forged_id_gets_a_new_one(rooms):
     opened = rooms.open("{}", facts(2, 2))
     room, alice = rooms.join(opened.code)

@@ -71,3 +71,14 @@ def test_at_alpha_one_the_expected_count_is_written_k_plus_one():
     facts = QuizFacts(1.0, (round_facts(1.0, 3, 3, 3),))
     html = class_panel(facts, 1, True, 3, 3, {1: {3: 3}})
     assert "E(α, K) − 1 = K + 1 − 1" in html and "1 − α" not in html  # not the 0/0 quotient
+
+
+
+def test_a_round_released_before_the_quiz_says_its_answers_are_not_taken():
+    """Issue 64, item 2: quiz mode turned on over a round the room had shown with quiz mode off: the panel (the
+    lecturer's and every phone's) says the quiz takes no answers to it (tests/app/test_room_secrets.py: through the
+    hub, as the streams send it)."""
+    facts = QuizFacts(0.5, (round_facts(0.5, 3, 1, 3),))
+    said = "round 1 was shown with quiz mode off, so the class has seen how it ends: the quiz takes no answers to it"
+    assert said in class_panel(facts, 1, True, 3, 0, {}, released=True)
+    assert said not in class_panel(facts, 1, True, 3, 0, {})

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import redis
@@ -177,6 +178,16 @@ def test_a_join_or_an_answer_writes_its_own_piece_not_the_room():
     assert changes(was, r)[0].core is None and not changes(was, r)[0]  # nothing changed since: nothing to write
 
 
+def settled(check, within_s: float = 10.0) -> bool:
+    """Whether check() holds within `within_s` seconds (asked every 20 ms): a condition waited for, not read once."""
+    ends = time.monotonic() + within_s
+    while not check():
+        if time.monotonic() > ends:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 @NEEDS_REDIS
 def test_every_process_catches_up_from_the_log_or_reads_the_room_whole(redis_url):
     prefix = f"log-{os.urandom(4).hex()}"
@@ -188,8 +199,11 @@ def test_every_process_catches_up_from_the_log_or_reads_the_room_whole(redis_url
         (b if i % 2 else a).answer(opened.room, follower, 2, i % 4)
     b.retrace(opened.room, opened.key, '{"trace": "b"}', FACTS, "trace b")  # a's copy learns the trace from the log
     fresh = lambda: Rooms(RedisStore(redis_url, prefix=prefix)).store.load(opened.room, 0.0)  # noqa: E731 read whole
-    assert a.store.load(opened.room, 0.0) == fresh() == b.store.load(opened.room, 0.0)
+    # A process hears another's change on the room's channel, in its listener's thread: a read right after it may
+    # still be its own copy, so each read below waits (bounded) until the copy has caught up
+    assert settled(lambda: a.store.load(opened.room, 0.0) == fresh() == b.store.load(opened.room, 0.0))
     a.store.redis.delete(f"{prefix}:log:{opened.room}")  # the log no longer reaches back to b's copy
     a.retrace(opened.room, opened.key, '{"trace": "a"}', FACTS, "trace a")
-    assert b.store.load(opened.room, 0.0) == fresh() and b.mine(opened.room, followers[2]) == {2: 2}  # back: kept
+    assert settled(lambda: b.store.load(opened.room, 0.0) == fresh())
+    assert b.mine(opened.room, followers[2]) == {2: 2}  # back: kept
     assert b.results(opened.room, opened.key)[0][0].counts == {2: {0: 2, 1: 2, 2: 1, 3: 1}}

@@ -7,7 +7,8 @@ from __future__ import annotations
 from html import escape
 
 from specviz.record.stats import (QUIET, Ceiling, Speedup, baseline_decode_speed, decode_speed, quiet, run_lengths,
-                                  run_speed, speedups, turn_ceilings, turn_rates, turn_speedups)
+                                  run_speed, speedups, target_step_time, turn_ceilings, turn_rates,
+                                  turn_speedups)
 from specviz.record.trace import Repeats, Trace
 from specviz.view.acceptance import acceptance_html
 from specviz.view.cost_words import price_note, run_account, slower_words
@@ -202,7 +203,18 @@ def _timing_note(trace: Trace) -> str:
             f"run, then the target alone), {warm}; each turn's ratio of tokens/s: {turns}. The median and range "
             f"above are of these ratios.{' ' * bool(steady)}{steady} The target alone shown is the median turn's "
             f"({speed(b.tokens_per_s)} tok/s; {', '.join(speed(run_speed(t)) for t in r.target)} in the turns), "
-            f"{_run_shown(trace)}.")
+            f"{_run_shown(trace)}.{_step_said(b)}")
+
+
+def _step_said(b) -> str:
+    """' Its step took 112.4 ms (the median after its first, which also read the prompt): …', the figure to set
+    beside another recording's of the same target (issue 64: one target took 100 to 140 ms a step across examples
+    recorded apart); '' for a one-token run."""
+    step = target_step_time(b)
+    if step is None:
+        return ""
+    return (f" Its step took {step * 1e3:.1f} ms (the median after its first, which also read the prompt): the "
+            f"figure to compare across examples.")
 
 
 def steadiness(r: Repeats) -> str:

@@ -2,4 +2,5 @@ import sys
 
 from specviz.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # not when a spawned child (measure/peer_process.py) imports it
+    sys.exit(main())

@@ -11,7 +11,8 @@ benchmark beside transformers and llama.cpp, and the GPU projection on random-we
 - bench_report.py: the benchmark's rows and their report (results.json, report.md, chart.html)
 - closed_loop.py: serve-bench's load driver and report: simulated users in a closed loop, served by one batch
 - serve_chart.py: a busy server's runs as the Costs tab's chart and table, and the shipped recording of them
-- peers.py: llama.cpp beside specviz: the packaged GGUF files run by llama.cpp's server in this process (xllamacpp)
+- peers.py: llama.cpp beside specviz: the packaged GGUF files run by llama.cpp's server (xllamacpp)
+- peer_process.py: an object made and called in a child process of its own (llama.cpp's server: in ours it slowed us)
 - peer_figures.py: one llama.cpp request in the bench's figures, and which users' outputs differed from their own
 - projection.py: the GPU cost projection on random-weight models of real shapes
 

@@ -1,5 +1,6 @@
-"""llama.cpp beside specviz: the packaged pair's own GGUF files, run by llama.cpp's server inside this process (the
-`xllamacpp` wheel, requirements-peers.txt: no compiler, no ctypes), so that `bench --peers llama.cpp` and
+"""llama.cpp beside specviz: the packaged pair's own GGUF files, run by llama.cpp's in-process server (the `xllamacpp`
+wheel, requirements-peers.txt: no compiler, no ctypes) in a child process of its own (peer_process.py: loaded in
+specviz's process, an idle server slowed specviz's turns), so that `bench --peers llama.cpp` and
 `serve-bench --peers llama.cpp` measure it in the same run as specviz, turns interleaved, on as many threads as torch.
 
     peer = start_bench_peer(a, engine)        # None (and a line saying how to install it) where the wheel is absent
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specviz.measure.peer_figures import Completion, completion_of, contrast_line, differed
+from specviz.measure.peer_process import InChild
 
 PEERS = ("llama.cpp",)  # what --peers names
 WHEEL, REQUIREMENTS = "xllamacpp", "requirements-peers.txt"
@@ -109,17 +111,49 @@ class LlamaServer:
         if not self.server.listening_address.startswith(f"http://{LOOPBACK}:"):  # never beyond this machine
             raise RuntimeError(f"llama.cpp listens on {self.server.listening_address}, not on {LOOPBACK}")
 
+    def address(self) -> str:
+        return self.server.listening_address
+
+    def serve_users(self, chosen: list, requests: int, max_new: int, seconds: float):
+        return serve_users(self, chosen, requests, max_new, seconds)
+
     def complete(self, ids, max_new: int) -> Completion:
         """One greedy request of exactly max_new tokens, streamed so that its first token's time is known."""
-        if tokens_held(len(ids), max_new) > self.context:
-            raise ValueError(f"a prompt of {len(ids)} tokens and {max_new} new do not fit llama.cpp's slot of "
-                             f"{self.context}")
+        check_fits(len(ids), max_new, self.context)
         chunks: list[tuple[float, dict]] = []
         asked = time.perf_counter()
         self.server.handle_completions({"prompt": list(ids), "n_predict": max_new, "temperature": 0.0,
                                         "ignore_eos": True, "cache_prompt": False, "stream": True},
                                        lambda chunk: chunks.append((time.perf_counter(), chunk)))
         return completion_of(chunks, asked)
+
+
+class RemoteServer:
+    """A LlamaServer in a child process of its own (peer_process.InChild: in specviz's process an idle server slowed
+    specviz's turns), what the bench and serve-bench run: its requests' clocks run in the child, beside llama.cpp."""
+
+    def __init__(self, files: GGUFFiles, speculative: bool, slots: int, context: int, threads: int):
+        self.context = context
+        self.child = InChild(LlamaServer, files, speculative, slots, context, threads, name="llama.cpp peer")
+        self.listening_address = self.child.call("address")
+
+    def complete(self, ids, max_new: int) -> Completion:
+        check_fits(len(ids), max_new, self.context)  # refused here, before the child is asked
+        return self.child.call("complete", [int(i) for i in ids], max_new)
+
+    def serve_users(self, chosen: list, requests: int, max_new: int, seconds: float):
+        """serve_users run in the child, against its server."""
+        chosen = [(kind, prompt, [int(i) for i in ids]) for kind, prompt, ids in chosen]
+        return self.child.call("serve_users", chosen, requests, max_new, seconds)
+
+    def close(self) -> None:
+        self.child.close()
+
+
+def check_fits(prompt: int, max_new: int, context: int) -> None:
+    """ValueError where a prompt of `prompt` tokens and `max_new` new do not fit a slot of `context` tokens."""
+    if tokens_held(prompt, max_new) > context:
+        raise ValueError(f"a prompt of {prompt} tokens and {max_new} new do not fit llama.cpp's slot of {context}")
 
 
 def _threads() -> int:
@@ -167,8 +201,8 @@ class BenchPeer:
 
     def __init__(self, files: GGUFFiles, max_new: int, warm_ids):
         context = slot_context(max_new)
-        self.servers = {ALONE: LlamaServer(files, False, 1, context, _threads()),
-                        SPECULATIVE: LlamaServer(files, True, 1, context, _threads())}
+        self.servers = {ALONE: RemoteServer(files, False, 1, context, _threads()),
+                        SPECULATIVE: RemoteServer(files, True, 1, context, _threads())}
         for server in self.servers.values():
             server.complete(warm_ids, WARM_TOKENS)  # as specviz's throwaway run: allocations, caches
 
@@ -203,20 +237,20 @@ class ServePeer:
 
         self.plan, most = plan, max(plan.users)
         self.chosen = prompts_for(engine, plan.kinds, most)  # (kind, prompt, ids) a user, as specviz's users get
-        self.server = LlamaServer(files, False, most, slot_context(plan.max_new_tokens), _threads())
+        self.server = RemoteServer(files, False, most, slot_context(plan.max_new_tokens), _threads())
         prompts = {prompt: ids for _, prompt, ids in self.chosen}
         self.alone = {prompt: self.server.complete(ids, plan.max_new_tokens).text for prompt, ids in prompts.items()}
         self.specviz_alone = {prompt: engine.baseline(prompt, RunSettings(
             temperature=0.0, max_new_tokens=plan.max_new_tokens)).output_token_ids for prompt in prompts}
-        serve_users(self.server, self.chosen, 1, WARM_TOKENS, plan.seconds)  # the most users' shapes, untimed
+        self.server.serve_users(self.chosen, 1, WARM_TOKENS, plan.seconds)  # the most users' shapes, untimed
 
     def run(self, users: int, turn: int):
         """`users` users at once, each sending plan.requests requests in turn: one closed_loop.Run, rule SERVED."""
         from specviz.measure.closed_loop import Run
 
         plan = self.plan
-        seconds, done = serve_users(self.server, self.chosen[:users], plan.requests, plan.max_new_tokens,
-                                    plan.seconds)
+        seconds, done = self.server.serve_users(self.chosen[:users], plan.requests, plan.max_new_tokens,
+                                                plan.seconds)
         detail = [dict(user=u, request=i, kind=self.chosen[u][0], prompt=self.chosen[u][1], ttft_s=c.first_s,
                        tokens_per_s=c.after_first, tokens=c.tokens, output_token_ids=[], text=c.text)
                   for i, (u, c) in enumerate(done)]

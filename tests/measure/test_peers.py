@@ -60,6 +60,10 @@ def test_a_slot_too_small_for_the_request_is_refused_before_llama_cpp_is_asked()
     server.context = peers.slot_context(8)
     with pytest.raises(ValueError, match="do not fit llama.cpp's slot"):
         server.complete([1] * (peers.PROMPT_ROOM + 1), 8)
+    remote = peers.RemoteServer.__new__(peers.RemoteServer)  # the bench's: refused in this process, before the child is asked
+    remote.context = peers.slot_context(8)
+    with pytest.raises(ValueError, match="do not fit llama.cpp's slot"):
+        remote.complete([1] * (peers.PROMPT_ROOM + 1), 8)
 
 
 def chunk(text, timings=None):

@@ -45,3 +45,22 @@ def test_speculative_with_the_packaged_draft(files, prompts):
     server = peers.LlamaServer(files, True, 1, peers.slot_context(TOKENS), torch.get_num_threads())
     c = server.complete(prompts[0][2], TOKENS)
     assert c.tokens == TOKENS and c.draft_n > 0 and 0 <= c.acceptance <= 1 and c.tokens_per_s > 0
+
+
+def test_a_server_in_a_process_of_its_own_gives_what_it_gives_here(files, prompts):
+    """The bench's llama.cpp runs in a child process (measure/peer_process.py: in specviz's process an idle server
+    slowed specviz's turns): the same greedy text as the server here, users served there, its errors raised here."""
+    here = peers.LlamaServer(files, False, 2, peers.slot_context(TOKENS), torch.get_num_threads())
+    there = peers.RemoteServer(files, False, 2, peers.slot_context(TOKENS), torch.get_num_threads())
+    try:
+        assert there.listening_address.startswith("http://127.0.0.1:")
+        ours, theirs = here.complete(prompts[1][2], TOKENS), there.complete(prompts[1][2], TOKENS)
+        assert theirs.tokens == TOKENS and theirs.text == ours.text and theirs.wall_s > 0
+        seconds, done = there.serve_users(prompts, 1, TOKENS, 600.0)
+        assert sorted(u for u, _ in done) == [0, 1] and all(c.tokens == TOKENS for _, c in done) and seconds > 0
+        with pytest.raises(ValueError, match="invalid tokens"):  # llama.cpp's refusal in the child, raised here
+            there.complete([10**9], TOKENS)
+        assert there.complete(prompts[0][2], TOKENS).tokens == TOKENS  # and the child still serves
+    finally:
+        there.close()
+    assert not there.child.alive

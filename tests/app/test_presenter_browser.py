@@ -3,8 +3,8 @@
 Headless Debian Chromium against the app served in this process on the tiny pair; the shipped examples open by their
 deep links, so no model runs. What is checked is what a student sees: computed styles, innerText and the
 accessibility tree, never class names (a class may say "discarded" while it looks like every other draft). One server
-and one browser for the module, one tab per size for every example and trace (`measured`: window.svShow steps
-between rounds, the examples open from the page's list), whose findings the tests then read.
+and one browser for the module, one tab for every example and trace at both sizes (`measured`: window.svShow
+steps between rounds, the examples open from the page's list, the window resized), whose findings the tests then read.
 """
 
 import re
@@ -389,29 +389,35 @@ CASES = ((False, False), (False, True), (True, True))
 @pytest.fixture(scope="module")
 def measured(browser, url, wide_traces):
     """Every round of every shipped example and of the wide traces (K = 16, a tree), at both sizes, in each of CASES
-    (the room's rail closed and open, the quiz off and on: SWEEP); and the page's own quiz at 1280x720. One tab per size.
+    (the room's rail closed and open, the quiz off and on: SWEEP); and the page's own quiz at 1280x720. One tab: each
+    trace opened once and swept at each size in turn, the window resized as a lecturer drags it onto a projector (the
+    rail's room opened at the first size and kept at the second; opening every trace once per size took a quarter of
+    this fixture's time).
     -> (size, trace, "rail" or "", "quiz" or "") or ("the page's quiz", trace) -> round -> problems"""
     out = {}
-    for size, (viewport, least) in SIZES.items():
-        page = Page(browser, url, viewport=viewport)
-        page.wait_text("#status", "Recorded example")
-        page.page.wait_for_selector("#generate:not([disabled])")
-        for index, name in enumerate([*EXAMPLES, *wide_traces]):
-            if name in wide_traces:
-                open_file(page, wide_traces[name])
-            elif name != FIRST:  # the page opened FIRST (opening it again would change nothing on the stage)
-                open_example(page, index)
+    sizes = list(SIZES.items())
+    page = Page(browser, url, viewport=sizes[0][1][0])
+    page.wait_text("#status", "Recorded example")
+    page.page.wait_for_selector("#generate:not([disabled])")
+    for index, name in enumerate([*EXAMPLES, *wide_traces]):
+        if name in wide_traces:
+            open_file(page, wide_traces[name])
+        elif name != FIRST:  # the page opened FIRST (opening it again would change nothing on the stage)
+            open_example(page, index)
+        for at, (size, (viewport, least)) in enumerate(sizes):
+            page.page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+            page.wait_js("([w, h]) => innerWidth === w && innerHeight === h", list(viewport))  # swept at this size
             if size == "1280x720" and name in EXAMPLES:
                 out["the page's quiz", name] = page_quiz(page)
             presenting(page)
             for with_rail, quiz in CASES:
-                rail(page, with_rail, new_room=with_rail)
+                rail(page, with_rail, new_room=with_rail and at == 0)
                 out[size, name, "rail" * with_rail, "quiz" * quiz] = sweep(page, least, quiz)
             if size == "1280x720" and name == FIRST:  # the quiz on, the rail open
                 out["each round alone", name] = page.page.evaluate(LOOKS_ALONE, ALONE)
             page.page.evaluate("() => window.svQuiz(false)")
             page.page.keyboard.press("Escape")
-        page.close()
+    page.close()
     return out
 
 

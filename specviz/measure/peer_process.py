@@ -8,8 +8,8 @@ process and idle (no CPU time used over 5 s), 113–135 ms after it had served o
 server idle in another process. The cause inside the process is not found (affinity and thread counts were as
 before; two OpenMP runtimes share it); a process apart removes it, so specviz's turns are timed as a user runs it.
 
-    child = InChild(LlamaServer, files, False, 1, context, 2)   # made there: the class and its arguments pickled
-    completion = child.call("complete", ids, 48)               # its method's result, pickled back
+    child = InChild(LlamaServer, files, False, 1, context, 2)   # made there, from the class and its arguments
+    completion = child.call("complete", ids, 48)               # its method's result, sent back
     child.close()                                              # or at this process's exit: the child is a daemon
 
 Whatever is timed is timed in the child, beside the object's work: the pipe costs nothing measured.
@@ -17,14 +17,15 @@ Whatever is timed is timed in the child, beside the object's work: the pipe cost
 
 from __future__ import annotations
 
+import builtins
 import multiprocessing
-import pickle
 import threading
 
 
 class InChild:
     """`make(*args)` in a spawned child process (nothing of torch's state forked), its methods called one at a time;
-    an error there is raised here as it was raised there (a RuntimeError naming it where it cannot be pickled)."""
+    an error there is raised here with its message, as its own type where that is one of Python's (ValueError,
+    OSError, …), else as a RuntimeError naming it."""
 
     def __init__(self, make, *args, name: str = "child"):
         spawn = multiprocessing.get_context("spawn")
@@ -63,7 +64,7 @@ class InChild:
             self._process.join(5)
             raise RuntimeError(f"the {self._process.name} process ended (exit code {self._process.exitcode})") from None
         if not ok:
-            raise value
+            raise _error(*value)
         return value
 
 
@@ -72,7 +73,7 @@ def _serve(pipe, make, args) -> None:
     try:
         made = make(*args)
     except Exception as e:
-        pipe.send((False, _picklable(e)))
+        pipe.send((False, _said(e)))
         return
     pipe.send((True, None))
     while True:
@@ -86,12 +87,17 @@ def _serve(pipe, make, args) -> None:
         try:
             pipe.send((True, getattr(made, method)(*args)))
         except Exception as e:
-            pipe.send((False, _picklable(e)))
+            pipe.send((False, _said(e)))
 
 
-def _picklable(e: Exception) -> Exception:
-    try:
-        pickle.loads(pickle.dumps(e))
-        return e
-    except Exception:
-        return RuntimeError(f"{type(e).__name__}: {e}")
+def _said(e: Exception) -> tuple[str, str]:
+    """An error as it crosses the pipe: its type's name and its message (plain strings, whatever it held)."""
+    return type(e).__name__, str(e)
+
+
+def _error(name: str, message: str) -> Exception:
+    """The error to raise here for one said there (_said)."""
+    kind = getattr(builtins, name, None)
+    if isinstance(kind, type) and issubclass(kind, Exception):
+        return kind(message)
+    return RuntimeError(f"{name}: {message}")

@@ -51,7 +51,8 @@ class Row:
         return Spread(median, low, high, self.runs)
 
 
-def write_report(out: Path, rows: list[Row], extra: dict, engine, a) -> None:
+def write_report(out: Path, rows: list[Row], extra: dict, engine, a) -> dict:
+    """Write results.json, report.md and chart.html to `out`. -> results.json's env (what ran, where, when)."""
     import transformers
 
     out.mkdir(parents=True, exist_ok=True)
@@ -66,6 +67,7 @@ def write_report(out: Path, rows: list[Row], extra: dict, engine, a) -> None:
                                                  indent=1))
     (out / "report.md").write_text(markdown_report(rows, extra, env))
     chart_figure(rows).write_html(out / "chart.html", include_plotlyjs=True)
+    return env
 
 
 def _f(x, fmt="{:.2f}"):
@@ -197,12 +199,18 @@ def beside_llama(rows: list[Row], peer: dict | None) -> list[str]:
              "| prompt | config | tok/s with prefill | × specviz target-only | prefill tok/s | "
              "time to first token s | decode tok/s | draft acceptance |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        if r.mode == "greedy" and (r.config in ("target-only", "specviz K=4") or r.config.startswith(
-                (COST_CONFIG, SERVED))):
+        if beside_llama_row(r):
             lines.append(f"| {r.prompt_type} | {r.config} | {_m(r, 'tps', r.tokens_per_s)} | {_speedup(r)} | "
                          f"{_m(r, 'prefill_tps', r.prefill_tokens_per_s, 1)} | {_m(r, 'ttft', r.ttft_s)} | "
                          f"{_m(r, 'decode_tps', r.decode_tokens_per_s)} | {_m(r, 'alpha', r.alpha)} |")
     return lines
+
+
+def beside_llama_row(r: Row) -> bool:
+    """A row of the table "llama.cpp beside specviz" (and of the Costs tab's recording of it, peer_recording.py):
+    greedy, specviz's target alone, K=4 and cost-aware rule, and llama.cpp's rows."""
+    return r.mode == "greedy" and (r.config in ("target-only", "specviz K=4")
+                                   or r.config.startswith((COST_CONFIG, SERVED)))
 
 
 def _cell(r: Row | None) -> str:

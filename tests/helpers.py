@@ -34,6 +34,9 @@ from specviz.record.trace import (ACCEPTED, BONUS, DISCARDED, REJECTED, REPLACEM
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository
 FIXTURE = ROOT / "tests" / "fixtures" / "qwen_coder_fib.json"  # a run of the packaged pair, 7 rounds
+# `bench --peers llama.cpp --rules --types code,story --modes greedy --repeats 5 --max-new-tokens 48`'s results.json,
+# 2026-12-06 on a quiet AMD EPYC: what assets/costs/peers.json was written from (measure/peer_recording.py)
+PEERS_RESULTS = ROOT / "tests" / "fixtures" / "peers-quiet-2026-12-06.json"
 # A browser test module's marks, said once: `pytestmark = BROWSER` (skipped, not failed, where Chromium is missing)
 BROWSER = [
     pytest.mark.browser,

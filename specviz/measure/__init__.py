@@ -14,6 +14,7 @@ benchmark beside transformers and llama.cpp, and the GPU projection on random-we
 - peers.py: llama.cpp beside specviz: the packaged GGUF files run by llama.cpp's server (xllamacpp)
 - peer_process.py: an object made and called in a child process of its own (llama.cpp's server: in ours it slowed us)
 - peer_figures.py: one llama.cpp request in the bench's figures, and which users' outputs differed from their own
+- peer_recording.py: llama.cpp beside specviz recorded once and shipped, drawn by the Costs tab
 - projection.py: the GPU cost projection on random-weight models of real shapes
 
 Imports settings, drafters, record, algorithm, models (loading a pair, the timer), engine and view's charts and style;

@@ -88,8 +88,14 @@ def bench_command(a: argparse.Namespace) -> int:
                      llama=llama)
     extra = None if a.rules or a.drafters else measure_tracing_overhead(engine, a.max_new_tokens,
                                                                         max(a.repeats, TRACING_REPEATS))
-    write_report(Path(a.out), rows, extra, engine, a)
+    env = write_report(Path(a.out), rows, extra, engine, a)
     print((Path(a.out) / "report.md").read_text())
+    if a.record_peers:  # the Costs tab's recording (measure/peer_recording.py)
+        from specviz.measure.peer_recording import RECORDED, record_peers
+        from specviz.models.machine import machine
+
+        record_peers(rows, env, machine(engine.device))
+        print(f"Recorded llama.cpp beside specviz for the Costs tab: {RECORDED}")
     return 0
 
 

@@ -44,6 +44,9 @@ def add_bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-new-tokens", type=int, default=48)
     p.add_argument("--no-peer", action="store_true", help="skip transformers' assisted generation")
     add_peers_flag(p)
+    p.add_argument("--record-peers", action="store_true",
+                   help="with --peers llama.cpp: also write the recording of llama.cpp beside specviz that the Costs "
+                        "tab ships (assets/costs/peers.json)")
     p.add_argument("--rules", action="store_true",
                    help="only the stop rules side by side: target-only, K=4, the threshold rule, the cost-aware rule "
                         "(both adaptive up to --adaptive-k) and transformers' own heuristic")
@@ -104,6 +107,8 @@ BENCH_NEEDS = (
     Need("layers_k", "with self-speculation rows (the K of the --draft-layers rows)", "draft_layers",
          "to the layers that draft, e.g. 14,21", lambda options: _bench_flag("draft_layers")(options)
          or options.get("quick") is True),  # the smoke run drafts with 1 layer
+    Need("record_peers", "with --peers llama.cpp (it records llama.cpp's rows beside specviz's)", "peers",
+         "to llama.cpp", lambda options: "llama.cpp" in (options.get("peers") or ())),
     Need("temperature", "with the sampled mode (the temperature of its rows)", "modes", "to include sampled",
          lambda options: "sampled" in str(options.get("modes", "")).split(",")),
 )

@@ -203,12 +203,13 @@ BENCH_VALUES = {"preset": ["--preset", "qwen-0.5b-1.5b"], "dtype": ["--dtype", "
                 "prompts_per_type": ["--prompts-per-type", "2"], "repeats": ["--repeats", "3"],
                 "max_new_tokens": ["--max-new-tokens", "16"], "no_peer": ["--no-peer"], "rules": ["--rules"],
                 "verify_cost": ["--verify-cost", "3"], "quick": ["--quick"], "drafters": ["--drafters"],
-                "alpha_from": ["--alpha-from", "results.json"], "peers": ["--peers", "llama.cpp"]}
+                "alpha_from": ["--alpha-from", "results.json"], "peers": ["--peers", "llama.cpp"],
+                "record_peers": ["--record-peers"]}
 # what each need's `other` is set to: (without what the setting needs, with it)
 BENCH_OTHER = {"gpu_projection": (["--gpu-projection"], []), "quick": (["--quick"], []), "rules": (["--rules"], []),
                "drafters": (["--drafters"], []),
                "tiny": (["--tiny"], []), "draft_layers": ([], ["--draft-layers", "14"]),
-               "modes": (["--modes", "greedy"], ["--modes", "sampled"])}
+               "modes": (["--modes", "greedy"], ["--modes", "sampled"]), "peers": ([], ["--peers", "llama.cpp"])}
 
 
 def bench_check(*args):

@@ -14,7 +14,8 @@ layout, then every event wired in one place; the handlers it wires live in the m
 - sections.py: a tab's sections, one screen each in the presenter view
 - lab_tab.py: the Lab's handlers and their wiring
 - lab_layout.py: the Lab's sections laid out
-- costs_tab.py: the Costs tab: what checking K drafts costs, measured on the loaded pair, and why verifying pays
+- costs_tab.py: the Costs tab: what checking K drafts costs, measured on the loaded pair, and why verifying pays;
+  last, llama.cpp beside specviz as recorded
 - busy_server.py: the Costs tab's "A busy server, measured" sections: several users served at once by one batch
 - room_panel.py: the lecturer's room panel on the page (open a room, move it to the trace on screen), deep links
 - room_hub.py: the fan-out of each room's changes to its streams: a bell per room, each message built once

@@ -1,7 +1,8 @@
 """The Costs tab: what checking K drafts costs, measured on the loaded pair, where a busy server's
-batch makes speculation stop paying, as predicted, and as served (app/busy_server.py), in four sections
-(app/sections.py: a screen each in the presenter view). Layout first, then its events; the measurement runs in the model-run group with Generate (one limit for all),
-is cached per pair for the process, and shows progress.
+batch makes speculation stop paying, as predicted, and as served (app/busy_server.py), and last llama.cpp beside
+specviz as recorded (measure/peer_table.py), in sections (app/sections.py: a screen each in the presenter view).
+Layout first, then its events; the measurement runs in the model-run group with Generate (one limit for all), is
+cached per pair for the process, and shows progress.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from specviz.measure import cost_charts
 from specviz.measure.measured import measured_point
 from specviz.record.stats import drafted_a_tree
 from specviz.measure.recorded_costs import recorded_costs
+from specviz.measure.peer_recording import PeerRecording, recorded_peers
+from specviz.measure.peer_table import peer_table, peer_words
 from specviz.app.busy_server import build_busy_server
 from specviz.app.errors import message_of
 from specviz.app.sections import panes, section
@@ -35,6 +38,10 @@ EXPLAIN = (
 NO_GPU = "No GPU projection has been run for this project yet: the curves here are of a CPU only."
 LIVE_TAKES = "A live measurement takes tens of seconds on a 2-core CPU."
 OPENING = (0.8, 4)  # α and K as the tab opens
+PEERS_EXPLAIN = (
+    "llama.cpp, the engine most people run a GGUF file with, on the same files as specviz, its turns interleaved with "
+    "specviz's in one run of the benchmark: its target alone and its own speculative decoding beside specviz's target "
+    "alone, K = 4 and the cost-aware rule.")
 
 
 def measure_handler(get_engine: EngineLoader | None, cache: CostCache):
@@ -149,12 +156,28 @@ def _costs_layout(recorded) -> tuple:
     return alpha, k, measure, again, status, readout, ratio_plot, batch_plot
 
 
+def peers_view(recorded: PeerRecording | None) -> tuple[str, str]:
+    """-> the section's notice and table for the recording of llama.cpp beside specviz (measure/peer_recording.py);
+    where none could be read, a notice that says so and no table."""
+    return notices.tab_status(peer_words(recorded)), "" if recorded is None else peer_table(recorded)
+
+
+def build_peers() -> None:
+    """The last section: llama.cpp beside specviz, recorded (nothing runs live: no events)."""
+    status, table = peers_view(recorded_peers())
+    with section():
+        gr.HTML(heading_html("Beside llama.cpp (recorded)", PEERS_EXPLAIN))
+        gr.HTML(status, label="llama.cpp recording", elem_id="peers-status")
+        gr.HTML(table, label="llama.cpp beside specviz", elem_id="peers-table")
+
+
 def build_costs(preset, get_engine: EngineLoader | None, trace_state: gr.State | None = None,
                 cache: CostCache | None = None) -> None:
     recorded = recorded_costs()
     cache = cache or CostCache()
     alpha, k, measure, again, status, readout, ratio_plot, batch_plot = _costs_layout(recorded)
     build_busy_server(preset, get_engine, cache)  # its own section, after the predicted crossover: the measured one
+    build_peers()
     profile, drafter = gr.State(recorded), gr.State(None)
 
     measure.click(measure_handler(get_engine, cache), [preset, again], [profile, status],

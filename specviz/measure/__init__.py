@@ -15,6 +15,7 @@ benchmark beside transformers and llama.cpp, and the GPU projection on random-we
 - peer_process.py: an object made and called in a child process of its own (llama.cpp's server: in ours it slowed us)
 - peer_figures.py: one llama.cpp request in the bench's figures, and which users' outputs differed from their own
 - peer_recording.py: llama.cpp beside specviz recorded once and shipped, drawn by the Costs tab
+- peer_table.py: that recording as the Costs tab's table, and the notice that says whose it is
 - projection.py: the GPU cost projection on random-weight models of real shapes
 
 Imports settings, drafters, record, algorithm, models (loading a pair, the timer), engine and view's charts and style;

@@ -335,6 +335,6 @@ def test_the_adaptive_examples_words_are_its_recordings():
     example, trace = EXAMPLES["adaptive"], load_example("adaptive")
     assert examples.STOPS[trace_settings(trace).stop_rule] in example.description
     ks = [r.k for r in trace.rounds[1:-1]]
-    assert f"all {trace.settings['k']} in some, fewer in others" in example.description
-    assert max(ks) == trace.settings["k"] and min(ks) < max(ks)
+    assert "numbers of tokens: more where the draft is surer, fewer where it is not" in example.description
+    assert min(ks) < max(ks) <= trace.settings["k"]  # how far up it goes is the machine's: not promised in words
     assert "one or two" not in example.description

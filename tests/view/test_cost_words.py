@@ -135,8 +135,11 @@ def test_a_round_ended_by_the_end_of_text_token_says_so(cheap):
 # --- the price of a draft step beside what the run paid (issue 55, item 4) --------------------------------------
 
 def priced_at(trace, c):
-    """The trace as if the rule had priced a draft step at c (its other prices as they were)."""
-    return dataclasses.replace(trace, pass_costs=dataclasses.replace(trace.pass_costs, c=c))
+    """The trace as if the rule had priced a draft step at c (its other prices as they were): the run's price and each
+    round's, which a run repriced by its rounds' own clock records (the note reads the last round's)."""
+    rounds = [dataclasses.replace(r, cost=dataclasses.replace(r.cost, c=c))
+              if r.cost is not None and r.cost.c is not None else r for r in trace.rounds]
+    return dataclasses.replace(trace, rounds=rounds, pass_costs=dataclasses.replace(trace.pass_costs, c=c))
 
 
 @pytest.fixture(scope="module")

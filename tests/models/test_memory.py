@@ -1,6 +1,8 @@
 """The draft's memory, measured on the loaded models (models/memory.py): its own weights as stored, what it shares
 with the target, its KV cache per token; recorded in the trace and shown in the summary."""
 
+import pytest
+
 from specviz.engine import Engine, RunSettings
 from specviz.models.memory import draft_memory
 from specviz.models.quant import INT8, quantize_weights
@@ -42,3 +44,25 @@ def test_self_speculation_shares_every_weight_and_the_trace_says_so(tiny_pair, t
     assert "shares with the target cost nothing more" in html
     lookup = engine.run("def fib(n):", RunSettings(drafter="lookup", max_new_tokens=6))
     assert lookup.draft_memory is None and "draft's memory" not in summary_html(lookup)
+
+
+def test_a_load_asks_glibc_to_keep_large_blocks_apart_before_it_reads_a_model(monkeypatch):
+    """What a load frees must go back to the system (4.0 GiB resident after loading the packaged pair by default, 2.6
+    with large blocks mapped apart: models/memory.keep_large_blocks_apart): glibc agrees here, and load_pair asks
+    before it resolves either model."""
+    import platform
+
+    from specviz.models import memory, pairs
+
+    if platform.libc_ver()[0] == "glibc":
+        assert memory.keep_large_blocks_apart() is True
+    order = []
+    monkeypatch.setattr(pairs, "keep_large_blocks_apart", lambda: order.append("asked"))
+
+    def resolve(model_id, progress=None):
+        order.append("resolve")
+        raise ValueError("stop here: no model is read")
+    monkeypatch.setattr(pairs, "resolve_model", resolve)
+    with pytest.raises(ValueError, match="stop here"):
+        pairs.load_pair()
+    assert order == ["asked", "resolve"]

@@ -12,22 +12,21 @@ median over the turns of each turn's tokens/s over specviz's target alone's in t
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from specviz.measure.bench_report import Row, beside_llama_row
 from specviz.measure.peers import SERVED
 from specviz.record.stats import Spread
+from specviz.record.strict_json import build
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "assets" / "costs" / "peers.json"
 MAX_BYTES = 64 * 1024  # a recording is a few KiB; anything larger is not one
 # A row's figures: {its name in the file, on PeerRow and on the bench's Row (its median): its key in Row.spreads};
-# REQUIRED every row has, the rest a row may lack (None: acceptance where nothing was drafted)
+# tokens/s and the ratio every row has, the rest a row may lack (None: acceptance where nothing was drafted)
 FIGURES = {"tokens_per_s": "tps", "speedup": "speedup", "decode_tokens_per_s": "decode_tps", "ttft_s": "ttft",
            "alpha": "alpha"}
-REQUIRED = ("tokens_per_s", "speedup")
 
 
 @dataclass(frozen=True)
@@ -93,36 +92,62 @@ def _triple(s: Spread | None) -> list[float] | None:
 
 
 def recorded_peers(path: Path = RECORDED) -> PeerRecording | None:
-    """The shipped recording; None where it is missing, oversized or malformed (a figure not [median, least, most]
-    in order, a text not text, no row, no llama.cpp row)."""
+    """The shipped recording; None where it is missing, oversized or malformed (a field not of its type, as
+    record/strict_json checks trace files; a figure not [median, least, most] in order; a count under 1; no row, no
+    llama.cpp row)."""
     try:
         raw = path.read_bytes()
         if len(raw) > MAX_BYTES:
             return None
-        data = json.loads(raw)
-        rows = tuple(_row(r) for r in data["rows"])
+        stored = build(_Stored, json.loads(raw), "peers.json")
+        rows = tuple(_row(r) for r in stored.rows)
         if not any(r.config.startswith(SERVED) for r in rows):
             return None
-        texts = {k: _text(data[k]) for k in ("recorded", "machine", "cpu_flags", "wheel", "cpu_build", "pair")}
-        return PeerRecording(**texts, threads=_count(data["threads"]), tokens=_count(data["tokens"]), rows=rows)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        head = {k: v for k, v in stored.__dict__.items() if k != "rows"}
+        return PeerRecording(**head | dict(threads=_count(stored.threads), tokens=_count(stored.tokens)), rows=rows)
+    except (OSError, ValueError, RecursionError):
         return None
 
 
-def _row(r: dict) -> PeerRow:
-    runs = _count(r["runs"])
-    figures = {name: _spread(r.get(name), runs) for name in FIGURES}
-    if any(figures[name] is None for name in REQUIRED):
-        raise ValueError(f"a row without {' or '.join(REQUIRED)}")
-    return PeerRow(_text(r["prompt_type"]), _text(r["config"]), runs, **figures)
+@dataclass(frozen=True)
+class _StoredRow:
+    """A row as the file holds it, each figure [median, least, most]; tokens/s and the ratio every row has."""
+
+    prompt_type: str
+    config: str
+    runs: int
+    tokens_per_s: list[float]
+    speedup: list[float]
+    decode_tokens_per_s: list[float] | None = None
+    ttft_s: list[float] | None = None
+    alpha: list[float] | None = None
 
 
-def _spread(value, runs: int) -> Spread | None:
-    """[median, least, most] -> Spread; None -> None; anything else ValueError."""
+@dataclass(frozen=True)
+class _Stored:
+    """The file as record_peers writes it (as_json)."""
+
+    recorded: str
+    machine: str
+    cpu_flags: str
+    wheel: str
+    cpu_build: str
+    pair: str
+    threads: int
+    tokens: int
+    rows: list[_StoredRow]
+
+
+def _row(r: _StoredRow) -> PeerRow:
+    runs = _count(r.runs)
+    return PeerRow(r.prompt_type, r.config, runs, **{name: _spread(getattr(r, name), runs) for name in FIGURES})
+
+
+def _spread(value: list[float] | None, runs: int) -> Spread | None:
+    """[median, least, most] -> Spread; None -> None; another length or order ValueError."""
     if value is None:
         return None
-    if (not isinstance(value, list) or len(value) != 3
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)):
+    if len(value) != 3:
         raise ValueError(f"a figure is not [median, least, most]: {value!r}")
     median, low, high = map(float, value)
     if not low <= median <= high:
@@ -130,13 +155,7 @@ def _spread(value, runs: int) -> Spread | None:
     return Spread(median, low, high, runs)
 
 
-def _text(value) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"not text: {value!r}")
-    return value
-
-
-def _count(value) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+def _count(value: int) -> int:
+    if value < 1:
         raise ValueError(f"not a count: {value!r}")
     return value

@@ -39,7 +39,7 @@ class InChild:
     def call(self, method: str, *args):
         with self._lock:
             if not self._process.is_alive():
-                raise RuntimeError(f"the {self._process.name} process ended (exit code {self._process.exitcode})")
+                raise self._ended()
             self._pipe.send((method, args))
             return self._answer()
 
@@ -57,12 +57,15 @@ class InChild:
             self._process.join(5)
         self._pipe.close()
 
+    def _ended(self) -> RuntimeError:
+        return RuntimeError(f"the {self._process.name} process ended (exit code {self._process.exitcode})")
+
     def _answer(self):
         try:
             ok, value = self._pipe.recv()
         except EOFError:
             self._process.join(5)
-            raise RuntimeError(f"the {self._process.name} process ended (exit code {self._process.exitcode})") from None
+            raise self._ended() from None
         if not ok:
             raise _error(*value)
         return value

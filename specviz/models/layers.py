@@ -9,7 +9,7 @@ which draft weights quant.py.
 - 4-bit codes in groups of 32 with a step and a minimum (`Int4Groups`): the one layout torch's CPU kernel
   (`_weight_int4pack_mm_for_cpu`) takes, shared by the draft's own rounding (`Int4Linear`) and the target's GGUF Q4_K
   blocks as the file holds them (gguf_blocks.py, the gguf-int4 path); `Int4Embedding` reads a token's row from the
-  same codes.
+  same codes; `Int4RescoredHead`, an int4 draft's output layer, reads its largest logits again from int8 rows.
 
 A group of 32 inputs of a row holds codes 0…15, a step and a minimum: weight = code · step + minimum. torch's kernel
 stores a group as (scale, zero) with weight = (code − 8) · scale + zero, in the activations' dtype (bfloat16: its fast
@@ -210,6 +210,38 @@ class Int4Linear(Int4Groups):
 
     def __init__(self, linear: nn.Linear):
         super().__init__(*rounded(linear.weight), linear.bias, dtype=linear.weight.dtype)
+
+
+class Int4RescoredHead(PackedLayer):
+    """An output layer read at 4 bits, its largest logits read again at 8: every logit of a row from 4-bit groups
+    (Int4Linear), then the TOP largest of them computed again from int8 rows (int8_rows, as Int8Linear keeps them;
+    `rows`: an Int8Embedding whose table is this layer's, shared rather than stored twice, as a tied model's is).
+
+    Why: the packaged draft's output layer (151,936 × 896) is a third of its step at int8, and an int4 kernel reads it
+    in a third of the time, but 4-bit rounding of the logits themselves cost the draft 4 % of its greedy agreement with
+    the target (docs/engine.md, "The draft's output layer"). The top token, and nearly all of q's mass, comes from the
+    largest logits: read again at 8 bits they decide as the int8 layer's do, while the rest of the row keeps its 4-bit
+    values. Any q is exact for the output (quant.py), so this only moves speed and agreement."""
+
+    TOP = 64  # logits of each row computed again at 8 bits: far more than a draft's top token is ever among
+
+    def __init__(self, linear: nn.Linear, rows: Int8Embedding | None = None):
+        super().__init__()
+        self.coarse = Int4Linear(linear)
+        codes, scale = (rows.weight_int8, rows.scale) if rows is not None else int8_rows(linear.weight)
+        self.register_buffer("weight_int8", codes)
+        self.register_buffer("scale", scale)
+        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().clone())
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features).to(self.scale.dtype)
+        logits = self.coarse(flat)
+        top = logits.topk(min(self.TOP, self.out_features), dim=-1).indices  # (rows, TOP)
+        fine = torch.bmm(self.weight_int8[top].to(flat.dtype), flat.unsqueeze(-1)).squeeze(-1) * self.scale[top]
+        if self.bias is not None:
+            fine = fine + self.bias[top]
+        return logits.scatter(-1, top, fine.to(logits.dtype)).reshape(*x.shape[:-1], self.out_features)
 
 
 class Int4Embedding(PackedLayer):

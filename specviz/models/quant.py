@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from specviz.models.kernels import FLOAT32, PACKS_FP16
-from specviz.models.layers import Fp16Linear, Int4Linear, Int8Embedding, Int8Linear
+from specviz.models.layers import Fp16Linear, Int4Linear, Int4RescoredHead, Int8Embedding, Int8Linear
 from specviz.models.machine import native_bf16
 from specviz.models.timer import median_s
 from specviz.settings.bounds import DRAFT_WEIGHTS
@@ -99,21 +99,32 @@ def quantize_weights(model: nn.Module, weights: str = INT8) -> nn.Module:
     """Replace the model's nn.Linear layers by int8 or int4 ones and its input embedding by int8 rows, in place (the
     full-precision weights are freed; a table the LM head shares with the embedding too, as both are replaced).
 
-    int4 keeps two kinds of layer at int8: the LM head, whose rounding moves the logits themselves (4 bits there
-    would cost the packaged draft 4 % of its greedy agreement with the target to save 1.1 ms a step; docs/engine.md,
-    "Why the LM head stays int8", has the measurement), and any layer int4's kernel cannot take (Int4Linear.fits).
-    The embedding is int8 on both: a step reads one row of it, so it costs memory, not time."""
+    int4 treats two kinds of layer otherwise: the LM head, whose rounding moves the logits themselves, is read at 4
+    bits and its 64 largest logits a row again at 8 (layers.Int4RescoredHead: on an AMD EPYC an int8 head was a third
+    of the packaged draft's step, and 4 bits alone cost 4 % of its greedy agreement; docs/engine.md, "The draft's
+    output layer"), from the embedding's int8 rows where the two share a table; and any layer int4's kernel cannot
+    take (Int4Linear.fits) is int8. The embedding is int8 on both: a step reads one row of it, so it costs memory,
+    not time."""
     if weights not in PACKED:
         raise ValueError(f"quantize to {' or '.join(PACKED)}, not {weights!r}")
     if next(model.parameters()).device.type != "cpu":
         raise ValueError(f"{weights} draft weights are implemented for CPU only")
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    embedding = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    rows = Int8Embedding(embedding) if isinstance(embedding, nn.Embedding) else None
+    shared = rows if head is not None and embedding is not None and head.weight is embedding.weight else None
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
             if isinstance(child, nn.Linear):
-                kind = INT4 if weights == INT4 and child is not head and Int4Linear.fits(child) else INT8
-                setattr(module, name, PACKED[kind](child))
-    embedding = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
-    if isinstance(embedding, nn.Embedding):
-        model.set_input_embeddings(Int8Embedding(embedding))
+                setattr(module, name, _packed_layer(child, weights, child is head, shared))
+    if rows is not None:
+        model.set_input_embeddings(rows)
     return model
+
+
+def _packed_layer(linear: nn.Linear, weights: str, is_head: bool, shared: Int8Embedding | None) -> nn.Module:
+    """A linear layer as a draft with `weights` runs it (quantize_weights says why the head and odd shapes differ);
+    `shared`: the embedding's int8 rows where the head's table is the embedding's."""
+    if weights != INT4 or not Int4Linear.fits(linear):
+        return Int8Linear(linear)
+    return Int4RescoredHead(linear, shared) if is_head else Int4Linear(linear)

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from specviz.engine import Engine, RunSettings
-from specviz.models.layers import Int4Linear, Int8Embedding, Int8Linear
+from specviz.models.layers import Int4Linear, Int4RescoredHead, Int8Embedding, Int8Linear
 from specviz.models.quant import INT4, INT8, pick_weights, quantize_weights
 
 from harness.tiny_models import tiny_model
@@ -45,6 +45,34 @@ def test_int4_linear_matches_its_own_groups_and_stays_close_to_the_linear(dtype,
     assert (got - linear(x).float()).abs().max() < 0.1 * want.abs().max()
 
 
+@pytest.mark.parametrize("bias", [True, False])
+def test_rescored_head_reads_its_largest_logits_at_8_bits_and_the_rest_at_4(bias):
+    torch.manual_seed(0)
+    linear = nn.Linear(64, 160, bias=bias).to(torch.bfloat16)
+    head = Int4RescoredHead(linear)
+    x = torch.randn(3, 2, 64, dtype=torch.bfloat16)
+    got, coarse, fine = head(x).float(), head.coarse(x).float(), Int8Linear(linear)(x).float()
+    assert got.shape == (3, 2, 160)
+    top = coarse.topk(Int4RescoredHead.TOP, dim=-1).indices
+    again = torch.zeros_like(got, dtype=torch.bool).scatter(-1, top, True)
+    assert torch.equal(got[~again], coarse[~again])  # the rest: the 4-bit logits themselves
+    # the largest: int8's (bmm and the fused int8 kernel round the bfloat16 sums apiece)
+    assert (got[again] - fine[again]).abs().max() < 0.01 * fine.abs().max()
+    assert (coarse[again] - fine[again]).abs().max() > (got[again] - fine[again]).abs().max()  # 4 bits were further
+    assert head(x[0, :1]).argmax(-1).item() == fine[0, :1].argmax(-1).item()
+
+
+def test_an_int4_drafts_head_shares_the_embeddings_int8_rows_where_their_table_is_one():
+    tied = tiny_model(seed=3, vocab=96)
+    tied.lm_head.weight = tied.get_input_embeddings().weight  # one table, as Qwen2.5's small models keep it
+    tied = quantize_weights(tied, INT4)
+    assert tied.lm_head.weight_int8.data_ptr() == tied.get_input_embeddings().weight_int8.data_ptr()
+    untied = quantize_weights(tiny_model(seed=3, vocab=96), INT4)  # two tables: the head keeps rows of its own
+    assert untied.lm_head.weight_int8.data_ptr() != untied.get_input_embeddings().weight_int8.data_ptr()
+    small = Int4RescoredHead(nn.Linear(32, 16).to(torch.bfloat16))  # fewer outputs than TOP: every one read again
+    assert small(torch.randn(1, 32, dtype=torch.bfloat16)).shape == (1, 16)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_int8_embedding_gives_each_row_within_half_a_step_in_half_the_bytes(dtype):
     torch.manual_seed(0)
@@ -77,8 +105,9 @@ def test_quantize_replaces_every_linear_and_keeps_the_model_close(weights, kind)
     assert not any(type(m) in (nn.Linear, nn.Embedding) for m in quantized.modules())
     assert type(quantized.get_input_embeddings()) is Int8Embedding
     assert all(type(m) is kind for m in quantized.model.layers.modules() if isinstance(m, (Int8Linear, Int4Linear)))
-    # an LM head int4's kernel could take (96 outputs) stays int8 all the same: its rounding moves the logits
-    assert type(quantize_weights(tiny_model(seed=3, vocab=96), weights).lm_head) is Int8Linear
+    # an LM head int4's kernel can take (96 outputs): int8 on the int8 draft, 4 bits read again at 8 on int4
+    head = quantize_weights(tiny_model(seed=3, vocab=96), weights).lm_head
+    assert type(head) is (Int8Linear if weights == INT8 else Int4RescoredHead)
     ids = torch.tensor([[5, 9, 12, 7, 30]])
     with torch.inference_mode():
         p, q = model(ids).logits.softmax(-1), quantized(ids).logits.softmax(-1)

@@ -21,6 +21,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from specviz.models.attention import NAME as GROUPED, grouped_attention
+
 ARCHITECTURES = ("Qwen2ForCausalLM", "LlamaForCausalLM")
 
 
@@ -87,6 +89,9 @@ class LeanDecoder:
         self.embed, self.norm_weight, self.lm_head = inner.embed_tokens, inner.norm.weight, model.lm_head
         self.inv_freq = inner.rotary_emb.inv_freq
         self.dtype, self.device = self.norm_weight.dtype, self.norm_weight.device
+        # attention as the model's own forward computes it (the same bits): grouped matmuls where it was switched to
+        # them (a CPU draft: models/attention.py), else torch's SDPA, which is slow for one query in bfloat16
+        self.grouped = getattr(config, "_attn_implementation", None) == GROUPED
         # Per layer, the weights and the linear layers' own forward functions (an int8/int4 draft's packed layers
         # too), called directly: nn.Module.__call__'s hook machinery is a good part of the overhead avoided.
         self.layers = [(layer.input_layernorm.weight, layer.self_attn.q_proj.forward, layer.self_attn.k_proj.forward,
@@ -143,13 +148,21 @@ class LeanDecoder:
             q = _rotate(q_proj(h).view(rows, n, self.heads, self.head_dim).transpose(1, 2), cos, sin)
             k = _rotate(k_proj(h).view(rows, n, self.kv_heads, self.head_dim).transpose(1, 2), cos, sin)
             keys, values = store(i, k, v_proj(h).view(rows, n, self.kv_heads, self.head_dim).transpose(1, 2))
-            attention = F.scaled_dot_product_attention(
-                q, keys, values, attn_mask=mask, scale=self.head_dim ** -0.5,
-                enable_gqa=self.heads != self.kv_heads)  # (B, heads, n, head dim)
-            x = x + o_proj(attention.transpose(1, 2).reshape(rows, n, -1))
+            x = x + o_proj(self._attend(q, keys, values, mask).reshape(rows, n, -1))
             h = self._norm(x, norm2)
             x = x + down(F.silu(gate(h)) * up(h))
         return x
+
+    def _attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None
+                ) -> torch.Tensor:
+        """q (B, heads, n, head dim) over the keys and values, `mask` boolean (True: may look) or None -> (B, n,
+        heads, head dim), as the model's attention implementation computes it."""
+        if self.grouped:  # its mask additive, as transformers' eager mask makes it: 0, or the dtype's minimum
+            additive = None if mask is None else torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(
+                ~mask, torch.finfo(q.dtype).min).expand(q.shape[0], 1, *mask.shape[-2:])
+            return grouped_attention(None, q, keys, values, additive, scaling=self.head_dim ** -0.5)[0]
+        return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=self.head_dim ** -0.5,
+                                              enable_gqa=self.heads != self.kv_heads).transpose(1, 2)
 
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """RMSNorm as transformers computes it: in float32, then back to the hidden dtype, then the weight."""

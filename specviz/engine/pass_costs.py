@@ -16,7 +16,10 @@ refused with the reason, and the run falls back to the threshold rule, saying wh
 At load the short measurement is remembered per machine, pair and kernels (`remembered_or_measured`, a JSON file in
 the model cache beside kernels.json): a later start reads it (about 50 s saved on 2 CPU cores, issue 64) instead of
 timing again. A price measured at another moment is only where a run starts: each round after its first is weighed
-at what the rounds before it paid (batch_prices.py, Engine.clock_for). Delete the file to measure again.
+at what the rounds before it paid (batch_prices.py, Engine.clock_for), though the shape of a run's prices (what
+one more token adds to a pass it has not paid yet) still comes from it: so a measurement that other work slowed
+(a longer pass timed cheaper than a shorter one) is timed again and never remembered. Delete the file to measure
+again.
 """
 
 from __future__ import annotations
@@ -64,18 +67,27 @@ def measure_pass_costs(engine) -> CostProfile:
 def remembered_or_measured(engine, cache: Path) -> CostProfile:
     """The short profile this machine measured of this pair on these kernels at an earlier load, read from `cache`
     (its source says so); else measured now and remembered there. A remembered one that cannot price the pair (another
-    device, a time missing or not positive) or will not read is measured again."""
+    device, a time missing or not positive), will not read, or was timed while other work slowed it
+    (CostProfile.slowed) is measured again; a new one so slowed is timed once more, and remembered only once its
+    times rise as its passes grow (else it prices this load alone, evened, and its notes say why)."""
     key = _remembered_key(engine)
     remembered = read_entries(Path(cache) / REMEMBERED_FILE).get(key)
     if remembered is not None:
         try:
             profile = dataclasses.replace(build(CostProfile, remembered, "a remembered cost profile"), source=REMEMBERED)
-            if profile.problem(engine.device, engine.dtype, engine.target_name, engine_kernels(engine)) is None:
+            if profile.problem(engine.device, engine.dtype, engine.target_name, engine_kernels(engine)) is None \
+                    and profile.slowed() is None:
                 return profile
         except (ValueError, TypeError):
             pass
     profile = measure_pass_costs(engine)
-    remember(Path(cache) / REMEMBERED_FILE, key, dataclasses.asdict(profile))
+    if profile.slowed():
+        profile = measure_pass_costs(engine)
+    slowed = profile.slowed()
+    if slowed is None:
+        remember(Path(cache) / REMEMBERED_FILE, key, dataclasses.asdict(profile))
+    else:
+        profile.notes.append(f"not remembered: {slowed}")
     return profile
 
 

@@ -57,6 +57,10 @@ class DraftParts:
         return None
 
 
+SLOWED = 0.9  # a pass timed below this share of a shorter one's: the shorter was slowed (CostProfile.slowed); quiet
+#              passes of 1 to 17 tokens rise, or stay within a few per cent of each other where memory bounds them
+
+
 def never_cheaper(times: list[float]) -> list[float]:
     """Each time the least of it and every later one's: a longer pass (more tokens, more sequences, more drafts) is
     never cheaper than a shorter one, so a point above a later one was slowed by other work, which only ever adds
@@ -156,6 +160,21 @@ class CostProfile:
         return dataclasses.replace(self, target_s=never_cheaper(self.target_s),
                                    target_batch_s=never_cheaper(self.target_batch_s),
                                    draft_batch_s=never_cheaper(self.draft_batch_s))
+
+    def slowed(self) -> str | None:
+        """Where a longer pass measured cheaper than a shorter one by more than noise (below SLOWED of it), which
+        shorter pass other work on the machine slowed; None where the times rise with the pass. `steady` evens such a
+        point down, so a slowed t(1) prices every pass up to the cheaper one as free: a profile remembered from a busy
+        moment (t(1) 151 ms, t(3) 137, where a quiet t(1) is 70 and t(3) 111) priced a two-token verify at 1.0 step
+        for every later load, and the cost-aware rule, priced so, drafted a token in nearly every round of a story
+        (2026-12-06)."""
+        for name, times in (("the target's pass", self.target_s), ("a batch's step", self.target_batch_s),
+                            ("the draft's step", self.draft_batch_s)):
+            for i in range(1, len(times)):
+                if times[i] < SLOWED * max(times[:i]):
+                    return (f"{name} measured {times[i] * 1e3:.1f} ms where a shorter one took "
+                            f"{max(times[:i]) * 1e3:.1f}: the shorter was slowed by other work")
+        return None
 
     def t(self, n: float) -> float:
         """The target's pass over n tokens at batch 1, interpolated linearly between measured counts."""

@@ -183,7 +183,8 @@ class Engine:
     def clock_for(self, drafter) -> BatchPrices:
         """What the rounds of this drafter's cost-aware runs paid (engine/batch_prices.py at B = 1), kept across runs
         as a server keeps its batch's, and begun again when the profile is replaced (the Costs tab's measurement):
-        its unit is a round of K = 0, the target alone's step as runs pay it."""
+        its unit is a round of K = 0, the target alone's step as runs pay it (a run's plain rounds, and the target
+        alone's steps wherever the engine times them: `baseline`)."""
         kept = self._clocks.get(drafter)
         if kept is None or kept[0] is not self.pass_costs:
             step = self.pass_costs.draft_step(1) if drafter is self.draft else self._draft_steps[drafter]
@@ -297,8 +298,21 @@ class Engine:
                 pending = [token]
         synchronize(self.device)
         total = time.perf_counter() - t0
+        self._clock_plain_steps(steps[1:])
         return Baseline(new, self.tokenizer.decode(new, skip_special_tokens=True), steps[0], total,
                         len(new) / total if total > 0 else 0.0, steps)
+
+    def _clock_plain_steps(self, steps: list[float]) -> None:
+        """The target alone's steps (after the prompt's) into every drafter's clock as rounds of K = 0, its unit. A
+        run that drafts in every round never times one itself, and its clock then took the unit from the load's short
+        measurement, scaled: so v(1), what a second token adds to a pass, stayed that measurement's, which ranged from
+        1.12 to 1.47 steps between loads on the AMD EPYC (2026-12-06), the difference between drafting one token on a
+        story in every round or in almost none."""
+        if self.pass_costs is None or self.draft is None:
+            return
+        for clock in {self.clock_for(self.draft)} | {kept[1] for kept in self._clocks.values()}:
+            for seconds in steps:
+                clock.add(1, 0, None, seconds)
 
 
 def eos_ids(model, tokenizer) -> set[int]:

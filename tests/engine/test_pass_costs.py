@@ -191,3 +191,17 @@ def test_a_measurement_slowed_by_other_work_is_timed_again_and_never_remembered(
     assert again.source == pass_costs.SHORT and not measured  # measured again, twice: both slowed
     assert again.notes and again.notes[0].startswith("not remembered: the target's pass measured")
     assert json.loads(file.read_text())[key]["target_s"] == slowed  # the slowed one was not written over it
+
+
+def test_the_target_alone_s_steps_time_the_clock_s_unit(engine):
+    """A run that drafts in every round never times a round of K = 0: its clock's unit, and so what it charges a second
+    token of a pass, came from the load's measurement alone. The target alone's steps, where the engine times them,
+    are that unit measured (the first, which encodes the prompt, is not one)."""
+    fix_prices(engine, made_up(engine, per_token=0.5))
+    engine.clock_prices = True
+    clock = engine.clock_for(engine.draft)
+    assert not clock.measured(1, 0)
+    base = engine.baseline(PROMPT, RunSettings(temperature=0, max_new_tokens=12))
+    assert clock.measured(1, 0)
+    assert list(clock.rests[1, 0]) == base.step_times_s[1:][-len(clock.rests[1, 0]):]
+    assert clock.rest(1, 0) < 0.5  # a tiny pair's steps take milliseconds: the made-up profile's 1 s is gone

@@ -112,7 +112,8 @@ def round_prices(rnd: Round, prices: PassCosts) -> tuple[float, list[float]]:
 def _cost(cost: str, choice: DraftChoice, n: int, rnd: Round, prices: PassCosts) -> str:
     """'0.182 (c = 0.135 for the draft step + v(4) − v(3) = 0.047 for the longer verify pass)': the printed cost
     (weighing's) with its parts, to as many figures as it, more where the printed parts would not add up to it; a first
-    draft after plain rounds has a third, its share of the draft's catch-up on the tokens they committed."""
+    draft whose draft lags has a third, its share of the draft's catch-up: on the prompt before the run's first draft
+    (the draft reads it then), on the tokens plain rounds committed after them."""
     c_at, v_at = round_prices(rnd, prices)
     share = rnd.cost.catch_up if n == 1 else 0.0
     longer, figures = v_at[n] - v_at[n - 1], len(cost.replace(".", "").lstrip("0"))
@@ -120,7 +121,8 @@ def _cost(cost: str, choice: DraftChoice, n: int, rnd: Round, prices: PassCosts)
         c, more, lag = (significant(x, digits) for x in (c_at, longer, share))
         if significant(float(c) + float(more) + (float(lag) if share else 0.0), figures) == cost:
             break
-    caught = f" + {lag} for its share of the draft's catch-up on the tokens of plain rounds" if share else ""
+    caught = (f" + {lag} for its share of the draft's catch-up on the tokens it has not read (the prompt, before its "
+              f"first draft of the run; after plain rounds, the tokens they committed)") if share else ""
     return f"{cost} (c = {c} for the draft step + v({n}) − v({n - 1}) = {more} for the longer verify pass{caught})"
 
 

@@ -12,7 +12,8 @@ from specviz.engine.pass_costs import TOKENS
 from specviz.record.cost_profile import CostProfile
 from specviz.record.load import load_trace
 from specviz.view import charts
-from specviz.view.cost_words import paid_times, price_note, round_note, run_account, speculation_off
+from specviz.view.cost_words import (paid_times, price_note, round_note, round_prices, run_account,
+                                     speculation_off)
 from specviz.view.explanation import explanation
 from specviz.view.summary import summary_html
 from specviz.view.style import significant
@@ -227,3 +228,21 @@ def test_a_run_slower_than_the_target_alone_says_so_and_why_in_figures_that_redo
     if priced:
         assert float(rule_step) == round(float(expected) / float(priced), 2)
     assert slower_words(dataclasses.replace(trace, baseline=None)) == ""  # nothing to be slower than
+
+
+def test_a_first_draft_s_catch_up_says_what_the_draft_had_not_read(dear):
+    """Round 2's catch-up is the prompt, which the draft reads at its first draft of a run, not plain rounds' tokens:
+    the note names both, and its parts still add up to the printed cost."""
+    from specviz.view.cost_words import _cost
+
+    r = next(r for r in dear.rounds if r.cost and r.cost.choices)
+    lagging = dataclasses.replace(r, cost=dataclasses.replace(r.cost, catch_up=0.25))
+    c, v = round_prices(lagging, dear.pass_costs)
+    total = c + v[1] - v[0] + 0.25
+    text = _cost(f"{total:.3g}", r.cost.choices[0], 1, lagging, dear.pass_costs)
+    assert "catch-up on the tokens it has not read (the prompt, before its first draft of the run" in text
+    said = re.match(r"([\d.e-]+) \(c = ([\d.e-]+) for the draft step \+ v\(1\) − v\(0\) = ([\d.e-]+) for the longer "
+                    r"verify pass \+ ([\d.e-]+) for its share", text)
+    assert said, text
+    printed, c_s, more, share = (float(x) for x in said.groups())
+    assert share == 0.25 and c_s + more + share == pytest.approx(printed, abs=2e-3)  # a student adds the three

@@ -39,6 +39,11 @@
   document.addEventListener("input", (event) => {
     if (!landed && event.isTrusted && event.target.closest?.("#prompt")) typed = event.target.value;
   }, true);
+  // Text typed before these scripts ran: Gradio runs them once it has drawn the page, and on a busy machine a person
+  // (or a test) can type into the drawn box before that. The box then holds other than the prompt it was served with.
+  const served = window.gradio_config?.components?.find((c) => c.props?.elem_id === "prompt")?.props?.value;
+  const early = document.querySelector("#prompt textarea")?.value;
+  if (typeof served === "string" && typeof early === "string" && early !== served) typed = early;
   function keepTyped() {
     landed = true;
     const box = document.querySelector("#prompt textarea");

@@ -181,9 +181,12 @@ def test_a_prompt_typed_before_a_linked_example_lands_is_kept_and_run(browser, u
     page = Page(browser, url + "?example=paris", viewport=DESK)
     try:
         box = page.page.locator("#prompt textarea")
+        served = "() => window.gradio_config.components.find((c) => c.props?.elem_id === 'prompt')?.props?.value"
+        assert box.input_value() == page.page.evaluate(served)  # the box as served: what untyped text looks like
         box.press("Control+A")  # the box's own prompt selected, then typed over, key by key, as a person does
         box.press_sequentially(typed)
         assert not release.is_set() and EXAMPLES["paris"].title not in page.text("#status")
+        assert page.page.evaluate(served) != typed  # the script's test for text typed before it ran holds here
         release.set()
         page.wait_text("#status", EXAMPLES["paris"].title)
         page.wait_js("(t) => document.querySelector('#prompt textarea').value === t", typed)

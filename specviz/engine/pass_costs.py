@@ -18,7 +18,7 @@ the model cache beside kernels.json): a later start reads it (about 50 s saved o
 timing again. A price measured at another moment is only where a run starts: each round after its first is weighed
 at what the rounds before it paid (batch_prices.py, Engine.clock_for), though the shape of a run's prices (what
 one more token adds to a pass it has not paid yet) still comes from it: so a measurement that other work slowed
-(a longer pass timed cheaper than a shorter one) is timed again and never remembered. Delete the file to measure
+(a longer pass timed cheaper than a shorter one) is never remembered. Delete the file to measure
 again.
 """
 
@@ -68,8 +68,8 @@ def remembered_or_measured(engine, cache: Path) -> CostProfile:
     """The short profile this machine measured of this pair on these kernels at an earlier load, read from `cache`
     (its source says so); else measured now and remembered there. A remembered one that cannot price the pair (another
     device, a time missing or not positive), will not read, or was timed while other work slowed it
-    (CostProfile.slowed) is measured again; a new one so slowed is timed once more, and remembered only once its
-    times rise as its passes grow (else it prices this load alone, evened, and its notes say why)."""
+    (CostProfile.slowed) is measured again; a new one so slowed prices this load alone, evened, and is not remembered
+    (its notes say why): timing it again at once, on a machine that is still busy, doubled a load's wait for little."""
     key = _remembered_key(engine)
     remembered = read_entries(Path(cache) / REMEMBERED_FILE).get(key)
     if remembered is not None:
@@ -81,8 +81,6 @@ def remembered_or_measured(engine, cache: Path) -> CostProfile:
         except (ValueError, TypeError):
             pass
     profile = measure_pass_costs(engine)
-    if profile.slowed():
-        profile = measure_pass_costs(engine)
     slowed = profile.slowed()
     if slowed is None:
         remember(Path(cache) / REMEMBERED_FILE, key, dataclasses.asdict(profile))

@@ -143,6 +143,9 @@ class LeanDecoder:
         values and returns all it has, the new ones last -> the hidden states (B, n, H)."""
         rows, n = ids.shape
         x = self.embed.forward(ids)  # (B, n, H)
+        if self.grouped and mask is not None:  # additive, as transformers' eager mask makes it: 0, or the dtype's least
+            mask = torch.zeros(mask.shape, dtype=self.dtype, device=mask.device).masked_fill_(
+                ~mask, torch.finfo(self.dtype).min).expand(rows, 1, *mask.shape[-2:])
         for i, (norm1, q_proj, k_proj, v_proj, o_proj, norm2, gate, up, down) in enumerate(self.layers):
             h = self._norm(x, norm1)
             q = _rotate(q_proj(h).view(rows, n, self.heads, self.head_dim).transpose(1, 2), cos, sin)
@@ -155,12 +158,11 @@ class LeanDecoder:
 
     def _attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None
                 ) -> torch.Tensor:
-        """q (B, heads, n, head dim) over the keys and values, `mask` boolean (True: may look) or None -> (B, n,
-        heads, head dim), as the model's attention implementation computes it."""
-        if self.grouped:  # its mask additive, as transformers' eager mask makes it: 0, or the dtype's minimum
-            additive = None if mask is None else torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(
-                ~mask, torch.finfo(q.dtype).min).expand(q.shape[0], 1, *mask.shape[-2:])
-            return grouped_attention(None, q, keys, values, additive, scaling=self.head_dim ** -0.5)[0]
+        """q (B, heads, n, head dim) over the keys and values -> (B, n, heads, head dim), as the model's attention
+        implementation computes it; `mask` or None: boolean for SDPA (True: may look), additive for the grouped
+        matmuls (made once a pass, in _layers)."""
+        if self.grouped:
+            return grouped_attention(None, q, keys, values, mask, scaling=self.head_dim ** -0.5)[0]
         return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=self.head_dim ** -0.5,
                                               enable_gqa=self.heads != self.kv_heads).transpose(1, 2)
 

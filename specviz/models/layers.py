@@ -78,11 +78,12 @@ def int8_rows(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class Int8Linear(PackedLayer):
-    """y = x W^T + b with W stored as int8 rows times one scale per row (int8_rows)."""
+    """y = x W^T + b with W stored as int8 rows times one scale per row (int8_rows); `rows`: an Int8Embedding made from
+    this layer's own weights (a tied model's one table), whose rows are shared rather than stored twice."""
 
-    def __init__(self, linear: nn.Linear):
+    def __init__(self, linear: nn.Linear, rows: Int8Embedding | None = None):
         super().__init__()
-        codes, scale = int8_rows(linear.weight)
+        codes, scale = (rows.weight_int8, rows.scale) if rows is not None else int8_rows(linear.weight)
         self.register_buffer("weight_int8", codes)
         self.register_buffer("scale", scale)
         self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().clone())
@@ -212,10 +213,10 @@ class Int4Linear(Int4Groups):
         super().__init__(*rounded(linear.weight), linear.bias, dtype=linear.weight.dtype)
 
 
-class Int4RescoredHead(PackedLayer):
+class Int4RescoredHead(Int8Linear):
     """An output layer read at 4 bits, its largest logits read again at 8: every logit of a row from 4-bit groups
-    (Int4Linear), then the TOP largest of them computed again from int8 rows (int8_rows, as Int8Linear keeps them;
-    `rows`: an Int8Embedding whose table is this layer's, shared rather than stored twice, as a tied model's is).
+    (Int4Linear), then the TOP largest of them computed again from its int8 rows (kept as Int8Linear keeps them, `rows`
+    shared as there).
 
     Why: the packaged draft's output layer (151,936 × 896) is a third of its step at int8, and an int4 kernel reads it
     in a third of the time, but 4-bit rounding of the logits themselves cost the draft 4 % of its greedy agreement with
@@ -226,13 +227,8 @@ class Int4RescoredHead(PackedLayer):
     TOP = 64  # logits of each row computed again at 8 bits: far more than a draft's top token is ever among
 
     def __init__(self, linear: nn.Linear, rows: Int8Embedding | None = None):
-        super().__init__()
+        super().__init__(linear, rows)
         self.coarse = Int4Linear(linear)
-        codes, scale = (rows.weight_int8, rows.scale) if rows is not None else int8_rows(linear.weight)
-        self.register_buffer("weight_int8", codes)
-        self.register_buffer("scale", scale)
-        self.register_buffer("bias", None if linear.bias is None else linear.bias.detach().clone())
-        self.in_features, self.out_features = linear.in_features, linear.out_features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features).to(self.scale.dtype)

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from specviz.models.attention import NAME as GROUPED, grouped_attention
+from specviz.models.layers import Int4Groups
 
 ARCHITECTURES = ("Qwen2ForCausalLM", "LlamaForCausalLM")
 
@@ -94,10 +95,14 @@ class LeanDecoder:
         self.grouped = getattr(config, "_attn_implementation", None) == GROUPED
         # Per layer, the weights and the linear layers' own forward functions (an int8/int4 draft's packed layers
         # too), called directly: nn.Module.__call__'s hook machinery is a good part of the overhead avoided.
-        self.layers = [(layer.input_layernorm.weight, layer.self_attn.q_proj.forward, layer.self_attn.k_proj.forward,
-                        layer.self_attn.v_proj.forward, layer.self_attn.o_proj.forward,
-                        layer.post_attention_layernorm.weight, layer.mlp.gate_proj.forward,
-                        layer.mlp.up_proj.forward, layer.mlp.down_proj.forward) for layer in inner.layers]
+        self.layers, self.joined = [], 0  # joined: the groups of layers made one call (side_by_side)
+        for layer in inner.layers:
+            (qkv, one), (gate_up, other) = (side_by_side([layer.self_attn.q_proj, layer.self_attn.k_proj,
+                                                          layer.self_attn.v_proj]),
+                                            side_by_side([layer.mlp.gate_proj, layer.mlp.up_proj]))
+            self.layers.append((layer.input_layernorm.weight, qkv, layer.self_attn.o_proj.forward,
+                                layer.post_attention_layernorm.weight, gate_up, layer.mlp.down_proj.forward))
+            self.joined += one + other
 
     def new_cache(self) -> LeanCache:
         return LeanCache(self)
@@ -146,14 +151,14 @@ class LeanDecoder:
         if self.grouped and mask is not None:  # additive, as transformers' eager mask makes it: 0, or the dtype's least
             mask = torch.zeros(mask.shape, dtype=self.dtype, device=mask.device).masked_fill_(
                 ~mask, torch.finfo(self.dtype).min).expand(rows, 1, *mask.shape[-2:])
-        for i, (norm1, q_proj, k_proj, v_proj, o_proj, norm2, gate, up, down) in enumerate(self.layers):
-            h = self._norm(x, norm1)
-            q = _rotate(q_proj(h).view(rows, n, self.heads, self.head_dim).transpose(1, 2), cos, sin)
-            k = _rotate(k_proj(h).view(rows, n, self.kv_heads, self.head_dim).transpose(1, 2), cos, sin)
-            keys, values = store(i, k, v_proj(h).view(rows, n, self.kv_heads, self.head_dim).transpose(1, 2))
+        for i, (norm1, qkv, o_proj, norm2, gate_up, down) in enumerate(self.layers):
+            q, k, v = qkv(self._norm(x, norm1))
+            q = _rotate(q.view(rows, n, self.heads, self.head_dim).transpose(1, 2), cos, sin)
+            k = _rotate(k.view(rows, n, self.kv_heads, self.head_dim).transpose(1, 2), cos, sin)
+            keys, values = store(i, k, v.view(rows, n, self.kv_heads, self.head_dim).transpose(1, 2))
             x = x + o_proj(self._attend(q, keys, values, mask).reshape(rows, n, -1))
-            h = self._norm(x, norm2)
-            x = x + down(F.silu(gate(h)) * up(h))
+            gate, up = gate_up(self._norm(x, norm2))
+            x = x + down(F.silu(gate) * up)
         return x
 
     def _attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None
@@ -178,6 +183,19 @@ class LeanDecoder:
         freqs = positions.float()[..., None] * self.inv_freq.float()
         angles = torch.cat((freqs, freqs), dim=-1)
         return angles.cos().to(self.dtype), angles.sin().to(self.dtype)
+
+
+def side_by_side(linears: list) -> tuple["callable", bool]:
+    """(h -> each linear layer's output of h, in order; whether that is one kernel call): one where the layers join
+    into one (layers.Int4Groups.joined: an int4 draft's q/k/v and gate/up, the same bits), else a call each."""
+    joined = Int4Groups.joined(linears)
+    if joined is None:
+        calls = [linear.forward for linear in linears]
+        return (lambda h: [call(h) for call in calls]), False
+    sizes = [linear.out_features for linear in linears]
+    for linear, rows in zip(linears, joined.packed.split(sizes)):  # the parts read theirs from it: held once
+        linear.packed = rows
+    return (lambda h: joined.forward(h).split(sizes, -1)), True
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

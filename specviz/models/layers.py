@@ -24,6 +24,8 @@ import torch
 from torch import nn
 
 GROUP = 32  # inputs per step and minimum: the smallest group torch's kernel takes (and Q4_K's sub-block)
+PACK_ROWS = 64  # torch's CPU packing interleaves rows in blocks of 64: layers whose rows are whole blocks can be
+#               joined by joining their packed tensors (measured: a part of 32 or 96 rows gives other outputs)
 
 
 class PackedLayer(nn.Module):
@@ -182,6 +184,27 @@ class Int4Groups(PackedLayer):
     def fits(in_features: int, out_features: int) -> bool:
         """torch's kernel wants whole groups along the input and outputs in multiples of 16."""
         return in_features % GROUP == 0 and out_features % 16 == 0
+
+    @classmethod
+    def joined(cls, parts: list[nn.Module]) -> "Int4Groups | None":
+        """One layer giving the outputs of `parts` side by side (the same bits: each output is its own row's sum), so a
+        layer's q/k/v or gate/up is one kernel call, not two or three; None where they cannot be joined: not all 4-bit
+        layers of one input and dtype, or a part whose rows are not whole blocks of torch's packing (PACK_ROWS)."""
+        if not all(isinstance(p, Int4Groups) and p.out_features % PACK_ROWS == 0 for p in parts):
+            return None
+        first = parts[0]
+        if any((p.in_features, p.out_dtype, p.scales_and_zeros.dtype, p.bias is None)
+               != (first.in_features, first.out_dtype, first.scales_and_zeros.dtype, first.bias is None)
+               for p in parts):
+            return None
+        joined = cls.__new__(cls)
+        PackedLayer.__init__(joined)
+        joined.register_buffer("packed", torch.cat([p.packed for p in parts]))
+        joined.register_buffer("scales_and_zeros", torch.cat([p.scales_and_zeros for p in parts], 1))
+        joined.register_buffer("bias", None if first.bias is None else torch.cat([p.bias for p in parts]))
+        joined.in_features, joined.out_features = first.in_features, sum(p.out_features for p in parts)
+        joined.out_dtype = first.out_dtype
+        return joined
 
     @property
     def packed_bytes(self) -> int:

@@ -103,9 +103,9 @@ def quantize_weights(model: nn.Module, weights: str = INT8) -> nn.Module:
     int4 treats two kinds of layer otherwise: the LM head, whose rounding moves the logits themselves, is read at 4
     bits and its 64 largest logits a row again at 8 (layers.Int4RescoredHead: on an AMD EPYC an int8 head was a third
     of the packaged draft's step, and 4 bits alone cost 4 % of its greedy agreement; docs/engine.md, "The draft's
-    output layer"), from the embedding's int8 rows where the two share a table; and any layer int4's kernel cannot
-    take (Int4Linear.fits) is int8. The embedding is int8 on both: a step reads one row of it, so it costs memory,
-    not time. Its attention becomes models/attention.py's grouped matmuls: on an AMD EPYC one bfloat16 query over 120
+    output layer"); and any layer int4's kernel cannot take (Int4Linear.fits) is int8. The embedding is int8 on
+    both: a step reads one row of it, so it costs memory, not time; a head that shares the embedding's table reads
+    the embedding's int8 rows on both, rather than a copy (the packaged draft's: 0.14 GB). Its attention becomes models/attention.py's grouped matmuls: on an AMD EPYC one bfloat16 query over 120
     cached positions took 102 µs a layer in SDPA and 55 in them (400 positions: 314 and 61)."""
     if weights not in PACKED:
         raise ValueError(f"quantize to {' or '.join(PACKED)}, not {weights!r}")
@@ -129,5 +129,5 @@ def _packed_layer(linear: nn.Linear, weights: str, is_head: bool, shared: Int8Em
     """A linear layer as a draft with `weights` runs it (quantize_weights says why the head and odd shapes differ);
     `shared`: the embedding's int8 rows where the head's table is the embedding's."""
     if weights != INT4 or not Int4Linear.fits(linear):
-        return Int8Linear(linear)
+        return Int8Linear(linear, shared if is_head else None)
     return Int4RescoredHead(linear, shared) if is_head else Int4Linear(linear)

@@ -34,14 +34,23 @@ def feeds():
         yield [(step * 7) % 90 + 2], 1 if step % 5 == 4 else 0
 
 
+# heads of 64: q, k and v of 128, 64 and 64 rows, whole blocks of torch's int4 packing, so an int4 draft's lean pass
+# joins them into one call (lean.side_by_side) as it joins gate and up in either shape
+JOINED_QKV = dict(hidden_size=128, num_attention_heads=2, num_key_value_heads=1)
+
+
 @pytest.mark.parametrize("kind", ["qwen2", "llama"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("weights", ["full", "int4"])
+@pytest.mark.parametrize("weights", ["full", "int4", "int4, q/k/v joined"])
 def test_the_lean_pass_gives_transformers_logits_bit_for_bit(kind, dtype, weights):
-    m = model(kind, dtype)
+    m = model(kind, dtype, **(JOINED_QKV if "joined" in weights else {}))
+    joined = "joined" in weights
+    weights = weights.split(",")[0]
     if weights != "full":
         m = quantize_weights(m, weights)
     decoder = LeanDecoder(m)
+    # gate/up joined in every int4 layer, q/k/v too where their rows are whole blocks of the packing
+    assert decoder.joined == (0 if weights == "full" else SHAPE["num_hidden_layers"] * (2 if joined else 1))
     theirs, ours = DynamicCache(), decoder.new_cache()
     with torch.inference_mode():
         for tokens, crop in feeds():

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from specviz.engine import Engine, RunSettings
-from specviz.models.layers import Int4Linear, Int4RescoredHead, Int8Embedding, Int8Linear
+from specviz.models.layers import Int4Groups, Int4Linear, Int4RescoredHead, Int8Embedding, Int8Linear
 from specviz.models.quant import INT4, INT8, pick_weights, quantize_weights
 
 from harness.tiny_models import tiny_model
@@ -62,12 +62,17 @@ def test_rescored_head_reads_its_largest_logits_at_8_bits_and_the_rest_at_4(bias
     assert head(x[0, :1]).argmax(-1).item() == fine[0, :1].argmax(-1).item()
 
 
-def test_an_int4_drafts_head_shares_the_embeddings_int8_rows_where_their_table_is_one():
+@pytest.mark.parametrize("weights", [INT4, INT8])
+def test_a_drafts_head_shares_the_embeddings_int8_rows_where_their_table_is_one(weights):
     tied = tiny_model(seed=3, vocab=96)
     tied.lm_head.weight = tied.get_input_embeddings().weight  # one table, as Qwen2.5's small models keep it
-    tied = quantize_weights(tied, INT4)
+    x = torch.randn(1, tied.config.hidden_size)
+    own = Int8Linear(tied.lm_head)(x) if weights == INT8 else None  # the head with rows of its own, to compare
+    tied = quantize_weights(tied, weights)
     assert tied.lm_head.weight_int8.data_ptr() == tied.get_input_embeddings().weight_int8.data_ptr()
-    untied = quantize_weights(tiny_model(seed=3, vocab=96), INT4)  # two tables: the head keeps rows of its own
+    if own is not None:  # the same rows: the same logits
+        assert torch.equal(tied.lm_head(x), own)
+    untied = quantize_weights(tiny_model(seed=3, vocab=96), weights)  # two tables: the head keeps rows of its own
     assert untied.lm_head.weight_int8.data_ptr() != untied.get_input_embeddings().weight_int8.data_ptr()
     small = Int4RescoredHead(nn.Linear(32, 16).to(torch.bfloat16))  # fewer outputs than TOP: every one read again
     assert small(torch.randn(1, 32, dtype=torch.bfloat16)).shape == (1, 16)
@@ -89,6 +94,27 @@ def test_int8_embedding_gives_each_row_within_half_a_step_in_half_the_bytes(dtyp
     table = embedding.weight.numel() * embedding.weight.element_size()
     kept = sum(b.numel() * b.element_size() for b in packed.buffers())
     assert kept == table // embedding.weight.element_size() + 300 * embedding.weight.element_size()  # a byte a value
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_int4_layers_joined_give_their_parts_outputs_to_the_bit(bias):
+    torch.manual_seed(0)
+    parts = [Int4Linear(nn.Linear(96, rows, bias=bias).to(torch.bfloat16)) for rows in (128, 64, 64)]
+    joined = Int4Groups.joined(parts)
+    assert joined.out_features == 256 and joined.in_features == 96
+    for rows in (1, 2, 5, 41):  # a draft step, after a clean sweep, a verify-sized pass, a prompt
+        x = torch.randn(rows, 96, dtype=torch.bfloat16)
+        assert torch.equal(joined(x), torch.cat([part(x) for part in parts], -1))
+
+
+def test_int4_layers_join_only_whole_blocks_of_the_packing_of_one_input():
+    torch.manual_seed(0)
+    layer = lambda inputs, rows: Int4Linear(nn.Linear(inputs, rows).to(torch.bfloat16))
+    # 96 + 32 rows is 128, but torch's packing interleaves rows in blocks of 64: a 32-row part would come out wrong
+    assert Int4Groups.joined([layer(64, 96), layer(64, 32)]) is None
+    assert Int4Groups.joined([layer(64, 64), layer(96, 64)]) is None  # another input
+    assert Int4Groups.joined([layer(64, 64), Int8Linear(nn.Linear(64, 64))]) is None  # not a 4-bit layer
+    assert Int4Groups.joined([layer(64, 64), layer(64, 128)]) is not None
 
 
 def test_int4_takes_only_the_shapes_its_kernel_can():

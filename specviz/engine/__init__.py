@@ -10,6 +10,7 @@ the short measurement of a pair's passes that the cost-aware stop rule prices dr
 - tree_pass.py: a draft tree through the models: drafted depth by depth, every node scored in one target pass
 - tree_run.py: the tree drafter's run: draft a tree, score it, verify, keep the accepted path, commit
 - lean.py: the draft's forward pass without transformers' per-call machinery: the same logits, a cheaper step
+- opening.py: the chat template's opening, the same for every prompt: each model's cache of it, made once, copied
 - self_speculation.py: self-speculation's draft: the target's first N layers, its final norm and LM head
 - medusa.py: MedusaHeads: residual blocks over the target's last hidden state, sharing its LM head
 - heads_draft.py: drafting with Medusa heads from the hidden state the last verify pass left

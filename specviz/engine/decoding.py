@@ -75,7 +75,9 @@ class RunContext:
     prompt_ids: list[int]  # the prompt, tokenised once (Engine.encode)
     target: Any  # the target model
     drafter: Any | None  # the model that drafts: the draft model, the target's first N layers, or None (copies text)
-    new_draft_cache: Callable[[], DynamicCache | LeanCache]  # an empty cache for the drafter (Engine.new_draft_cache)
+    new_target_cache: Callable[[], DynamicCache]  # a run's target cache: empty, or holding the template's opening
+    new_draft_cache: Callable[[], DynamicCache | LeanCache]  # the drafter's (Engine.new_draft_cache's kind), the same
+    opening: int  # prompt tokens the new caches hold already: the chat template's opening (opening.py), or 0
     vocab: int  # the ids both models score (their embedding tables may be padded to different sizes)
     eos_ids: set[int]
     text: Callable[[int], str]  # one token's text (the engine keeps each it has decoded)
@@ -99,7 +101,7 @@ class DecodingRun:
         self.ids = list(self.prompt_ids)
         self.rounds: list[Round] = []
         self.gen = torch.Generator().manual_seed(settings.seed)
-        self.draft_cache, self.target_cache = self._new_draft_cache(), DynamicCache()
+        self.draft_cache, self.target_cache = self._new_draft_cache(), ctx.new_target_cache()
         self.elapsed = 0.0  # wall time of the rounds, excluding time the consumer spends between rounds
         self.stop: str | None = None
         # Drafting heads (engine/heads_draft.py) read the target's own state: the verify pass keeps its hidden
@@ -185,4 +187,4 @@ class DecodingRun:
             output_token_ids=new, output_text=ctx.tokenizer.decode(new, skip_special_tokens=True),
             summary=summarize(self.rounds, self.elapsed), eos_token_ids=sorted(ctx.eos_ids),
             draft_memory=ctx.draft_memory, pass_costs=self.prices, rule_note=self.rule_note,
-            kernels="" if ctx.kernels == ctx.dtype else ctx.kernels)
+            kernels="" if ctx.kernels == ctx.dtype else ctx.kernels, opening=ctx.opening)

@@ -9,10 +9,12 @@ times the target alone (`baseline`).
 
 Invariant between rounds: `ids` holds prompt + committed tokens; each model's KV cache holds every token of
 `ids` but the last, at most. A model's next forward pass feeds exactly the tokens its cache lacks, so no round
-re-encodes the prefix, and rollback is one crop to the accepted length. The caches start empty: round 1 is the
-target's own prefill (no drafts; its one token is sampled from the target's prompt logits, exactly as target-only
-decoding's first step), so the first token comes as fast as the target alone gives it, and the draft encodes the
-prompt in round 2's first draft step. Each model encodes the prompt once, with no pass of its own for it.
+re-encodes the prefix, and rollback is one crop to the accepted length. The caches start empty, or holding the chat
+template's opening that every chat prompt begins with, read once per model (opening.py; the target alone starts
+from it too): round 1 is the target's own prefill of the rest (no drafts; its one token is sampled from the
+target's prompt logits, exactly as target-only decoding's first step), so the first token comes as fast as the
+target alone gives it, and the draft encodes the prompt in round 2's first draft step. Each model encodes the
+prompt once, with no pass of its own for it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from specviz.models.packaged import cache_root
 from specviz.engine.decoding import DecodingRun, RunContext, forward
 from specviz.models.timer import synchronize
 from specviz.engine.lean import LeanCache, LeanDecoder
+from specviz.engine.opening import Openings, opening_of
 from specviz.models.memory import draft_memory
 from specviz.engine.request import RunSettings
 from specviz.settings.bounds import COST_RULE, check_prompt_given
@@ -63,6 +66,7 @@ class Engine:
         self.max_positions = min(getattr(m.config, "max_position_embeddings", 1 << 30) for m in (draft, target))
         self.eos_ids = eos_ids(target, tokenizer)
         self._text: dict[int, str] = {}
+        self.openings = Openings(opening_of(tokenizer))  # the chat template's opening, each model's read once
         self._early: dict[int, object] = {}  # self-speculation's drafts, one per N (they share the target's weights)
         self.lean_draft = lean_draft  # draft with lean.py's pass where the draft's architecture allows (same logits)
         self._lean: dict[object, LeanDecoder | None] = {}
@@ -261,12 +265,30 @@ class Engine:
         """All a run of `settings` reads of this engine (decoding.RunContext)."""
         ids = self.encode(prompt, settings) if prompt_ids is None else list(prompt_ids)
         drafter, drafter_name = self.draft_for(settings)
+        opening = self._opening(settings, ids)
         return RunContext(prompt_ids=ids, target=self.target, drafter=drafter,
-                          new_draft_cache=partial(self.new_draft_cache, drafter), vocab=self.vocab,
+                          new_target_cache=partial(self._target_cache, opening, ids),
+                          new_draft_cache=partial(self._draft_cache, drafter, opening, ids),
+                          opening=self.openings.held(ids) if opening else 0, vocab=self.vocab,
                           eos_ids=self.eos_ids, text=self.text, tokenizer=self.tokenizer, device=self.device,
                           dtype=self.dtype, kernels=self.kernels, target_name=self.target_name,
                           drafter_name=drafter_name,
                           draft_memory=self.memory_of(drafter))
+
+    def _opening(self, settings: RunSettings, ids: list[int]) -> bool:
+        """Whether a run of `settings` on these prompt ids starts from the caches of the chat template's opening
+        (opening.py): where they begin with it, and the drafter needs no target states of the prompt's positions
+        (Medusa heads and the EAGLE layer read them, so their runs and their target alone read the whole prompt)."""
+        return settings.drafter_spec.source != TARGET_STATE and self.openings.held(ids) > 0
+
+    def _target_cache(self, opening: bool, ids: list[int]) -> DynamicCache:
+        """A run's target cache: holding the template's opening where `opening`, else empty."""
+        return self.openings.fresh(self.target, DynamicCache, ids) if opening else DynamicCache()
+
+    def _draft_cache(self, drafter, opening: bool, ids: list[int]):
+        """A run's draft cache (new_draft_cache's kind), holding the template's opening where `opening`."""
+        new = partial(self.new_draft_cache, drafter)
+        return self.openings.fresh(drafter, new, ids) if opening else new()
 
     def run(self, prompt: str, settings: RunSettings, details: bool = True, baseline: bool = False,
             load: int = 1) -> Trace:
@@ -282,10 +304,11 @@ class Engine:
         """Target-only autoregressive decoding: same warping, same seed, timed the same way."""
         ids = self.encode(prompt, settings)
         gen = torch.Generator().manual_seed(settings.seed)
-        cache, new, steps = DynamicCache(), [], []
-        t0 = last = time.perf_counter()
+        new, steps = [], []
+        cache = self._target_cache(self._opening(settings, ids), ids)  # from the opening as the run's target is
+        t0 = last = time.perf_counter()  # from here, as a run's rounds are timed (its caches made before)
         with torch.inference_mode():
-            pending = ids  # the first step encodes the whole prompt, as round 1 does in a speculative run
+            pending = ids[cache.get_seq_length():]  # the first step encodes the prompt, as round 1 does in a run
             while len(new) < settings.max_new_tokens:
                 logits = forward(self.target, pending, cache, 1)[:, :self.vocab]
                 token = int(sample(warp(logits, settings.sampling), gen)[0])  # a CPU value: the step has ended

@@ -46,6 +46,13 @@ class LeanCache:
         """As DynamicCache.crop: a negative n drops the last −n positions, a non-negative n keeps the first n."""
         self.length = max(0, self.length + n if n < 0 else min(n, self.length))
 
+    def copy(self) -> "LeanCache":
+        """A cache of its own holding the same positions (engine/opening.py copies the template's opening so)."""
+        twin = LeanCache.__new__(LeanCache)
+        twin.decoder, twin.length = self.decoder, self.length
+        twin.keys, twin.values = self.keys.clone(), self.values.clone()
+        return twin
+
     def make_room(self, needed: int) -> None:
         """Double the capacity until `needed` positions fit (amortised: a run copies its cache a few times)."""
         capacity = self.keys.shape[3]

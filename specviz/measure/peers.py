@@ -9,9 +9,11 @@ specviz's process, an idle server slowed specviz's turns), so that `bench --peer
 What it runs: `xllamacpp.Server(CommonParams)` loads the target (and, speculative, the draft: llama.cpp's
 draft-simple at most N_MAX drafts a round) with `n_parallel` slots, users served at once; `handle_completions` takes
 one request (OpenAI's completions form, the prompt as specviz's own token ids) and releases the GIL while it runs, so
-the users of serve-bench are threads whose requests the server batches. Every request is greedy (temperature 0),
-makes exactly its tokens (ignore_eos) and prefills its whole prompt (cache_prompt off). The server also listens for
-HTTP, which cannot be turned off: on 127.0.0.1 only, at a port the system picks (port 0), never reachable from
+the users of serve-bench are threads whose requests the server batches. Every request is greedy (temperature 0) and
+makes exactly its tokens (ignore_eos). The bench's start, as specviz's runs do, from the chat template's opening
+already in the slot's cache (engine/opening.py; an untimed request of the opening alone first, then cache_prompt on)
+and prefill the rest; serve-bench's prefill their whole prompt (cache_prompt off), as specviz's batch does. The
+server also listens for HTTP, which cannot be turned off: on 127.0.0.1 only, at a port the system picks (port 0), never reachable from
 another machine. Its settings are otherwise llama.cpp's defaults, as its users run it. The wheel's CPU build is AVX2
 only: a build for the machine's own CPU may be faster.
 """
@@ -117,13 +119,19 @@ class LlamaServer:
     def serve_users(self, chosen: list, requests: int, max_new: int, seconds: float):
         return serve_users(self, chosen, requests, max_new, seconds)
 
-    def complete(self, ids, max_new: int) -> Completion:
-        """One greedy request of exactly max_new tokens, streamed so that its first token's time is known."""
+    def complete(self, ids, max_new: int, opening: int = 0) -> Completion:
+        """One greedy request of exactly max_new tokens, streamed so that its first token's time is known. `opening`:
+        the prompt's first tokens that the slot holds before the request is timed, as specviz's runs start from the
+        chat template's opening (engine/opening.py): an untimed request of those alone first, then this one with
+        cache_prompt on, so that llama.cpp keeps the prefix the two share (its prompt_n says what it prefilled)."""
         check_fits(len(ids), max_new, self.context)
+        if opening:
+            self.server.handle_completions({"prompt": list(ids[:opening]), "n_predict": 1, "temperature": 0.0,
+                                            "ignore_eos": True, "cache_prompt": True}, lambda chunk: None)
         chunks: list[tuple[float, dict]] = []
         asked = time.perf_counter()
         self.server.handle_completions({"prompt": list(ids), "n_predict": max_new, "temperature": 0.0,
-                                        "ignore_eos": True, "cache_prompt": False, "stream": True},
+                                        "ignore_eos": True, "cache_prompt": bool(opening), "stream": True},
                                        lambda chunk: chunks.append((time.perf_counter(), chunk)))
         return completion_of(chunks, asked)
 
@@ -137,9 +145,9 @@ class RemoteServer:
         self.child = InChild(LlamaServer, files, speculative, slots, context, threads, name="llama.cpp peer")
         self.listening_address = self.child.call("address")
 
-    def complete(self, ids, max_new: int) -> Completion:
+    def complete(self, ids, max_new: int, opening: int = 0) -> Completion:
         check_fits(len(ids), max_new, self.context)  # refused here, before the child is asked
-        return self.child.call("complete", [int(i) for i in ids], max_new)
+        return self.child.call("complete", [int(i) for i in ids], max_new, opening)
 
     def serve_users(self, chosen: list, requests: int, max_new: int, seconds: float):
         """serve_users run in the child, against its server."""
@@ -211,8 +219,10 @@ class BenchPeer:
         from specviz.engine import RunSettings
 
         def run(server):
-            return lambda prompt, seed: server.complete(engine.encode(prompt, RunSettings(max_new_tokens=max_new)),
-                                                        max_new)
+            def complete(prompt, seed):
+                ids = engine.encode(prompt, RunSettings(max_new_tokens=max_new))
+                return server.complete(ids, max_new, engine.openings.held(ids))  # as specviz's runs start
+            return complete
         return {name: run(server) for name, server in self.servers.items()}
 
 

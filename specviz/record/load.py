@@ -60,6 +60,10 @@ def check_trace(trace: Trace) -> None:
     for i, rnd in enumerate(trace.rounds):
         _check_round(rnd, i)
     token_texts(trace)  # raises on an id with two texts or out of range
+    if not 0 <= trace.opening < max(1, len(trace.prompt_token_ids)):
+        raise ValueError(f"malformed trace: opening is {trace.opening}, but a run's caches can hold from the start "
+                         f"only part of its {len(trace.prompt_token_ids)}-token prompt (0 to "
+                         f"{max(0, len(trace.prompt_token_ids) - 1)})")
     committed = [t for r in trace.rounds for t in r.committed_ids]
     if trace.output_token_ids != committed:
         raise ValueError("malformed trace: output_token_ids differ from the tokens the rounds committed")

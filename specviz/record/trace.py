@@ -16,7 +16,7 @@ from specviz.record.strict_json import build
 from specviz.settings.defaults import as_recorded
 
 FORMAT = "specviz-trace"
-FORMAT_VERSION = 10  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
+FORMAT_VERSION = 11  # 2 added Round.cache and Baseline.step_times_s; 3: round 1 is the target's prefill alone
 #                    (no drafts), and the draft reads the prompt in round 2 (before, round 1 drafted too);
 #                    4 added Round.drafter and Round.tree (the tree drafter's rounds), settings.tree_widths;
 #                    5 added DraftPosition.confidence (adaptive K's factors) and Trace.draft_memory;
@@ -25,9 +25,10 @@ FORMAT_VERSION = 10  # 2 added Round.cache and Baseline.step_times_s; 3: round 1
 #                    8 added Trace.kernels (the CPU path the linear layers ran on), and TreeRecord.budget and
 #                    .factors with settings.tree_budget and tree_depth (a tree shaped per round);
 #                    9 added TimedRun.pass_s and later_pass_s (each turn's target-pass seconds: its own ceiling);
-#                    10 added Repeats.load_before and load_after (the machine's load average around the turns)
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)  # a version-1 file opens; what it did not record shows as
-#                                                     "not recorded"
+#                    10 added Repeats.load_before and load_after (the machine's load average around the turns);
+#                    11 added Trace.opening (the chat template's opening, held by the caches from the start)
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)  # a version-1 file opens; what it did not record shows as
+#                                                         "not recorded"
 MAX_TRACE_BYTES = 20 * 1024 * 1024  # an upload larger than this is refused before parsing
 MAX_TOKEN_ID = 2**31 - 1  # above any real vocabulary; a larger id cannot come from a tokenizer
 MAX_ROUNDS = 10_000  # far above the page's runs (512 tokens at most); a step through that many is slow already
@@ -293,6 +294,8 @@ class Trace:
     pass_costs: PassCosts | None = None  # what the cost-aware rule priced with; None: it did not run
     rule_note: str | None = None  # why a run set to the cost-aware rule ran the threshold rule instead
     kernels: str = ""  # the path its linear layers ran on (models/kernels.py: float16-fbgemm, …); "": the dtype's own
+    opening: int = 0  # prompt tokens the run's caches held from the start: the chat template's opening, read once per
+    #                   model and copied into each run (engine/opening.py); 0: the run read the whole prompt
     format: str = FORMAT
     format_version: int = FORMAT_VERSION
 

@@ -87,6 +87,10 @@ def cache_sentence(trace: Trace, index: int) -> str:
         read = "the prompt and round 1's token" if rnd.index else "the prompt"
         parts.append(f"The draft's cache was empty, so its first step read {read} ({d[1] - d[0] - rnd.k + 1} "
                      f"positions).")
+    elif trace.opening and d[0] == trace.opening and not any(r.k for r in trace.rounds[:index]):
+        parts.append(f"The draft's cache held only the chat template's opening ({d[0]} positions, copied in when "
+                     f"the run began), so its first step read the rest of the prompt and round 1's token "
+                     f"({d[1] - d[0] - rnd.k + 1} positions).")
     parts.append(f"The draft wrote {d[1] - d[0]} and kept {d[3]}: it never ran on its own last draft"
                  + (", so after this bonus it is one behind: the next round feeds it two tokens, the last draft "
                     "and the bonus." if rnd.next_kind == "bonus" and rnd.next_kept else "."))
@@ -94,8 +98,12 @@ def cache_sentence(trace: Trace, index: int) -> str:
 
 
 def _caught_up(target: list[int], rnd: Round) -> str:
-    """The tokens the target's cache lacked before the drafts: 1 usually, the whole prompt in round 1."""
+    """The tokens the target's cache lacked before the drafts: 1 usually, the whole prompt in round 1 (or all of it
+    after the chat template's opening, which the cache held from the start)."""
     missing = target[2] - target[0] - rnd.k
     if rnd.index == 0:
+        if target[0]:
+            return (f"the prompt's {missing} tokens after the chat template's opening, whose {target[0]} it held "
+                    f"from the start")
         return f"the {missing}-token prompt"
     return f"{missing} committed token{'s' * (missing != 1)} it lacked"

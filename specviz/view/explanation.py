@@ -52,14 +52,23 @@ def _first_round_note(trace: Trace, index: int) -> str:
                   else "both models read all of it, the draft in its first step and the target in its pass")
         return (f"Round 1 also encoded the prompt ({n} tokens): {models}, so it took longer than the rounds after "
                 f"it (the summary's time to first token).")
+    o = trace.opening
     if index == 0:
-        return (f"That pass read the whole prompt ({n} tokens) and took the first token from p at its end, exactly "
-                f"as the target alone starts, so the first token waited for no draft (the summary's time to first "
-                f"token)." + ("" if lookup else " The draft reads the prompt in round 2."))
+        read = (f"the prompt's last {n - o} tokens (its first {o}, the chat template's opening that every prompt "
+                f"begins with, each model read once before any run: a run's caches start from a copy of them)"
+                if o else f"the whole prompt ({n} tokens)")
+        return (f"That pass read {read} and took the first token from p at its end, exactly as the target alone "
+                f"starts, so the first token waited for no draft (the summary's time to first token)."
+                + ("" if lookup else " The draft reads the prompt in round 2."))
     if lookup or not trace.rounds[index].k:
         return ""
-    return (f"The draft's first step this round also read the prompt ({n} tokens) and round 1's token, so its "
-            f"drafting took longer than in the rounds after it.")
+    cache = trace.rounds[index].cache
+    if o and cache is not None and cache.draft[0] == o:
+        read = f"the prompt's {n - o} tokens after the template's opening, which its cache held from the start,"
+    else:
+        read = f"the prompt ({n} tokens)"
+    return (f"The draft's first step this round also read {read} and round 1's token, so its drafting took longer "
+            f"than in the rounds after it.")
 
 
 def why_nothing_drafted(trace: Trace, index: int) -> str:

@@ -41,6 +41,23 @@ def test_the_target_alone_and_two_users_at_once(files, prompts):
     assert all(c.tokens == TOKENS and c.text.strip() for _, c in done)
 
 
+def test_a_request_from_the_opening_prefills_only_the_rest_and_says_the_same(files, prompts):
+    """As the bench runs llama.cpp beside specviz: the chat template's opening already in the slot (engine/opening.py),
+    the rest of the prompt prefilled, the same greedy text."""
+    from transformers import AutoTokenizer
+
+    from specviz.engine.opening import opening_of
+
+    tok = AutoTokenizer.from_pretrained(files.target.parent, gguf_file=files.target.name)
+    opening = opening_of(tok)
+    ids = prompts[1][2]
+    assert opening and ids[:len(opening)] == opening
+    server = peers.LlamaServer(files, False, 1, peers.slot_context(TOKENS), torch.get_num_threads())
+    whole, started = server.complete(ids, TOKENS), server.complete(ids, TOKENS, len(opening))
+    assert whole.prompt_tokens == len(ids) and started.prompt_tokens == len(ids) - len(opening)
+    assert started.text == whole.text and started.tokens == TOKENS
+
+
 def test_speculative_with_the_packaged_draft(files, prompts):
     server = peers.LlamaServer(files, True, 1, peers.slot_context(TOKENS), torch.get_num_threads())
     c = server.complete(prompts[0][2], TOKENS)

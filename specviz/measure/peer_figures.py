@@ -25,7 +25,7 @@ class Completion:
 
     text: str
     tokens: int  # new tokens (predicted_n)
-    prompt_tokens: int  # tokens it prefilled (prompt_n; cache_prompt off: the whole prompt)
+    prompt_tokens: int  # tokens it prefilled (prompt_n: the prompt less what its slot held, the opening in the bench)
     wall_s: float
     first_s: float
     prompt_ms: float  # its prefill

@@ -64,6 +64,17 @@ def test_a_run_reads_only_the_prompt_after_the_opening_and_outputs_as_the_target
     assert load_trace(trace.to_json()).opening == n  # recorded, and read back
 
 
+@pytest.mark.parametrize("drafter, shape", [("lookup", {}), ("layers", {"draft_layers": 1}),
+                                            ("tree", {"tree_widths": (2, 1)})])
+def test_other_drafters_from_the_opening_give_the_target_alones_greedy_tokens(chat_engine, drafter, shape):
+    """Prompt lookup (no draft model), self-speculation (the target's first layer, a drafter model of its own) and a
+    draft tree (its draft cache transformers', the target's from the opening)."""
+    settings = RunSettings(drafter=drafter, k=3, temperature=0, max_new_tokens=10, **shape)
+    trace = chat_engine.run(PROMPT, settings, baseline=True)
+    assert trace.opening == len(chat_engine.openings.ids) and trace.rounds[0].cache.target[0] == trace.opening
+    assert trace.output_token_ids == trace.baseline.output_token_ids
+
+
 def test_the_opening_is_held_once_per_model_and_never_a_prompt(chat_engine):
     settings = RunSettings(k=3, temperature=0, max_new_tokens=6)
     for prompt in (PROMPT, "secret: 1234", "x = 1"):

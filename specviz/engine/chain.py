@@ -18,6 +18,7 @@ from specviz.algorithm.sampling import verify, warp
 from specviz.algorithm.cost_rule import CostRule
 from specviz.engine.batch_prices import BatchPrices
 from specviz.engine.decoding import TOP_N, DecodingRun, RunContext, forward, rollback
+from specviz.models.layers import largest
 from specviz.models.timer import synchronize
 from specviz.drafters.trained import EAGLE
 from specviz.engine.eagle_draft import eagle_chain
@@ -228,7 +229,7 @@ class ChainRun(DecodingRun):
     def _tops(self, p: torch.Tensor, q: torch.Tensor) -> list[list[int]]:
         """Per draft position, the ids of the top tokens of p and of q (p's first), from one topk over the rows."""
         n = min(TOP_N, self.ctx.vocab)
-        top = torch.topk(torch.cat([p, q]), n).indices.tolist()  # (2K, n): p's rows, then q's
+        top = largest(torch.cat([p, q]), n, ordered=True).tolist()  # (2K, n): p's rows, then q's
         return [top[i] + top[len(q) + i] for i in range(len(q))]
 
     def _candidates(self, ids: list[int], p_row: torch.Tensor, q_row: torch.Tensor) -> list[TokenProb]:

@@ -16,6 +16,7 @@ from transformers import DynamicCache
 
 from specviz.drafters import TARGET_STATE
 from specviz.engine.lean import LeanCache
+from specviz.models.layers import largest
 from specviz.record.stats import summarize
 from specviz.record.trace import DraftMemory, Round, TokenProb, Trace
 
@@ -166,15 +167,15 @@ class DecodingRun:
 
     def _residual_top(self, p_row, q_row, residual, chosen: int) -> list[TokenProb]:
         """The top tokens of the residual at a rejection (those with mass, and the chosen one), with p and q."""
-        top = torch.topk(residual, min(TOP_N, self.ctx.vocab)).indices
+        top = largest(residual, min(TOP_N, self.ctx.vocab), ordered=True)
         rows = torch.stack([p_row[top], q_row[top], residual[top]]).tolist()
         return [TokenProb(t, self.ctx.text(t), pt, qt, rt) for t, pt, qt, rt in zip(top.tolist(), *rows)
                 if rt > 0 or t == chosen]
 
     def _bonus_top(self, p_row: torch.Tensor) -> list[TokenProb]:
         """The top tokens of p where the bonus is sampled (after a clean sweep, or the prefill's first token)."""
-        top = torch.topk(p_row, min(TOP_N, self.ctx.vocab))
-        return [TokenProb(t, self.ctx.text(t), pt) for t, pt in zip(top.indices.tolist(), top.values.tolist())]
+        top = largest(p_row, min(TOP_N, self.ctx.vocab), ordered=True)
+        return [TokenProb(t, self.ctx.text(t), pt) for t, pt in zip(top.tolist(), p_row[top].tolist())]
 
     def trace(self) -> Trace:
         ctx = self.ctx

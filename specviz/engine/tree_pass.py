@@ -30,6 +30,7 @@ from specviz.algorithm.tree import TreeShape, sample_distinct
 from specviz.models.attention import NAME as GROUPED
 from specviz.models.kernels import activations
 from specviz.engine.decoding import forward_states
+from specviz.models.layers import largest
 
 TREE_ATTENTION = ("eager", "sdpa", GROUPED)  # attention implementations that take a custom 4D additive mask
 
@@ -157,7 +158,7 @@ def children(logits: torch.Tensor, q: torch.Tensor, w: int, sampling: SamplingSe
     top-w distinct tokens of the row's logits (q is the one-hot of the argmax); sampled: w i.i.d. draws from q, or
     w distinct ones (`distinct`)."""
     if sampling.greedy:
-        kids = torch.topk(logits, w, dim=-1).indices  # distinct, best first
+        kids = largest(logits, w, ordered=True)  # distinct, best first
     elif distinct:
         kids = sample_distinct(q, w, generator)  # w distinct draws per node
     else:

@@ -256,11 +256,35 @@ class Int4RescoredHead(Int8Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features).to(self.scale.dtype)
         logits = self.coarse(flat)
-        top = logits.topk(min(self.TOP, self.out_features), dim=-1).indices  # (rows, TOP)
+        top = largest(logits, min(self.TOP, self.out_features))  # (rows, TOP)
         fine = torch.bmm(self.weight_int8[top].to(flat.dtype), flat.unsqueeze(-1)).squeeze(-1) * self.scale[top]
         if self.bias is not None:
             fine = fine + self.bias[top]
         return logits.scatter(-1, top, fine.to(logits.dtype)).reshape(*x.shape[:-1], self.out_features)
+
+
+CHUNK = 128  # logits a chunk in `largest`: the vocabulary's 151,936 in 1,187 chunks, the candidates 64 · 128 = 8,192
+
+
+def largest(values: torch.Tensor, k: int, ordered: bool = False) -> torch.Tensor:
+    """The ids of the k largest values of each row ((rows, V) -> (rows, k); (V,) -> (k,)), in no order, or largest
+    first where `ordered`: the k chunks of CHUNK values with the largest maxima hold them all (a chunk outside them has
+    its largest value below k others), so the k are chosen among those chunks' k · CHUNK values. Where values tie at
+    the k-th it may keep other ids of that value than torch.topk would: any k largest.
+
+    Why: torch's topk over a real row of the vocabulary took 1.1–1.6 ms on the AMD EPYC (0.25 ms over random values:
+    its selection slows on the many ties of real rows), this 0.11 ms; a draft step makes one (the rescored head) and
+    a recorded round two more (the cards' candidates), 2.7 % of a run on a story (2026-12-06)."""
+    if values.dim() == 1:
+        return largest(values[None], k, ordered)[0]
+    rows, n = values.shape
+    if k * CHUNK >= n:
+        return values.topk(k, dim=-1, sorted=ordered).indices
+    pad = (-n) % CHUNK
+    chunks = (nn.functional.pad(values, (0, pad), value=float("-inf")) if pad else values).view(rows, -1, CHUNK)
+    best = chunks.amax(-1).topk(k, dim=-1).indices  # (rows, k): the chunks
+    inside = chunks.gather(1, best[..., None].expand(-1, -1, CHUNK)).reshape(rows, -1).topk(k, dim=-1, sorted=ordered)
+    return best.gather(1, inside.indices // CHUNK) * CHUNK + inside.indices % CHUNK
 
 
 class Int4Embedding(PackedLayer):

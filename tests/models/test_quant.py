@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from specviz.engine import Engine, RunSettings
-from specviz.models.layers import Int4Groups, Int4Linear, Int4RescoredHead, Int8Embedding, Int8Linear
+from specviz.models.layers import Int4Groups, Int4Linear, Int4RescoredHead, Int8Embedding, Int8Linear, largest
 from specviz.models.quant import INT4, INT8, pick_weights, quantize_weights
 
 from harness.tiny_models import tiny_model
@@ -60,6 +60,23 @@ def test_rescored_head_reads_its_largest_logits_at_8_bits_and_the_rest_at_4(bias
     assert (got[again] - fine[again]).abs().max() < 0.01 * fine.abs().max()
     assert (coarse[again] - fine[again]).abs().max() > (got[again] - fine[again]).abs().max()  # 4 bits were further
     assert head(x[0, :1]).argmax(-1).item() == fine[0, :1].argmax(-1).item()
+
+
+@pytest.mark.parametrize("width", [20_000, 20_000 + 77])  # whole chunks, and a part chunk at the end
+def test_largest_finds_the_k_largest_logits_as_topk_does_up_to_ties(width):
+    torch.manual_seed(0)
+    rows = (torch.randn(3, width) * 2).to(torch.bfloat16)  # bfloat16: many logits tie, as a real row's do
+    rows[1, -5:] = 50  # the largest in the part chunk
+    got = largest(rows, 64)
+    assert got.shape == (3, 64) and all(len(set(r.tolist())) == 64 for r in got)
+    want = rows.topk(64, dim=-1).values.float().sort(-1).values
+    assert torch.equal(rows.gather(1, got).float().sort(-1).values, want)  # the same 64 values, ties and all
+    assert {width - 5 + i for i in range(5)} <= set(got[1].tolist())
+    few = rows[:, :100]  # fewer logits than 64 chunks hold: torch's own topk
+    assert torch.equal(largest(few, 8, ordered=True), few.topk(8, dim=-1).indices)
+    probs = torch.softmax(rows.float(), -1)[0]  # a row alone, largest first: the cards' candidates
+    first = largest(probs, 10, ordered=True)
+    assert first.shape == (10,) and torch.equal(probs[first], probs.topk(10).values)
 
 
 @pytest.mark.parametrize("weights", [INT4, INT8])

@@ -81,8 +81,9 @@ def cache_sentence(trace: Trace, index: int) -> str:
     if not spec.has_draft_cache:
         return parts[0] + f" {spec.label.capitalize()} has no draft model, so there is no draft cache."
     if not rnd.k:
-        return parts[0] + (" The draft did not run: round 1 is the target's own prefill, and the draft reads the "
-                           "prompt in round 2." if rnd.index == 0 and trace.format_version >= 3 else "")
+        rest = "the rest of the prompt" if trace.opening else "the prompt"
+        return parts[0] + (f" The draft did not run: round 1 is the target's own prefill, and the draft reads {rest} "
+                           f"in round 2." if rnd.index == 0 and trace.format_version >= 3 else "")
     if d[0] == 0:  # the round that brings the draft in: round 2 since format version 3, round 1 before
         read = "the prompt and round 1's token" if rnd.index else "the prompt"
         parts.append(f"The draft's cache was empty, so its first step read {read} ({d[1] - d[0] - rnd.k + 1} "
@@ -103,7 +104,6 @@ def _caught_up(target: list[int], rnd: Round) -> str:
     missing = target[2] - target[0] - rnd.k
     if rnd.index == 0:
         if target[0]:
-            return (f"the prompt's {missing} tokens after the chat template's opening, whose {target[0]} it held "
-                    f"from the start")
+            return f"the prompt's {missing} tokens after the template's {target[0]}-token opening, held from the start,"
         return f"the {missing}-token prompt"
     return f"{missing} committed token{'s' * (missing != 1)} it lacked"

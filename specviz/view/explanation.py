@@ -59,7 +59,7 @@ def _first_round_note(trace: Trace, index: int) -> str:
                 if o else f"the whole prompt ({n} tokens)")
         return (f"That pass read {read} and took the first token from p at its end, exactly as the target alone "
                 f"starts, so the first token waited for no draft (the summary's time to first token)."
-                + ("" if lookup else " The draft reads the prompt in round 2."))
+                + ("" if lookup else f" The draft reads {'the rest of ' if o else ''}the prompt in round 2."))
     if lookup or not trace.rounds[index].k:
         return ""
     cache = trace.rounds[index].cache

@@ -44,6 +44,30 @@ def test_a_bonus_leaves_the_draft_one_behind_and_says_why(trace, tiny_pair, toke
     assert "one behind" not in cache_cells.cache_rows(trace, rejected)
 
 
+def test_a_run_from_the_templates_opening_says_what_each_pass_read(tiny_pair, tokenizer):
+    """engine/opening.py: the caches start holding the chat template's opening; round 1's target and round 2's draft
+    read the rest of the prompt, and the sentences' counts add up to the recorded lengths."""
+    from specviz.engine import Engine
+    from specviz.view.explanation import _first_round_note
+
+    chat = copy.deepcopy(tokenizer)
+    chat.chat_template = ("{{ 'You are a helpful assistant.\n' }}{% for m in messages %}{{ 'User: ' + m['content'] }}"
+                          "{% endfor %}{% if add_generation_prompt %}\nAssistant:{% endif %}")
+    trace = Engine(*tiny_pair, chat).run("def fib(n):", RunSettings(k=3, temperature=0, max_new_tokens=8))
+    n, o = len(trace.prompt_token_ids), trace.opening
+    assert o > 0 and trace.rounds[0].cache.target[:3] == [o, o, n]
+    first, second = cache_cells.cache_rows(trace, 0), cache_cells.cache_rows(trace, 1)
+    assert (f"The target's pass wrote {n - o} positions (the prompt's {n - o} tokens after the "
+            f"template's {o}-token opening, held from the start, + 0 drafts)") in first
+    assert "the draft reads the rest of the prompt in round 2" in first
+    d = trace.rounds[1].cache.draft
+    assert d[0] == o and (f"The draft's cache held only the chat template's opening ({o} positions, copied in "
+                          f"when the run began), so its first step read the rest of the prompt and round 1's "
+                          f"token ({n - o + 1} positions)") in second
+    assert f"read the prompt's last {n - o} tokens (its first {o}," in _first_round_note(trace, 0)
+    assert f"the prompt's {n - o} tokens after the template's opening" in _first_round_note(trace, 1)
+
+
 def test_round_one_writes_the_prompt_and_long_writes_are_counted(engine):
     trace = engine.run("def fibonacci(n): return n if n < 2 else fibonacci(n - 1) + fibonacci(n - 2)",
                        RunSettings(k=4, temperature=0, max_new_tokens=8))

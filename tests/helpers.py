@@ -235,9 +235,16 @@ class EventReader:
 
         self.messages: list[tuple[str, str, dict, bytes]] = []
         self.headers: dict = {}
+        self.cut: str | None = None  # why the stream broke off, where its server stopped before closing it
         self._stop = False
 
         def read():
+            try:
+                listen()
+            except (httpx.RemoteProtocolError, httpx.ReadError) as e:  # a server stopped mid-stream (a test's
+                self.cut = f"{type(e).__name__}: {e}"                    # teardown): the stream ends, as a browser's
+
+        def listen():
             with httpx.stream("GET", url, headers={"Accept-Encoding": "gzip", **(headers or {})},
                               timeout=60) as stream:
                 self.headers = dict(stream.headers)
@@ -267,7 +274,8 @@ class EventReader:
             if seen:
                 return seen
             time.sleep(0.02)
-        raise AssertionError(f"the stream never showed it: {[m[2].get('version') for m in self.messages]}")
+        raise AssertionError(f"the stream never showed it: {[m[2].get('version') for m in self.messages]}"
+                             + (f"; it broke off: {self.cut}" if self.cut else ""))
 
     def wait_version(self, version: int) -> dict:
         """Wait for a state of the room at `version` or later; -> that state."""

@@ -274,7 +274,7 @@ def largest(values: torch.Tensor, k: int, ordered: bool = False) -> torch.Tensor
 
     Why: torch's topk over a real row of the vocabulary took 1.1–1.6 ms on the AMD EPYC (0.25 ms over random values:
     its selection slows on the many ties of real rows), this 0.11 ms; a draft step makes one (the rescored head) and
-    a recorded round two more (the cards' candidates), 2.7 % of a run on a story (2026-12-06)."""
+    a recorded round two more (the cards' candidates): about 3 % of a story run's time (2026-12-06)."""
     if values.dim() == 1:
         return largest(values[None], k, ordered)[0]
     rows, n = values.shape

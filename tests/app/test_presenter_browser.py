@@ -417,6 +417,9 @@ def measured(browser, url, wide_traces):
                 out["each round alone", name] = page.page.evaluate(LOOKS_ALONE, ALONE)
             page.page.evaluate("() => window.svQuiz(false)")
             page.page.keyboard.press("Escape")
+            # left whatever Escape closed first (the keys' help, where a sweep left it open, keeps the view on): the
+            # next trace's upload is hidden in the presenter view, and once its Clear button waited 60 s for it
+            page.page.evaluate("() => window.svPresent(false)")
     page.close()
     return out
 

@@ -269,23 +269,24 @@ class Engine:
         return RunContext(prompt_ids=ids, target=self.target, drafter=drafter,
                           new_target_cache=partial(self._target_cache, opening, ids),
                           new_draft_cache=partial(self._draft_cache, drafter, opening, ids),
-                          opening=self.openings.held(ids) if opening else 0, vocab=self.vocab,
+                          opening=opening, vocab=self.vocab,
                           eos_ids=self.eos_ids, text=self.text, tokenizer=self.tokenizer, device=self.device,
                           dtype=self.dtype, kernels=self.kernels, target_name=self.target_name,
                           drafter_name=drafter_name,
                           draft_memory=self.memory_of(drafter))
 
-    def _opening(self, settings: RunSettings, ids: list[int]) -> bool:
-        """Whether a run of `settings` on these prompt ids starts from the caches of the chat template's opening
-        (opening.py): where they begin with it, and the drafter needs no target states of the prompt's positions
-        (Medusa heads and the EAGLE layer read them, so their runs and their target alone read the whole prompt)."""
-        return settings.drafter_spec.source != TARGET_STATE and self.openings.held(ids) > 0
+    def _opening(self, settings: RunSettings, ids: list[int]) -> int:
+        """The prompt tokens a run of `settings` on these ids finds in its caches from the start: the chat template's
+        opening (opening.py) where they begin with it and the drafter needs no target states of the prompt's
+        positions (Medusa heads and the EAGLE layer read them, so their runs and their target alone read the whole
+        prompt), else 0."""
+        return self.openings.held(ids) if settings.drafter_spec.source != TARGET_STATE else 0
 
-    def _target_cache(self, opening: bool, ids: list[int]) -> DynamicCache:
-        """A run's target cache: holding the template's opening where `opening`, else empty."""
+    def _target_cache(self, opening: int, ids: list[int]) -> DynamicCache:
+        """A run's target cache: holding the template's opening where `opening` (its length), else empty."""
         return self.openings.fresh(self.target, DynamicCache, ids) if opening else DynamicCache()
 
-    def _draft_cache(self, drafter, opening: bool, ids: list[int]):
+    def _draft_cache(self, drafter, opening: int, ids: list[int]):
         """A run's draft cache (new_draft_cache's kind), holding the template's opening where `opening`."""
         new = partial(self.new_draft_cache, drafter)
         return self.openings.fresh(drafter, new, ids) if opening else new()

@@ -12,7 +12,7 @@ changes is time: the target's prefill of a 42-token prompt read 18 tokens, not 4
 It holds nothing of anyone's text: the opening is what the template puts before any user's words, found by
 encoding two different messages and keeping the tokens they share (`opening_of`), so no run's prompt is kept for,
 or reaches, another. A prompt that does not begin with it (no chat template, `chat` off) runs as before, and so do
-drafters that read the target's states of every prompt position (Medusa heads, the EAGLE layer: `applies`).
+drafters that read the target's states of every prompt position (Medusa heads, the EAGLE layer: Engine._opening).
 """
 
 from __future__ import annotations
@@ -61,8 +61,7 @@ class Openings:
     def fresh(self, model, new_cache: Callable[[], object], prompt_ids: list[int]):
         """A new cache for `model` (made by `new_cache`) holding the opening, where `prompt_ids` begin with it; else
         an empty one."""
-        n = len(self.ids)
-        if model is None or not n or prompt_ids[:n] != self.ids or len(prompt_ids) <= n:
+        if model is None or not self.held(prompt_ids):
             return new_cache()
         with torch.inference_mode():  # as a round's passes run
             kept = self._caches.get(id(model))

@@ -13,8 +13,8 @@ the users of serve-bench are threads whose requests the server batches. Every re
 makes exactly its tokens (ignore_eos). The bench's start, as specviz's runs do, from the chat template's opening
 already in the slot's cache (engine/opening.py; an untimed request of the opening alone first, then cache_prompt on)
 and prefill the rest; serve-bench's prefill their whole prompt (cache_prompt off), as specviz's batch does. The
-server also listens for HTTP, which cannot be turned off: on 127.0.0.1 only, at a port the system picks (port 0), never reachable from
-another machine. Its settings are otherwise llama.cpp's defaults, as its users run it. The wheel's CPU build is AVX2
+server also listens for HTTP, which cannot be turned off: on 127.0.0.1 only, at a port the system picks (port 0),
+never reachable from another machine. Its settings are otherwise llama.cpp's defaults, as its users run it. The wheel's CPU build is AVX2
 only: a build for the machine's own CPU may be faster.
 """
 

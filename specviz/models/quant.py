@@ -105,8 +105,9 @@ def quantize_weights(model: nn.Module, weights: str = INT8) -> nn.Module:
     of the packaged draft's step, and 4 bits alone cost 4 % of its greedy agreement; docs/engine.md, "The draft's
     output layer"); and any layer int4's kernel cannot take (Int4Linear.fits) is int8. The embedding is int8 on
     both: a step reads one row of it, so it costs memory, not time; a head that shares the embedding's table reads
-    the embedding's int8 rows on both, rather than a copy (the packaged draft's: 0.14 GB). Its attention becomes models/attention.py's grouped matmuls: on an AMD EPYC one bfloat16 query over 120
-    cached positions took 102 µs a layer in SDPA and 55 in them (400 positions: 314 and 61)."""
+    the embedding's int8 rows on both, rather than a copy (the packaged draft's: 0.14 GB). Its attention becomes
+    models/attention.py's grouped matmuls: on an AMD EPYC one bfloat16 query over 120 cached positions took 102 µs a
+    layer in SDPA and 55 in them (400 positions: 314 and 61)."""
     if weights not in PACKED:
         raise ValueError(f"quantize to {' or '.join(PACKED)}, not {weights!r}")
     if next(model.parameters()).device.type != "cpu":
